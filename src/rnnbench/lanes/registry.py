@@ -1,0 +1,93 @@
+"""The lane registry: one entry per implementation family.
+
+A lane builds a recurrent module for a cell and loads the canonical weights (torch.nn layout,
+see :mod:`rnnbench.reference`) into it. Every module follows torch.nn's calling convention:
+``module(x [T, B, I], hx) -> (output [T, B, H], h_n)`` where ``hx`` and ``h_n`` are ``[L, B, H]``,
+or a pair ``(h, c)`` of those for LSTM. Adding a lane is one module and one :func:`register` call.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch import nn
+
+from ..cases import CELLS, DEVICES, DTYPES, Case
+from ..errors import UsageError
+from ..precision import device_supports
+
+
+def load_state_dict(module: nn.Module, weights: dict[str, torch.Tensor]) -> None:
+    """Copy canonical weights into a module whose parameters already carry torch.nn's names."""
+    module.load_state_dict(weights, strict=True)
+
+
+@dataclass(frozen=True)
+class Lane:
+    """One implementation family.
+
+    Attributes:
+        name: registry key, e.g. ``torch-nn``.
+        summary: one line for ``rnnbench list``.
+        build: ``(cell, input_size, hidden_size, num_layers) -> nn.Module`` as described above.
+        load: copies canonical weights into a built module.
+        cuda_graph: the runner captures the step in a CUDA graph and times its replay.
+        requires: Python packages the lane imports; missing ones make it unavailable.
+    """
+
+    name: str
+    summary: str
+    build: Callable[[str, int, int, int], nn.Module]
+    load: Callable[[nn.Module, dict], None] = load_state_dict
+    cells: tuple[str, ...] = CELLS
+    devices: tuple[str, ...] = DEVICES
+    dtypes: tuple[str, ...] = DTYPES
+    cuda_graph: bool = False
+    requires: tuple[str, ...] = ()
+
+    def unavailable(self, device: str) -> str | None:
+        """None if the lane can run on ``device`` here, else a one-line reason."""
+        for package in self.requires:
+            if importlib.util.find_spec(package) is None:
+                return f"package {package!r} is not installed"
+        if device not in self.devices:
+            return f"runs on {', '.join(self.devices)} only"
+        if device == "cuda" and not torch.cuda.is_available():
+            return "no CUDA device is visible"
+        return None
+
+    def skip_reason(self, case: Case) -> str | None:
+        """None if this lane applies to ``case``, else why not (one line)."""
+        if case.cell not in self.cells:
+            return f"no {case.cell} cell"
+        if case.dtype not in self.dtypes:
+            return f"no {case.dtype} support"
+        return self.unavailable(case.device) or device_supports(case.device, case.dtype)
+
+    def module_for(self, case: Case, weights: dict[str, torch.Tensor]) -> nn.Module:
+        """A module for ``case`` holding ``weights``, on the case's device, in its dtype."""
+        from ..precision import TORCH_DTYPE
+
+        module = self.build(case.cell, case.input_size, case.hidden_size, case.num_layers)
+        self.load(module, weights)
+        return module.to(device=case.device, dtype=TORCH_DTYPE[case.dtype])
+
+
+LANES: dict[str, Lane] = {}
+
+
+def register(lane: Lane) -> Lane:
+    if lane.name in LANES:
+        raise ValueError(f"lane {lane.name!r} registered twice")
+    LANES[lane.name] = lane
+    return lane
+
+
+def get_lane(name: str) -> Lane:
+    """The lane called ``name``. Raises UsageError for an unknown name."""
+    if name not in LANES:
+        raise UsageError(f"unknown lane {name!r}; choose from {', '.join(LANES)}")
+    return LANES[name]

@@ -1,0 +1,47 @@
+"""Numeric precision of a case: the tensor dtype and the matmul mode it implies."""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+TORCH_DTYPE = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+# Largest relative error ‖lane − ref‖/‖ref‖ accepted against the float64 reference, for the output
+# and for every gradient. fp32 rounding lands far below 1e-4; TF32 keeps 10 mantissa bits (about
+# 3e-4 per product) and half types 8 (bf16) or 11 (fp16); long recurrences and backward passes
+# through many steps accumulate more, hence the margins (docs/methodology.md).
+TOLERANCE = {"fp32": 1e-4, "tf32": 1e-2, "bf16": 6e-2, "fp16": 2e-2}
+
+
+@contextlib.contextmanager
+def matmul_mode(dtype: str):
+    """Within the block, float32 matmuls and cuDNN convolutions/RNNs use TF32 only for ``tf32``.
+
+    The previous settings are restored on exit. PyTorch's own default allows TF32 in cuDNN but
+    not in cuBLAS, which would make "fp32" mean a mix; we make it strict.
+    """
+    old = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    allow = dtype == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = allow
+    torch.backends.cudnn.allow_tf32 = allow
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
+
+
+def device_supports(device: str, dtype: str) -> str | None:
+    """None if ``device`` can run ``dtype``, else a one-line reason."""
+    if device == "cuda":
+        if not torch.cuda.is_available():
+            return "no CUDA device is visible"
+        major, _ = torch.cuda.get_device_capability()
+        if dtype == "bf16" and not torch.cuda.is_bf16_supported():
+            return "this GPU has no bfloat16 support"
+        if dtype == "tf32" and major < 8:
+            return "TF32 needs an Ampere or newer GPU"
+    elif dtype == "tf32":
+        return "tf32 is a CUDA matmul mode"
+    return None

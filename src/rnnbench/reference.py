@@ -1,0 +1,75 @@
+"""Canonical weights and the readable reference every lane is checked against.
+
+Canonical weights are one weight set per case in torch.nn layout: ``weight_ih_l{k}``
+``[G*H, I_k]``, ``weight_hh_l{k}`` ``[G*H, H]``, ``bias_ih_l{k}`` and ``bias_hh_l{k}`` ``[G*H]``,
+gates stacked in the order of :data:`rnnbench.cases.GATES` (i, f, g, o for LSTM; r, z, n for GRU).
+Every lane converts from this set, so every lane computes the same function.
+
+The reference below is written for reading, not speed: one step, one layer at a time, the gate
+equations as in the torch.nn documentation (which follow cuDNN: the GRU's reset gate multiplies
+the recurrent term *after* the matmul, ``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .cases import Case
+
+
+def canonical_weights(case: Case, generator: torch.Generator) -> dict[str, torch.Tensor]:
+    """A float32 CPU weight set for ``case``, drawn as torch.nn initialises it:
+    uniform(-1/sqrt(H), 1/sqrt(H)) for every matrix and bias."""
+    g, h = case.num_gates, case.hidden_size
+    bound = 1.0 / math.sqrt(h)
+    weights = {}
+    for k in range(case.num_layers):
+        in_size = case.input_size if k == 0 else h
+        shapes = {f"weight_ih_l{k}": (g * h, in_size), f"weight_hh_l{k}": (g * h, h),
+                  f"bias_ih_l{k}": (g * h,), f"bias_hh_l{k}": (g * h,)}
+        for name, shape in shapes.items():
+            weights[name] = (torch.rand(shape, generator=generator) * 2 - 1) * bound
+    return weights
+
+
+def cell_step(cell: str, x: torch.Tensor, state, w_ih, w_hh, b_ih, b_hh):
+    """One step of one layer. ``x`` is ``[B, I]``; ``state`` is ``h`` ``[B, H]``, or ``(h, c)``
+    for LSTM. Returns the new state in the same form."""
+    if cell == "lstm":
+        h, c = state
+        gates = x @ w_ih.T + b_ih + h @ w_hh.T + b_hh
+        i, f, g, o = gates.chunk(4, dim=1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.tanh(c), c
+    if cell == "gru":
+        h = state
+        x_r, x_z, x_n = (x @ w_ih.T + b_ih).chunk(3, dim=1)
+        h_r, h_z, h_n = (h @ w_hh.T + b_hh).chunk(3, dim=1)
+        r = torch.sigmoid(x_r + h_r)
+        z = torch.sigmoid(x_z + h_z)
+        n = torch.tanh(x_n + r * h_n)
+        return (1 - z) * n + z * h
+    pre = x @ w_ih.T + b_ih + state @ w_hh.T + b_hh
+    return torch.tanh(pre) if cell == "rnn_tanh" else torch.relu(pre)
+
+
+def reference_forward(cell: str, weights: dict[str, torch.Tensor], x: torch.Tensor, h0, num_layers: int):
+    """Run the stacked network over ``x`` ``[T, B, I]`` from ``h0`` ``[L, B, H]`` (a pair
+    ``(h0, c0)`` for LSTM). Returns ``(output [T, B, H], h_n)`` with ``h_n`` like ``h0``, as
+    torch.nn.LSTM/GRU/RNN do."""
+    layer_input = x
+    finals = []
+    for k in range(num_layers):
+        w = [weights[f"{n}_l{k}"] for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+        state = (h0[0][k], h0[1][k]) if cell == "lstm" else h0[k]
+        outputs = []
+        for t in range(layer_input.shape[0]):
+            state = cell_step(cell, layer_input[t], state, *w)
+            outputs.append(state[0] if cell == "lstm" else state)
+        layer_input = torch.stack(outputs)
+        finals.append(state)
+    if cell == "lstm":
+        return layer_input, (torch.stack([s[0] for s in finals]), torch.stack([s[1] for s in finals]))
+    return layer_input, torch.stack(finals)

@@ -1,0 +1,97 @@
+"""Device-synchronised timing.
+
+Work on a GPU is asynchronous: a host clock read right after a launch measures the launch, not
+the work (the seed word-LM benchmark's implausible Titan X evaluation speed is the classic case).
+On CUDA every repetition is bracketed by CUDA events after a synchronize, and the elapsed times
+are read after a final synchronize. On the CPU a monotonic host clock is used.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+import torch
+
+NOISY_SPREAD = 0.10  # (p80 - p20) / median above this marks a measurement as noisy
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Repeated timings of one callable, in milliseconds.
+
+    ``median`` is the figure reported; ``p20``/``p80`` bound the middle 60 % of the runs; ``noisy``
+    is set when that spread exceeds 10 % of the median (as torch.utils.benchmark warns).
+    """
+
+    median_ms: float
+    p20_ms: float
+    p80_ms: float
+    runs: int
+    first_call_ms: float
+
+    @property
+    def spread(self) -> float:
+        return (self.p80_ms - self.p20_ms) / self.median_ms if self.median_ms > 0 else 0.0
+
+    @property
+    def noisy(self) -> bool:
+        return self.spread > NOISY_SPREAD
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "spread": self.spread, "noisy": self.noisy}
+
+
+def _quantile(sorted_values: list[float], q: float) -> float:
+    """Linear-interpolated quantile of an already sorted list."""
+    pos = q * (len(sorted_values) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def _timer(device: str) -> Callable[[Callable[[], object]], float]:
+    """A function that runs ``fn`` once and returns its duration in ms, synchronised."""
+    if device == "cuda":
+
+        def run(fn):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda.synchronize()
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end)
+
+        return run
+
+    def run(fn):
+        t0 = time.perf_counter()
+        fn()
+        return (time.perf_counter() - t0) * 1e3
+
+    return run
+
+
+def measure(fn: Callable[[], object], device: str, *, budget_s: float = 0.5, min_runs: int = 5,
+            max_runs: int = 1000, warmup_runs: int = 2) -> Measurement:
+    """Time ``fn``: its first call alone, ``warmup_runs`` untimed calls, then repetitions until
+    ``budget_s`` seconds of measured time and at least ``min_runs`` (at most ``max_runs``).
+
+    The first call holds one-off costs (cuDNN plan search, CUDA graph capture, compilation) and is
+    reported separately, never mixed into the median.
+    """
+    timed = _timer(device)
+    first = timed(fn)
+    for _ in range(warmup_runs):
+        fn()
+    samples: list[float] = []
+    spent = 0.0
+    while len(samples) < min_runs or (spent < budget_s * 1e3 and len(samples) < max_runs):
+        samples.append(timed(fn))
+        spent += samples[-1]
+    samples.sort()
+    return Measurement(statistics.median(samples), _quantile(samples, 0.2), _quantile(samples, 0.8),
+                       len(samples), first)
