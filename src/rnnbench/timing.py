@@ -75,16 +75,24 @@ def _timer(device: str) -> Callable[[Callable[[], object]], float]:
     return run
 
 
+def time_call(fn: Callable[[], object], device: str) -> tuple[object, float]:
+    """Run ``fn`` once; return its result and its synchronised duration in ms."""
+    box = []
+    ms = _timer(device)(lambda: box.append(fn()))
+    return box[0], ms
+
+
 def measure(fn: Callable[[], object], device: str, *, budget_s: float = 0.5, min_runs: int = 5,
-            max_runs: int = 1000, warmup_runs: int = 2) -> Measurement:
+            max_runs: int = 1000, warmup_runs: int = 2, first_call_ms: float | None = None) -> Measurement:
     """Time ``fn``: its first call alone, ``warmup_runs`` untimed calls, then repetitions until
     ``budget_s`` seconds of measured time and at least ``min_runs`` (at most ``max_runs``).
 
     The first call holds one-off costs (cuDNN plan search, CUDA graph capture, compilation) and is
-    reported separately, never mixed into the median.
+    reported separately, never mixed into the median. Pass ``first_call_ms`` when the caller
+    already made (and timed) the first call, e.g. to verify its result.
     """
     timed = _timer(device)
-    first = timed(fn)
+    first = timed(fn) if first_call_ms is None else first_call_ms
     for _ in range(warmup_runs):
         fn()
     samples: list[float] = []

@@ -1,6 +1,11 @@
-"""Implementations ("lanes") of the recurrent layers; importing this registers them all."""
+"""Implementations ("lanes") of the recurrent layers; importing this registers them all.
 
-from . import cell_loop, fused_loop, torch_nn  # noqa: F401  (registration side effect)
+Import order is registration order, which is the order lanes appear in tables.
+"""
+
+from . import torch_nn  # noqa: F401, I001  (registration side effect; order matters)
+from . import cell_loop  # noqa: F401
+from . import fused_loop  # noqa: F401
 from .registry import LANES, Lane, get_lane, register
 
 __all__ = ["LANES", "Lane", "get_lane", "register"]

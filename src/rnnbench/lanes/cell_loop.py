@@ -56,11 +56,18 @@ def load_cells(module: CellLoop, weights: dict[str, torch.Tensor]) -> None:
     module.load_state_dict(renamed, strict=True)
 
 
+def canonical_name(name: str) -> str:
+    """``cells.{k}.weight_ih`` -> ``weight_ih_l{k}``."""
+    _, layer, base = name.split(".")
+    return f"{base}_l{layer}"
+
+
 register(
     Lane(
         "torch-cell-loop",
         "nn.LSTMCell/GRUCell/RNNCell called once per step in Python (like BasicLSTMCell)",
         CellLoop,
         load=load_cells,
+        canonical_name=canonical_name,
     )
 )

@@ -34,6 +34,7 @@ class Lane:
         summary: one line for ``rnnbench list``.
         build: ``(cell, input_size, hidden_size, num_layers) -> nn.Module`` as described above.
         load: copies canonical weights into a built module.
+        canonical_name: maps a module parameter name to its canonical (torch.nn) name.
         cuda_graph: the runner captures the step in a CUDA graph and times its replay.
         requires: Python packages the lane imports; missing ones make it unavailable.
     """
@@ -47,6 +48,7 @@ class Lane:
     dtypes: tuple[str, ...] = DTYPES
     cuda_graph: bool = False
     requires: tuple[str, ...] = ()
+    canonical_name: Callable[[str], str] = lambda name: name
 
     def unavailable(self, device: str) -> str | None:
         """None if the lane can run on ``device`` here, else a one-line reason."""

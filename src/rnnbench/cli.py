@@ -1,0 +1,225 @@
+"""The command line: ``rnnbench env | list | run | report``.
+
+Bad input prints one line on stderr and exits with code 2; an interrupted run says where its
+results are and exits 130. No tracebacks for either.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .cases import DTYPES, FIELDS, LOSSES, MODES, SIZE_FIELDS, Case, expand_grid, unique
+from .errors import UsageError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Benchmark recurrent-network implementations (RNN, LSTM, GRU) side by side.")
+console = Console()
+err = Console(stderr=True)
+
+
+def _device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device not in ("cpu", "cuda"):
+        raise UsageError(f"unknown device {device!r}; choose from auto, cpu, cuda")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda, but no CUDA device is visible")
+    return device
+
+
+def _split(text: Optional[str], field: str, integer: bool):
+    """``"32,128"`` -> ``[32, 128]``; None stays None."""
+    if text is None:
+        return None
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise UsageError(f"--{field.replace('_', '-')} is empty")
+    if not integer:
+        return items
+    try:
+        return [int(t) for t in items]
+    except ValueError:
+        raise UsageError(f"--{field.replace('_', '-')} takes whole numbers, got {text!r}") from None
+
+
+@app.command("env")
+def env_command(as_json: bool = typer.Option(False, "--json", help="Print the record as JSON.")):
+    """Show the environment record stored with every result."""
+    from .env import environment
+
+    record = environment()
+    if as_json:
+        print(json.dumps(record, indent=2))
+        return
+    table = Table("field", "value", title="rnnbench environment")
+    for key, value in record.items():
+        table.add_row(key, str(value))
+    console.print(table)
+
+
+@app.command("list")
+def list_command():
+    """List the lanes (and whether each runs here) and the suites."""
+    from .lanes import LANES
+    from .suites import SUITES, suite_cases
+
+    lanes = Table("lane", "what it is", "cells", "cpu", "cuda", title="lanes")
+    for lane in LANES.values():
+        here = [lane.unavailable(d) or "available" for d in ("cpu", "cuda")]
+        lanes.add_row(lane.name, lane.summary, ", ".join(lane.cells), *here)
+    console.print(lanes)
+    suites = Table("suite", "cases", "source", title="suites")
+    for suite in SUITES.values():
+        suites.add_row(suite.name, str(len(suite_cases(suite.name, "cpu"))), suite.source)
+    console.print(suites)
+
+
+def _cases(suite, device, grid_options: dict) -> list[Case]:
+    from .suites import default_suites, suite_cases
+
+    overrides = {k: v for k, v in grid_options.items() if v is not None}
+    if suite:
+        names = _split(suite, "suite", integer=False)
+        return unique(c for name in names for c in suite_cases(name, device, **overrides))
+    if overrides:
+        return expand_grid({**overrides, "device": device})
+    return unique(c for name in default_suites(device) for c in suite_cases(name, device))
+
+
+@app.command("run")
+def run_command(
+    suite: Optional[str] = typer.Option(None, help="Suite name(s), comma-separated. Default: the seed suites on a GPU, 'quick' on the CPU."),
+    cell: Optional[str] = typer.Option(None, help="rnn_tanh, rnn_relu, lstm, gru (comma list)."),
+    batch_size: Optional[str] = typer.Option(None, help="Comma list of batch sizes."),
+    seq_len: Optional[str] = typer.Option(None, help="Comma list of sequence lengths."),
+    input_size: Optional[str] = typer.Option(None, help="Comma list of input sizes."),
+    hidden_size: Optional[str] = typer.Option(None, help="Comma list of hidden sizes."),
+    num_layers: Optional[str] = typer.Option(None, help="Comma list of layer counts."),
+    dtype: Optional[str] = typer.Option(None, help=f"{', '.join(DTYPES)} (fp32 = strict, TF32 off)."),
+    mode: Optional[str] = typer.Option(None, help=f"{', '.join(MODES)} (train = forward + loss + backward)."),
+    loss: Optional[str] = typer.Option(None, help=f"{', '.join(LOSSES)}."),
+    lanes: Optional[str] = typer.Option(None, help="Lanes to run (comma list). Default: all."),
+    device: str = typer.Option("auto", help="auto, cpu or cuda."),
+    out: Optional[Path] = typer.Option(None, help="Results file (JSON lines). Default: runs/<time>-<device>.jsonl."),
+    resume: bool = typer.Option(False, help="Skip (case, lane) pairs already in --out."),
+    dry_run: bool = typer.Option(False, help="List the cases and exit."),
+    baseline: str = typer.Option("torch-nn", help="Lane the speedup columns divide by."),
+    budget: float = typer.Option(0.5, min=0.01, help="Seconds of timed repetitions per (case, lane)."),
+):
+    """Verify, then time, every lane on every case; append rows to a JSON-lines file."""
+    from .lanes import LANES, get_lane
+
+    device = _device(device)
+    grid = {"cell": _split(cell, "cell", False), "dtype": _split(dtype, "dtype", False),
+            "mode": _split(mode, "mode", False), "loss": _split(loss, "loss", False)}
+    sizes = dict(batch_size=batch_size, seq_len=seq_len, input_size=input_size, hidden_size=hidden_size,
+                 num_layers=num_layers)
+    grid.update({k: _split(v, k, True) for k, v in sizes.items()})
+    cases = _cases(suite, device, grid)
+    chosen = [get_lane(n) for n in _split(lanes, "lanes", False)] if lanes else list(LANES.values())
+    get_lane(baseline)
+    if dry_run:
+        for case in cases:
+            print(case.key)
+        print(f"{len(cases)} cases × {len(chosen)} lanes")
+        return
+    out = out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{device}.jsonl"
+    _run_with_progress(cases, chosen, out, resume, budget)
+    _print_report(out, baseline)
+
+
+def _run_with_progress(cases, lanes, out: Path, resume: bool, budget: float) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from .results import ResultsFile
+    from .runner import run
+
+    total = len(cases) * len(lanes)
+    try:
+        if console.is_terminal:
+            columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                       TimeElapsedColumn(), TimeRemainingColumn())
+            with Progress(*columns, console=console) as progress:
+                task = progress.add_task("starting", total=total)
+                run(cases, lanes, ResultsFile(out), resume=resume, budget_s=budget,
+                    on_start=lambda c, l: progress.update(task, description=f"{c.key} · {l.name}"),
+                    on_row=lambda row: progress.advance(task))
+        else:
+            counter = iter(range(1, total + 1))
+            run(cases, lanes, ResultsFile(out), resume=resume, budget_s=budget,
+                on_row=lambda row: print(_plain_line(next(counter), total, row), flush=True))
+    except KeyboardInterrupt:
+        err.print(f"interrupted; every row measured so far is in {out} (rerun with --resume to continue)")
+        raise typer.Exit(130)
+    console.print(f"results: {out}")
+
+
+def _plain_line(i: int, total: int, row: dict) -> str:
+    figure = f"{row['us_per_example']:.1f} µs/example" if row["status"] == "ok" else row.get("message", "")
+    return f"[{i}/{total}] {row['case_key']} {row['lane']}: {row['status']} {figure}"
+
+
+def _print_report(path: Path, baseline: str) -> None:
+    from .report import markdown
+    from .results import load_results
+
+    try:
+        print(markdown(load_results(path), baseline))
+    except UsageError:
+        print("no result rows (everything was skipped or already measured)")
+
+
+@app.command("report")
+def report_command(
+    files: list[Path] = typer.Argument(..., help="Results files (JSON lines) written by rnnbench."),
+    format: str = typer.Option("md", help="md or csv."),
+    plot: Optional[Path] = typer.Option(None, help="Also draw each lane's speedup over the baseline to this PNG."),
+    baseline: str = typer.Option("torch-nn", help="Lane the speedup columns divide by."),
+    published: bool = typer.Option(True, help="Show the seeds' published figures beside ours."),
+):
+    """Re-render the tables (and optionally a plot) from results files."""
+    import pandas as pd
+
+    from .report import markdown
+    from .report import plot as draw
+    from .results import load_results
+
+    if format not in ("md", "csv"):
+        raise UsageError(f"unknown format {format!r}; choose from md, csv")
+    frame = pd.concat([load_results(f) for f in files], ignore_index=True)
+    print(frame.to_csv(index=False) if format == "csv" else markdown(frame, baseline, published), end="")
+    if plot:
+        draw(frame, str(plot), baseline)
+        err.print(f"plot: {plot}")
+
+
+def main() -> None:
+    """Entry point: typer in non-standalone mode so every usage error becomes one line."""
+    try:
+        code = app(standalone_mode=False)
+    except typer.Exit as exc:
+        code = exc.exit_code
+    except (typer.Abort, KeyboardInterrupt):
+        print("rnnbench: interrupted", file=sys.stderr)
+        code = 130
+    except UsageError as exc:
+        print(f"rnnbench: error: {exc}", file=sys.stderr)
+        code = 2
+    except Exception as exc:
+        # Click's usage errors (typer vendors click in new releases, so match by shape, not class).
+        if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):
+            raise
+        if exc.format_message():  # empty for "no arguments: help shown"
+            print(f"rnnbench: error: {exc.format_message()}", file=sys.stderr)
+        code = exc.exit_code
+    sys.exit(code if isinstance(code, int) else 0)
