@@ -9,6 +9,6 @@ export PYTHONUNBUFFERED=1
 rnnbench() { PYTHONPATH=src python3 -m rnnbench "$@"; }
 rnnbench env --json > "$out/env.json"
 for suite in glample-2016 theano-cudnn-2016 fastrnns flashrnn-2024; do
-  rnnbench run --suite "$suite" --device cuda --budget "$budget" --out "$out/$suite.jsonl" --resume > "$out/$suite.log" 2>&1
+  rnnbench run --suite "$suite" --device cuda --budget "$budget" --out "$out/$suite.jsonl" --resume >> "$out/run.log" 2>&1
   echo "$suite: exit $?, $(grep -c '"record": "result"' "$out/$suite.jsonl") rows"
 done
