@@ -38,6 +38,10 @@ def _cpu_model() -> str:
 
 
 def _git_commit() -> str | None:
+    """The checkout's commit (``-dirty`` with local edits); RNNBENCH_GIT_COMMIT overrides it for
+    copies of the tree that travel without ``.git`` (e.g. to a remote GPU machine)."""
+    if os.environ.get("RNNBENCH_GIT_COMMIT"):
+        return os.environ["RNNBENCH_GIT_COMMIT"]
     try:
         out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=Path(__file__).parent,
                              capture_output=True, text=True, timeout=5)

@@ -56,6 +56,6 @@ def published_for(config: dict) -> list[dict]:
     rows = []
     for match, source, entries in PUBLISHED:
         if all(config.get(k) == v for k, v in match.items()):
-            rows += [{"cell": cell, "lane": f"{impl} [{source}]", "train": train, "forward": fwd}
+            rows += [{"cell": cell, "lane": f"[published] {impl}", "source": source, "train": train, "forward": fwd}
                      for cell, impl, train, fwd in entries]
     return rows

@@ -64,31 +64,38 @@ def group_table(group: pd.DataFrame, baseline: str, published: bool = True) -> p
                 line[f"{mode} × {baseline}"] = _speedup(by.get((lane, mode)), by.get((baseline, mode)))
             rows.append(line)
     if published:
-        config = group.iloc[0].to_dict()
-        for pub in published_for(config):
+        for pub in published_for(group.iloc[0].to_dict()):
             rows.append({"cell": pub["cell"], "lane": pub["lane"], MODE_COLUMNS["train"]: f"{pub['train']:.1f}",
                          MODE_COLUMNS["forward"]: f"{pub['forward']:.1f}"})
     return pd.DataFrame(rows).fillna("")
 
 
-def tables(frame: pd.DataFrame, baseline: str = "torch-nn", published: bool = True) -> list[tuple[str, pd.DataFrame]]:
-    """(title, table) for every configuration in the results, in the order first measured."""
+def _sources(group: pd.DataFrame) -> str:
+    """The footnote naming where a table's [published] rows come from."""
+    sources = sorted({p["source"] for p in published_for(group.iloc[0].to_dict())})
+    return f"\n[published]: {'; '.join(sources)}. Another GPU and year; not our measurements.\n" if sources else ""
+
+
+def tables(frame: pd.DataFrame, baseline: str = "torch-nn", published: bool = True) -> list[tuple[str, pd.DataFrame, str]]:
+    """(title, table, footnote) for every configuration in the results, in the order first measured."""
     frame = latest(frame)
     out = []
     for _, group in frame.groupby(GROUP, sort=False, dropna=False):
         if (group["status"] == "unavailable").all():
             continue
-        out.append((_title(group.iloc[0].to_dict()), group_table(group, baseline, published)))
+        note = _sources(group) if published else ""
+        out.append((_title(group.iloc[0].to_dict()), group_table(group, baseline, published), note))
     return out
 
 
 def markdown(frame: pd.DataFrame, baseline: str = "torch-nn", published: bool = True) -> str:
     """All tables as Markdown, with the legend the numbers need."""
-    parts = [f"### {title}\n\n{table.to_markdown(index=False)}\n" for title, table in tables(frame, baseline, published)]
+    parts = [f"### {title}\n\n{table.to_markdown(index=False)}\n{note}"
+             for title, table, note in tables(frame, baseline, published)]
     legend = ("µs per example = median time per batch / batch_size; train = forward + loss + backward. "
               f"`× {baseline}` = {baseline} time / lane time in the same run (> 1 is faster). "
-              "`*` = noisy (p20–p80 spread over 10 % of the median). Rows in [brackets] are published "
-              "figures from another GPU and year, not our measurements.")
+              "`*` = noisy (p20–p80 spread over 10 % of the median). `[published]` rows are the seeds' "
+              "own figures from another GPU and year, quoted for context, not our measurements.")
     return "\n".join(parts + [legend])
 
 

@@ -40,7 +40,8 @@ class Inputs:
 def make_inputs(case: Case) -> Inputs:
     """Random weights and inputs for ``case``, seeded from the case's shape so every lane (and a
     resumed run) sees the same draw; distinct cases get distinct draws."""
-    gen = torch.Generator().manual_seed(zlib.crc32(case.replace(mode="train", device="cpu").key.encode()))
+    shape = (case.cell, case.batch_size, case.seq_len, case.input_size, case.hidden_size, case.num_layers, case.loss)
+    gen = torch.Generator().manual_seed(zlib.crc32(repr(shape).encode()))
     t, b, i, h, layers = case.seq_len, case.batch_size, case.input_size, case.hidden_size, case.num_layers
     target_shape = (t, b, h) if case.loss == "all_steps" else (b, h)
     return Inputs(
