@@ -17,9 +17,6 @@ from .data import DATASETS, Corpus, fetch_dataset, load_corpus
 from .presets import PRESETS, get_preset
 from .train import NonFiniteLossError, train_lm
 
-_PANEL_MODEL, _PANEL_TRAIN, _PANEL_DATA, _PANEL_RUN = "Model", "Training", "Data", "Run"
-
-
 def open_corpus(data_dir: Path | None, dataset: str | None, level: str | None) -> tuple[Corpus, dict]:
     """The corpus named by ``--data-dir`` or ``--dataset`` and the labels its rows carry.
 
@@ -50,36 +47,47 @@ def default_out(preset: str, lane: str, precision: str) -> Path:
     return Path("runs") / "lm" / f"{preset}-{lane}-{precision}-{stamp}.jsonl"
 
 
+def _opt(help: str, panel: str, *flags: str):
+    """A typer option in one of the help panels (the flag name comes from the parameter)."""
+    return typer.Option(*flags, help=help, rich_help_panel=panel)
+
+
+M, T, D, R = "Model", "Training", "Data", "Run"  # help panels
+
+
 def lm(
-    preset: Annotated[str, typer.Option(help=f"Starting configuration: {', '.join(PRESETS)}.")] = "small",
-    rnn: Annotated[Optional[str], typer.Option(help="LSTM, GRU, RNN_TANH or RNN_RELU.", rich_help_panel=_PANEL_MODEL)] = None,
-    emb_size: Annotated[Optional[int], typer.Option(help="Embedding width.", rich_help_panel=_PANEL_MODEL)] = None,
-    hidden_size: Annotated[Optional[int], typer.Option(help="Recurrent width.", rich_help_panel=_PANEL_MODEL)] = None,
-    num_layers: Annotated[Optional[int], typer.Option(help="Stacked recurrent layers.", rich_help_panel=_PANEL_MODEL)] = None,
-    dropout: Annotated[Optional[float], typer.Option(help="Dropout on embedding and recurrent output.", rich_help_panel=_PANEL_MODEL)] = None,
-    tied: Annotated[Optional[bool], typer.Option("--tied/--no-tied", help="Tie decoder and embedding weights.", rich_help_panel=_PANEL_MODEL)] = None,
-    lane: Annotated[Optional[str], typer.Option(help="Recurrent implementation (rnnbench list).", rich_help_panel=_PANEL_MODEL)] = None,
-    batch_size: Annotated[Optional[int], typer.Option(help="Parallel token streams.", rich_help_panel=_PANEL_TRAIN)] = None,
-    bptt: Annotated[Optional[int], typer.Option(help="Truncated-BPTT window length.", rich_help_panel=_PANEL_TRAIN)] = None,
-    eval_batch_size: Annotated[Optional[int], typer.Option(help="Evaluation batch (default: --batch-size).", rich_help_panel=_PANEL_TRAIN)] = None,
-    epochs: Annotated[Optional[int], typer.Option(help="Passes over the training split.", rich_help_panel=_PANEL_TRAIN)] = None,
-    optimizer: Annotated[Optional[str], typer.Option(help="sgd or adam.", rich_help_panel=_PANEL_TRAIN)] = None,
-    lr: Annotated[Optional[float], typer.Option(help="Learning rate.", rich_help_panel=_PANEL_TRAIN)] = None,
-    clip: Annotated[Optional[float], typer.Option(help="Max gradient norm (0 = off).", rich_help_panel=_PANEL_TRAIN)] = None,
-    seed: Annotated[Optional[int], typer.Option(help="Random seed.", rich_help_panel=_PANEL_TRAIN)] = None,
-    amp: Annotated[Optional[str], typer.Option(help="off, bf16 or fp16 (torch.autocast).", rich_help_panel=_PANEL_TRAIN)] = None,
-    tf32: Annotated[Optional[bool], typer.Option("--tf32/--no-tf32", help="Allow TF32 matmuls (CUDA).", rich_help_panel=_PANEL_TRAIN)] = None,
-    max_steps: Annotated[Optional[int], typer.Option(help="Stop after this many optimiser steps.", rich_help_panel=_PANEL_RUN)] = None,
-    max_minutes: Annotated[Optional[float], typer.Option(help="Stop training after this many minutes.", rich_help_panel=_PANEL_RUN)] = None,
-    device: Annotated[Optional[str], typer.Option(help="auto, cpu or cuda.", rich_help_panel=_PANEL_RUN)] = None,
-    data_dir: Annotated[Optional[Path], typer.Option(help="Corpus directory (train.txt valid.txt test.txt) or, at char level, one text file.", rich_help_panel=_PANEL_DATA)] = None,
-    dataset: Annotated[Optional[str], typer.Option(help=f"Fetch and cache: {', '.join(DATASETS)}.", rich_help_panel=_PANEL_DATA)] = None,
-    level: Annotated[Optional[str], typer.Option(help="word or char (default: the dataset's).", rich_help_panel=_PANEL_DATA)] = None,
-    dataset_note: Annotated[Optional[str], typer.Option(help="Label stored in every row, e.g. how the data was laid out.", rich_help_panel=_PANEL_DATA)] = None,
-    out: Annotated[Optional[Path], typer.Option(help="Results file (JSON lines; appended).", rich_help_panel=_PANEL_RUN)] = None,
-    checkpoint: Annotated[Optional[Path], typer.Option(help="Checkpoint written after every epoch.", rich_help_panel=_PANEL_RUN)] = None,
-    resume: Annotated[bool, typer.Option(help="Continue from --checkpoint.", rich_help_panel=_PANEL_RUN)] = False,
-    progress: Annotated[Optional[bool], typer.Option("--progress/--no-progress", help="Progress bar (default: on a terminal).", rich_help_panel=_PANEL_RUN)] = None,
+    preset: Annotated[str, _opt(f"Starting configuration: {', '.join(PRESETS)}.", M)] = "small",
+    rnn: Annotated[Optional[str], _opt("LSTM, GRU, RNN_TANH or RNN_RELU.", M)] = None,
+    emb_size: Annotated[Optional[int], _opt("Embedding width.", M)] = None,
+    hidden_size: Annotated[Optional[int], _opt("Recurrent width.", M)] = None,
+    num_layers: Annotated[Optional[int], _opt("Stacked recurrent layers.", M)] = None,
+    dropout: Annotated[Optional[float], _opt("Dropout on embedding and recurrent output.", M)] = None,
+    tied: Annotated[Optional[bool], _opt("Tie decoder and embedding weights.", M, "--tied/--no-tied")] = None,
+    lane: Annotated[Optional[str], _opt("Recurrent implementation (see rnnbench list).", M)] = None,
+    batch_size: Annotated[Optional[int], _opt("Parallel token streams.", T)] = None,
+    bptt: Annotated[Optional[int], _opt("Truncated-BPTT window length.", T)] = None,
+    eval_batch_size: Annotated[Optional[int], _opt("Evaluation batch (default: --batch-size).", T)] = None,
+    epochs: Annotated[Optional[int], _opt("Passes over the training split.", T)] = None,
+    optimizer: Annotated[Optional[str], _opt("sgd or adam.", T)] = None,
+    lr: Annotated[Optional[float], _opt("Learning rate.", T)] = None,
+    clip: Annotated[Optional[float], _opt("Max gradient norm (0 = off).", T)] = None,
+    seed: Annotated[Optional[int], _opt("Random seed.", T)] = None,
+    amp: Annotated[Optional[str], _opt("off, bf16 or fp16 (torch.autocast).", T)] = None,
+    tf32: Annotated[Optional[bool], _opt("Allow TF32 matmuls (CUDA).", T, "--tf32/--no-tf32")] = None,
+    max_steps: Annotated[Optional[int], _opt("Stop after this many optimiser steps.", R)] = None,
+    max_minutes: Annotated[Optional[float], _opt("Stop training after this many minutes.", R)] = None,
+    device: Annotated[Optional[str], _opt("auto, cpu or cuda.", R)] = None,
+    data_dir: Annotated[Optional[Path], _opt("Corpus directory (train.txt valid.txt test.txt); "
+                                             "at char level also one text file.", D)] = None,
+    dataset: Annotated[Optional[str], _opt(f"Fetch once and cache: {', '.join(DATASETS)}.", D)] = None,
+    level: Annotated[Optional[str], _opt("word or char (default: the dataset's).", D)] = None,
+    dataset_note: Annotated[Optional[str], _opt("Label stored in every row, e.g. how the data "
+                                                "was laid out.", D)] = None,
+    out: Annotated[Optional[Path], _opt("Results file (JSON lines, appended).", R)] = None,
+    checkpoint: Annotated[Optional[Path], _opt("Checkpoint rewritten after every epoch.", R)] = None,
+    resume: Annotated[bool, _opt("Continue from --checkpoint.", R)] = False,
+    progress: Annotated[Optional[bool], _opt("Progress bar (default: on a terminal).", R,
+                                             "--progress/--no-progress")] = None,
 ) -> list[dict]:
     """Train a recurrent language model and measure words per second (synchronised).
 

@@ -74,6 +74,9 @@ def resolve_device(name: str) -> torch.device:
 def _check_precision(config: LMConfig, device: torch.device) -> None:
     if config.tf32 and device.type != "cuda":
         raise UsageError(f"--tf32 is a CUDA matmul mode; this run is on {device.type}")
+    if config.amp == "fp16" and device.type != "cuda":
+        # oneDNN's CPU RNN kernels have no float16 primitive; bf16 autocast does work there.
+        raise UsageError("--amp fp16 needs CUDA; on the CPU use --amp bf16 or off")
     if config.amp != "off" and device.type == "cuda":
         reason = device_supports("cuda", config.amp)
         if reason:
@@ -229,6 +232,29 @@ def _check_finite(loss_sum: torch.Tensor, tokens: int, epoch: int, step: int) ->
     return mean
 
 
+def train_step(model: RNNModel, optimizer: torch.optim.Optimizer, scaler, x: torch.Tensor,
+               y: torch.Tensor, hidden: Hidden, config: LMConfig,
+               device: torch.device) -> tuple[torch.Tensor, Hidden]:
+    """One optimiser step on the window ``x [T, B] -> y [T, B]``.
+
+    Returns the mean cross-entropy of the window (a detached 0-d tensor, not read: reading it
+    would synchronise) and the new hidden state.
+    """
+    hidden = detach_hidden(hidden)  # truncated BPTT: no gradient flows into the previous window
+    with autocast(device, config.amp):
+        logits, hidden = model(x, hidden)
+        # The softmax over the vocabulary in float32 whatever the autocast dtype.
+        loss = F.cross_entropy(logits.flatten(0, 1).float(), y.flatten())
+    optimizer.zero_grad(set_to_none=True)
+    scaler.scale(loss).backward()  # the scaler is a pass-through unless --amp fp16
+    if config.clip > 0:
+        scaler.unscale_(optimizer)  # clip the true gradients, not the fp16-scaled ones
+        nn.utils.clip_grad_norm_(model.parameters(), config.clip)
+    scaler.step(optimizer)
+    scaler.update()
+    return loss.detach(), hidden
+
+
 def train_epoch(model: RNNModel, optimizer: torch.optim.Optimizer, scaler, data: torch.Tensor,
                 config: LMConfig, device: torch.device, *, epoch: int, global_step: int,
                 position: int = 0, hidden: Hidden | None = None, deadline: float | None = None,
@@ -257,18 +283,8 @@ def train_epoch(model: RNNModel, optimizer: torch.optim.Optimizer, scaler, data:
         view.phase(f"epoch {epoch} train", planned)
     for index in range(position, len(starts)):
         x, y = get_batch(data, starts[index], config.bptt)
-        hidden = detach_hidden(hidden)  # truncated BPTT: no gradient into the previous window
-        with autocast(device, config.amp):
-            logits, hidden = model(x, hidden)
-            loss = F.cross_entropy(logits.flatten(0, 1).float(), y.flatten())
-        optimizer.zero_grad(set_to_none=True)
-        scaler.scale(loss).backward()
-        if config.clip > 0:
-            scaler.unscale_(optimizer)  # clip the true gradients, not the fp16-scaled ones
-            nn.utils.clip_grad_norm_(model.parameters(), config.clip)
-        scaler.step(optimizer)
-        scaler.update()
-        loss_sum += loss.detach().double() * y.numel()
+        loss, hidden = train_step(model, optimizer, scaler, x, y, hidden, config, device)
+        loss_sum += loss.double() * y.numel()
         tokens += y.numel()
         steps += 1
         clock.batch_done(y.numel())
@@ -401,6 +417,71 @@ def _to_device(hidden, device: torch.device):
     return hidden.to(device)
 
 
+def checkpoint_state(config: LMConfig, corpus: Corpus, model: nn.Module, optimizer, scaler,
+                     device: torch.device, epoch: int, stats: EpochStats, global_step: int) -> dict:
+    """Everything :func:`restore` needs to continue exactly where this epoch (or part) ended."""
+    return {"format": CHECKPOINT_FORMAT, "config": config.to_dict(),
+            "vocab_size": len(corpus.vocab), "train_tokens": corpus.train.numel(),
+            "epoch": epoch, "position": stats.position, "hidden": _to_cpu(stats.hidden),
+            "global_step": global_step, "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "scaler": scaler.state_dict() if scaler.is_enabled() else None,
+            "rng": _rng_state(device)}
+
+
+@dataclass
+class Start:
+    """Where a run begins: epoch 1 from scratch, or the point a checkpoint was written."""
+
+    epoch: int = 1
+    position: int = 0  # window index inside ``epoch``
+    hidden: Hidden | None = None  # carried state at ``position`` (None: zeros)
+    global_step: int = 0
+    last_good: int | None = None  # epoch of the checkpoint resumed from
+
+
+def restore(path: Path, config: LMConfig, corpus: Corpus, model: nn.Module, optimizer, scaler,
+            device: torch.device) -> Start:
+    """Load the checkpoint at ``path`` into model, optimiser, scaler and RNGs; where to go on.
+
+    Raises:
+        UsageError: unreadable or mismatched checkpoint, or nothing left to train.
+    """
+    state = load_checkpoint(path)
+    _check_resumable(state, config, corpus, path)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    if scaler.is_enabled() and state.get("scaler"):
+        scaler.load_state_dict(state["scaler"])
+    _set_rng_state(state["rng"], device)
+    start = Start(global_step=state["global_step"], last_good=state["epoch"])
+    if state["position"] is None:
+        start.epoch = state["epoch"] + 1
+    else:  # the checkpoint was cut inside an epoch: continue that epoch from its next window
+        start.epoch, start.position = state["epoch"], state["position"]
+        start.hidden = _to_device(state["hidden"], device)
+    if start.epoch > config.epochs or (config.max_steps and start.global_step >= config.max_steps):
+        raise UsageError(f"nothing to resume: {path} is at epoch {state['epoch']}, step "
+                         f"{start.global_step}; raise --epochs or --max-steps to train further")
+    return start
+
+
+def measurements(stats: EpochStats, valid: EvalStats, test: EvalStats | None,
+                 device: torch.device) -> dict:
+    """The measured fields of a result row (speeds in words/s, times in ms or s, losses in nats)."""
+    return {
+        "steps": stats.steps, "train_wps": stats.wps, "eval_wps": valid.wps,
+        "test_wps": test.wps if test else None,
+        "ms_per_batch": stats.ms_per_batch, "eval_ms_per_batch": valid.ms_per_batch,
+        "timed_batches": stats.timed_batches, "eval_timed_batches": valid.timed_batches,
+        "train_seconds": stats.seconds, "train_loss": stats.loss,
+        "valid_loss": valid.loss, "valid_ppl": valid.ppl,
+        "test_loss": test.loss if test else None, "test_ppl": test.ppl if test else None,
+        "peak_mem_bytes": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None,
+        "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
 # --------------------------------------------------------------------------------------------
 # The whole run
 
@@ -473,26 +554,12 @@ def train_lm(config: LMConfig, corpus: Corpus, *, results: ResultsFile | None = 
     scaler = torch.amp.GradScaler(device.type, enabled=config.amp == "fp16")
 
     checkpoint = Path(checkpoint) if checkpoint is not None else None
-    start_epoch, position, hidden, global_step, last_good = 1, 0, None, 0, None
+    start = Start()
     if resume:
         if checkpoint is None:
             raise UsageError("--resume needs --checkpoint PATH")
-        state = load_checkpoint(checkpoint)
-        _check_resumable(state, config, corpus, checkpoint)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        if scaler.is_enabled() and state.get("scaler"):
-            scaler.load_state_dict(state["scaler"])
-        _set_rng_state(state["rng"], device)
-        global_step, last_good = state["global_step"], state["epoch"]
-        if state["position"] is None:
-            start_epoch = state["epoch"] + 1
-        else:  # the checkpoint was cut inside an epoch: continue that epoch from its next window
-            start_epoch, position = state["epoch"], state["position"]
-            hidden = _to_device(state["hidden"], device)
-        if start_epoch > config.epochs or (config.max_steps and global_step >= config.max_steps):
-            raise UsageError(f"nothing to resume: {checkpoint} is at epoch {state['epoch']}, step "
-                             f"{global_step}; raise --epochs or --max-steps to train further")
+        start = restore(checkpoint, config, corpus, model, optimizer, scaler, device)
+    position, hidden, global_step, last_good = start.position, start.hidden, start.global_step, start.last_good
 
     env = env or environment()
     if results is not None:
@@ -507,7 +574,7 @@ def train_lm(config: LMConfig, corpus: Corpus, *, results: ResultsFile | None = 
     rows: list[dict] = []
 
     with matmul_mode("tf32" if config.tf32 else "fp32"), ProgressView(progress) as view:
-        for epoch in range(start_epoch, config.epochs + 1):
+        for epoch in range(start.epoch, config.epochs + 1):
             lr = epoch_lr(config, epoch)
             for group in optimizer.param_groups:
                 group["lr"] = lr
@@ -529,27 +596,12 @@ def train_lm(config: LMConfig, corpus: Corpus, *, results: ResultsFile | None = 
 
             valid = evaluate(model, data["valid"], config.bptt, device, config.amp, view, f"epoch {epoch} valid")
             test = evaluate(model, data["test"], config.bptt, device, config.amp, view, "test") if final else None
-            row = {**fixed, "epoch": epoch, "epoch_lr": lr, "steps": stats.steps,
-                   "global_step": global_step, "partial": position > 0 or stats.position is not None,
-                   "stopped": stopped, "final": final,
-                   "train_wps": stats.wps, "eval_wps": valid.wps,
-                   "test_wps": test.wps if test else None,
-                   "ms_per_batch": stats.ms_per_batch, "eval_ms_per_batch": valid.ms_per_batch,
-                   "timed_batches": stats.timed_batches, "eval_timed_batches": valid.timed_batches,
-                   "train_seconds": stats.seconds, "train_loss": stats.loss,
-                   "valid_loss": valid.loss, "valid_ppl": valid.ppl,
-                   "test_loss": test.loss if test else None, "test_ppl": test.ppl if test else None,
-                   "peak_mem_bytes": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None,
-                   "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+            row = {**fixed, "epoch": epoch, "epoch_lr": lr, "global_step": global_step,
+                   "partial": position > 0 or stats.position is not None, "stopped": stopped,
+                   "final": final, **measurements(stats, valid, test, device)}
             if checkpoint is not None:
-                save_checkpoint(checkpoint, {
-                    "format": CHECKPOINT_FORMAT, "config": config.to_dict(),
-                    "vocab_size": len(corpus.vocab), "train_tokens": corpus.train.numel(),
-                    "epoch": epoch, "position": stats.position, "hidden": _to_cpu(stats.hidden),
-                    "global_step": global_step, "model": model.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "scaler": scaler.state_dict() if scaler.is_enabled() else None,
-                    "rng": _rng_state(device)})
+                save_checkpoint(checkpoint, checkpoint_state(config, corpus, model, optimizer, scaler,
+                                                             device, epoch, stats, global_step))
                 last_good = epoch
             if results is not None:
                 results.append(row)

@@ -1,0 +1,124 @@
+"""The lm command's options and the lm report table."""
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from rnnbench.errors import UsageError
+from rnnbench.lm import train as train_module
+from rnnbench.lm.cli import lm
+from rnnbench.lm.report import lm_table
+from rnnbench.results import read_records
+
+TINY = dict(emb_size=16, hidden_size=16, batch_size=8, bptt=16, device="cpu", progress=False)
+
+
+@pytest.fixture(autouse=True)
+def fake_env(monkeypatch):
+    import rnnbench.env
+
+    monkeypatch.setattr(rnnbench.env, "environment", lambda: {"env_id": "cli-env", "gpu": None})
+
+
+def test_cli_options_override_the_preset(word_dir, tmp_path):
+    out = tmp_path / "lm.jsonl"
+    app = typer.Typer()
+    app.command("lm")(lm)
+
+    @app.callback()
+    def main():  # a group, as in the main CLI, so the command is invoked by name
+        pass
+
+    result = CliRunner().invoke(app, [
+        "lm", "--data-dir", str(word_dir), "--rnn", "GRU", "--emb-size", "16", "--hidden-size", "16",
+        "--batch-size", "8", "--bptt", "64", "--epochs", "2", "--max-steps", "12", "--no-tied",
+        "--lane", "torch-fused-loop", "--optimizer", "sgd", "--lr", "1", "--clip", "5",
+        "--device", "cpu", "--out", str(out), "--dataset-note", "synthetic pattern", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    rows = list(read_records(out, "lm"))
+    assert [r["epoch"] for r in rows] == [1, 2]
+    assert rows[-1]["global_step"] == 12 and rows[-1]["stopped"] == "max_steps"
+    assert {r["rnn"] for r in rows} == {"GRU"} and rows[0]["lane"] == "torch-fused-loop"
+    assert rows[0]["optimizer"] == "sgd" and rows[0]["dataset_note"] == "synthetic pattern"
+    assert rows[0]["dataset"] == word_dir.name and rows[0]["level"] == "word"
+    assert "valid ppl" in result.output  # the closing table
+
+
+def test_char_level_file_and_return_value(char_file, tmp_path):
+    rows = lm(data_dir=char_file, max_steps=3, out=tmp_path / "c.jsonl", **TINY)
+    assert rows[0]["level"] == "char" and rows[0]["dataset"] == "chars/input.txt"
+
+
+def test_data_source_must_be_given_once(word_dir):
+    with pytest.raises(UsageError, match="exactly one of --data-dir"):
+        lm(**TINY)
+    with pytest.raises(UsageError, match="exactly one of --data-dir"):
+        lm(data_dir=word_dir, dataset="ptb", **TINY)
+    with pytest.raises(UsageError, match="unknown level"):
+        lm(data_dir=word_dir, level="byte", **TINY)
+
+
+def test_nan_loss_exits_1(word_dir, tmp_path, monkeypatch, capsys):
+    def nan_epoch(*args, **kwargs):
+        raise train_module.NonFiniteLossError("training loss became nan in epoch 1 by step 3")
+
+    monkeypatch.setattr(train_module, "train_epoch", nan_epoch)
+    with pytest.raises(typer.Exit) as info:
+        lm(data_dir=word_dir, out=tmp_path / "x.jsonl", **TINY)
+    assert info.value.exit_code == 1
+    assert "loss became nan" in capsys.readouterr().err
+
+
+def test_ctrl_c_keeps_finished_rows_and_exits_130(word_dir, tmp_path, monkeypatch, capsys):
+    real = train_module.train_epoch
+
+    def interrupt_in_epoch_2(*args, epoch, **kwargs):
+        if epoch == 2:
+            raise KeyboardInterrupt
+        return real(*args, epoch=epoch, **kwargs)
+
+    monkeypatch.setattr(train_module, "train_epoch", interrupt_in_epoch_2)
+    out, ckpt = tmp_path / "x.jsonl", tmp_path / "x.pt"
+    with pytest.raises(typer.Exit) as info:
+        lm(data_dir=word_dir, epochs=3, out=out, checkpoint=ckpt, **TINY)
+    assert info.value.exit_code == 130
+    assert [r["epoch"] for r in read_records(out, "lm")] == [1]
+    assert f"--resume --checkpoint {ckpt}" in capsys.readouterr().err
+
+
+def test_offline_dataset_is_a_usage_error(tmp_path, monkeypatch):
+    import urllib.error
+
+    monkeypatch.setenv("RNNBENCH_CACHE", str(tmp_path))
+    from rnnbench.lm import data
+
+    def offline(url, dest, timeout=None):  # the real fetch_dataset with no network under it
+        raise urllib.error.URLError("offline")
+
+    monkeypatch.setattr(data, "download", offline)
+    with pytest.raises(UsageError, match=r"^offline .*put train\.txt, valid\.txt and test\.txt of ptb"):
+        lm(dataset="ptb", **TINY)
+
+
+def test_lm_table_columns_and_gpu_from_env():
+    records = [
+        {"record": "env", "env_id": "e1", "gpu": "NVIDIA H100 80GB HBM3"},
+        {"record": "result", "lane": "torch-nn"},  # micro-benchmark rows are ignored
+        {"record": "lm", "env_id": "e1", "device": "cuda", "dataset": "wt2", "preset": "kawakami-2017",
+         "lane": "torch-nn", "rnn": "LSTM", "precision": "bf16-amp", "epoch": 1, "steps": 13,
+         "train_wps": 1234567.89, "eval_wps": 4567890.1, "ms_per_batch": 12.3456, "train_loss": 6.54321,
+         "valid_ppl": 512.345, "test_ppl": 498.7, "peak_mem_bytes": 3 * 2**30},
+        {"record": "lm", "env_id": "e2", "device": "cpu", "lane": "torch-cell-loop", "rnn": "GRU",
+         "precision": "fp32", "epoch": 2, "train_wps": None, "eval_wps": 10.0},
+    ]
+    table = lm_table(records)
+    assert list(table.columns) == ["dataset", "preset", "lane", "rnn", "amp/precision", "epoch", "steps",
+                                   "train words/s", "eval words/s", "ms/batch", "train loss",
+                                   "valid ppl", "test ppl", "peak MiB", "device/gpu"]
+    assert len(table) == 2
+    first = table.iloc[0]
+    assert first["train words/s"] == 1234568 and first["ms/batch"] == 12.35
+    assert first["valid ppl"] == 512.35 and first["peak MiB"] == 3072
+    assert first["device/gpu"] == "NVIDIA H100 80GB HBM3"
+    assert table.iloc[1]["device/gpu"] == "cpu"
+    assert lm_table([]).empty
