@@ -1,0 +1,260 @@
+"""The command line, run as a user runs it: ``python -m rnnbench ...`` in a subprocess.
+
+Bad input must give exit code 2 and exactly one line on stderr, ``rnnbench: error: ...``, never a
+traceback (``main()`` does that conversion, so a runner that bypasses it would not test it). The
+main cases run as real processes; the long tail of bad inputs calls the same ``main()`` in this
+process (importing torch in a fresh process costs ~1.5 s each).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import torch
+
+from rnnbench import cli as cli_module
+from rnnbench.results import read_records
+from rnnbench.suites import suite_cases
+
+TINY = ["--cell", "gru", "--batch-size", "2", "--seq-len", "3", "--input-size", "4", "--hidden-size", "5"]
+
+
+def assert_one_line_error(proc, *fragments):
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr + proc.stdout
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("rnnbench: error: "), lines[0]
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+# Bad inputs run as real processes (started together).
+BAD = {
+    "run --batch-size x": (["run", "--batch-size", "x"], ["--batch-size takes whole numbers"]),
+    "run --cell foo": (["run", "--cell", "foo"], ["unknown cell 'foo'"]),
+    "run --bogus": (["run", "--bogus"], ["--bogus"]),
+    "run --lanes nope": (["run", "--lanes", "nope"], ["unknown lane 'nope'"]),
+    "run --dtype tf32 --device cpu": (["run", "--dtype", "tf32", "--device", "cpu"], ["tf32"]),
+    "report missing.jsonl": (["report", "missing.jsonl"], ["no results file at missing.jsonl"]),
+    "report notes.txt": (["report", "notes.txt"], ["notes.txt", "not a JSON line"]),
+}
+
+
+@pytest.fixture(scope="module")
+def bad_runs(tmp_path_factory, cli):
+    tmp = tmp_path_factory.mktemp("bad")
+    (tmp / "notes.txt").write_text("these are my notes\nnot JSON at all\n")
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        futures = {name: pool.submit(cli, *args, cwd=tmp) for name, (args, _) in BAD.items()}
+        results = {name: f.result() for name, f in futures.items()}
+    return tmp, results
+
+
+@pytest.mark.parametrize("name", list(BAD))
+def test_bad_input_is_one_line_and_exit_2(bad_runs, name):
+    tmp, results = bad_runs
+    assert_one_line_error(results[name], *BAD[name][1])
+    assert not (tmp / "runs").exists()  # nothing measured, nothing written
+
+
+# More bad inputs through the same main() in this process (fast; the conversion to one line is
+# main()'s, so an exception that escapes it is reported here as a traceback would be).
+
+def run_main(monkeypatch, capsys, *args):
+    monkeypatch.setattr(sys, "argv", ["rnnbench", *map(str, args)])
+    try:
+        cli_module.main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    except BaseException as exc:  # what a real process would print as a traceback
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(args, 1, out, err + f"Traceback (escaped main): {exc!r}\n")
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, out, err)
+
+
+@pytest.mark.parametrize("args, fragments", [pytest.param(*p, id=" ".join(p[0]) or "no-args") for p in [
+    (["run", "--batch-size", "0"], ["batch_size must be a positive integer"]),
+    (["run", "--seq-len", "2.5"], ["--seq-len takes whole numbers"]),
+    (["run", "--cell", ","], ["--cell is empty"]),
+    (["run", "--mode", "backward", "--dry-run"], ["unknown mode 'backward'"]),
+    (["run", "--baseline", "nope", "--dry-run"], ["unknown lane 'nope'"]),
+    (["run", "--suite", "nope"], ["unknown suite 'nope'"]),
+    (["run", "--suite", "quick", "--cell", "foo"], ["unknown cell 'foo'"]),
+    (["run", "--device", "gpu"], ["unknown device 'gpu'"]),
+    (["run", "--hidden-size", "1000000"], ["too large"]),
+    (["run", "--budget", "0"], ["budget"]),
+    (["report"], ["Missing argument"]),
+    (["frobnicate"], ["frobnicate"]),
+]])
+def test_more_bad_input_in_process(monkeypatch, capsys, tmp_path, args, fragments):
+    monkeypatch.chdir(tmp_path)
+    assert_one_line_error(run_main(monkeypatch, capsys, *args), *fragments)
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU answer")
+def test_device_cuda_without_gpu(monkeypatch, capsys):
+    assert_one_line_error(run_main(monkeypatch, capsys, "run", "--device", "cuda", "--dry-run"), "no CUDA device")
+
+
+@pytest.mark.parametrize("content", ["%PDF-1.4 binary\x00junk\n{}\n", '{"a": 1}\n{"b": 2}\n', "", "just one line"],
+                         ids=["binary", "json-not-records", "empty", "one-torn-line"])
+def test_report_on_a_file_that_is_not_results(monkeypatch, capsys, tmp_path, content):
+    path = tmp_path / "notes.txt"
+    path.write_text(content)
+    assert_one_line_error(run_main(monkeypatch, capsys, "report", path), str(path))
+
+
+def test_report_unknown_format(monkeypatch, capsys, small_run):
+    assert_one_line_error(run_main(monkeypatch, capsys, "report", small_run.path, "--format", "xml"),
+                          "unknown format 'xml'")
+
+
+def test_run_out_is_a_directory(monkeypatch, capsys, tmp_path):
+    """Found while writing these tests: this used to escape as an IsADirectoryError traceback."""
+    assert_one_line_error(run_main(monkeypatch, capsys, "run", *TINY, "--lanes", "torch-nn", "--budget", "0.01",
+                                   "--device", "cpu", "--out", tmp_path), str(tmp_path), "directory")
+
+
+def test_report_plot_without_ok_rows(monkeypatch, capsys, tmp_path):
+    """Found while writing these tests: this used to die with a KeyError traceback in report.plot."""
+    out = tmp_path / "r.jsonl"
+    proc = run_main(monkeypatch, capsys, "run", *TINY, "--lanes", "torch-nn-graph", "--device", "cpu", "--out", out)
+    assert proc.returncode == 0 and "unavailable" in proc.stdout
+    proc = run_main(monkeypatch, capsys, "report", out, "--plot", tmp_path / "p.png")
+    assert_one_line_error(proc, "nothing to plot")
+    assert not (tmp_path / "p.png").exists()
+
+
+# --- commands that work ----------------------------------------------------------------------
+
+def test_dry_run_lists_the_quick_suite(cli, tmp_path):
+    proc = cli("run", "--dry-run", "--suite", "quick", "--device", "cpu", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    keys = [c.key for c in suite_cases("quick", "cpu")]
+    assert lines[:-1] == keys and len(keys) == 12
+    assert lines[-1] == "12 cases × 4 lanes"
+    assert not (tmp_path / "runs").exists()
+
+
+def test_dry_run_grid_and_default(monkeypatch, capsys):
+    proc = run_main(monkeypatch, capsys, "run", "--dry-run", "--device", "cpu", "--cell", "lstm,gru",
+                    "--hidden-size", "8,16", "--mode", "train,forward", "--lanes", "torch-nn,torch-cell-loop")
+    assert proc.returncode == 0, proc.stderr
+    assert len(proc.stdout.splitlines()) == 2 * 2 * 2 + 1 and proc.stdout.endswith("8 cases × 2 lanes\n")
+    assert "lstm-B32-T30-I128-H16-L1-fp32-forward-all_steps-cpu" in proc.stdout
+    default = run_main(monkeypatch, capsys, "run", "--dry-run", "--device", "cpu")
+    assert default.returncode == 0 and default.stdout.splitlines()[-1] == "12 cases × 4 lanes"  # quick on a CPU
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory, cli):
+    """One real, tiny run through the command line."""
+    tmp = tmp_path_factory.mktemp("cli")
+    out = tmp / "out" / "tiny.jsonl"
+    proc = cli("run", *TINY, "--lanes", "torch-nn,torch-fused-loop", "--budget", "0.02", "--device", "cpu",
+                "--out", out, cwd=tmp)
+    return tmp, out, proc
+
+
+def test_tiny_run_prints_progress_and_a_table_and_writes_rows(tiny_run):
+    _, out, proc = tiny_run
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    assert "[1/2] gru-B2-T3-I4-H5-L1-fp32-train-all_steps-cpu torch-nn: ok" in proc.stdout
+    assert "[2/2] gru-B2-T3-I4-H5-L1-fp32-train-all_steps-cpu torch-fused-loop: ok" in proc.stdout
+    assert f"results: {out}" in proc.stdout
+    assert "| Train (µs)" in proc.stdout and "train × torch-nn" in proc.stdout
+    assert "| gru    | torch-fused-loop |" in proc.stdout
+    rows = list(read_records(out, "result"))
+    assert [(r["lane"], r["status"]) for r in rows] == [("torch-nn", "ok"), ("torch-fused-loop", "ok")]
+    assert all(r["us_per_example"] > 0 for r in rows)
+    assert len(list(read_records(out, "env"))) == 1
+
+
+def test_resume_through_the_cli_adds_nothing(cli, tiny_run):
+    tmp, out, _ = tiny_run
+    before = out.read_text()
+    proc = cli("run", *TINY, "--lanes", "torch-nn,torch-fused-loop", "--budget", "0.02", "--device", "cpu",
+               "--out", out, "--resume", cwd=tmp)
+    assert proc.returncode == 0, proc.stderr
+    assert "[1/" not in proc.stdout and "| Train (µs)" in proc.stdout  # nothing measured, report re-shown
+    rows = list(read_records(out, "result"))
+    assert len(rows) == 2 and out.read_text().startswith(before)
+
+
+def test_report_markdown_csv_and_plot(cli, tiny_run):
+    tmp, out, _ = tiny_run
+    proc = cli("report", out, "--format", "csv", cwd=tmp)
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.DictReader(io.StringIO(proc.stdout)))
+    assert [r["lane"] for r in rows] == ["torch-nn", "torch-fused-loop"]
+    machine = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"  # the env record's GPU
+    assert all(float(r["us_per_example"]) > 0 and r["status"] == "ok" and r["gpu"] == machine for r in rows)
+
+    png = tmp / "speedup.png"
+    proc = cli("report", out, out, "--plot", png, "--baseline", "torch-fused-loop", cwd=tmp)  # two files
+    assert proc.returncode == 0, proc.stderr
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    assert "Forward only (µs)" in proc.stdout and "train × torch-fused-loop" in proc.stdout
+    assert f"plot: {png}" in proc.stderr
+
+
+def test_env_json(cli, monkeypatch, capsys):
+    proc = cli("env", "--json")
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads(proc.stdout)
+    assert {"torch", "python", "env_id"} <= set(record)
+    assert record["torch"] == torch.__version__
+    table = run_main(monkeypatch, capsys, "env")
+    assert table.returncode == 0
+    assert "env_id" in table.stdout and record["torch"] in table.stdout and record["python"] in table.stdout
+
+
+def test_list(cli):
+    proc = cli("list")
+    assert proc.returncode == 0, proc.stderr
+    for name in ("torch-nn", "torch-nn-graph", "torch-cell-loop", "torch-fused-loop",
+                 "glample-2016", "theano-cudnn-2016", "fastrnns", "flashrnn-2024", "quick"):
+        assert name in proc.stdout
+    assert "runs on cuda only" in proc.stdout
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_keeps_rows_and_exits_130(tmp_path, cli_env):
+    """SIGINT during a run: exit 130, one line saying where the rows are, every finished row kept."""
+    out = tmp_path / "r.jsonl"
+    # 12 cases × 2 lanes at 0.3 s each: several seconds of work, interrupted after the first row
+    proc = subprocess.Popen([sys.executable, "-m", "rnnbench", "run", "--suite", "quick", "--lanes",
+                             "torch-nn,torch-fused-loop", "--budget", "0.3", "--device", "cpu", "--out", str(out)],
+                            cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            # a shell's background job inherits SIGINT ignored; Python then never raises
+                            # KeyboardInterrupt, so give the child the default disposition back
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and proc.poll() is None and not list(read_records(out, "result")):
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, (stdout, stderr)
+    assert "Traceback" not in stderr
+    assert stderr.strip().splitlines() == [f"interrupted; every row measured so far is in {out} "
+                                           "(rerun with --resume to continue)"]
+    rows = list(read_records(out, "result"))
+    assert 1 <= len(rows) < 24 and all(r["status"] == "ok" for r in rows)

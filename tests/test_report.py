@@ -1,0 +1,169 @@
+"""rnnbench.report: seed-shaped tables (Train / Forward only µs per example, speedup over a
+baseline lane), the published seed rows beside ours, and the plot."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from rnnbench import report
+from rnnbench.cases import Case
+from rnnbench.errors import UsageError
+from rnnbench.lanes import LANES
+from rnnbench.results import load_results
+from rnnbench.runner import base_row
+
+H100 = "NVIDIA H100 80GB HBM3"
+GLAMPLE = dict(batch_size=20, seq_len=30, input_size=100, hidden_size=100, loss="last_step", device="cuda")
+
+
+def _row(case: Case, lane: str, us: float | None, status: str = "ok", noisy: bool = False, env_id: str = "env0",
+         gpu: str = H100) -> dict:
+    row = {**base_row(case, LANES[lane], env_id), "status": status, "message": "", "gpu": gpu}
+    if status == "ok":
+        row.update(us_per_example=us, ms_per_batch=us * case.batch_size / 1e3, noisy=noisy)
+    return row
+
+
+def _frame(rows) -> pd.DataFrame:
+    return pd.DataFrame(rows)
+
+
+def _glample_frame(dtype="fp32"):
+    rows = []
+    for mode, base in (("train", 100.0), ("forward", 40.0)):
+        case = Case(cell="lstm", mode=mode, dtype=dtype, **GLAMPLE)
+        rows += [_row(case, "torch-nn", base), _row(case, "torch-cell-loop", base * 4, noisy=True),
+                 _row(case, "torch-fused-loop", base / 2)]
+    return _frame(rows)
+
+
+def _line(md: str, lane: str) -> list[str]:
+    """The cells of the Markdown table row of ``lane`` (first match)."""
+    for line in md.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) > 2 and cells[1] == lane:
+            return cells
+    raise AssertionError(f"no row for {lane!r} in\n{md}")
+
+
+# --- from a real run ---------------------------------------------------------------------------
+
+def test_markdown_from_a_real_run(small_run):
+    frame = load_results(small_run.path)
+    md = report.markdown(frame)
+    assert "Train (µs)" in md and "Forward only (µs)" in md
+    assert "train × torch-nn" in md and "forward × torch-nn" in md
+    assert "### batch 8 × seq 16 × input 32 × hidden 32 × 1 layer · fp32 · all_steps loss · CPU" in md
+    assert "torch-nn-graph" not in md  # unavailable lanes are not table rows
+    by = {(r["lane"], r["mode"]): r for r in small_run.rows}
+    nn_cells = _line(md, "torch-nn")
+    assert nn_cells[:2] == ["gru", "torch-nn"] and nn_cells[4:] == ["1.00×", "1.00×"]
+    for text, mode in zip(nn_cells[2:4], ("train", "forward")):
+        row = by[("torch-nn", mode)]
+        assert text.endswith("*") == bool(row["noisy"])
+        assert float(text.rstrip("*")) == pytest.approx(row["us_per_example"], abs=0.051)
+    loop = _line(md, "torch-cell-loop")
+    ratio = by[("torch-nn", "train")]["us_per_example"] / by[("torch-cell-loop", "train")]["us_per_example"]
+    assert loop[4] == f"{ratio:.2f}×"
+    assert "[published]" not in md.split("µs per example =")[0]  # no seed figures for this config
+
+
+def test_tables_from_a_real_run(small_run):
+    (entry,) = report.tables(load_results(small_run.path))
+    title, table = entry[0], entry[1]
+    assert title.startswith("batch 8 × seq 16")
+    assert list(table.columns) == ["cell", "lane", "Train (µs)", "Forward only (µs)", "train × torch-nn",
+                                   "forward × torch-nn"]
+    assert list(table["lane"]) == ["torch-nn", "torch-cell-loop"]
+
+
+def test_plot_writes_a_png(small_run, tmp_path):
+    path = tmp_path / "speedup.png"
+    report.plot(load_results(small_run.path), str(path))
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5_000
+
+
+# --- synthetic frames --------------------------------------------------------------------------
+
+def test_speedup_noisy_mark_and_lane_order():
+    md = report.markdown(_glample_frame(), published=False)
+    assert _line(md, "torch-nn")[2:] == ["100.0", "40.0", "1.00×", "1.00×"]
+    assert _line(md, "torch-cell-loop")[2:] == ["400.0*", "160.0*", "0.25×", "0.25×"]
+    assert _line(md, "torch-fused-loop")[2:] == ["50.0", "20.0", "2.00×", "2.00×"]
+    body = md.split("µs per example =")[0]
+    assert body.index("| torch-nn ") < body.index("| torch-cell-loop ") < body.index("| torch-fused-loop ")
+    assert "· NVIDIA H100 80GB HBM3" in md and "fp32 · last_step loss" in md
+
+
+def test_glample_config_shows_published_titan_x_rows():
+    md = report.markdown(_glample_frame())
+    fast = _line(md, "[published] Theano (FastLSTM)")
+    assert fast[0] == "lstm" and fast[2:4] == ["713.1", "241.7"]
+    assert _line(md, "[published] Torch")[:4] == ["rnn_tanh", "[published] Torch", "403.3", "154.4"]
+    assert "GTX Titan X" in md and "not our measurements" in md
+    # our rows come first, the published ones after, and they carry no speedup
+    assert md.index("| torch-fused-loop") < md.index("[published] Theano (FastLSTM)")
+    assert fast[4:] in ([], ["", ""])
+
+
+def test_published_rows_can_be_turned_off_and_are_fp32_only():
+    assert "[published] Theano" not in report.markdown(_glample_frame(), published=False)
+    assert "[published] Theano" not in report.markdown(_glample_frame(dtype="bf16"))
+    other = _glample_frame()
+    other["batch_size"] = 32
+    assert "[published]" not in report.markdown(other).split("µs per example =")[0]
+
+
+def test_baseline_option():
+    md = report.markdown(_glample_frame(), baseline="torch-fused-loop", published=False)
+    assert "train × torch-fused-loop" in md and "train × torch-nn" not in md
+    assert _line(md, "torch-nn")[4:] == ["0.50×", "0.50×"]
+
+
+def test_failed_rows_show_their_status_and_no_speedup():
+    case = Case(cell="gru", **GLAMPLE)
+    frame = _frame([_row(case, "torch-nn", 10.0), _row(case, "torch-cell-loop", None, status="mismatch"),
+                    _row(case, "torch-fused-loop", None, status="oom")])
+    md = report.markdown(frame)
+    assert _line(md, "torch-cell-loop")[2:5] == ["mismatch", "", ""]
+    assert _line(md, "torch-fused-loop")[2:5] == ["oom", "", ""]
+    baseline_failed = _frame([_row(case, "torch-nn", None, status="error"), _row(case, "torch-cell-loop", 5.0)])
+    assert _line(report.markdown(baseline_failed), "torch-cell-loop")[2:5] == ["5.0", "", ""]
+
+
+def test_latest_row_supersedes_and_machines_are_separate():
+    case = Case(cell="lstm", **GLAMPLE)
+    frame = _frame([_row(case, "torch-nn", 10.0), _row(case, "torch-nn", 20.0),
+                    _row(case, "torch-nn", 30.0, env_id="other", gpu="NVIDIA H200")])
+    assert list(report.latest(frame)["us_per_example"]) == [20.0, 30.0]
+    titles = [t[0] for t in report.tables(frame, published=False)]
+    assert len(titles) == 2 and titles[0].endswith(H100) and titles[1].endswith("NVIDIA H200")
+
+
+def test_configs_with_only_unavailable_rows_are_skipped():
+    case = Case(cell="lstm", **GLAMPLE)
+    other = Case(cell="lstm", batch_size=3, seq_len=4, input_size=5, hidden_size=6)
+    frame = _frame([_row(case, "torch-nn", None, status="unavailable"), _row(other, "torch-nn", 1.0)])
+    (entry,) = report.tables(frame)
+    assert entry[0].startswith("batch 3 × seq 4")
+
+
+def test_plot_without_any_ok_row(tmp_path):
+    """Found while writing these tests: this used to raise KeyError('us_per_example')."""
+    case = Case(cell="lstm", **GLAMPLE)
+    frame = _frame([_row(case, "torch-nn", None, status="mismatch"), _row(case, "torch-cell-loop", None, "unavailable")])
+    with pytest.raises(UsageError, match="nothing to plot"):
+        report.plot(frame, str(tmp_path / "p.png"))
+    assert not (tmp_path / "p.png").exists()
+
+
+def test_figures_keep_one_decimal_in_every_column():
+    """Found while writing these tests: tabulate re-parsed the cell texts as numbers, so in a column
+    with no '*' mark '40.0' printed as '40' (and large values in %g form)."""
+    md = report.markdown(_glample_frame(), published=False)
+    case = Case(cell="gru", **GLAMPLE)
+    md2 = report.markdown(_frame([_row(case, "torch-nn", 40.0), _row(case, "torch-cell-loop", 1234567.0)]))
+    assert _line(md2, "torch-nn")[2] == "40.0" and _line(md2, "torch-cell-loop")[2] == "1234567.0"
+    assert _line(md, "torch-nn")[2] == "100.0"

@@ -1,0 +1,139 @@
+"""rnnbench.results: append-only JSON lines, tolerant of a torn last line, strict otherwise."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from rnnbench.errors import UsageError
+from rnnbench.results import ResultsFile, load_results, read_records
+
+
+def _row(i, env_id="e1", **extra):
+    return {"record": "result", "case_key": f"case{i}", "lane": "torch-nn", "env_id": env_id, "status": "ok", **extra}
+
+
+def test_append_and_read(tmp_path):
+    out = ResultsFile(tmp_path / "deeper" / "dir" / "r.jsonl")  # parents are created
+    out.write_env({"env_id": "e1", "gpu": None})
+    out.append(_row(1))
+    out.append(_row(2, value=1.5))
+    text = out.path.read_text()
+    assert text.endswith("\n") and len(text.splitlines()) == 3
+    assert [r["record"] for r in read_records(out.path)] == ["env", "result", "result"]
+    assert [r["case_key"] for r in read_records(out.path, "result")] == ["case1", "case2"]
+    assert [r["env_id"] for r in read_records(out.path, "env")] == ["e1"]
+    assert list(read_records(out.path, "result"))[1]["value"] == 1.5
+
+
+def test_write_env_once_per_env_id(tmp_path):
+    out = ResultsFile(tmp_path / "r.jsonl")
+    out.write_env({"env_id": "e1"})
+    out.write_env({"env_id": "e1"})
+    out.write_env({"env_id": "e2"})
+    assert [r["env_id"] for r in read_records(out.path, "env")] == ["e1", "e2"]
+
+
+def test_non_json_values_are_stringified(tmp_path):
+    from pathlib import Path
+
+    out = ResultsFile(tmp_path / "r.jsonl")
+    out.append(_row(1, where=Path("/x/y")))
+    assert next(read_records(out.path))["where"] == "/x/y"
+
+
+def test_missing_file_yields_nothing(tmp_path):
+    assert list(read_records(tmp_path / "nope.jsonl")) == []
+
+
+def test_blank_lines_ignored(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text("\n" + json.dumps(_row(1)) + "\n\n" + json.dumps(_row(2)) + "\n\n")
+    assert len(list(read_records(path))) == 2
+
+
+def test_torn_last_line_is_tolerated(tmp_path):
+    out = ResultsFile(tmp_path / "r.jsonl")
+    for i in range(3):
+        out.append(_row(i))
+    full = json.dumps(_row(3))
+    with out.path.open("a") as f:
+        f.write(full[: len(full) // 2])  # killed mid-write: half a line, no newline
+    assert [r["case_key"] for r in read_records(out.path)] == ["case0", "case1", "case2"]
+
+
+def test_opening_drops_a_torn_tail_so_appends_start_a_new_line(tmp_path):
+    path = tmp_path / "r.jsonl"
+    ResultsFile(path).append(_row(0))
+    with path.open("a") as f:
+        f.write('{"record": "result", "case_k')
+    out = ResultsFile(path)
+    out.append(_row(1))
+    assert [r["case_key"] for r in read_records(path)] == ["case0", "case1"]
+    assert path.read_text().count("\n") == 2
+    # a complete file is left byte for byte as it was
+    before = path.read_bytes()
+    ResultsFile(path)
+    assert path.read_bytes() == before
+
+
+def test_a_directory_is_not_a_results_file(tmp_path):
+    with pytest.raises(UsageError, match="is a directory"):
+        ResultsFile(tmp_path)
+
+
+def test_corrupt_middle_line_raises(tmp_path):
+    path = tmp_path / "r.jsonl"
+    lines = [json.dumps(_row(0)), json.dumps(_row(1))[:20], json.dumps(_row(2))]
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(UsageError, match=r"r\.jsonl:2 is not a JSON line"):
+        list(read_records(path))
+
+
+@pytest.mark.parametrize("line", ['[1, 2]', '"text"', '{"no_record_key": 1}', "3"])
+def test_json_that_is_not_a_record_raises(tmp_path, line):
+    path = tmp_path / "r.jsonl"
+    path.write_text(line + "\n" + json.dumps(_row(1)) + "\n")
+    with pytest.raises(UsageError, match=r":1 is not an rnnbench record"):
+        list(read_records(path))
+
+
+def test_load_results_joins_env(tmp_path):
+    out = ResultsFile(tmp_path / "r.jsonl")
+    out.write_env({"env_id": "cpu-box", "gpu": None})
+    out.write_env({"env_id": "gpu-box", "gpu": "NVIDIA H100 80GB HBM3"})
+    out.append(_row(1, env_id="cpu-box"))
+    out.append(_row(2, env_id="gpu-box"))
+    out.append(_row(3, env_id="unknown-box"))
+    frame = load_results(out.path)
+    assert list(frame["case_key"]) == ["case1", "case2", "case3"]
+    assert list(frame["gpu"]) == ["cpu", "NVIDIA H100 80GB HBM3", "cpu"]
+    assert "record" in frame and (frame["record"] == "result").all()
+
+
+def test_load_results_errors(tmp_path):
+    with pytest.raises(UsageError, match="no results file"):
+        load_results(tmp_path / "missing.jsonl")
+    with pytest.raises(UsageError, match="no results file"):
+        load_results(tmp_path)  # a directory
+    only_env = ResultsFile(tmp_path / "env.jsonl")
+    only_env.write_env({"env_id": "e"})
+    with pytest.raises(UsageError, match="holds no result rows"):
+        load_results(only_env.path)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    with pytest.raises(UsageError, match="holds no result rows"):
+        load_results(empty)
+    text = tmp_path / "notes.txt"
+    text.write_text("these are my notes\nnot JSON at all\n")
+    with pytest.raises(UsageError, match="not a JSON line"):
+        load_results(text)
+
+
+def test_small_run_loads(small_run):
+    frame = load_results(small_run.path)
+    machine = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
+    assert len(frame) == 6 and set(frame["gpu"]) == {machine}
+    assert set(frame["status"]) == {"ok", "unavailable"}

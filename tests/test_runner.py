@@ -1,0 +1,253 @@
+"""rnnbench.runner: verify, time and record every (case, lane); survive broken lanes; resume."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from rnnbench import runner
+from rnnbench.cases import Case
+from rnnbench.lanes import LANES
+from rnnbench.lanes.torch_nn import build_torch_nn
+from rnnbench.results import ResultsFile, read_records
+from rnnbench.timing import Measurement
+
+TINY = [Case(cell="gru", batch_size=2, seq_len=3, input_size=4, hidden_size=5, mode=m) for m in ("train", "forward")]
+CPU_LANES = [LANES["torch-nn"], LANES["torch-fused-loop"], LANES["torch-cell-loop"]]
+
+
+def _pairs(rows):
+    return [(r["case_key"], r["lane"]) for r in rows]
+
+
+# --- a small real run ---------------------------------------------------------------------------
+
+def test_small_run_rows(small_run):
+    rows = small_run.rows
+    assert len(small_run.cases) == 2 and {c.mode for c in small_run.cases} == {"train", "forward"}
+    assert len(rows) == 2 * 3
+    assert _pairs(rows) == [(c.key, lane.name) for c in small_run.cases for lane in small_run.lanes]
+    assert small_run.started == _pairs(rows)  # on_start is called before each pair
+    for row in rows:
+        assert row["record"] == "result" and row["case_key"] == Case(**{k: row[k] for k in Case().to_dict()}).key
+        if row["lane"] == "torch-nn-graph":
+            assert row["status"] == "unavailable" and row["message"] == "runs on cuda only"
+            assert "us_per_example" not in row
+            continue
+        assert row["status"] == "ok", row
+        assert row["message"] == "" and row["max_rel_error"] < 1e-4
+        assert row["us_per_example"] > 0
+        assert row["us_per_example"] == pytest.approx(row["ms_per_batch"] * 1e3 / row["batch_size"])
+        assert row["sequences_per_s"] == pytest.approx(row["batch_size"] / (row["ms_per_batch"] / 1e3))
+        assert row["timesteps_per_s"] == pytest.approx(row["sequences_per_s"] * row["seq_len"])
+        assert row["runs"] >= 5 and row["first_call_ms"] > 0 and row["p20_ms"] <= row["p80_ms"]
+        assert row["peak_mem_bytes"] is None  # CPU: no device allocator to ask
+
+
+def test_small_run_file_matches_rows_and_has_env(small_run):
+    assert list(read_records(small_run.path, "result")) == json.loads(json.dumps(small_run.rows))
+    envs = list(read_records(small_run.path, "env"))
+    assert len(envs) == 1
+    assert {"torch", "python", "env_id", "cpu"} <= set(envs[0])
+    assert {r["env_id"] for r in small_run.rows} == {envs[0]["env_id"]}
+    first = small_run.path.read_text().splitlines()[0]
+    assert json.loads(first)["record"] == "env"  # the environment comes before the rows it explains
+
+
+def test_speed_fields():
+    case = Case(batch_size=20, seq_len=30)
+    m = Measurement(median_ms=2.0, p20_ms=1.9, p80_ms=2.5, runs=9, first_call_ms=40.0)
+    f = runner.speed_fields(case, m)
+    assert f["ms_per_batch"] == 2.0 and f["us_per_example"] == pytest.approx(100.0)
+    assert f["sequences_per_s"] == pytest.approx(10_000.0) and f["timesteps_per_s"] == pytest.approx(300_000.0)
+    assert f["noisy"] is True and f["spread"] == pytest.approx(0.3) and "median_ms" not in f
+
+
+# --- broken lanes: the row says what broke and the run goes on ------------------------------------
+
+def test_error_in_a_lane_is_recorded_and_the_run_continues(temp_lane, tmp_path):
+    def broken(cell, i, h, layers):
+        raise ValueError("cannot build this\nsecond line of detail")
+
+    class Explodes(torch.nn.Module):
+        def __init__(self, *args):
+            super().__init__()
+            self.inner = build_torch_nn(*args)
+
+        def forward(self, x, hx):
+            raise RuntimeError("kernel launch failed")
+
+    lanes = [temp_lane("test-broken-build", broken), temp_lane("test-broken-step", Explodes,
+             load=lambda m, w: m.inner.load_state_dict(w), canonical_name=lambda n: n.removeprefix("inner.")),
+             LANES["torch-nn"]]
+    rows = runner.run(TINY, lanes, ResultsFile(tmp_path / "r.jsonl"), budget_s=0.01)
+    assert [r["status"] for r in rows] == ["error", "error", "ok"] * 2
+    assert rows[0]["message"] == "ValueError: cannot build this"  # type and first line only
+    assert rows[1]["message"] == "RuntimeError: kernel launch failed"
+    assert all("us_per_example" not in r for r in rows if r["status"] == "error")
+    assert len(list(read_records(tmp_path / "r.jsonl", "result"))) == 6
+
+
+def test_error_with_empty_message(temp_lane, tmp_path):
+    def broken(*args):
+        raise KeyError
+
+    (row,) = runner.run(TINY[:1], [temp_lane("test-empty-error", broken)], ResultsFile(tmp_path / "r.jsonl"),
+                        budget_s=0.01)
+    assert row["status"] == "error" and row["message"] in ("KeyError", "KeyError: ")
+
+
+def test_cuda_oom_in_build_is_recorded_as_oom(temp_lane, tmp_path, cuda_oom):
+    def build(*args):
+        raise cuda_oom
+
+    lanes = [temp_lane("test-oom", build), LANES["torch-nn"]]
+    rows = runner.run(TINY[:1], lanes, ResultsFile(tmp_path / "r.jsonl"), budget_s=0.01)
+    assert [r["status"] for r in rows] == ["oom", "ok"]
+    msg = rows[0]["message"]
+    assert "CUDA out of memory. Tried to allocate 20.00 GiB" in msg  # the first line...
+    assert "\n" not in msg and "Of the allocated" not in msg and len(msg) <= 230  # ...and only that
+    assert "us_per_example" not in rows[0]
+
+
+def test_cuda_oom_without_message_is_recorded_as_oom(temp_lane, tmp_path):
+    """Found while writing these tests: str(exc).splitlines()[0] raised IndexError and stopped the run."""
+    def build(*args):
+        raise torch.cuda.OutOfMemoryError()
+
+    (row,) = runner.run(TINY[:1], [temp_lane("test-oom-bare", build)], ResultsFile(tmp_path / "r.jsonl"),
+                        budget_s=0.01)
+    assert row["status"] == "oom" and "OutOfMemoryError" in row["message"]
+
+
+# --- the float64 reference: once per case, and what happens when it cannot be computed ------------
+
+def test_reference_computed_once_per_case_and_only_when_needed(monkeypatch, tmp_path):
+    calls = []
+    real = runner.reference_step
+    monkeypatch.setattr(runner, "reference_step", lambda case, inputs: calls.append(case.key) or real(case, inputs))
+    out = ResultsFile(tmp_path / "r.jsonl")
+    runner.run(TINY, [LANES["torch-nn-graph"], *CPU_LANES], out, budget_s=0.01)
+    assert calls == [c.key for c in TINY]
+    calls.clear()
+    rows = runner.run(TINY, [LANES["torch-nn-graph"]], ResultsFile(tmp_path / "u.jsonl"), budget_s=0.01)
+    assert calls == [] and {r["status"] for r in rows} == {"unavailable"}
+
+
+@pytest.mark.parametrize("raised, status, message", [
+    (RuntimeError("boom"), "error", "reference failed: RuntimeError: boom"),
+    (torch.cuda.OutOfMemoryError("CUDA out of memory."), "oom", "out of memory computing the float64 reference"),
+])
+def test_reference_failure_recorded_for_every_lane(monkeypatch, tmp_path, raised, status, message):
+    def fail(case, inputs):
+        raise raised
+
+    monkeypatch.setattr(runner, "reference_step", fail)
+    rows = runner.run(TINY[:1], CPU_LANES, ResultsFile(tmp_path / "r.jsonl"), budget_s=0.01)
+    assert [(r["status"], r["message"]) for r in rows] == [(status, message)] * 3
+
+
+def test_reference_failure_keeps_unavailable_lanes_unavailable(monkeypatch, tmp_path):
+    """Found while writing these tests: a failed reference's status was given to every later lane."""
+    def fail(case, inputs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(runner, "reference_step", fail)
+    rows = runner.run(TINY[:1], [LANES["torch-nn"], LANES["torch-nn-graph"]], ResultsFile(tmp_path / "r.jsonl"),
+                      budget_s=0.01)
+    assert [r["status"] for r in rows] == ["error", "unavailable"]
+    assert rows[1]["message"] == "runs on cuda only"
+
+
+# --- interruption and resume --------------------------------------------------------------------
+
+def test_keyboard_interrupt_in_a_lane_stops_the_run_and_keeps_earlier_rows(temp_lane, tmp_path):
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    lanes = [LANES["torch-nn"], temp_lane("test-ctrl-c", interrupted), LANES["torch-fused-loop"]]
+    path = tmp_path / "r.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(TINY, lanes, ResultsFile(path), budget_s=0.01)
+    rows = list(read_records(path, "result"))
+    assert _pairs(rows) == [(TINY[0].key, "torch-nn")] and rows[0]["status"] == "ok"
+
+
+def _interrupt_at(monkeypatch, n):
+    """Make the n-th measured pair (1-based) raise KeyboardInterrupt; count every call."""
+    real = runner.measure_pair
+    calls = []
+
+    def measure_pair(case, lane, inputs, reference, budget_s):
+        calls.append((case.key, lane.name))
+        if len(calls) == n:
+            raise KeyboardInterrupt
+        return real(case, lane, inputs, reference, budget_s)
+
+    monkeypatch.setattr(runner, "measure_pair", measure_pair)
+    return calls
+
+
+def _counting(monkeypatch):
+    real = runner.measure_pair
+    calls = []
+
+    def measure_pair(case, lane, *args):
+        calls.append((case.key, lane.name))
+        return real(case, lane, *args)
+
+    monkeypatch.setattr(runner, "measure_pair", measure_pair)
+    return calls
+
+
+def test_resume_after_interrupt_measures_only_missing_pairs(monkeypatch, tmp_path):
+    path = tmp_path / "r.jsonl"
+    everything = [(c.key, lane.name) for c in TINY for lane in CPU_LANES]  # 6 pairs
+    _interrupt_at(monkeypatch, 4)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(TINY, CPU_LANES, ResultsFile(path), budget_s=0.01)
+    before = list(read_records(path, "result"))
+    assert _pairs(before) == everything[:3] and all(r["status"] == "ok" for r in before)
+
+    calls = _counting(monkeypatch)
+    new = runner.run(TINY, CPU_LANES, ResultsFile(path), resume=True, budget_s=0.01)
+    assert calls == everything[3:]
+    assert _pairs(new) == everything[3:]
+    after = list(read_records(path, "result"))
+    assert sorted(_pairs(after)) == sorted(everything) and len(after) == 6  # every pair exactly once
+    assert all(r["status"] == "ok" for r in after)
+    env_ids = {e["env_id"] for e in read_records(path, "env")}
+    assert {r["env_id"] for r in after} <= env_ids
+
+    calls.clear()
+    assert runner.run(TINY, CPU_LANES, ResultsFile(path), resume=True, budget_s=0.01) == []
+    assert calls == [] and len(list(read_records(path, "result"))) == 6
+
+
+def test_without_resume_pairs_are_measured_again(monkeypatch, tmp_path):
+    path = tmp_path / "r.jsonl"
+    runner.run(TINY[:1], CPU_LANES[:1], ResultsFile(path), budget_s=0.01)
+    runner.run(TINY[:1], CPU_LANES[:1], ResultsFile(path), budget_s=0.01)
+    assert len(list(read_records(path, "result"))) == 2
+    assert len(list(read_records(path, "env"))) in (1, 2)  # same machine: the record is not repeated
+
+
+def test_resume_after_a_torn_last_line(monkeypatch, tmp_path):
+    """Found while writing these tests: --resume appended the next row onto the torn line, making a
+    corrupt middle line, after which the file could not be read at all."""
+    path = tmp_path / "r.jsonl"
+    everything = [(c.key, lane.name) for c in TINY for lane in CPU_LANES]
+    _interrupt_at(monkeypatch, 3)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(TINY, CPU_LANES, ResultsFile(path), budget_s=0.01)
+    with path.open("a") as f:  # killed while writing the third row
+        f.write('{"record": "result", "cell": "gr')
+    assert len(list(read_records(path, "result"))) == 2
+    monkeypatch.undo()
+    runner.run(TINY, CPU_LANES, ResultsFile(path), resume=True, budget_s=0.01)
+    after = list(read_records(path, "result"))
+    assert sorted(_pairs(after)) == sorted(everything) and len(after) == 6
+    assert all(r["status"] == "ok" for r in after)
+    assert all(line.startswith('{"record": ') and line.endswith("}") for line in path.read_text().splitlines())
