@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .errors import UsageError
 from .lanes import LANES
 from .published import published_for
 
@@ -90,7 +91,7 @@ def tables(frame: pd.DataFrame, baseline: str = "torch-nn", published: bool = Tr
 
 def markdown(frame: pd.DataFrame, baseline: str = "torch-nn", published: bool = True) -> str:
     """All tables as Markdown, with the legend the numbers need."""
-    parts = [f"### {title}\n\n{table.to_markdown(index=False)}\n{note}"
+    parts = [f"### {title}\n\n{table.to_markdown(index=False, disable_numparse=True)}\n{note}"
              for title, table, note in tables(frame, baseline, published)]
     legend = ("µs per example = median time per batch / batch_size; train = forward + loss + backward. "
               f"`× {baseline}` = {baseline} time / lane time in the same run (> 1 is faster). "
@@ -108,6 +109,8 @@ def plot(frame: pd.DataFrame, path: str, baseline: str = "torch-nn") -> None:
 
     ok = latest(frame)
     ok = ok[ok["status"] == "ok"].copy()
+    if ok.empty:
+        raise UsageError("nothing to plot: the results hold no row with status ok")
     ok["label"] = [f"{r.cell} B{r.batch_size} T{r.seq_len} H{r.hidden_size} L{r.num_layers} {r.dtype}"
                    for r in ok.itertuples()]
     fig, axes = plt.subplots(2, 1, figsize=(max(8, 0.45 * ok["label"].nunique() + 3), 9), squeeze=False)
@@ -122,6 +125,8 @@ def plot(frame: pd.DataFrame, path: str, baseline: str = "torch-nn") -> None:
         ax.set_title(f"{MODE_COLUMNS[mode].split(' (')[0]}: {baseline} time / lane time, same run")
         ax.set_xlabel("")
         ax.tick_params(axis="x", labelsize=7)
+        if ax.get_legend():
+            ax.legend(ncol=4, fontsize=8, loc="lower left")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

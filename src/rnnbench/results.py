@@ -20,7 +20,20 @@ class ResultsFile:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
+        if self.path.is_dir():
+            raise UsageError(f"{self.path} is a directory; --out takes a file name such as results.jsonl")
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._drop_torn_tail()
+
+    def _drop_torn_tail(self) -> None:
+        """A run killed mid-write leaves a last line without its newline: cut it off, so the
+        next append starts a line of its own (the torn row was never complete)."""
+        if not self.path.is_file() or self.path.stat().st_size == 0:
+            return
+        data = self.path.read_bytes()
+        if not data.endswith(b"\n"):
+            with self.path.open("r+b") as f:
+                f.truncate(data.rfind(b"\n") + 1)
 
     def append(self, record: dict) -> None:
         with self.path.open("a", encoding="utf-8") as f:

@@ -63,13 +63,19 @@ def measure_pair(case: Case, lane: Lane, inputs: Inputs, reference: dict, budget
         return {"status": "ok", "message": "", "max_rel_error": verdict.max_rel_error,
                 "peak_mem_bytes": peak, **speed_fields(case, m)}
     except torch.cuda.OutOfMemoryError as exc:
-        return {"status": "oom", "message": str(exc).splitlines()[0][:200]}
+        return {"status": "oom", "message": _first_line(exc)}
     except Exception as exc:  # a broken lane must not stop the run; the row says what broke
-        return {"status": "error", "message": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"}
+        return {"status": "error", "message": _first_line(exc)}
     finally:
         gc.collect()
         if cuda:
             torch.cuda.empty_cache()
+
+
+def _first_line(exc: BaseException) -> str:
+    """``Type: first line of the message`` (at most 200 characters), for a result row."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0][:200] if lines else ''}".rstrip(": ")
 
 
 def done_pairs(path) -> set[tuple[str, str]]:
@@ -98,7 +104,7 @@ def run(cases: Iterable[Case], lanes: list[Lane], out: ResultsFile, *, resume: b
             on_start(case, lane)
             if reference is None and lane.skip_reason(case) is None:
                 reference = _reference_or_status(case, inputs)
-            if isinstance(reference, str):
+            if isinstance(reference, str) and lane.skip_reason(case) is None:
                 result = {"status": "oom" if "memory" in reference else "error", "message": reference}
             else:
                 result = measure_pair(case, lane, inputs, reference, budget_s)
@@ -117,4 +123,4 @@ def _reference_or_status(case: Case, inputs: Inputs):
     except torch.cuda.OutOfMemoryError:
         return "out of memory computing the float64 reference"
     except Exception as exc:
-        return f"reference failed: {type(exc).__name__}: {exc}"
+        return f"reference failed: {_first_line(exc)}"
