@@ -22,8 +22,8 @@ SHAKESPEARE=${SHAKESPEARE:-data-local/tinyshakespeare/input.txt}
 PY=${PYTHON:-python3}
 DEVICE=${DEVICE:-cuda}
 read -r -a EXTRA_ARGS <<< "${EXTRA:-}"  # appended to every run; later options win
-# The lm command on its own (`python -m rnnbench.lm` is the same function as `rnnbench lm`).
-LM=("$PY" -m rnnbench.lm)
+# `rnnbench lm`, run from the source tree.
+LM=("$PY" -m rnnbench lm)
 
 for f in "$WT2/train.txt" "$WT2/valid.txt" "$WT2/test.txt" "$SHAKESPEARE"; do
   [[ -s $f ]] || { echo "missing $f (see the header of $0)" >&2; exit 2; }

@@ -35,18 +35,9 @@ def _case(cell, dtype, mode="train", **fields):
     return Case(cell=cell, dtype=dtype, mode=mode, device="cuda", **{**sizes, **fields})
 
 
-RELU_KINK = pytest.mark.xfail(strict=True, reason=(
-    "verification of rnn_relu in reduced precision: a pre-activation near 0 rounds to the other side "
-    "of the kink, so whole gradient paths switch on or off and every lane (cuDNN and both loops, which "
-    "agree with each other) is over the tolerance (grad_x 4.7e-2 > 2e-2 for this case); see "
-    "test_lanes.py::test_correct_lanes_pass_rnn_relu_in_half_precision"))
-
-
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("cell", CELLS)
 def test_every_lane_verifies_and_times_on_cuda(cell, dtype, tmp_path, request):
-    if cell == "rnn_relu" and dtype == "fp16":
-        request.applymarker(RELU_KINK)
     cases = [_case(cell, dtype, mode) for mode in ("train", "forward")]
     lanes = [lane for name, lane in LANES.items() if not name.startswith("test-")]
     assert set(BUILTIN) <= {lane.name for lane in lanes}

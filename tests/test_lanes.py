@@ -18,6 +18,7 @@ from rnnbench.lanes import LANES, get_lane
 from rnnbench.lanes.cell_loop import CellLoop, canonical_name
 from rnnbench.lanes.torch_nn import build_torch_nn
 from rnnbench.precision import TOLERANCE
+from rnnbench.precision import tolerance as cell_tolerance
 from rnnbench.verify import compare
 from rnnbench.workload import lane_step, make_inputs, reference_step
 
@@ -148,17 +149,13 @@ def test_cell_loop_names():
     assert module.cells[0].nonlinearity == "relu"
 
 
-# rnn_relu in reduced precision: the three lanes agree with each other to the last digit, yet all
-# are "mismatch" against the reference on these draws (relative errors 4.7e-2 > 2e-2 in fp16 and
-# 7.7e-2 > 6e-2 in bf16, in grad_x). A pre-activation close to 0 in the float64 reference lands on
-# the other side of the ReLU kink once rounded, switching a whole gradient path on or off.
+# rnn_relu in reduced precision: the three lanes agree with each other to the last digit, yet miss
+# the reference by more than TOLERANCE (4.7e-2 > 2e-2 in fp16, 7.7e-2 > 6e-2 in bf16, in grad_x):
+# a pre-activation near 0 lands on the other side of the ReLU kink once rounded, switching a
+# gradient path on or off. precision.tolerance() gives rnn_relu RELU_SLACK for this.
 RELU_CASES = [(4, 9, 16, 32, 2, "fp16"), (4, 8, 24, 48, 2, "bf16")]
 
 
-@pytest.mark.xfail(strict=True, reason="verification reports correct lanes as mismatch for rnn_relu in fp16/bf16 "
-                                       "(ReLU-kink flips under rounding; the per-dtype tolerance does not cover "
-                                       "them): rnn_relu-B4-T9-I16-H32-L2-fp16-train 4.7e-2, "
-                                       "rnn_relu-B4-T8-I24-H48-L2-bf16-train 7.7e-2, on CPU and on an H100")
 def test_correct_lanes_pass_rnn_relu_in_half_precision():
     errors = {}
     for b, t, i, h, layers, dtype in RELU_CASES:
@@ -170,9 +167,10 @@ def test_correct_lanes_pass_rnn_relu_in_half_precision():
             step, names = lane_step(LANES[lane], case, inputs)
             outputs[lane] = dict(zip(names, step()))
             errors[(case.key, lane)] = (compare(outputs[lane], reference, TOLERANCE[dtype]).max_rel_error, dtype)
+            assert compare(outputs[lane], reference, cell_tolerance("rnn_relu", dtype)).ok, (case.key, lane)
         # the lanes agree with one another far more closely than with the reference
         for lane in CPU_LANES[1:]:
             assert compare(outputs[lane], {n: t.double() for n, t in outputs["torch-nn"].items()},
                            TOLERANCE[dtype] / 4).ok
-    bad = {k: f"{e:.2g}" for k, (e, dtype) in errors.items() if not e <= TOLERANCE[dtype]}
-    assert not bad, bad
+    # the slack is needed: without it these correct lanes would be called mismatches
+    assert any(e > TOLERANCE[dtype] for e, dtype in errors.values()), errors

@@ -1,4 +1,4 @@
-"""The command line: ``rnnbench env | list | run | report``.
+"""The command line: ``rnnbench env | list | run | report | lm``.
 
 Bad input prints one line on stderr and exits with code 2; an interrupted run says where its
 results are and exits 130. No tracebacks for either.
@@ -190,17 +190,39 @@ def report_command(
     """Re-render the tables (and optionally a plot) from results files."""
     import pandas as pd
 
+    from .lm.report import lm_table, read_lm_records
     from .report import markdown
     from .report import plot as draw
-    from .results import load_results
+    from .results import load_results, read_records
 
     if format not in ("md", "csv"):
         raise UsageError(f"unknown format {format!r}; choose from md, csv")
-    frame = pd.concat([load_results(f) for f in files], ignore_index=True)
-    print(frame.to_csv(index=False) if format == "csv" else markdown(frame, baseline, published), end="")
-    if plot:
-        draw(frame, str(plot), baseline)
-        err.print(f"plot: {plot}")
+    for f in files:
+        if not f.is_file():
+            raise UsageError(f"no results file at {f}")
+    records = read_lm_records(files)
+    micro = [load_results(f) for f in files if any(r["record"] == "result" for r in read_records(f))]
+    lm_rows = lm_table(records)
+    if not micro and lm_rows.empty:
+        raise UsageError(f"{', '.join(map(str, files))}: no result rows")
+    if micro:
+        frame = pd.concat(micro, ignore_index=True)
+        print(frame.to_csv(index=False) if format == "csv" else markdown(frame, baseline, published), end="")
+        if plot:
+            draw(frame, str(plot), baseline)
+            err.print(f"plot: {plot}")
+    if not lm_rows.empty:
+        print("\n### Language model (rnnbench lm)\n" if format == "md" else "")
+        print(lm_rows.to_csv(index=False) if format == "csv" else lm_rows.to_markdown(index=False))
+
+
+def _register_lm() -> None:
+    from .lm.cli import lm
+
+    app.command("lm")(lm)
+
+
+_register_lm()
 
 
 def main() -> None:

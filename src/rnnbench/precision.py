@@ -13,6 +13,17 @@ TORCH_DTYPE = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloa
 # 3e-4 per product) and half types 8 (bf16) or 11 (fp16); long recurrences and backward passes
 # through many steps accumulate more, hence the margins (docs/methodology.md).
 TOLERANCE = {"fp32": 1e-4, "tf32": 1e-2, "bf16": 6e-2, "fp16": 2e-2}
+# ReLU's kink: a pre-activation near 0 that rounding moves to the other side switches a whole
+# gradient path on or off, so a correct lane in reduced precision can miss the reference by several
+# times the usual error (seen: grad_x 4.7e-2 in fp16, 7.7e-2 in bf16, 1.4e-2 in tf32, with cuDNN
+# and both loop lanes agreeing with each other). tanh cells, on the same code paths, stay strict.
+RELU_SLACK = 4.0
+
+
+def tolerance(cell: str, dtype: str) -> float:
+    """Largest accepted relative error for ``cell`` in ``dtype`` (see TOLERANCE, RELU_SLACK)."""
+    slack = RELU_SLACK if cell == "rnn_relu" and dtype != "fp32" else 1.0
+    return TOLERANCE[dtype] * slack
 
 
 @contextlib.contextmanager

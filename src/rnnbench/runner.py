@@ -16,7 +16,7 @@ import torch
 from .cases import Case
 from .env import environment
 from .lanes.registry import Lane
-from .precision import TOLERANCE, matmul_mode
+from .precision import matmul_mode, tolerance
 from .results import ResultsFile, read_records
 from .timing import Measurement, measure, time_call
 from .verify import compare
@@ -54,7 +54,7 @@ def measure_pair(case: Case, lane: Lane, inputs: Inputs, reference: dict, budget
         with matmul_mode(case.dtype):
             step, names = lane_step(lane, case, inputs)
             outputs, first_ms = time_call(step, case.device)
-            verdict = compare(dict(zip(names, outputs)), reference, TOLERANCE[case.dtype])
+            verdict = compare(dict(zip(names, outputs)), reference, tolerance(case.cell, case.dtype))
             if not verdict.ok:
                 return {"status": "mismatch", "message": verdict.message, "max_rel_error": verdict.max_rel_error}
             del outputs
