@@ -91,8 +91,8 @@ def _cases(suite, device, grid_options: dict) -> list[Case]:
     if suite:
         names = _split(suite, "suite", integer=False)
         return unique(c for name in names for c in suite_cases(name, device, **overrides))
-    if overrides:
-        return expand_grid({**overrides, "device": device})
+    if overrides:  # a grid measures both modes unless --mode narrows it, as suites do
+        return expand_grid({"mode": ["train", "forward"], **overrides, "device": device})
     return unique(c for name in default_suites(device) for c in suite_cases(name, device))
 
 
