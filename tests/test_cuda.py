@@ -20,7 +20,7 @@ from rnnbench import runner  # noqa: E402
 from rnnbench.cases import CELLS, Case  # noqa: E402
 from rnnbench.env import environment  # noqa: E402
 from rnnbench.lanes import LANES  # noqa: E402
-from rnnbench.precision import TOLERANCE, device_supports, matmul_mode  # noqa: E402
+from rnnbench.precision import device_supports, matmul_mode, tolerance  # noqa: E402
 from rnnbench.results import ResultsFile, read_records  # noqa: E402
 from rnnbench.timing import measure  # noqa: E402
 from rnnbench.verify import relative_error  # noqa: E402
@@ -51,7 +51,7 @@ def test_every_lane_verifies_and_times_on_cuda(cell, dtype, tmp_path, request):
         else:  # a lane added later may skip this cell or dtype, never get it wrong
             assert row["status"] in ("ok", "unavailable"), where
         if row["status"] == "ok":
-            assert row["max_rel_error"] <= TOLERANCE[dtype], where
+            assert row["max_rel_error"] <= tolerance(cell, dtype), where
             assert row["us_per_example"] > 0 and row["first_call_ms"] > 0, where
             assert row["peak_mem_bytes"] > 0, where  # peak device memory is recorded
     env = list(read_records(out.path, "env"))
