@@ -24,7 +24,7 @@ from rnnbench import cli as cli_module
 from rnnbench.results import read_records
 from rnnbench.suites import suite_cases
 
-TINY = ["--cell", "gru", "--batch-size", "2", "--seq-len", "3", "--input-size", "4", "--hidden-size", "5"]
+TINY = ["--cell", "gru", "--batch-size", "2", "--seq-len", "3", "--input-size", "4", "--hidden-size", "5", "--mode", "train"]
 
 
 def assert_one_line_error(proc, *fragments):
@@ -258,3 +258,10 @@ def test_ctrl_c_keeps_rows_and_exits_130(tmp_path, cli_env):
                                            "(rerun with --resume to continue)"]
     rows = list(read_records(out, "result"))
     assert 1 <= len(rows) < 24 and all(r["status"] == "ok" for r in rows)
+
+
+def test_a_grid_measures_both_modes_unless_mode_is_given(monkeypatch, capsys):
+    proc = run_main(monkeypatch, capsys, "run", "--dry-run", "--device", "cpu", "--cell", "lstm")
+    assert proc.returncode == 0
+    keys = [line for line in proc.stdout.splitlines() if line.startswith("lstm-")]
+    assert {k.split("-")[7] for k in keys} == {"train", "forward"}
