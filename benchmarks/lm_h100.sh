@@ -64,7 +64,7 @@ run shakespeare-char-torch-nn  --preset small --rnn LSTM --num-layers 2 --emb-si
   --max-minutes 2 --data-dir "$SHAKESPEARE" --level char --dataset-note "$SHAKESPEARE_NOTE"
 
 echo "=== report  ($(date +%T))"
-# TODO: replace with `python3 -m rnnbench report "$OUT"/*.jsonl` once the main report shows lm rows.
+# `rnnbench report "$OUT"/*.jsonl` renders the same rows; this adds the notes and the char-level check.
 "$PY" - "$OUT"/*.jsonl <<'EOF'
 import sys
 
