@@ -54,3 +54,16 @@ def test_device_supports_cpu():
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU answer")
 def test_device_supports_cuda_without_gpu():
     assert device_supports("cuda", "fp32") == "no CUDA device is visible"
+
+
+def test_resolve_device():
+    from rnnbench.errors import UsageError
+    from rnnbench.precision import resolve_device
+
+    assert resolve_device("cpu") == "cpu"
+    assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(UsageError, match="unknown device"):
+        resolve_device("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(UsageError, match="no CUDA device"):
+            resolve_device("cuda")

@@ -13,7 +13,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from .errors import UsageError
+from .errors import UsageError, check_choice, check_positive_int
 
 CELLS = ("rnn_tanh", "rnn_relu", "lstm", "gru")
 # Gates per cell, in torch.nn / cuDNN order: the rows of weight_ih are stacked in this order.
@@ -52,15 +52,13 @@ class Case:
     device: str = "cpu"
 
     def __post_init__(self) -> None:
-        _check_choice("cell", self.cell, CELLS)
-        _check_choice("dtype", self.dtype, DTYPES)
-        _check_choice("mode", self.mode, MODES)
-        _check_choice("loss", self.loss, LOSSES)
-        _check_choice("device", self.device, DEVICES)
+        check_choice("cell", self.cell, CELLS)
+        check_choice("dtype", self.dtype, DTYPES)
+        check_choice("mode", self.mode, MODES)
+        check_choice("loss", self.loss, LOSSES)
+        check_choice("device", self.device, DEVICES)
         for name in SIZE_FIELDS:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise UsageError(f"{name} must be a positive integer, got {value!r}")
+            check_positive_int(name, getattr(self, name))
         if self.dtype == "tf32" and self.device != "cuda":
             raise UsageError("dtype tf32 is a CUDA matmul mode; use fp32 on the CPU")
         if self.activation_elements > MAX_ELEMENTS or self.num_weights > MAX_ELEMENTS:
@@ -97,11 +95,6 @@ class Case:
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(Case))
-
-
-def _check_choice(field: str, value, choices: tuple) -> None:
-    if value not in choices:
-        raise UsageError(f"unknown {field} {value!r}; choose from {', '.join(choices)}")
 
 
 def expand_grid(grid: Mapping[str, object]) -> list[Case]:

@@ -18,23 +18,12 @@ from rich.table import Table
 
 from .cases import DTYPES, FIELDS, LOSSES, MODES, SIZE_FIELDS, Case, expand_grid, unique
 from .errors import UsageError
+from .precision import resolve_device
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Benchmark recurrent-network implementations (RNN, LSTM, GRU) side by side.")
 console = Console()
 err = Console(stderr=True)
-
-
-def _device(device: str) -> str:
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device not in ("cpu", "cuda"):
-        raise UsageError(f"unknown device {device!r}; choose from auto, cpu, cuda")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise UsageError("--device cuda, but no CUDA device is visible")
-    return device
 
 
 def _split(text: Optional[str], field: str, integer: bool):
@@ -119,7 +108,7 @@ def run_command(
     """Verify, then time, every lane on every case; append rows to a JSON-lines file."""
     from .lanes import LANES, get_lane
 
-    device = _device(device)
+    device = resolve_device(device)
     grid = {"cell": _split(cell, "cell", False), "dtype": _split(dtype, "dtype", False),
             "mode": _split(mode, "mode", False), "loss": _split(loss, "loss", False)}
     sizes = dict(batch_size=batch_size, seq_len=seq_len, input_size=input_size, hidden_size=hidden_size,

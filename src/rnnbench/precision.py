@@ -6,6 +6,8 @@ import contextlib
 
 import torch
 
+from .errors import UsageError
+
 TORCH_DTYPE = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 # Largest relative error ‖lane − ref‖/‖ref‖ accepted against the float64 reference, for the output
@@ -41,6 +43,21 @@ def matmul_mode(dtype: str):
         yield
     finally:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
+
+
+def resolve_device(name: str) -> str:
+    """``auto`` -> ``cuda`` if a GPU is visible, else ``cpu``.
+
+    Raises:
+        UsageError: an unknown name, or ``cuda`` with no GPU visible.
+    """
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if name not in ("cpu", "cuda"):
+        raise UsageError(f"unknown device {name!r}; choose from auto, cpu, cuda")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda, but no CUDA device is visible")
+    return name
 
 
 def device_supports(device: str, dtype: str) -> str | None:

@@ -11,7 +11,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from ..errors import UsageError
+from ..errors import UsageError, check_choice, check_positive_int
 from ..lanes import LANES
 from .model import RNN_TYPES
 
@@ -55,18 +55,18 @@ class LMConfig:
     device: str = "auto"  # auto | cpu | cuda
 
     def __post_init__(self) -> None:
-        _choice("rnn", str(self.rnn).upper(), tuple(RNN_TYPES))
+        check_choice("rnn", str(self.rnn).upper(), tuple(RNN_TYPES))
         object.__setattr__(self, "rnn", self.rnn.upper())  # "lstm" and "LSTM" are one config
-        _choice("optimizer", self.optimizer, OPTIMIZERS)
-        _choice("amp", self.amp, AMP_MODES)
-        _choice("device", self.device, DEVICES)
+        check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        check_choice("amp", self.amp, AMP_MODES)
+        check_choice("device", self.device, DEVICES)
         if self.lane not in LANES:
             raise UsageError(f"unknown lane {self.lane!r}; choose from {', '.join(LANES)}")
         for name in ("emb_size", "hidden_size", "num_layers", "batch_size", "bptt", "epochs"):
-            _positive_int(name, getattr(self, name))
+            check_positive_int(name, getattr(self, name))
         for name in ("eval_batch_size", "max_steps"):
             if getattr(self, name) is not None:
-                _positive_int(name, getattr(self, name))
+                check_positive_int(name, getattr(self, name))
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise UsageError(f"seed must be a non-negative integer, got {self.seed!r}")
         if not 0.0 <= self.dropout < 1.0:
@@ -104,16 +104,6 @@ class LMConfig:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
-
-
-def _choice(name: str, value, choices: tuple) -> None:
-    if value not in choices:
-        raise UsageError(f"unknown {name} {value!r}; choose from {', '.join(choices)}")
-
-
-def _positive_int(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise UsageError(f"{name} must be a positive integer, got {value!r}")
 
 
 def _positive_float(name: str, value) -> None:

@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..errors import UsageError
-from ..precision import device_supports, matmul_mode
+from ..precision import device_supports, matmul_mode, resolve_device
 from ..results import ResultsFile
 from .data import Corpus, batchify, get_batch, window_starts
 from .model import Hidden, RNNModel, cell_name, check_lane, detach_hidden
@@ -60,15 +60,6 @@ class NonFiniteLossError(RuntimeError):
 
 # --------------------------------------------------------------------------------------------
 # Device, precision, timing
-
-
-def resolve_device(name: str) -> torch.device:
-    """``auto`` -> cuda if visible else cpu. Raises UsageError for cuda without a GPU."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise UsageError("--device cuda but no CUDA device is visible")
-    return torch.device(name)
 
 
 def _check_precision(config: LMConfig, device: torch.device) -> None:
@@ -538,7 +529,7 @@ def train_lm(config: LMConfig, corpus: Corpus, *, results: ResultsFile | None = 
     """
     from ..env import environment
 
-    device = resolve_device(config.device)
+    device = torch.device(resolve_device(config.device))
     _check_precision(config, device)
     reason = check_lane(config.lane, cell_name(config.rnn)).unavailable(device.type)
     if reason:
