@@ -17,7 +17,7 @@ from torch import nn
 
 from ..cases import CELLS, DEVICES, DTYPES, Case
 from ..errors import UsageError
-from ..precision import device_supports
+from ..precision import TORCH_DTYPE, device_supports
 
 
 def load_state_dict(module: nn.Module, weights: dict[str, torch.Tensor]) -> None:
@@ -71,8 +71,6 @@ class Lane:
 
     def module_for(self, case: Case, weights: dict[str, torch.Tensor]) -> nn.Module:
         """A module for ``case`` holding ``weights``, on the case's device, in its dtype."""
-        from ..precision import TORCH_DTYPE
-
         module = self.build(case.cell, case.input_size, case.hidden_size, case.num_layers)
         self.load(module, weights)
         return module.to(device=case.device, dtype=TORCH_DTYPE[case.dtype])
