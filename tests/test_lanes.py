@@ -1,7 +1,8 @@
 """rnnbench.lanes: the registry, and every CPU lane against the float64 reference.
 
 Each lane is checked through the same path the runner uses (``workload.lane_step`` →
-``workload.reference_step`` → ``verify.compare``): output and every gradient, odd sizes, all
+``workload.reference_step`` → ``verify.compare``): output, final states and every gradient (input,
+initial states, weights), odd sizes, all
 four cells, one and two layers; in float64 modules (tight tolerance: the lane's function must be
 *exactly* the reference's up to rounding) and in fp32 / bf16 / fp16 under the per-dtype tolerance.
 """
@@ -20,7 +21,7 @@ from rnnbench.lanes.torch_nn import build_torch_nn
 from rnnbench.precision import TOLERANCE
 from rnnbench.precision import tolerance as cell_tolerance
 from rnnbench.verify import compare
-from rnnbench.workload import lane_step, make_inputs, reference_step
+from rnnbench.workload import expected_names, lane_step, make_inputs, reference_step
 
 CPU_LANES = ["torch-nn", "torch-cell-loop", "torch-fused-loop"]
 # (batch, seq, input, hidden, layers): batch 1 and 3, seq 1 and 37, hidden 1, 3, 37, 100
@@ -49,12 +50,12 @@ def fp32_means_float64(monkeypatch):
 
 def _check(lane_name: str, case: Case, tolerance: float, expect_dtype: torch.dtype):
     inputs = make_inputs(case)
-    step, names = lane_step(LANES[lane_name], case, inputs)
-    outputs = step()
+    outputs, _ = lane_step(LANES[lane_name], case, inputs).first_call()
     reference = reference_step(case, inputs)
-    assert set(names) == set(reference), "the lane must return the output and every gradient"
-    assert all(t.dtype == expect_dtype for t in outputs)
-    verdict = compare(dict(zip(names, outputs)), reference, tolerance)
+    assert set(outputs) == set(reference) == set(expected_names(case)), \
+        "the lane must return the output, the final states and every gradient"
+    assert all(t.dtype == expect_dtype for t in outputs.values())
+    verdict = compare(outputs, reference, tolerance)
     assert verdict.ok, verdict.message
     assert verdict.max_rel_error <= tolerance
 
@@ -164,8 +165,7 @@ def test_correct_lanes_pass_rnn_relu_in_half_precision():
         reference = reference_step(case, inputs)
         outputs = {}
         for lane in CPU_LANES:
-            step, names = lane_step(LANES[lane], case, inputs)
-            outputs[lane] = dict(zip(names, step()))
+            outputs[lane], _ = lane_step(LANES[lane], case, inputs).first_call()
             errors[(case.key, lane)] = (compare(outputs[lane], reference, TOLERANCE[dtype]).max_rel_error, dtype)
             assert compare(outputs[lane], reference, cell_tolerance("rnn_relu", dtype)).ok, (case.key, lane)
         # the lanes agree with one another far more closely than with the reference

@@ -137,3 +137,53 @@ def test_small_run_loads(small_run):
     machine = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
     assert len(frame) == 6 and set(frame["gpu"]) == {machine}
     assert set(frame["status"]) == {"ok", "unavailable"}
+
+
+# --- a file that is not ours is never touched ------------------------------------------------
+
+
+FOREIGN = {
+    "text without a final newline": b"line one\nline two, the last, unterminated",
+    "text": b"my notes\nmore notes\n",
+    "png": bytes.fromhex("89504e470d0a1a0a0000000d49484452") + b"\x00\x01\x02 no newline at the end",
+    "JSON that is not a record": b'{"name": "not ours"}\n',
+}
+
+
+@pytest.mark.parametrize("name", FOREIGN)
+def test_a_foreign_file_is_refused_and_left_byte_for_byte(tmp_path, name):
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(FOREIGN[name])
+    with pytest.raises(UsageError, match="not an rnnbench results file.*left untouched"):
+        ResultsFile(path)
+    assert path.read_bytes() == FOREIGN[name]
+
+
+def test_a_file_of_the_other_kind_is_refused(tmp_path):
+    lm_file = ResultsFile(tmp_path / "lm.jsonl", kind="lm")
+    lm_file.append({"record": "lm", "epoch": 1, "env_id": "e"})
+    before = lm_file.path.read_bytes()
+    with pytest.raises(UsageError, match="holds rows of rnnbench lm, not rnnbench run"):
+        ResultsFile(lm_file.path, kind="result")
+    micro = ResultsFile(tmp_path / "micro.jsonl")
+    micro.append(_row(1))
+    with pytest.raises(UsageError, match="holds rows of rnnbench run, not rnnbench lm"):
+        ResultsFile(micro.path, kind="lm")
+    assert lm_file.path.read_bytes() == before
+
+
+def test_our_torn_file_is_still_repaired(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps({"record": "env", "env_id": "e"}) + "\n" + '{"record": "res')
+    ResultsFile(path).append(_row(1))
+    assert [r["record"] for r in read_records(path)] == ["env", "result"]
+
+
+@pytest.mark.parametrize("value, word", [(float("nan"), "nan"), (float("inf"), "inf"), (float("-inf"), "-inf")])
+def test_non_finite_values_are_written_as_null_with_the_reason(tmp_path, value, word):
+    out = ResultsFile(tmp_path / "r.jsonl")
+    out.append(_row(1, valid_ppl=value, train_loss=2.5))
+    line = out.path.read_text().strip()
+    record = json.loads(line, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+    assert record["valid_ppl"] is None and record["train_loss"] == 2.5
+    assert record["non_finite"] == {"valid_ppl": word}

@@ -122,7 +122,7 @@ def test_runner_records_mismatch_for_swapped_gates(cell, temp_lane, tmp_path):
     rows = runner.run([case], [lane, LANES["torch-nn"]], ResultsFile(tmp_path / "r.jsonl"), budget_s=0.01)
     assert [r["status"] for r in rows] == ["mismatch", "ok"]
     assert rows[0]["max_rel_error"] > 100 * TOLERANCE["fp32"]
-    assert rows[0]["message"].startswith("output relative error")
+    assert rows[0]["message"].startswith(("output relative error", "h_n relative error", "c_n relative error"))
     assert "us_per_example" not in rows[0] and rows[1]["us_per_example"] > 0
 
 
@@ -135,3 +135,64 @@ def test_runner_records_mismatch_when_gradients_come_back_under_other_names(temp
     (row,) = runner.run([case], [lane], ResultsFile(tmp_path / "r.jsonl"), budget_s=0.01)
     assert row["status"] == "mismatch" and row["message"].startswith("lane returned no grad_")
     assert "us_per_example" not in row
+
+
+# --- the final states and the gradients to the initial states are checked too -------------------
+
+
+class _ScaleGrad(torch.autograd.Function):
+    """Identity forward; the gradient scaled by ``factor`` backward (a wrong backward path)."""
+
+    @staticmethod
+    def forward(ctx, x, factor):
+        ctx.factor = factor
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * ctx.factor, None
+
+
+class _Faulty(torch.nn.Module):
+    """torch.nn's layer with one fault: ``h_n`` or ``c_n`` off by 10 %, or the gradient to the
+    initial states or through the final states scaled, while the output is exactly right."""
+
+    def __init__(self, fault, cell, input_size, hidden_size, num_layers):
+        super().__init__()
+        self.fault, self.rnn = fault, build_torch_nn(cell, input_size, hidden_size, num_layers)
+
+    def forward(self, x, hx):
+        lstm = isinstance(hx, tuple)
+        if self.fault == "grad_h0":
+            hx = (_ScaleGrad.apply(hx[0], 0.5), hx[1]) if lstm else _ScaleGrad.apply(hx, 0.5)
+        if self.fault == "grad_c0":
+            hx = (hx[0], _ScaleGrad.apply(hx[1], 0.5))
+        output, h_n = self.rnn(x, hx)
+        h, c = h_n if lstm else (h_n, None)
+        if self.fault == "h_n":
+            h = h * 1.1
+        if self.fault == "c_n":
+            c = c * 1.1
+        if self.fault == "backward_through_h_n":
+            h = _ScaleGrad.apply(h, 0.0)
+        return output, ((h, c) if lstm else h)
+
+
+FAULTS = {"h_n": ("forward", "train"), "c_n": ("forward", "train"), "grad_h0": ("train",),
+          "grad_c0": ("train",), "backward_through_h_n": ("train",)}
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru", "rnn_tanh"])
+@pytest.mark.parametrize("fault, mode", [(f, m) for f, modes in FAULTS.items() for m in modes])
+def test_runner_records_mismatch_for_wrong_final_states_or_state_gradients(fault, mode, cell, temp_lane, tmp_path):
+    if fault in ("c_n", "grad_c0") and cell != "lstm":
+        pytest.skip("only an LSTM has a cell state")
+    lane = temp_lane(f"test-faulty-{fault}", lambda *a: _Faulty(fault, *a),
+                     load=lambda m, w: m.rnn.load_state_dict(w), canonical_name=lambda n: n.removeprefix("rnn."))
+    case = Case(cell=cell, batch_size=3, seq_len=7, input_size=5, hidden_size=9, num_layers=2, mode=mode)
+    rows = runner.run([case], [lane, LANES["torch-nn"]], ResultsFile(tmp_path / "r.jsonl"), budget_s=0.01)
+    assert [r["status"] for r in rows] == ["mismatch", "ok"], rows[0]
+    # forward mode has only the faulty tensor to miss; in train mode a wrong state also moves
+    # the loss, so a gradient may be the worst
+    assert rows[0]["message"].startswith(fault if mode == "forward" else ("grad_", fault)), rows[0]["message"]
+    assert "us_per_example" not in rows[0]

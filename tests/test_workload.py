@@ -7,7 +7,7 @@ import torch
 
 from rnnbench.cases import Case
 from rnnbench.lanes import LANES
-from rnnbench.workload import lane_step, loss_of, make_inputs, reference_step
+from rnnbench.workload import Inputs, expected_names, lane_step, loss_of, make_inputs, reference_step
 
 CASE = Case(cell="lstm", batch_size=3, seq_len=5, input_size=4, hidden_size=6, num_layers=2)
 
@@ -15,9 +15,10 @@ CASE = Case(cell="lstm", batch_size=3, seq_len=5, input_size=4, hidden_size=6, n
 def test_make_inputs_shapes():
     inp = make_inputs(CASE)
     assert inp.x.shape == (5, 3, 4) and inp.h0.shape == inp.c0.shape == (2, 3, 6)
-    assert inp.target.shape == (5, 3, 6)
+    assert inp.target.shape == (5, 3, 6) and inp.target_h.shape == inp.target_c.shape == (2, 3, 6)
     assert make_inputs(CASE.replace(loss="last_step")).target.shape == (3, 6)
-    assert all(t.dtype == torch.float32 for t in (inp.x, inp.h0, inp.c0, inp.target, *inp.weights.values()))
+    assert all(t.dtype == torch.float32 for t in (inp.x, inp.h0, inp.c0, inp.target, inp.target_h,
+                                                  inp.target_c, *inp.weights.values()))
 
 
 def test_make_inputs_same_draw_for_mode_device_dtype_distinct_across_shapes():
@@ -30,45 +31,61 @@ def test_make_inputs_same_draw_for_mode_device_dtype_distinct_across_shapes():
     assert not torch.equal(a.weights["weight_hh_l0"], d.weights["weight_hh_l0"])
 
 
-def test_loss_of_all_and_last_step():
+def _targets(target, target_h, target_c=None):
+    return Inputs({}, None, None, None, target, target_h, target_c)
+
+
+def test_loss_of_all_and_last_step_and_final_states():
     out = torch.arange(12.0).view(2, 3, 2)  # [T=2, B=3, H=2]
-    target_all = torch.zeros(2, 3, 2)
-    assert loss_of(out, target_all, "all_steps").item() == pytest.approx(0.5 * (out ** 2).sum().item() / 3)
-    target_last = torch.ones(3, 2)
-    assert loss_of(out, target_last, "last_step").item() == pytest.approx(0.5 * ((out[-1] - 1) ** 2).sum().item() / 3)
-    half = loss_of(out.half(), target_all, "all_steps")
+    h_n, c_n = torch.full((1, 3, 2), 2.0), torch.full((1, 3, 2), -1.0)
+    zeros = torch.zeros(1, 3, 2)
+    outputs_all = 0.5 * (out ** 2).sum().item() / 3
+    assert loss_of(out, (h_n,), _targets(torch.zeros(2, 3, 2), zeros), "all_steps").item() == \
+        pytest.approx(outputs_all + 0.5 * 4 * 6 / 3)
+    last = 0.5 * ((out[-1] - 1) ** 2).sum().item() / 3
+    assert loss_of(out, (h_n, c_n), _targets(torch.ones(3, 2), h_n, zeros), "last_step").item() == \
+        pytest.approx(last + 0.5 * 1 * 6 / 3)  # h_n on target: only c_n's error adds
+    half = loss_of(out.half(), (h_n.half(),), _targets(torch.zeros(2, 3, 2), zeros), "all_steps")
     assert half.dtype == torch.float32  # computed in float32 at least
 
 
+def test_expected_names():
+    weights = [f"grad_{n}" for n in make_inputs(CASE).weights]
+    assert expected_names(CASE) == ("output", "h_n", "c_n", "grad_x", "grad_h0", "grad_c0", *weights)
+    assert expected_names(CASE.replace(mode="forward")) == ("output", "h_n", "c_n")
+    gru = CASE.replace(cell="gru")
+    assert expected_names(gru)[:4] == ("output", "h_n", "grad_x", "grad_h0")
+    assert len(expected_names(gru)) == 4 + len(weights)
+
+
 @pytest.mark.parametrize("lane", ["torch-nn", "torch-cell-loop", "torch-fused-loop"])
-def test_tensor_names_are_canonical(lane):
-    step, names = lane_step(LANES[lane], CASE, make_inputs(CASE))
-    expected = {"output", "grad_x", *(f"grad_{n}" for n in make_inputs(CASE).weights)}
-    assert set(names) == expected and len(names) == len(expected)
-    outputs = step()
-    assert len(outputs) == len(names)
-    assert dict(zip(names, outputs))["grad_x"].shape == (5, 3, 4)
-    fwd = CASE.replace(mode="forward")
-    step, names = lane_step(LANES[lane], fwd, make_inputs(fwd))
-    assert names == ("output",)
-    (out,) = step()
-    assert out.shape == (5, 3, 6) and not out.requires_grad
+@pytest.mark.parametrize("cell", ["lstm", "rnn_tanh"])
+def test_steps_return_the_expected_names_and_shapes(lane, cell):
+    case = CASE.replace(cell=cell)
+    outputs, ms = lane_step(LANES[lane], case, make_inputs(case)).first_call()
+    assert tuple(outputs) == expected_names(case) and ms > 0
+    assert outputs["grad_x"].shape == (5, 3, 4) and outputs["grad_h0"].shape == outputs["h_n"].shape == (2, 3, 6)
+    fwd = case.replace(mode="forward")
+    outputs, _ = lane_step(LANES[lane], fwd, make_inputs(fwd)).first_call()
+    assert tuple(outputs) == expected_names(fwd)
+    assert outputs["output"].shape == (5, 3, 6) and not outputs["output"].requires_grad
 
 
-def test_train_step_does_not_accumulate_grad():
-    step, names = lane_step(LANES["torch-nn"], CASE, make_inputs(CASE))
-    first = step()
-    second = step()
-    for name, a, b in zip(names, first, second):
-        torch.testing.assert_close(a, b, rtol=0, atol=0, msg=name)
+def test_train_step_does_not_accumulate_grad_or_touch_the_shared_inputs():
+    inputs = make_inputs(CASE)
+    step = lane_step(LANES["torch-nn"], CASE, inputs)
+    first, _ = step.first_call()
+    second, _ = step.first_call()
+    for name in first:
+        torch.testing.assert_close(first[name], second[name], rtol=0, atol=0, msg=name)
+    assert not any(t.requires_grad for t in (inputs.x, inputs.h0, inputs.c0))
 
 
 def test_reference_step_names_and_dtype():
     ref = reference_step(CASE, make_inputs(CASE))
-    _, names = lane_step(LANES["torch-nn"], CASE, make_inputs(CASE))
-    assert set(ref) == set(names)
+    assert tuple(ref) == expected_names(CASE)
     assert all(t.dtype == torch.float64 and not t.requires_grad for t in ref.values())
-    assert set(reference_step(CASE.replace(mode="forward"), make_inputs(CASE))) == {"output"}
+    assert tuple(reference_step(CASE.replace(mode="forward"), make_inputs(CASE))) == ("output", "h_n", "c_n")
 
 
 def test_reference_step_sees_weights_rounded_to_the_case_dtype():

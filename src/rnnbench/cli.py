@@ -13,32 +13,37 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from .cases import DTYPES, FIELDS, LOSSES, MODES, SIZE_FIELDS, Case, expand_grid, unique
+from .cases import DTYPES, LOSSES, MODES, Case, expand_grid, unique
 from .errors import UsageError
 from .precision import resolve_device
+from .terminal import ProgressView, make_console
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Benchmark recurrent-network implementations (RNN, LSTM, GRU) side by side.")
-console = Console()
-err = Console(stderr=True)
+console = make_console()
+err = make_console(stderr=True)
 
 
 def _split(text: Optional[str], field: str, integer: bool):
-    """``"32,128"`` -> ``[32, 128]``; None stays None."""
+    """``"32,128"`` -> ``[32, 128]``, duplicates dropped (first kept); None stays None.
+
+    Raises:
+        UsageError: an empty list (``--lanes ''`` means nothing, not everything), or a
+            non-integer where whole numbers are wanted.
+    """
     if text is None:
         return None
     items = [t.strip() for t in text.split(",") if t.strip()]
     if not items:
-        raise UsageError(f"--{field.replace('_', '-')} is empty")
-    if not integer:
-        return items
-    try:
-        return [int(t) for t in items]
-    except ValueError:
-        raise UsageError(f"--{field.replace('_', '-')} takes whole numbers, got {text!r}") from None
+        raise UsageError(f"--{field.replace('_', '-')} is empty; leave the option out to mean all")
+    if integer:
+        try:
+            items = [int(t) for t in items]
+        except ValueError:
+            raise UsageError(f"--{field.replace('_', '-')} takes whole numbers, got {text!r}") from None
+    return list(dict.fromkeys(items))
 
 
 @app.command("env")
@@ -63,11 +68,13 @@ def list_command():
     from .suites import SUITES, suite_cases
 
     lanes = Table("lane", "what it is", "cells", "cpu", "cuda", title="lanes")
+    lanes.columns[0].no_wrap = True  # a lane's name is what users type: never cut or wrapped
     for lane in LANES.values():
         here = [lane.unavailable(d) or "available" for d in ("cpu", "cuda")]
         lanes.add_row(lane.name, lane.summary, ", ".join(lane.cells), *here)
     console.print(lanes)
     suites = Table("suite", "cases", "source", title="suites")
+    suites.columns[0].no_wrap = True
     for suite in SUITES.values():
         suites.add_row(suite.name, str(len(suite_cases(suite.name, "cpu"))), suite.source)
     console.print(suites)
@@ -77,7 +84,7 @@ def _cases(suite, device, grid_options: dict) -> list[Case]:
     from .suites import default_suites, suite_cases
 
     overrides = {k: v for k, v in grid_options.items() if v is not None}
-    if suite:
+    if suite is not None:
         names = _split(suite, "suite", integer=False)
         return unique(c for name in names for c in suite_cases(name, device, **overrides))
     if overrides:  # a grid measures both modes unless --mode narrows it, as suites do
@@ -100,7 +107,8 @@ def run_command(
     lanes: Optional[str] = typer.Option(None, help="Lanes to run (comma list). Default: all."),
     device: str = typer.Option("auto", help="auto, cpu or cuda."),
     out: Optional[Path] = typer.Option(None, help="Results file (JSON lines). Default: runs/<time>-<device>.jsonl."),
-    resume: bool = typer.Option(False, help="Skip (case, lane) pairs already in --out."),
+    resume: bool = typer.Option(False, help="Skip (case, lane) pairs already in --out (which must be given)."),
+    retry_failed: bool = typer.Option(False, help="With --resume: measure again the pairs whose row says oom or error."),
     dry_run: bool = typer.Option(False, help="List the cases and exit."),
     baseline: str = typer.Option("torch-nn", help="Lane the speedup columns divide by."),
     budget: float = typer.Option(0.5, min=0.01, help="Seconds of timed repetitions per (case, lane)."),
@@ -115,38 +123,39 @@ def run_command(
                  num_layers=num_layers)
     grid.update({k: _split(v, k, True) for k, v in sizes.items()})
     cases = _cases(suite, device, grid)
-    chosen = [get_lane(n) for n in _split(lanes, "lanes", False)] if lanes else list(LANES.values())
+    chosen = [get_lane(n) for n in _split(lanes, "lanes", False)] if lanes is not None else list(LANES.values())
     get_lane(baseline)
+    if resume and out is None:
+        raise UsageError("--resume needs --out FILE: the results file to continue")
+    if retry_failed and not resume:
+        raise UsageError("--retry-failed goes with --resume")
     if dry_run:
         for case in cases:
             print(case.key)
         print(f"{len(cases)} cases × {len(chosen)} lanes")
         return
     out = out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{device}.jsonl"
-    _run_with_progress(cases, chosen, out, resume, budget)
+    _run_with_progress(cases, chosen, out, resume, retry_failed, budget)
     _print_report(out, baseline)
 
 
-def _run_with_progress(cases, lanes, out: Path, resume: bool, budget: float) -> None:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
+def _run_with_progress(cases, lanes, out: Path, resume: bool, retry_failed: bool, budget: float) -> None:
     from .results import ResultsFile
     from .runner import run
 
+    results = ResultsFile(out)
     total = len(cases) * len(lanes)
     try:
-        if console.is_terminal:
-            columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                       TimeElapsedColumn(), TimeRemainingColumn())
-            with Progress(*columns, console=console) as progress:
-                task = progress.add_task("starting", total=total)
-                run(cases, lanes, ResultsFile(out), resume=resume, budget_s=budget,
-                    on_start=lambda c, l: progress.update(task, description=f"{c.key} · {l.name}"),
-                    on_row=lambda row: progress.advance(task))
-        else:
-            counter = iter(range(1, total + 1))
-            run(cases, lanes, ResultsFile(out), resume=resume, budget_s=budget,
-                on_row=lambda row: print(_plain_line(next(counter), total, row), flush=True))
+        with ProgressView() as view:
+            view.phase("starting", total)
+
+            def on_row(row: dict) -> None:
+                view.advance()
+                if not view.live:  # piped: one line per pair; on a terminal the tables follow
+                    view.line(_plain_line(view.done, total, row))
+
+            run(cases, lanes, results, resume=resume, retry_failed=retry_failed, budget_s=budget, on_row=on_row,
+                on_start=lambda c, l: view.describe(f"{c.key} · {l.name}"), on_note=view.line)
     except KeyboardInterrupt:
         err.print(f"interrupted; every row measured so far is in {out} (rerun with --resume to continue)")
         raise typer.Exit(130)

@@ -1,8 +1,11 @@
 """Run cases × lanes: verify each pair, time it, append one result row per pair.
 
 Rows are appended (and flushed) as soon as they are measured, so an interrupted run keeps all it
-measured; ``resume`` skips pairs already in the file. An out-of-memory error or a failing lane
-records that pair's status and the run goes on.
+measured; ``resume`` skips pairs already in the file (and, with ``retry_failed``, measures again
+the pairs whose row says ``oom`` or ``error``). Nothing about one case can end the run: a case
+estimated too large for the machine is recorded ``too_large`` without being built, an allocation
+failure (CUDA or CPU) while building its inputs or reference or running a lane is recorded
+``oom``, any other failure ``error``, and the run goes on.
 """
 
 from __future__ import annotations
@@ -16,13 +19,16 @@ import torch
 from .cases import Case
 from .env import environment
 from .lanes.registry import Lane
+from .memory import too_large
 from .precision import matmul_mode, tolerance
 from .results import ResultsFile, read_records
-from .timing import Measurement, measure, time_call
+from .timing import Measurement, run_plan
 from .verify import compare
-from .workload import Inputs, lane_step, make_inputs, reference_step
+from .workload import lane_step, make_inputs, reference_step
 
-STATUSES = ("ok", "mismatch", "oom", "unavailable", "error")
+STATUSES = ("ok", "mismatch", "oom", "too_large", "unavailable", "error")
+# Statuses that --retry-failed measures again on --resume: the failure may not recur.
+RETRYABLE = ("oom", "error")
 
 
 def base_row(case: Case, lane: Lane, env_id: str) -> dict:
@@ -42,34 +48,59 @@ def speed_fields(case: Case, m: Measurement) -> dict:
     }
 
 
-def measure_pair(case: Case, lane: Lane, inputs: Inputs, reference: dict, budget_s: float) -> dict:
+def is_oom(exc: BaseException) -> bool:
+    """An allocation failure: CUDA's, Python's, or the CPU allocator's (a RuntimeError that says
+    it could not allocate)."""
+    if isinstance(exc, (torch.cuda.OutOfMemoryError, MemoryError)):
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and ("can't allocate memory" in text or "not enough memory" in text
+                                              or "out of memory" in text)
+
+
+def failure(exc: BaseException) -> dict:
+    """The status and message of a row whose work raised ``exc``."""
+    return {"status": "oom" if is_oom(exc) else "error", "message": _first_line(exc)}
+
+
+def measure_pair(case: Case, lane: Lane, inputs, reference: dict, budget_s: float,
+                 on_note: Callable[[str], None] = lambda text: None) -> dict:
     """Status and figures for one (case, lane); raises only on KeyboardInterrupt."""
-    skip = lane.skip_reason(case)
-    if skip:
-        return {"status": "unavailable", "message": skip}
     cuda = case.device == "cuda"
+    step = None
     try:
         if cuda:
             torch.cuda.reset_peak_memory_stats()
         with matmul_mode(case.dtype):
-            step, names = lane_step(lane, case, inputs)
-            outputs, first_ms = time_call(step, case.device)
-            verdict = compare(dict(zip(names, outputs)), reference, tolerance(case.cell, case.dtype))
+            step = lane_step(lane, case, inputs)
+            outputs, first_ms = step.first_call()
+            verdict = compare(outputs, reference, tolerance(case.cell, case.dtype))
             if not verdict.ok:
-                return {"status": "mismatch", "message": verdict.message, "max_rel_error": verdict.max_rel_error}
+                return {"status": "mismatch", "message": verdict.message, "max_rel_error": verdict.max_rel_error,
+                        **step.extra}
             del outputs
-            m = measure(step, case.device, budget_s=budget_s, first_call_ms=first_ms)
+            warmup, runs = run_plan(first_ms, budget_s)
+            if runs < run_plan(0.0, budget_s)[1]:
+                on_note(f"{case.key} · {lane.name}: one call takes {first_ms / 1e3:.1f} s, over the "
+                        f"{budget_s:g} s budget; timing {warmup} warm-up and {runs} runs "
+                        f"(about {first_ms * (warmup + runs) / 1e3:.0f} s)")
+            m = step.measure(budget_s, first_ms)
         peak = torch.cuda.max_memory_allocated() if cuda else None
         return {"status": "ok", "message": "", "max_rel_error": verdict.max_rel_error,
-                "peak_mem_bytes": peak, **speed_fields(case, m)}
-    except torch.cuda.OutOfMemoryError as exc:
-        return {"status": "oom", "message": _first_line(exc)}
+                "peak_mem_bytes": peak, **speed_fields(case, m), **step.extra}
     except Exception as exc:  # a broken lane must not stop the run; the row says what broke
-        return {"status": "error", "message": _first_line(exc)}
+        return failure(exc)
     finally:
-        gc.collect()
-        if cuda:
-            torch.cuda.empty_cache()
+        if step is not None:
+            step.close()
+        del step
+        _free(cuda)
+
+
+def _free(cuda: bool) -> None:
+    gc.collect()
+    if cuda:
+        torch.cuda.empty_cache()
 
 
 def _first_line(exc: BaseException) -> str:
@@ -78,49 +109,61 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0][:200] if lines else ''}".rstrip(": ")
 
 
-def done_pairs(path) -> set[tuple[str, str]]:
-    """(case_key, lane) pairs that already have a row in the results file."""
-    return {(r["case_key"], r["lane"]) for r in read_records(path, "result")}
+def done_pairs(path, retry_failed: bool = False) -> set[tuple[str, str]]:
+    """(case_key, lane) pairs the results file already answers: every pair with a row, less
+    (with ``retry_failed``) those whose latest row is ``oom`` or ``error``."""
+    latest = {(r["case_key"], r["lane"]): r.get("status") for r in read_records(path, "result")}
+    return {pair for pair, status in latest.items() if not (retry_failed and status in RETRYABLE)}
+
+
+def prepare_case(case: Case):
+    """``(inputs, reference)`` for ``case``, or a row fragment ``{"status", "message"}`` saying
+    why they could not be made (estimated too large, out of memory, or another failure)."""
+    reason = too_large(case)
+    if reason:
+        return {"status": "too_large", "message": reason}
+    try:
+        inputs = make_inputs(case)
+        return inputs, reference_step(case, inputs)
+    except Exception as exc:
+        result = failure(exc)
+        result["message"] = f"building the inputs and float64 reference: {result['message']}"
+        return result
+    finally:
+        gc.collect()
 
 
 def run(cases: Iterable[Case], lanes: list[Lane], out: ResultsFile, *, resume: bool = False,
-        budget_s: float = 0.5, on_row: Callable[[dict], None] = lambda row: None,
-        on_start: Callable[[Case, Lane], None] = lambda case, lane: None) -> list[dict]:
+        retry_failed: bool = False, budget_s: float = 0.5,
+        on_row: Callable[[dict], None] = lambda row: None,
+        on_start: Callable[[Case, Lane], None] = lambda case, lane: None,
+        on_note: Callable[[str], None] = lambda text: None) -> list[dict]:
     """Measure every (case, lane) pair not yet in ``out`` (with ``resume``); returns the new rows.
 
-    The float64 reference is computed once per case, only if some lane of it needs checking.
+    The inputs and float64 reference are made once per case, only if some lane of it can run.
+    ``on_start`` is told of each pair before it runs, ``on_row`` of each row once it is written,
+    ``on_note`` of anything a user waiting should know (a pair that will take long).
     """
     env = environment()
     out.write_env(env)
-    skip = done_pairs(out.path) if resume else set()
+    skip = done_pairs(out.path, retry_failed) if resume else set()
     rows = []
     for case in cases:
         todo = [lane for lane in lanes if (case.key, lane.name) not in skip]
-        if not todo:
-            continue
-        inputs = make_inputs(case)
-        reference = None
+        prepared = None
         for lane in todo:
             on_start(case, lane)
-            if reference is None and lane.skip_reason(case) is None:
-                reference = _reference_or_status(case, inputs)
-            if isinstance(reference, str) and lane.skip_reason(case) is None:
-                result = {"status": "oom" if "memory" in reference else "error", "message": reference}
-            else:
-                result = measure_pair(case, lane, inputs, reference, budget_s)
+            result = {"status": "unavailable", "message": lane.skip_reason(case)}
+            if result["message"] is None:
+                prepared = prepared or prepare_case(case)
+                if isinstance(prepared, dict):
+                    result = prepared
+                else:
+                    result = measure_pair(case, lane, *prepared, budget_s, on_note)
             row = {**base_row(case, lane, env["env_id"]), **result}
             out.append(row)
             rows.append(row)
             on_row(row)
-        del reference
+        del prepared
+        _free(case.device == "cuda")
     return rows
-
-
-def _reference_or_status(case: Case, inputs: Inputs):
-    """The reference tensors, or a one-line reason they could not be computed."""
-    try:
-        return reference_step(case, inputs)
-    except torch.cuda.OutOfMemoryError:
-        return "out of memory computing the float64 reference"
-    except Exception as exc:
-        return f"reference failed: {_first_line(exc)}"

@@ -16,6 +16,9 @@ from typing import Callable
 import torch
 
 NOISY_SPREAD = 0.10  # (p80 - p20) / median above this marks a measurement as noisy
+# A call whose first run alone shows that the usual warm-up and minimum runs would overrun the
+# budget gets the fewest runs a median needs: one warm-up and three timed runs.
+LONG_CALL_WARMUP, LONG_CALL_RUNS = 1, 3
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,8 @@ class Measurement:
 
     ``median`` is the figure reported; ``p20``/``p80`` bound the middle 60 % of the runs; ``noisy``
     is set when that spread exceeds 10 % of the median (as torch.utils.benchmark warns).
+    ``samples_ms`` keeps every timed run (sorted), so two runs can be compared with a confidence
+    interval later (``rnnbench compare``).
     """
 
     median_ms: float
@@ -31,6 +36,7 @@ class Measurement:
     p80_ms: float
     runs: int
     first_call_ms: float
+    samples_ms: tuple[float, ...] = ()
 
     @property
     def spread(self) -> float:
@@ -41,7 +47,9 @@ class Measurement:
         return self.spread > NOISY_SPREAD
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "spread": self.spread, "noisy": self.noisy}
+        fields = asdict(self)
+        fields["samples_ms"] = [float(f"{v:.5g}") for v in self.samples_ms]  # 5 digits is below the noise
+        return {**fields, "spread": self.spread, "noisy": self.noisy}
 
 
 def _quantile(sorted_values: list[float], q: float) -> float:
@@ -82,10 +90,22 @@ def time_call(fn: Callable[[], object], device: str) -> tuple[object, float]:
     return box[0], ms
 
 
+def run_plan(first_call_ms: float, budget_s: float, warmup_runs: int = 2, min_runs: int = 5) -> tuple[int, int]:
+    """``(warm-up runs, minimum timed runs)`` for a call whose first run took ``first_call_ms``:
+    the usual ones, or (1, 3) when those alone would take longer than ``budget_s``."""
+    if first_call_ms * (warmup_runs + min_runs) > budget_s * 1e3:
+        return min(warmup_runs, LONG_CALL_WARMUP), min(min_runs, LONG_CALL_RUNS)
+    return warmup_runs, min_runs
+
+
 def measure(fn: Callable[[], object], device: str, *, budget_s: float = 0.5, min_runs: int = 5,
             max_runs: int = 1000, warmup_runs: int = 2, first_call_ms: float | None = None) -> Measurement:
     """Time ``fn``: its first call alone, ``warmup_runs`` untimed calls, then repetitions until
     ``budget_s`` seconds of measured time and at least ``min_runs`` (at most ``max_runs``).
+
+    The budget is a limit, not only a target: when the first call shows that the warm-up and the
+    minimum runs alone would overrun it, :func:`run_plan` cuts them to one warm-up and three runs,
+    so a pair costs about its first call plus four more, however slow each call is.
 
     The first call holds one-off costs (cuDNN plan search, CUDA graph capture, compilation) and is
     reported separately, never mixed into the median. Pass ``first_call_ms`` when the caller
@@ -93,6 +113,7 @@ def measure(fn: Callable[[], object], device: str, *, budget_s: float = 0.5, min
     """
     timed = _timer(device)
     first = timed(fn) if first_call_ms is None else first_call_ms
+    warmup_runs, min_runs = run_plan(first, budget_s, warmup_runs, min_runs)
     for _ in range(warmup_runs):
         fn()
     samples: list[float] = []
@@ -102,4 +123,4 @@ def measure(fn: Callable[[], object], device: str, *, budget_s: float = 0.5, min
         spent += samples[-1]
     samples.sort()
     return Measurement(statistics.median(samples), _quantile(samples, 0.2), _quantile(samples, 0.8),
-                       len(samples), first)
+                       len(samples), first, tuple(samples))

@@ -1,19 +1,28 @@
-"""The thing that is timed: one step of a lane's module on a case's inputs.
+"""The thing that is timed: one step of a lane on a case's inputs, and its float64 reference.
 
-``forward`` mode runs the module under ``torch.no_grad()``. ``train`` mode runs forward, the
-loss, and the backward pass to the input and every weight (``torch.autograd.grad``, which
-computes what ``loss.backward()`` does without accumulating into ``.grad``). The loss is the
-squared error of the outputs against a random target, ``0.5 * Σ (y - target)² / batch_size``,
-over every step (``all_steps``, the Theano/cuDNN tables) or the last step (``last_step``, the
-glample tables). Summing rather than averaging keeps gradients far from fp16's underflow; the
-scale does not change the cost.
+``forward`` mode runs the network under ``torch.no_grad()`` and returns the output and the final
+states. ``train`` mode runs forward, the loss, and the backward pass to the input, the initial
+states and every weight (``torch.autograd.grad``, which computes what ``loss.backward()`` does
+without accumulating into ``.grad``).
+
+The loss is the squared error against random targets, ``0.5 * Σ (y - target)² / batch_size``, of
+the outputs over every step (``all_steps``, the Theano/cuDNN tables) or the last step
+(``last_step``, the glample tables), **plus** the same error of the final states ``h_n`` (and
+``c_n``). The seeds' losses used the outputs alone; the final-state term costs one element-wise
+pass over ``[L, B, H]`` and makes the backward path through the final states (what a language model
+or an encoder hands on) part of what every lane must get right. Summing rather than averaging keeps
+gradients far from fp16's underflow; the scale does not change the cost.
+
+Every step returns a dict with torch.nn's names (:func:`expected_names`): ``output``, ``h_n``,
+``c_n`` (LSTM), and in train mode ``grad_x``, ``grad_h0``, ``grad_c0`` (LSTM) and
+``grad_<parameter>`` for every canonical weight (``grad_weight_ih_l0`` ...).
 """
 
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
 
 import torch
 
@@ -21,9 +30,7 @@ from .cases import Case
 from .lanes.registry import Lane
 from .precision import TORCH_DTYPE
 from .reference import canonical_weights, reference_forward
-
-# Names of the compared tensors, in the order a step returns them.
-FORWARD_NAMES = ("output",)
+from .timing import Measurement, measure, time_call
 
 
 @dataclass
@@ -35,6 +42,8 @@ class Inputs:
     h0: torch.Tensor  # [L, B, H]
     c0: torch.Tensor  # [L, B, H], LSTM only
     target: torch.Tensor  # [T, B, H] (all_steps) or [B, H] (last_step)
+    target_h: torch.Tensor  # [L, B, H], for h_n
+    target_c: torch.Tensor  # [L, B, H], for c_n (LSTM only)
 
 
 def make_inputs(case: Case) -> Inputs:
@@ -50,55 +59,137 @@ def make_inputs(case: Case) -> Inputs:
         h0=torch.randn(layers, b, h, generator=gen) * 0.5,
         c0=torch.randn(layers, b, h, generator=gen) * 0.5,
         target=torch.randn(target_shape, generator=gen),
+        target_h=torch.randn(layers, b, h, generator=gen),
+        target_c=torch.randn(layers, b, h, generator=gen),
     )
 
 
-def loss_of(output: torch.Tensor, target: torch.Tensor, loss: str) -> torch.Tensor:
-    """Squared error per example (see module docstring); computed in float32 at least."""
+def expected_names(case: Case) -> tuple[str, ...]:
+    """What a step of ``case`` must return, in canonical (torch.nn) names."""
+    lstm = case.cell == "lstm"
+    names = ("output", "h_n", "c_n") if lstm else ("output", "h_n")
+    if case.mode == "forward":
+        return names
+    weights = [f"{n}_l{k}" for k in range(case.num_layers) for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+    grads = ("grad_x", "grad_h0", "grad_c0") if lstm else ("grad_x", "grad_h0")
+    return names + grads + tuple(f"grad_{w}" for w in weights)
+
+
+def _squared_error(value: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    diff = value.to(torch.promote_types(value.dtype, torch.float32)) - target
+    return diff.pow(2).sum()
+
+
+def loss_of(output: torch.Tensor, finals: tuple[torch.Tensor, ...], inputs: Inputs, loss: str) -> torch.Tensor:
+    """The training loss (see module docstring), in float32 at least.
+
+    Args:
+        output: ``[T, B, H]``; finals: ``(h_n,)`` or ``(h_n, c_n)``, each ``[L, B, H]``; targets
+        from ``inputs`` on the output's device; ``loss``: ``all_steps`` or ``last_step``.
+    """
     y = output if loss == "all_steps" else output[-1]
-    diff = y.to(torch.promote_types(y.dtype, torch.float32)) - target
-    return 0.5 * diff.pow(2).sum() / y.shape[-2]
+    total = _squared_error(y, inputs.target)
+    for state, target in zip(finals, (inputs.target_h, inputs.target_c)):
+        total = total + _squared_error(state, target)
+    return 0.5 * total / output.shape[-2]
 
 
-def step_fn(module: torch.nn.Module, case: Case, x, hx, target) -> Callable[[], tuple[torch.Tensor, ...]]:
-    """A callable running one step; returns ``(output,)`` or ``(output, grad_x, *grad_weights)``
-    with weights in ``module.named_parameters()`` order."""
-    params = [p for _, p in module.named_parameters()]
+def finals_of(cell: str, h_n) -> tuple[torch.Tensor, ...]:
+    """torch.nn's ``h_n`` (a tensor, or ``(h, c)`` for LSTM) as a tuple."""
+    return tuple(h_n) if cell == "lstm" else (h_n,)
+
+
+# --------------------------------------------------------------------------------------------
+# A lane's step
+
+
+class Step(Protocol):
+    """One lane prepared for one case: the runner calls :meth:`first_call` once, verifies what it
+    returned, then :meth:`measure`; :meth:`close` always. Torch lanes use :class:`TorchStep`;
+    lanes of other frameworks answer from their own process."""
+
+    #: Fields added to the result row (e.g. whether a framework took its cuDNN path).
+    extra: dict
+
+    def first_call(self) -> tuple[dict[str, torch.Tensor], float]:
+        """Run once; the named tensors (see :func:`expected_names`) and the call's time in ms."""
+
+    def measure(self, budget_s: float, first_call_ms: float) -> Measurement:
+        """Time repeated calls (see :func:`rnnbench.timing.measure`)."""
+
+    def close(self) -> None:
+        """Free what the step holds."""
+
+
+@dataclass
+class TorchStep:
+    """A step made of a torch callable returning tensors in ``names`` order, on ``device``."""
+
+    fn: Callable[[], tuple[torch.Tensor, ...]]
+    names: tuple[str, ...]
+    device: str
+    extra: dict = field(default_factory=dict)
+
+    def first_call(self) -> tuple[dict[str, torch.Tensor], float]:
+        outputs, ms = time_call(self.fn, self.device)
+        return dict(zip(self.names, outputs)), ms
+
+    def measure(self, budget_s: float, first_call_ms: float) -> Measurement:
+        return measure(self.fn, self.device, budget_s=budget_s, first_call_ms=first_call_ms)
+
+    def close(self) -> None:
+        self.fn = None
+
+
+def module_call(module: torch.nn.Module, case: Case, inputs: Inputs, canonical_name=lambda n: n
+                ) -> tuple[Callable[[], tuple[torch.Tensor, ...]], tuple[str, ...]]:
+    """A callable running one step of a torch.nn-style ``module`` and the names of what it
+    returns (weights by ``canonical_name`` of their parameter names)."""
+    dtype = TORCH_DTYPE[case.dtype]
+    lstm = case.cell == "lstm"
+    # A copy, never the shared CPU tensor itself: a train step marks its leaves requires_grad.
+    move = lambda t: t.detach().to(device=case.device, dtype=dtype, copy=True)  # noqa: E731
+    x, h0, c0 = move(inputs.x), move(inputs.h0), move(inputs.c0)
+    states = ("h_n", "c_n") if lstm else ("h_n",)
     if case.mode == "forward":
 
         def forward():
             with torch.no_grad():
-                return (module(x, hx)[0],)
+                output, h_n = module(x, (h0, c0) if lstm else h0)
+                return (output, *finals_of(case.cell, h_n))
 
-        return forward
+        return forward, ("output", *states)
 
-    x.requires_grad_(True)
+    on_device = _targets_on(inputs, case.device)  # the loss is computed in float32
+    leaves = [x, h0, c0] if lstm else [x, h0]
+    for t in leaves:
+        t.requires_grad_(True)
+    named = list(module.named_parameters())
+    params = [p for _, p in named]
 
     def train():
-        output = module(x, hx)[0]
-        grads = torch.autograd.grad(loss_of(output, target, case.loss), [x, *params])
-        return (output.detach(), *grads)
+        output, h_n = module(x, (h0, c0) if lstm else h0)
+        finals = finals_of(case.cell, h_n)
+        grads = torch.autograd.grad(loss_of(output, finals, on_device, case.loss), [*leaves, *params])
+        return (output.detach(), *(f.detach() for f in finals), *grads)
 
-    return train
-
-
-def tensor_names(lane: Lane, module: torch.nn.Module, case: Case) -> tuple[str, ...]:
-    """Names of what a step returns, matching :func:`step_fn`; weights by canonical name."""
-    if case.mode == "forward":
-        return FORWARD_NAMES
-    return ("output", "grad_x", *(f"grad_{lane.canonical_name(n)}" for n, _ in module.named_parameters()))
+    grad_names = ("grad_x", "grad_h0", "grad_c0")[: len(leaves)]
+    return train, ("output", *states, *grad_names, *(f"grad_{canonical_name(n)}" for n, _ in named))
 
 
-def lane_step(lane: Lane, case: Case, inputs: Inputs):
-    """Build ``lane``'s module for ``case`` and return ``(step, names)``; the step is wrapped in
-    a CUDA graph (captured at its first call) for graph lanes."""
-    dtype = TORCH_DTYPE[case.dtype]
+def _targets_on(inputs: Inputs, device: str) -> Inputs:
+    return Inputs(inputs.weights, inputs.x, inputs.h0, inputs.c0, inputs.target.to(device),
+                  inputs.target_h.to(device), inputs.target_c.to(device))
+
+
+def lane_step(lane: Lane, case: Case, inputs: Inputs) -> Step:
+    """``lane``'s step for ``case``: the lane's own ``prepare`` if it has one, else its torch
+    module (built from the canonical weights), wrapped in a CUDA graph for graph lanes."""
+    if lane.prepare is not None:
+        return lane.prepare(case, inputs)
     module = lane.module_for(case, inputs.weights)
-    move = lambda t: t.to(device=case.device, dtype=dtype)  # noqa: E731
-    hx = (move(inputs.h0), move(inputs.c0)) if case.cell == "lstm" else move(inputs.h0)
-    target = inputs.target.to(case.device)  # the loss is computed in float32
-    step = step_fn(module, case, move(inputs.x), hx, target)
-    return (graphed(step) if lane.cuda_graph else step), tensor_names(lane, module, case)
+    fn, names = module_call(module, case, inputs, lane.canonical_name)
+    return TorchStep(graphed(fn) if lane.cuda_graph else fn, names, case.device)
 
 
 def graphed(step: Callable[[], tuple]) -> Callable[[], tuple]:
@@ -124,20 +215,31 @@ def graphed(step: Callable[[], tuple]) -> Callable[[], tuple]:
     return replay
 
 
+# --------------------------------------------------------------------------------------------
+# The reference
+
+
 def reference_step(case: Case, inputs: Inputs) -> dict[str, torch.Tensor]:
     """The float64 reference on the case's device, from the inputs and weights *as the lane sees
     them* (rounded to the case's dtype, then widened), so only the lane's arithmetic differs.
-    Returns tensors named as :func:`tensor_names` names them (torch.nn parameter names)."""
+    Returns every tensor of :func:`expected_names`, float64, detached."""
     dtype = TORCH_DTYPE[case.dtype]
+    train = case.mode == "train"
     widen = lambda t: t.to(dtype).to(device=case.device, dtype=torch.float64)  # noqa: E731
-    weights = {n: widen(w).requires_grad_(case.mode == "train") for n, w in inputs.weights.items()}
-    x = widen(inputs.x).requires_grad_(case.mode == "train")
-    hx = (widen(inputs.h0), widen(inputs.c0)) if case.cell == "lstm" else widen(inputs.h0)
-    with torch.set_grad_enabled(case.mode == "train"):
-        output, _ = reference_forward(case.cell, weights, x, hx, case.num_layers)
-    if case.mode == "forward":
-        return {"output": output}
-    target = inputs.target.to(device=case.device, dtype=torch.float64)
-    grads = torch.autograd.grad(loss_of(output, target, case.loss), [x, *weights.values()])
-    return {"output": output.detach(), "grad_x": grads[0],
-            **{f"grad_{n}": g for n, g in zip(weights, grads[1:])}}
+    weights = {n: widen(w).requires_grad_(train) for n, w in inputs.weights.items()}
+    lstm = case.cell == "lstm"
+    leaves = [widen(t).requires_grad_(train) for t in ((inputs.x, inputs.h0, inputs.c0) if lstm else (inputs.x, inputs.h0))]
+    with torch.set_grad_enabled(train):
+        output, h_n = reference_forward(case.cell, weights, leaves[0], tuple(leaves[1:]) if lstm else leaves[1],
+                                        case.num_layers)
+    finals = finals_of(case.cell, h_n)
+    result = {"output": output.detach(), "h_n": finals[0].detach()}
+    if lstm:
+        result["c_n"] = finals[1].detach()
+    if not train:
+        return result
+    targets = Inputs({}, None, None, None, *(t.to(device=case.device, dtype=torch.float64)
+                                             for t in (inputs.target, inputs.target_h, inputs.target_c)))
+    grads = torch.autograd.grad(loss_of(output, finals, targets, case.loss), [*leaves, *weights.values()])
+    names = ("grad_x", "grad_h0", "grad_c0")[: len(leaves)] + tuple(f"grad_{n}" for n in weights)
+    return {**result, **dict(zip(names, grads))}

@@ -26,7 +26,7 @@ def tiny(**changes):
 
 def test_loss_falls_and_perplexity_is_finite(word_dir, tmp_path):
     corpus = load_corpus(word_dir)
-    out = ResultsFile(tmp_path / "out.jsonl")
+    out = ResultsFile(tmp_path / "out.jsonl", kind="lm")
     rows = train_lm(tiny(epochs=4), corpus, results=out, env=ENV, progress=False,
                     labels={"dataset": "pattern", "dataset_note": "synthetic"})
     assert [r["epoch"] for r in rows] == [1, 2, 3, 4]
@@ -114,7 +114,7 @@ def test_resume_refuses_a_mismatched_or_missing_checkpoint(word_dir, tmp_path):
 
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(word_dir, tmp_path, monkeypatch):
     corpus = load_corpus(word_dir)
-    ckpt, out = tmp_path / "lm.pt", ResultsFile(tmp_path / "out.jsonl")
+    ckpt, out = tmp_path / "lm.pt", ResultsFile(tmp_path / "out.jsonl", kind="lm")
     train_lm(tiny(epochs=1), corpus, results=out, checkpoint=ckpt, env=ENV, progress=False)
     good = load_checkpoint(ckpt)
 
@@ -180,7 +180,7 @@ def test_cpu_only_modes_and_missing_gpu_are_usage_errors(word_dir):
 def test_small_preset_on_cuda_with_amp(word_dir, tmp_path, amp):
     corpus = load_corpus(word_dir)
     config = get_preset("small").override(device="cuda", amp=amp, epochs=3, max_steps=8)
-    out, ckpt = ResultsFile(tmp_path / "out.jsonl"), tmp_path / "lm.pt"
+    out, ckpt = ResultsFile(tmp_path / "out.jsonl", kind="lm"), tmp_path / "lm.pt"
     rows = train_lm(config, corpus, results=out, checkpoint=ckpt, progress=False)
     row = rows[0]
     assert row["device"] == "cuda" and row["precision"] == f"{amp}-amp"

@@ -1,9 +1,12 @@
 """The lane registry: one entry per implementation family.
 
-A lane builds a recurrent module for a cell and loads the canonical weights (torch.nn layout,
-see :mod:`rnnbench.reference`) into it. Every module follows torch.nn's calling convention:
-``module(x [T, B, I], hx) -> (output [T, B, H], h_n)`` where ``hx`` and ``h_n`` are ``[L, B, H]``,
-or a pair ``(h, c)`` of those for LSTM. Adding a lane is one module and one :func:`register` call.
+A lane answers one question: *give me a step for this case* (:func:`rnnbench.workload.lane_step`).
+A torch lane does it by building a recurrent module for a cell and loading the canonical weights
+(torch.nn layout, see :mod:`rnnbench.reference`) into it; every such module follows torch.nn's
+calling convention: ``module(x [T, B, I], hx) -> (output [T, B, H], h_n)`` where ``hx`` and ``h_n``
+are ``[L, B, H]``, or a pair ``(h, c)`` of those for LSTM. A lane of another framework gives its
+own ``prepare(case, inputs) -> Step`` instead. Adding a lane is one module and one
+:func:`register` call.
 """
 
 from __future__ import annotations
@@ -32,16 +35,19 @@ class Lane:
     Attributes:
         name: registry key, e.g. ``torch-nn``.
         summary: one line for ``rnnbench list``.
-        build: ``(cell, input_size, hidden_size, num_layers) -> nn.Module`` as described above.
+        build: ``(cell, input_size, hidden_size, num_layers) -> nn.Module`` as described above
+            (None for a lane with its own ``prepare``).
         load: copies canonical weights into a built module.
         canonical_name: maps a module parameter name to its canonical (torch.nn) name.
         cuda_graph: the runner captures the step in a CUDA graph and times its replay.
         requires: Python packages the lane imports; missing ones make it unavailable.
+        prepare: ``(case, inputs) -> Step`` for lanes that are not a torch module (see
+            :class:`rnnbench.workload.Step`); None: the torch module path.
     """
 
     name: str
     summary: str
-    build: Callable[[str, int, int, int], nn.Module]
+    build: Callable[[str, int, int, int], nn.Module] | None
     load: Callable[[nn.Module, dict], None] = load_state_dict
     cells: tuple[str, ...] = CELLS
     devices: tuple[str, ...] = DEVICES
@@ -49,6 +55,7 @@ class Lane:
     cuda_graph: bool = False
     requires: tuple[str, ...] = ()
     canonical_name: Callable[[str], str] = lambda name: name
+    prepare: Callable | None = None
 
     def unavailable(self, device: str) -> str | None:
         """None if the lane can run on ``device`` here, else a one-line reason."""

@@ -108,7 +108,7 @@ def lm(
     corpus, labels = open_corpus(data_dir, dataset, level)
     labels["dataset_note"] = dataset_note
     out = out or default_out(config.preset, config.lane, config.precision)
-    results = ResultsFile(out)
+    results = ResultsFile(out, kind="lm")
     try:
         rows = train_lm(config, corpus, results=results, checkpoint=checkpoint, resume=resume,
                         labels=labels, progress=progress)
