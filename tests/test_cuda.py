@@ -67,15 +67,14 @@ def test_graph_lane_computes_what_the_eager_lane_computes(cell, dtype, mode):
     case = _case(cell, dtype, mode)
     inputs = make_inputs(case)
     with matmul_mode(dtype):
-        eager, names = lane_step(LANES["torch-nn"], case, inputs)
-        graphed, graph_names = lane_step(LANES["torch-nn-graph"], case, inputs)
-        assert graph_names == names
-        expected = [t.clone() for t in eager()]
-        first = [t.clone() for t in graphed()]  # capture, then one replay
-        again = graphed()  # replay: same static outputs, same values
+        eager, graphed = lane_step(LANES["torch-nn"], case, inputs), lane_step(LANES["torch-nn-graph"], case, inputs)
+        assert graphed.names == eager.names
+        expected = [t.clone() for t in eager.fn()]
+        first = [t.clone() for t in graphed.fn()]  # capture, then one replay
+        again = graphed.fn()  # replay: same static outputs, same values
         torch.cuda.synchronize()
     tol = 1e-6 if dtype == "fp32" else 1e-2
-    for name, e, a, b in zip(names, expected, first, again):
+    for name, e, a, b in zip(eager.names, expected, first, again):
         assert a.shape == e.shape and a.dtype == e.dtype, name
         assert relative_error(a, e) <= tol, (name, relative_error(a, e))
         assert torch.equal(a, b), name
@@ -126,3 +125,28 @@ def test_env_record_names_the_gpu():
     assert record["gpu"] == torch.cuda.get_device_name(0)
     assert record["gpu_count"] == torch.cuda.device_count() >= 1
     assert record["cuda_runtime"] == torch.version.cuda
+
+
+@pytest.mark.parametrize("lane", ["torch-nn", "torch-cell-loop"])
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_memory_estimate_is_above_the_measured_peak_and_not_far_above(lane, cell):
+    """memory.case_bytes must err high (a case it admits must fit) but not refuse cases that would
+    fit by a wide margin: measured on the GPU, reference and lane together."""
+    from rnnbench.memory import case_bytes
+    from rnnbench.workload import reference_step
+
+    case = Case(cell=cell, batch_size=64, seq_len=50, input_size=256, hidden_size=512, num_layers=2,
+                dtype="fp32", mode="train", device="cuda")
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    inputs = make_inputs(case)
+    reference = reference_step(case, inputs)
+    with matmul_mode("fp32"):
+        step = lane_step(LANES[lane], case, inputs)
+        outputs, _ = step.first_call()
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated() - base
+    estimate = case_bytes(case)["device"]
+    del reference, outputs, step
+    assert peak <= estimate <= 4 * peak, (peak / 2**20, estimate / 2**20)
