@@ -21,6 +21,7 @@ import pytest
 import torch
 
 from rnnbench import cli as cli_module
+from rnnbench.lanes import LANES
 from rnnbench.results import read_records
 from rnnbench.suites import suite_cases
 
@@ -145,7 +146,7 @@ def test_dry_run_lists_the_quick_suite(cli, tmp_path):
     lines = proc.stdout.splitlines()
     keys = [c.key for c in suite_cases("quick", "cpu")]
     assert lines[:-1] == keys and len(keys) == 12
-    assert lines[-1] == "12 cases × 4 lanes"
+    assert lines[-1] == f"12 cases × {len(LANES)} lanes"
     assert not (tmp_path / "runs").exists()
 
 
@@ -156,7 +157,7 @@ def test_dry_run_grid_and_default(monkeypatch, capsys):
     assert len(proc.stdout.splitlines()) == 2 * 2 * 2 + 1 and proc.stdout.endswith("8 cases × 2 lanes\n")
     assert "lstm-B32-T30-I128-H16-L1-fp32-forward-all_steps-cpu" in proc.stdout
     default = run_main(monkeypatch, capsys, "run", "--dry-run", "--device", "cpu")
-    assert default.returncode == 0 and default.stdout.splitlines()[-1] == "12 cases × 4 lanes"  # quick on a CPU
+    assert default.returncode == 0 and default.stdout.splitlines()[-1] == f"12 cases × {len(LANES)} lanes"  # quick on a CPU
 
 
 @pytest.fixture(scope="module")

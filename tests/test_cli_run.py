@@ -82,7 +82,7 @@ def test_duplicates_in_lists_are_measured_once(monkeypatch, capsys):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "2 cases × 1 lanes"
     suites = run_main(monkeypatch, capsys, "run", "--dry-run", "--device", "cpu", "--suite", "quick,quick")
-    assert suites.stdout.splitlines()[-1] == "12 cases × 4 lanes"
+    assert suites.stdout.splitlines()[-1] == f"12 cases × {len(LANES)} lanes"
 
 
 def test_resume_retry_failed_through_the_cli(monkeypatch, capsys, tmp_path):

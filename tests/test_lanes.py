@@ -90,7 +90,7 @@ def test_lane_matches_reference_half_precision_on_cpu(lane, cell, dtype):
 # --- the registry -------------------------------------------------------------------------
 
 def test_registration_order_is_table_order():
-    assert list(LANES)[:4] == ["torch-nn", "torch-nn-graph", "torch-cell-loop", "torch-fused-loop"]
+    assert list(LANES)[:5] == ["torch-nn", "torch-nn-graph", "torch-nn-padded", "torch-cell-loop", "torch-fused-loop"]
 
 
 def test_get_lane():

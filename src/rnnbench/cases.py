@@ -36,8 +36,14 @@ class Case:
     Tensors follow torch.nn's sequence-first layout: input ``[seq_len, batch_size, input_size]``,
     output ``[seq_len, batch_size, hidden_size]``.
 
+    ``lengths`` makes the batch variable-length: ``"MIN:MAX"`` draws each sequence's length
+    uniformly from MIN..MAX (seeded from the case), padded to ``seq_len``; ``sort_lengths`` orders
+    them longest first, as cuDNN's packed path prefers. ``""`` (the default): every sequence is
+    ``seq_len`` long.
+
     Raises:
-        UsageError: an unknown name or a size that is not a positive integer.
+        UsageError: an unknown name, a size that is not a positive integer, or lengths outside
+            ``1:seq_len``.
     """
 
     cell: str = "lstm"
@@ -50,6 +56,8 @@ class Case:
     mode: str = "train"
     loss: str = "all_steps"
     device: str = "cpu"
+    lengths: str = ""
+    sort_lengths: bool = False
 
     def __post_init__(self) -> None:
         check_choice("cell", self.cell, CELLS)
@@ -63,6 +71,27 @@ class Case:
             raise UsageError("dtype tf32 is a CUDA matmul mode; use fp32 on the CPU")
         if self.activation_elements > MAX_ELEMENTS or self.num_weights > MAX_ELEMENTS:
             raise UsageError(f"case {self.key} is too large to be a sensible benchmark")
+        if self.lengths:
+            self.length_range  # validates
+        elif self.sort_lengths:
+            raise UsageError("sort_lengths goes with lengths MIN:MAX")
+
+    @property
+    def length_range(self) -> tuple[int, int] | None:
+        """``(MIN, MAX)`` of a variable-length case, None for a full-length one.
+
+        Raises:
+            UsageError: not ``MIN:MAX`` with ``1 <= MIN <= MAX <= seq_len``.
+        """
+        if not self.lengths:
+            return None
+        try:
+            low, high = (int(v) for v in self.lengths.split(":"))
+        except ValueError:
+            raise UsageError(f"lengths takes MIN:MAX (e.g. 10:200), got {self.lengths!r}") from None
+        if not 1 <= low <= high <= self.seq_len:
+            raise UsageError(f"lengths {self.lengths} must lie within 1:{self.seq_len} (1 <= MIN <= MAX <= seq_len)")
+        return low, high
 
     @property
     def num_gates(self) -> int:
@@ -81,11 +110,13 @@ class Case:
 
     @property
     def key(self) -> str:
-        """A readable id such as ``lstm-B32-T30-I128-H128-L1-fp32-train-all_steps-cuda``."""
-        return (
+        """A readable id such as ``lstm-B32-T30-I128-H128-L1-fp32-train-all_steps-cuda``, with
+        ``-len10:200`` (``-len10:200s`` sorted) for a variable-length case."""
+        key = (
             f"{self.cell}-B{self.batch_size}-T{self.seq_len}-I{self.input_size}-H{self.hidden_size}"
             f"-L{self.num_layers}-{self.dtype}-{self.mode}-{self.loss}-{self.device}"
         )
+        return key + (f"-len{self.lengths}{'s' if self.sort_lengths else ''}" if self.lengths else "")
 
     def replace(self, **changes) -> "Case":
         return dataclasses.replace(self, **changes)

@@ -104,6 +104,8 @@ def run_command(
     dtype: Optional[str] = typer.Option(None, help=f"{', '.join(DTYPES)} (fp32 = strict, TF32 off)."),
     mode: Optional[str] = typer.Option(None, help=f"{', '.join(MODES)} (train = forward + loss + backward)."),
     loss: Optional[str] = typer.Option(None, help=f"{', '.join(LOSSES)}."),
+    lengths: Optional[str] = typer.Option(None, help="Variable-length batches: MIN:MAX, a length per sequence drawn from MIN..MAX (within 1:seq_len), padded to --seq-len (comma list)."),
+    sort_lengths: bool = typer.Option(False, help="With --lengths: sort the sequences longest first (cuDNN's packed path prefers it)."),
     lanes: Optional[str] = typer.Option(None, help="Lanes to run (comma list). Default: all."),
     device: str = typer.Option("auto", help="auto, cpu or cuda."),
     out: Optional[Path] = typer.Option(None, help="Results file (JSON lines). Default: runs/<time>-<device>.jsonl."),
@@ -118,7 +120,10 @@ def run_command(
 
     device = resolve_device(device)
     grid = {"cell": _split(cell, "cell", False), "dtype": _split(dtype, "dtype", False),
-            "mode": _split(mode, "mode", False), "loss": _split(loss, "loss", False)}
+            "mode": _split(mode, "mode", False), "loss": _split(loss, "loss", False),
+            "lengths": _split(lengths, "lengths", False), "sort_lengths": True if sort_lengths else None}
+    if sort_lengths and lengths is None:
+        raise UsageError("--sort-lengths goes with --lengths MIN:MAX")
     sizes = dict(batch_size=batch_size, seq_len=seq_len, input_size=input_size, hidden_size=hidden_size,
                  num_layers=num_layers)
     grid.update({k: _split(v, k, True) for k, v in sizes.items()})

@@ -55,10 +55,15 @@ def cell_step(cell: str, x: torch.Tensor, state, w_ih, w_hh, b_ih, b_hh):
     return torch.tanh(pre) if cell == "rnn_tanh" else torch.relu(pre)
 
 
-def reference_forward(cell: str, weights: dict[str, torch.Tensor], x: torch.Tensor, h0, num_layers: int):
+def reference_forward(cell: str, weights: dict[str, torch.Tensor], x: torch.Tensor, h0, num_layers: int,
+                      lengths: torch.Tensor | None = None):
     """Run the stacked network over ``x`` ``[T, B, I]`` from ``h0`` ``[L, B, H]`` (a pair
     ``(h0, c0)`` for LSTM). Returns ``(output [T, B, H], h_n)`` with ``h_n`` like ``h0``, as
-    torch.nn.LSTM/GRU/RNN do."""
+    torch.nn.LSTM/GRU/RNN do.
+
+    With ``lengths`` ``[B]``, sequence ``b`` ends after ``lengths[b]`` steps: past its end its
+    state stays as it was and its output is zero, so ``h_n`` is the state at its own last step
+    (what ``pack_padded_sequence`` gives torch.nn, and what running it alone would give)."""
     layer_input = x
     finals = []
     for k in range(num_layers):
@@ -66,8 +71,14 @@ def reference_forward(cell: str, weights: dict[str, torch.Tensor], x: torch.Tens
         state = (h0[0][k], h0[1][k]) if cell == "lstm" else h0[k]
         outputs = []
         for t in range(layer_input.shape[0]):
-            state = cell_step(cell, layer_input[t], state, *w)
-            outputs.append(state[0] if cell == "lstm" else state)
+            new = cell_step(cell, layer_input[t], state, *w)
+            if lengths is not None:  # a sequence already over keeps its state; its output is 0
+                running = (t < lengths).unsqueeze(1)  # [B, 1]
+                new = (tuple(torch.where(running, n, s) for n, s in zip(new, state)) if cell == "lstm"
+                       else torch.where(running, new, state))
+            state = new
+            h = state[0] if cell == "lstm" else state
+            outputs.append(h if lengths is None else torch.where(running, h, 0.0))
         layer_input = torch.stack(outputs)
         finals.append(state)
     if cell == "lstm":

@@ -24,7 +24,7 @@ from .precision import matmul_mode, tolerance
 from .results import ResultsFile, read_records
 from .timing import Measurement, run_plan
 from .verify import compare
-from .workload import lane_step, make_inputs, reference_step
+from .workload import Inputs, lane_step, make_inputs, reference_step, valid_only
 
 STATUSES = ("ok", "mismatch", "oom", "too_large", "unavailable", "error")
 # Statuses that --retry-failed measures again on --resume: the failure may not recur.
@@ -36,14 +36,20 @@ def base_row(case: Case, lane: Lane, env_id: str) -> dict:
             "env_id": env_id, "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
-def speed_fields(case: Case, m: Measurement) -> dict:
-    """The seeds' unit (µs per example = time per batch / batch_size) and throughputs."""
+def speed_fields(case: Case, m: Measurement, useful_timesteps: int | None = None) -> dict:
+    """The seeds' unit (µs per example = time per batch / batch_size) and throughputs.
+
+    ``timesteps_per_s`` counts the padded batch (batch_size × seq_len); ``useful_timesteps_per_s``
+    only the steps of real data (the sum of the lengths of a variable-length batch), so the cost
+    of padding shows."""
     seconds = m.median_ms / 1e3
+    useful = case.batch_size * case.seq_len if useful_timesteps is None else useful_timesteps
     return {
         "ms_per_batch": m.median_ms,
         "us_per_example": m.median_ms * 1e3 / case.batch_size,
         "sequences_per_s": case.batch_size / seconds,
         "timesteps_per_s": case.batch_size * case.seq_len / seconds,
+        "useful_timesteps_per_s": useful / seconds,
         **{k: v for k, v in m.to_dict().items() if k != "median_ms"},
     }
 
@@ -63,9 +69,10 @@ def failure(exc: BaseException) -> dict:
     return {"status": "oom" if is_oom(exc) else "error", "message": _first_line(exc)}
 
 
-def measure_pair(case: Case, lane: Lane, inputs, reference: dict, budget_s: float,
+def measure_pair(case: Case, lane: Lane, inputs: Inputs, reference: dict, budget_s: float,
                  on_note: Callable[[str], None] = lambda text: None) -> dict:
-    """Status and figures for one (case, lane); raises only on KeyboardInterrupt."""
+    """Status and figures for one (case, lane) given the case's ``reference`` (as the lane's
+    :meth:`~rnnbench.lanes.registry.Lane.final_states` needs it); raises only on KeyboardInterrupt."""
     cuda = case.device == "cuda"
     step = None
     try:
@@ -74,7 +81,7 @@ def measure_pair(case: Case, lane: Lane, inputs, reference: dict, budget_s: floa
         with matmul_mode(case.dtype):
             step = lane_step(lane, case, inputs)
             outputs, first_ms = step.first_call()
-            verdict = compare(outputs, reference, tolerance(case.cell, case.dtype))
+            verdict = compare(valid_only(outputs, inputs), reference, tolerance(case.cell, case.dtype))
             if not verdict.ok:
                 return {"status": "mismatch", "message": verdict.message, "max_rel_error": verdict.max_rel_error,
                         **step.extra}
@@ -87,7 +94,7 @@ def measure_pair(case: Case, lane: Lane, inputs, reference: dict, budget_s: floa
             m = step.measure(budget_s, first_ms)
         peak = torch.cuda.max_memory_allocated() if cuda else None
         return {"status": "ok", "message": "", "max_rel_error": verdict.max_rel_error,
-                "peak_mem_bytes": peak, **speed_fields(case, m), **step.extra}
+                "peak_mem_bytes": peak, **speed_fields(case, m, inputs.useful_timesteps), **step.extra}
     except Exception as exc:  # a broken lane must not stop the run; the row says what broke
         return failure(exc)
     finally:
@@ -116,19 +123,40 @@ def done_pairs(path, retry_failed: bool = False) -> set[tuple[str, str]]:
     return {pair for pair, status in latest.items() if not (retry_failed and status in RETRYABLE)}
 
 
-def prepare_case(case: Case):
-    """``(inputs, reference)`` for ``case``, or a row fragment ``{"status", "message"}`` saying
-    why they could not be made (estimated too large, out of memory, or another failure)."""
-    reason = too_large(case)
+class Prepared:
+    """A case's inputs and its float64 references, made on first use: one with the final states
+    (every lane but a padded one) and, if a lane needs it, one without (see workload).
+
+    Raises (from :meth:`reference`): whatever building them raised (see :func:`prepare_case`).
+    """
+
+    def __init__(self, case: Case):
+        self.case = case
+        self.inputs = make_inputs(case)
+        self.references: dict[bool, dict] = {}
+
+    def reference(self, final_states: bool) -> dict:
+        if final_states not in self.references:
+            self.references[final_states] = reference_step(self.case, self.inputs, final_states)
+        return self.references[final_states]
+
+
+def prepare_case(case: Case, prepared: Prepared | dict | None, final_states: bool):
+    """``(prepared, reference)`` for ``case``, reusing ``prepared``, or a row fragment
+    ``{"status", "message"}`` saying why they could not be made (estimated too large, out of
+    memory, or another failure; a failure is kept and given to every later lane of the case)."""
+    if isinstance(prepared, dict):
+        return prepared, None
+    reason = too_large(case) if prepared is None else None
     if reason:
-        return {"status": "too_large", "message": reason}
+        return {"status": "too_large", "message": reason}, None
     try:
-        inputs = make_inputs(case)
-        return inputs, reference_step(case, inputs)
+        prepared = prepared or Prepared(case)
+        return prepared, prepared.reference(final_states)
     except Exception as exc:
         result = failure(exc)
         result["message"] = f"building the inputs and float64 reference: {result['message']}"
-        return result
+        return result, None
     finally:
         gc.collect()
 
@@ -155,11 +183,11 @@ def run(cases: Iterable[Case], lanes: list[Lane], out: ResultsFile, *, resume: b
             on_start(case, lane)
             result = {"status": "unavailable", "message": lane.skip_reason(case)}
             if result["message"] is None:
-                prepared = prepared or prepare_case(case)
+                prepared, reference = prepare_case(case, prepared, lane.final_states(case))
                 if isinstance(prepared, dict):
                     result = prepared
                 else:
-                    result = measure_pair(case, lane, *prepared, budget_s, on_note)
+                    result = measure_pair(case, lane, prepared.inputs, reference, budget_s, on_note)
             row = {**base_row(case, lane, env["env_id"]), **result}
             out.append(row)
             rows.append(row)

@@ -60,6 +60,15 @@ SUITES: dict[str, Suite] = {
             ),
         ),
         Suite(
+            "varlen",
+            "rnnbench: variable-length batches, lengths 10:200 padded to 200, batch 64, input = hidden = 512",
+            (
+                dict(cell=["lstm", "gru"], batch_size=64, seq_len=200, input_size=512, hidden_size=512,
+                     lengths="10:200", sort_lengths=[False, True], mode=BOTH_MODES),
+            ),
+            gpu_default=False,
+        ),
+        Suite(
             "quick",
             "CPU-sized smoke suite: every cell and mode, small sizes (runs in seconds on 2 cores)",
             (

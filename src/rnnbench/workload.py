@@ -16,6 +16,14 @@ gradients far from fp16's underflow; the scale does not change the cost.
 Every step returns a dict with torch.nn's names (:func:`expected_names`): ``output``, ``h_n``,
 ``c_n`` (LSTM), and in train mode ``grad_x``, ``grad_h0``, ``grad_c0`` (LSTM) and
 ``grad_<parameter>`` for every canonical weight (``grad_weight_ih_l0`` ...).
+
+**Variable-length batches** (``case.lengths``): sequence ``b`` is ``inputs.lengths[b]`` steps long
+inside a batch padded to ``seq_len``. Only its valid steps count: the loss masks the outputs past
+each sequence's end (``last_step`` takes each sequence's own last step), the final states are
+those at each sequence's own last step, and verification compares the output at valid positions
+only (:func:`valid_only`). A lane that runs the padded batch as if it were full length
+(``torch-nn-padded``) cannot give those final states; it returns the output alone, and its
+loss and reference leave the final states out (``final_states=False``).
 """
 
 from __future__ import annotations
@@ -44,16 +52,33 @@ class Inputs:
     target: torch.Tensor  # [T, B, H] (all_steps) or [B, H] (last_step)
     target_h: torch.Tensor  # [L, B, H], for h_n
     target_c: torch.Tensor  # [L, B, H], for c_n (LSTM only)
+    lengths: torch.Tensor | None = None  # [B] int64 for a variable-length case, else None
+
+    @property
+    def useful_timesteps(self) -> int:
+        """Steps of real data in the batch: the sum of the lengths (B × T when full length)."""
+        return int(self.lengths.sum()) if self.lengths is not None else self.x.shape[0] * self.x.shape[1]
+
+    def mask(self, device) -> torch.Tensor | None:
+        """``[T, B, 1]`` booleans, True at a sequence's valid steps; None when all are valid."""
+        if self.lengths is None:
+            return None
+        steps = torch.arange(self.x.shape[0]).unsqueeze(1)
+        return (steps < self.lengths.unsqueeze(0)).unsqueeze(2).to(device)
 
 
 def make_inputs(case: Case) -> Inputs:
     """Random weights and inputs for ``case``, seeded from the case's shape so every lane (and a
-    resumed run) sees the same draw; distinct cases get distinct draws."""
+    resumed run) sees the same draw; distinct cases get distinct draws. A variable-length case
+    draws its lengths last, so its sorted and unsorted forms share inputs and lengths (only the
+    order of the lengths differs)."""
     shape = (case.cell, case.batch_size, case.seq_len, case.input_size, case.hidden_size, case.num_layers, case.loss)
+    if case.lengths:
+        shape += (case.lengths,)
     gen = torch.Generator().manual_seed(zlib.crc32(repr(shape).encode()))
     t, b, i, h, layers = case.seq_len, case.batch_size, case.input_size, case.hidden_size, case.num_layers
     target_shape = (t, b, h) if case.loss == "all_steps" else (b, h)
-    return Inputs(
+    inputs = Inputs(
         weights=canonical_weights(case, gen),
         x=torch.randn(t, b, i, generator=gen),
         h0=torch.randn(layers, b, h, generator=gen) * 0.5,
@@ -62,12 +87,18 @@ def make_inputs(case: Case) -> Inputs:
         target_h=torch.randn(layers, b, h, generator=gen),
         target_c=torch.randn(layers, b, h, generator=gen),
     )
+    if case.lengths:
+        low, high = case.length_range
+        lengths = torch.randint(low, high + 1, (b,), generator=gen)
+        inputs.lengths = lengths.sort(descending=True).values if case.sort_lengths else lengths
+    return inputs
 
 
-def expected_names(case: Case) -> tuple[str, ...]:
-    """What a step of ``case`` must return, in canonical (torch.nn) names."""
+def expected_names(case: Case, final_states: bool = True) -> tuple[str, ...]:
+    """What a step of ``case`` must return, in canonical (torch.nn) names (without ``h_n`` and
+    ``c_n`` for a lane that cannot give them, see the module docstring)."""
     lstm = case.cell == "lstm"
-    names = ("output", "h_n", "c_n") if lstm else ("output", "h_n")
+    names = (("output", "h_n", "c_n") if lstm else ("output", "h_n")) if final_states else ("output",)
     if case.mode == "forward":
         return names
     weights = [f"{n}_l{k}" for k in range(case.num_layers) for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
@@ -84,14 +115,32 @@ def loss_of(output: torch.Tensor, finals: tuple[torch.Tensor, ...], inputs: Inpu
     """The training loss (see module docstring), in float32 at least.
 
     Args:
-        output: ``[T, B, H]``; finals: ``(h_n,)`` or ``(h_n, c_n)``, each ``[L, B, H]``; targets
-        from ``inputs`` on the output's device; ``loss``: ``all_steps`` or ``last_step``.
+        output: ``[T, B, H]``; finals: ``(h_n,)`` or ``(h_n, c_n)``, each ``[L, B, H]``, or
+        ``()`` to leave them out; targets from ``inputs`` on the output's device (and its
+        ``lengths``, for a variable-length case); ``loss``: ``all_steps`` or ``last_step``.
     """
-    y = output if loss == "all_steps" else output[-1]
-    total = _squared_error(y, inputs.target)
+    if inputs.lengths is None:
+        y = output if loss == "all_steps" else output[-1]
+        target = inputs.target
+    elif loss == "all_steps":  # padded steps count for nothing, whatever the lane put there
+        mask = inputs.mask(output.device)
+        y, target = output * mask, inputs.target * mask
+    else:  # each sequence's own last step
+        last = (inputs.lengths - 1).to(output.device)
+        y, target = output[last, torch.arange(output.shape[1], device=output.device)], inputs.target
+    total = _squared_error(y, target)
     for state, target in zip(finals, (inputs.target_h, inputs.target_c)):
         total = total + _squared_error(state, target)
     return 0.5 * total / output.shape[-2]
+
+
+def valid_only(outputs: dict[str, torch.Tensor], inputs: Inputs) -> dict[str, torch.Tensor]:
+    """``outputs`` with the output zeroed past each sequence's end (where the reference is zero),
+    so that only valid positions are compared; unchanged for a full-length case."""
+    if inputs.lengths is None or "output" not in outputs:
+        return outputs
+    output = outputs["output"]
+    return {**outputs, "output": output * inputs.mask(output.device)}
 
 
 def finals_of(cell: str, h_n) -> tuple[torch.Tensor, ...]:
@@ -141,22 +190,32 @@ class TorchStep:
         self.fn = None
 
 
-def module_call(module: torch.nn.Module, case: Case, inputs: Inputs, canonical_name=lambda n: n
-                ) -> tuple[Callable[[], tuple[torch.Tensor, ...]], tuple[str, ...]]:
+def module_call(module: torch.nn.Module, case: Case, inputs: Inputs, canonical_name=lambda n: n,
+                lengths_mode: str | None = None) -> tuple[Callable[[], tuple[torch.Tensor, ...]], tuple[str, ...]]:
     """A callable running one step of a torch.nn-style ``module`` and the names of what it
-    returns (weights by ``canonical_name`` of their parameter names)."""
+    returns (weights by ``canonical_name`` of their parameter names).
+
+    ``lengths_mode`` says how the module meets a variable-length batch: ``packed`` (the batch goes
+    in as a ``PackedSequence``), ``masked`` (the module takes ``lengths`` as a third argument) or
+    ``padded`` (the padded batch goes in as if full length; no final states are returned)."""
     dtype = TORCH_DTYPE[case.dtype]
     lstm = case.cell == "lstm"
     # A copy, never the shared CPU tensor itself: a train step marks its leaves requires_grad.
     move = lambda t: t.detach().to(device=case.device, dtype=dtype, copy=True)  # noqa: E731
     x, h0, c0 = move(inputs.x), move(inputs.h0), move(inputs.c0)
-    states = ("h_n", "c_n") if lstm else ("h_n",)
+    final_states = not (inputs.lengths is not None and lengths_mode == "padded")
+    states = (("h_n", "c_n") if lstm else ("h_n",)) if final_states else ()
+
+    def run():
+        output, h_n = _call(module, x, (h0, c0) if lstm else h0, inputs.lengths, lengths_mode)
+        return output, (finals_of(case.cell, h_n) if final_states else ())
+
     if case.mode == "forward":
 
         def forward():
             with torch.no_grad():
-                output, h_n = module(x, (h0, c0) if lstm else h0)
-                return (output, *finals_of(case.cell, h_n))
+                output, finals = run()
+                return (output, *finals)
 
         return forward, ("output", *states)
 
@@ -168,8 +227,7 @@ def module_call(module: torch.nn.Module, case: Case, inputs: Inputs, canonical_n
     params = [p for _, p in named]
 
     def train():
-        output, h_n = module(x, (h0, c0) if lstm else h0)
-        finals = finals_of(case.cell, h_n)
+        output, finals = run()
         grads = torch.autograd.grad(loss_of(output, finals, on_device, case.loss), [*leaves, *params])
         return (output.detach(), *(f.detach() for f in finals), *grads)
 
@@ -177,9 +235,20 @@ def module_call(module: torch.nn.Module, case: Case, inputs: Inputs, canonical_n
     return train, ("output", *states, *grad_names, *(f"grad_{canonical_name(n)}" for n, _ in named))
 
 
+def _call(module, x, hx, lengths, lengths_mode):
+    """``module(x, hx)``, given a variable-length batch the way ``lengths_mode`` says."""
+    if lengths is None or lengths_mode == "padded":
+        return module(x, hx)
+    if lengths_mode == "masked":
+        return module(x, hx, lengths)
+    packed = torch.nn.utils.rnn.pack_padded_sequence(x, lengths, enforce_sorted=False)
+    output, h_n = module(packed, hx)
+    return torch.nn.utils.rnn.pad_packed_sequence(output, total_length=x.shape[0])[0], h_n
+
+
 def _targets_on(inputs: Inputs, device: str) -> Inputs:
     return Inputs(inputs.weights, inputs.x, inputs.h0, inputs.c0, inputs.target.to(device),
-                  inputs.target_h.to(device), inputs.target_c.to(device))
+                  inputs.target_h.to(device), inputs.target_c.to(device), inputs.lengths)
 
 
 def lane_step(lane: Lane, case: Case, inputs: Inputs) -> Step:
@@ -188,7 +257,7 @@ def lane_step(lane: Lane, case: Case, inputs: Inputs) -> Step:
     if lane.prepare is not None:
         return lane.prepare(case, inputs)
     module = lane.module_for(case, inputs.weights)
-    fn, names = module_call(module, case, inputs, lane.canonical_name)
+    fn, names = module_call(module, case, inputs, lane.canonical_name, lane.lengths)
     return TorchStep(graphed(fn) if lane.cuda_graph else fn, names, case.device)
 
 
@@ -219,10 +288,10 @@ def graphed(step: Callable[[], tuple]) -> Callable[[], tuple]:
 # The reference
 
 
-def reference_step(case: Case, inputs: Inputs) -> dict[str, torch.Tensor]:
+def reference_step(case: Case, inputs: Inputs, final_states: bool = True) -> dict[str, torch.Tensor]:
     """The float64 reference on the case's device, from the inputs and weights *as the lane sees
     them* (rounded to the case's dtype, then widened), so only the lane's arithmetic differs.
-    Returns every tensor of :func:`expected_names`, float64, detached."""
+    Returns every tensor of :func:`expected_names` (``final_states`` as there), float64, detached."""
     dtype = TORCH_DTYPE[case.dtype]
     train = case.mode == "train"
     widen = lambda t: t.to(dtype).to(device=case.device, dtype=torch.float64)  # noqa: E731
@@ -230,16 +299,16 @@ def reference_step(case: Case, inputs: Inputs) -> dict[str, torch.Tensor]:
     lstm = case.cell == "lstm"
     leaves = [widen(t).requires_grad_(train) for t in ((inputs.x, inputs.h0, inputs.c0) if lstm else (inputs.x, inputs.h0))]
     with torch.set_grad_enabled(train):
+        lengths = None if inputs.lengths is None else inputs.lengths.to(case.device)
         output, h_n = reference_forward(case.cell, weights, leaves[0], tuple(leaves[1:]) if lstm else leaves[1],
-                                        case.num_layers)
-    finals = finals_of(case.cell, h_n)
-    result = {"output": output.detach(), "h_n": finals[0].detach()}
-    if lstm:
-        result["c_n"] = finals[1].detach()
+                                        case.num_layers, lengths)
+    finals = finals_of(case.cell, h_n) if final_states else ()
+    result = {"output": output.detach(), **dict(zip(("h_n", "c_n"), (f.detach() for f in finals)))}
     if not train:
         return result
-    targets = Inputs({}, None, None, None, *(t.to(device=case.device, dtype=torch.float64)
-                                             for t in (inputs.target, inputs.target_h, inputs.target_c)))
+    targets = Inputs({}, inputs.x, None, None, *(t.to(device=case.device, dtype=torch.float64)
+                                                 for t in (inputs.target, inputs.target_h, inputs.target_c)),
+                     inputs.lengths)
     grads = torch.autograd.grad(loss_of(output, finals, targets, case.loss), [*leaves, *weights.values()])
     names = ("grad_x", "grad_h0", "grad_c0")[: len(leaves)] + tuple(f"grad_{n}" for n in weights)
     return {**result, **dict(zip(names, grads))}

@@ -10,13 +10,16 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .masking import keep_finished, running_masks, zero_finished
 from .registry import Lane, register
 
 
 class CellLoop(nn.Module):
     """Stacked ``nn.LSTMCell``/``GRUCell``/``RNNCell``, time outer and layers inner.
 
-    Same call as torch.nn.LSTM/GRU/RNN: ``forward(x [T, B, I], hx) -> (output [T, B, H], h_n)``.
+    Same call as torch.nn.LSTM/GRU/RNN: ``forward(x [T, B, I], hx) -> (output [T, B, H], h_n)``,
+    and ``lengths`` ``[B]`` for a variable-length batch (a finished sequence keeps its state and
+    outputs zeros, see :func:`rnnbench.lanes.masking.keep_finished`).
     """
 
     def __init__(self, cell: str, input_size: int, hidden_size: int, num_layers: int):
@@ -31,16 +34,17 @@ class CellLoop(nn.Module):
             act = cell.removeprefix("rnn_")
             self.cells = nn.ModuleList(nn.RNNCell(i, hidden_size, nonlinearity=act) for i in sizes)
 
-    def forward(self, x: torch.Tensor, hx):
+    def forward(self, x: torch.Tensor, hx, lengths: torch.Tensor | None = None):
         lstm = self.cell == "lstm"
         states = [(hx[0][k], hx[1][k]) if lstm else hx[k] for k in range(len(self.cells))]
+        running = running_masks(lengths, x.shape[0], x.device)
         outputs = []
         for t in range(x.shape[0]):
             layer_input = x[t]
             for k, cell in enumerate(self.cells):
-                states[k] = cell(layer_input, states[k])
+                states[k] = keep_finished(cell(layer_input, states[k]), states[k], running[t])
                 layer_input = states[k][0] if lstm else states[k]
-            outputs.append(layer_input)
+            outputs.append(zero_finished(layer_input, running[t]))
         output = torch.stack(outputs)
         if lstm:
             return output, (torch.stack([s[0] for s in states]), torch.stack([s[1] for s in states]))
@@ -69,5 +73,6 @@ register(
         CellLoop,
         load=load_cells,
         canonical_name=canonical_name,
+        lengths="masked",
     )
 )

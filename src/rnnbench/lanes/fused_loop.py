@@ -12,11 +12,13 @@ import torch
 from torch import nn
 
 from ..cases import GATES
+from .masking import keep_finished, running_masks, zero_finished
 from .registry import Lane, register
 
 
 class FusedLoop(nn.Module):
-    """Same call as torch.nn.LSTM/GRU/RNN: ``forward(x [T, B, I], hx) -> (output, h_n)``."""
+    """Same call as torch.nn.LSTM/GRU/RNN: ``forward(x [T, B, I], hx) -> (output, h_n)``, and
+    ``lengths`` ``[B]`` for a variable-length batch (masked, as in :class:`CellLoop`)."""
 
     def __init__(self, cell: str, input_size: int, hidden_size: int, num_layers: int):
         super().__init__()
@@ -29,8 +31,9 @@ class FusedLoop(nn.Module):
                                 ("bias_ih", (gh,)), ("bias_hh", (gh,))):
                 self.register_parameter(f"{name}_l{k}", nn.Parameter(torch.empty(shape).uniform_(-bound, bound)))
 
-    def forward(self, x: torch.Tensor, hx):
+    def forward(self, x: torch.Tensor, hx, lengths: torch.Tensor | None = None):
         lstm = self.cell == "lstm"
+        running = running_masks(lengths, x.shape[0], x.device)
         layer_input, finals = x, []
         for k in range(self.num_layers):
             w_hh, b_hh = getattr(self, f"weight_hh_l{k}"), getattr(self, f"bias_hh_l{k}")
@@ -41,8 +44,8 @@ class FusedLoop(nn.Module):
             outputs = []
             for t in range(x_proj.shape[0]):
                 h = state[0] if lstm else state
-                state = self._step(x_proj[t], torch.addmm(b_hh, h, w_hh.T), state)
-                outputs.append(state[0] if lstm else state)
+                state = keep_finished(self._step(x_proj[t], torch.addmm(b_hh, h, w_hh.T), state), state, running[t])
+                outputs.append(zero_finished(state[0] if lstm else state, running[t]))
             layer_input = torch.stack(outputs)
             finals.append(state)
         if lstm:
@@ -70,5 +73,6 @@ register(
         "torch-fused-loop",
         "input projection hoisted into one matmul, one recurrent matmul per step (FastLSTM)",
         FusedLoop,
+        lengths="masked",
     )
 )

@@ -43,6 +43,9 @@ class Lane:
         requires: Python packages the lane imports; missing ones make it unavailable.
         prepare: ``(case, inputs) -> Step`` for lanes that are not a torch module (see
             :class:`rnnbench.workload.Step`); None: the torch module path.
+        lengths: how the lane meets a variable-length batch: ``packed``, ``masked``, ``padded``
+            (see :func:`rnnbench.workload.module_call`), or None: it cannot.
+        variable_lengths_only: the lane exists to be compared on variable-length batches.
     """
 
     name: str
@@ -56,6 +59,12 @@ class Lane:
     requires: tuple[str, ...] = ()
     canonical_name: Callable[[str], str] = lambda name: name
     prepare: Callable | None = None
+    lengths: str | None = None
+    variable_lengths_only: bool = False
+
+    def final_states(self, case: Case) -> bool:
+        """Whether this lane's step of ``case`` returns ``h_n``/``c_n`` (a padded lane cannot)."""
+        return not (case.lengths and self.lengths == "padded")
 
     def unavailable(self, device: str) -> str | None:
         """None if the lane can run on ``device`` here, else a one-line reason."""
@@ -74,6 +83,10 @@ class Lane:
             return f"no {case.cell} cell"
         if case.dtype not in self.dtypes:
             return f"no {case.dtype} support"
+        if case.lengths and self.lengths is None:
+            return "no variable-length support"
+        if self.variable_lengths_only and not case.lengths:
+            return "measures variable-length batches only (--lengths)"
         return self.unavailable(case.device) or device_supports(case.device, case.dtype)
 
     def module_for(self, case: Case, weights: dict[str, torch.Tensor]) -> nn.Module:
