@@ -125,6 +125,8 @@ def test_env_record_names_the_gpu():
     assert record["gpu"] == torch.cuda.get_device_name(0)
     assert record["gpu_count"] == torch.cuda.device_count() >= 1
     assert record["cuda_runtime"] == torch.version.cuda
+    assert record["gpus"] == [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    assert record["nccl"] is None or record["nccl"][0].isdigit()  # e.g. 2.27.3
 
 
 @pytest.mark.parametrize("lane", ["torch-nn", "torch-cell-loop"])

@@ -54,6 +54,15 @@ def _git_commit() -> str | None:
         return None
 
 
+def _nccl_version() -> str | None:
+    """NCCL's version as ``2.27.3`` where this torch was built with it, else None."""
+    try:
+        version = torch.cuda.nccl.version()
+    except Exception:  # built without NCCL, or no CUDA
+        return None
+    return ".".join(map(str, version)) if isinstance(version, tuple) else str(version)
+
+
 def _gpu_facts() -> dict:
     """Name, count, memory (MiB), SM clocks (MHz) and driver of GPU 0, NVML first."""
     facts = {"gpu_count": torch.cuda.device_count()}
@@ -61,7 +70,9 @@ def _gpu_facts() -> dict:
         return facts
     props = torch.cuda.get_device_properties(0)
     facts.update(gpu=props.name, gpu_memory_mib=props.total_memory // 2**20,
-                 gpu_sm_count=props.multi_processor_count, gpu_capability=f"{props.major}.{props.minor}")
+                 gpu_sm_count=props.multi_processor_count, gpu_capability=f"{props.major}.{props.minor}",
+                 gpus=[torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())],
+                 nccl=_nccl_version())
     try:
         import pynvml
 
