@@ -46,6 +46,7 @@ BAD = {
     "run --dtype tf32 --device cpu": (["run", "--dtype", "tf32", "--device", "cpu"], ["tf32"]),
     "report missing.jsonl": (["report", "missing.jsonl"], ["no results file at missing.jsonl"]),
     "report notes.txt": (["report", "notes.txt"], ["notes.txt", "not a JSON line"]),
+    "report partial.jsonl": (["report", "partial.jsonl"], ["partial.jsonl:2: result row has no field 'cell'"]),
 }
 
 
@@ -53,6 +54,10 @@ BAD = {
 def bad_runs(tmp_path_factory, cli):
     tmp = tmp_path_factory.mktemp("bad")
     (tmp / "notes.txt").write_text("these are my notes\nnot JSON at all\n")
+    # JSON lines that look like ours but lack most fields (hand-edited or written by another tool)
+    (tmp / "partial.jsonl").write_text(
+        '{"record": "env", "env_id": "e"}\n'
+        '{"record": "result", "case_key": "x", "lane": "torch-nn", "env_id": "e", "status": "ok"}\n')
     with ThreadPoolExecutor(max_workers=4) as pool:
         futures = {name: pool.submit(cli, *args, cwd=tmp) for name, (args, _) in BAD.items()}
         results = {name: f.result() for name, f in futures.items()}
