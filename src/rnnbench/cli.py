@@ -181,20 +181,25 @@ def _print_report(path: Path, baseline: str) -> None:
 def report_command(
     files: list[Path] = typer.Argument(..., help="Results files (JSON lines) written by rnnbench."),
     format: str = typer.Option("md", help="md or csv."),
-    plot: Optional[Path] = typer.Option(None, help="Also draw each lane's speedup over the baseline to this PNG."),
-    baseline: str = typer.Option("torch-nn", help="Lane the speedup columns divide by."),
+    plot: Optional[Path] = typer.Option(None, help="Also draw each lane's speedup over the baseline to this "
+                                        "file (.png, .pdf, .svg, ...)."),
+    baseline: Optional[str] = typer.Option(None, help="Lane the speedup columns divide by; it must have rows "
+                                           "in the files. Default: torch-nn."),
     published: bool = typer.Option(True, help="Show the seeds' published figures beside ours."),
 ):
     """Re-render the tables (and optionally a plot) from results files."""
     import pandas as pd
 
     from .lm.report import lm_table, read_lm_records
-    from .report import markdown
+    from .paths import check_output_file, plot_formats
+    from .report import check_baseline, markdown
     from .report import plot as draw
     from .results import load_results, read_records
 
     if format not in ("md", "csv"):
         raise UsageError(f"unknown format {format!r}; choose from md, csv")
+    if plot is not None:
+        check_output_file(plot, "--plot", suffixes=plot_formats())
     for f in files:
         if not f.is_file():
             raise UsageError(f"no results file at {f}")
@@ -205,6 +210,9 @@ def report_command(
         raise UsageError(f"{', '.join(map(str, files))}: no result rows")
     if micro:
         frame = pd.concat(micro, ignore_index=True)
+        if baseline is not None:  # asked for by name: it must be there (the default may be absent)
+            check_baseline(frame, baseline)
+        baseline = baseline or "torch-nn"
         print(frame.to_csv(index=False) if format == "csv" else markdown(frame, baseline, published), end="")
         if plot:
             draw(frame, str(plot), baseline)
