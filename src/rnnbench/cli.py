@@ -1,4 +1,4 @@
-"""The command line: ``rnnbench env | list | run | report | lm``.
+"""The command line: ``rnnbench env | list | run | report | compare | lm``.
 
 Bad input prints one line on stderr and exits with code 2; an interrupted run says where its
 results are and exits 130. No tracebacks for either.
@@ -220,6 +220,27 @@ def report_command(
     if not lm_rows.empty:
         print("\n### Language model (rnnbench lm)\n" if format == "md" else "")
         print(lm_rows.to_csv(index=False) if format == "csv" else lm_rows.to_markdown(index=False))
+
+
+@app.command("compare")
+def compare_command(
+    base: Path = typer.Argument(..., help="Results file of the reference run (BASE)."),
+    new: Path = typer.Argument(..., help="Results file of the run to judge (NEW)."),
+    threshold: str = typer.Option("5%", help="Smallest change that counts, as 5% or 0.05."),
+    format: str = typer.Option("md", help="md or csv."),
+):
+    """Compare two results files pair by pair: NEW/BASE ratio of medians with a bootstrap
+    confidence interval. Exit code 1 when a pair is significantly slower beyond --threshold."""
+    from .compare import compare_files, csv, markdown, parse_threshold
+
+    if format not in ("md", "csv"):
+        raise UsageError(f"unknown format {format!r}; choose from md, csv")
+    result = compare_files(base, new, parse_threshold(threshold))
+    for line in result.warnings:
+        print(f"rnnbench: {line}", file=sys.stderr)
+    print(markdown(result) if format == "md" else csv(result), end="")
+    if result.slower:
+        raise typer.Exit(1)
 
 
 def _register_lm() -> None:
