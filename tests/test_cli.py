@@ -47,6 +47,7 @@ BAD = {
     "run --dtype tf32 --device cpu": (["run", "--dtype", "tf32", "--device", "cpu"], ["tf32"]),
     "report missing.jsonl": (["report", "missing.jsonl"], ["no results file at missing.jsonl"]),
     "report notes.txt": (["report", "notes.txt"], ["notes.txt", "not a JSON line"]),
+    "report partial.jsonl": (["report", "partial.jsonl"], ["partial.jsonl:2: result row has no field 'cell'"]),
 }
 
 
@@ -54,6 +55,10 @@ BAD = {
 def bad_runs(tmp_path_factory, cli):
     tmp = tmp_path_factory.mktemp("bad")
     (tmp / "notes.txt").write_text("these are my notes\nnot JSON at all\n")
+    # JSON lines that look like ours but lack most fields (hand-edited or written by another tool)
+    (tmp / "partial.jsonl").write_text(
+        '{"record": "env", "env_id": "e"}\n'
+        '{"record": "result", "case_key": "x", "lane": "torch-nn", "env_id": "e", "status": "ok"}\n')
     with ThreadPoolExecutor(max_workers=4) as pool:
         futures = {name: pool.submit(cli, *args, cwd=tmp) for name, (args, _) in BAD.items()}
         results = {name: f.result() for name, f in futures.items()}
@@ -211,6 +216,75 @@ def test_report_markdown_csv_and_plot(cli, tiny_run):
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert "Forward only (µs)" in proc.stdout and "train × torch-fused-loop" in proc.stdout
     assert f"plot: {png}" in proc.stderr
+
+
+# --- report: --baseline and --plot are checked before any work --------------------------------
+
+
+def _synthetic_results(path):
+    """A results file of one case: torch-nn and torch-fused-loop ok, torch-cell-loop mismatch."""
+    from rnnbench.cases import Case
+    from rnnbench.lanes import LANES
+    from rnnbench.results import ResultsFile
+    from rnnbench.runner import base_row
+
+    out = ResultsFile(path)
+    out.write_env({"env_id": "e", "gpu": None})
+    case = Case(cell="gru", batch_size=2, seq_len=3, input_size=4, hidden_size=5)
+    for lane, ms in (("torch-nn", 1.0), ("torch-fused-loop", 0.5), ("torch-cell-loop", None)):
+        row = {**base_row(case, LANES[lane], "e"), "status": "ok" if ms else "mismatch", "message": ""}
+        if ms:
+            row.update(ms_per_batch=ms, us_per_example=ms * 1e3 / 2, noisy=False)
+        out.append(row)
+    return path
+
+
+REPORT_CHECKS = {
+    "--baseline nope": ["--baseline", "nope"],
+    "--baseline of failed rows": ["--baseline", "torch-cell-loop"],
+    "--baseline present": ["--baseline", "torch-fused-loop"],
+    "--plot /dev/null": ["--plot", "/dev/null"],
+    "--plot /dev/full": ["--plot", "/dev/full"],
+    "--plot /proc": ["--plot", "/proc/rnnbench-speedup.png"],
+    "--plot unknown type": ["--plot", "speedup.xyz"],
+    "--plot a directory": ["--plot", "plots.png"],
+    "--plot in a missing folder": ["--plot", "new/folder/speedup.svg"],
+}
+
+
+@pytest.fixture(scope="module")
+def report_checks(tmp_path_factory, cli):
+    tmp = tmp_path_factory.mktemp("report")
+    results = _synthetic_results(tmp / "r.jsonl")
+    (tmp / "plots.png").mkdir()
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        futures = {name: pool.submit(cli, "report", results, *args, cwd=tmp) for name, args in REPORT_CHECKS.items()}
+        return tmp, {name: f.result() for name, f in futures.items()}
+
+
+@pytest.mark.parametrize("name, fragments", [
+    ("--baseline nope", ["--baseline nope has no measured (ok) rows", "lanes with rows: torch-nn, torch-fused-loop"]),
+    ("--baseline of failed rows", ["--baseline torch-cell-loop has no measured (ok) rows"]),
+    ("--plot /dev/null", ["--plot /dev/null"]),
+    ("--plot /dev/full", ["--plot /dev/full"]),
+    ("--plot /proc", ["--plot /proc/rnnbench-speedup.png", "kernel file system"]),
+    ("--plot unknown type", ["--plot speedup.xyz", "unknown file type '.xyz'", ".png"]),
+    ("--plot a directory", ["--plot plots.png is a directory"]),
+])
+def test_report_refuses_before_any_work(report_checks, name, fragments):
+    tmp, runs = report_checks
+    assert_one_line_error(runs[name], *fragments)
+    assert runs[name].stdout == ""  # refused before any table was printed
+    assert not list(tmp.glob("speedup.*")) and not (tmp / "proc").exists()
+
+
+def test_report_baseline_present_and_plot_in_a_new_folder(report_checks):
+    tmp, runs = report_checks
+    assert runs["--baseline present"].returncode == 0, runs["--baseline present"].stderr
+    assert "train × torch-fused-loop" in runs["--baseline present"].stdout
+    made = runs["--plot in a missing folder"]
+    assert made.returncode == 0, made.stderr
+    assert (tmp / "new" / "folder" / "speedup.svg").read_text().lstrip().startswith("<?xml")
 
 
 def test_env_json(cli, monkeypatch, capsys):

@@ -167,3 +167,97 @@ def test_figures_keep_one_decimal_in_every_column():
     md2 = report.markdown(_frame([_row(case, "torch-nn", 40.0), _row(case, "torch-cell-loop", 1234567.0)]))
     assert _line(md2, "torch-nn")[2] == "40.0" and _line(md2, "torch-cell-loop")[2] == "1234567.0"
     assert _line(md, "torch-nn")[2] == "100.0"
+
+
+# --- --baseline must name a lane with rows -------------------------------------------------------
+
+def test_check_baseline():
+    report.check_baseline(_glample_frame(), "torch-fused-loop")  # present: no error
+    with pytest.raises(UsageError, match=r"--baseline nope has no measured \(ok\) rows in these files; "
+                                         r"lanes with rows: torch-nn, torch-cell-loop, torch-fused-loop"):
+        report.check_baseline(_glample_frame(), "nope")
+    case = Case(cell="gru", **GLAMPLE)
+    failed = _frame([_row(case, "torch-nn", 10.0), _row(case, "torch-cell-loop", None, status="mismatch")])
+    with pytest.raises(UsageError, match="--baseline torch-cell-loop has no measured .* lanes with rows: torch-nn$"):
+        report.check_baseline(failed, "torch-cell-loop")
+
+
+# --- the plot: one bar per configuration and machine, legend clear of the bars -----------------
+
+@pytest.fixture
+def drawn(monkeypatch, tmp_path):
+    """``drawn(frame, baseline)`` -> the Figure ``report.plot`` saved (captured at savefig)."""
+    from matplotlib.figure import Figure
+
+    figures = []
+    real = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda self, *a, **k: (figures.append(self), real(self, *a, **k)))
+
+    def draw(frame, baseline="torch-nn"):
+        report.plot(frame, str(tmp_path / "p.png"), baseline)
+        return figures[-1]
+
+    return draw
+
+
+def _bars(ax) -> dict[str, list[float]]:
+    """x label -> bar heights (one per lane, in legend order) of a pandas bar chart."""
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    by_lane = [c.patches for c in ax.containers]
+    return {label: [round(bars[i].get_height(), 9) for bars in by_lane] for i, label in enumerate(labels)}
+
+
+def _speedup_rows(device: str, gpu: str, slow: float, **case_fields) -> list[dict]:
+    """torch-nn at ``slow`` µs and torch-fused-loop at 10 µs: a speedup of slow / 10, both modes."""
+    rows = []
+    for mode in ("train", "forward"):
+        case = Case(cell="lstm", mode=mode, **{**GLAMPLE, "device": device, **case_fields})
+        env = "h100-box" if device == "cuda" else "cpu-box"
+        rows += [_row(case, "torch-nn", slow, env_id=env, gpu=gpu), _row(case, "torch-fused-loop", 10.0, env_id=env,
+                                                                          gpu=gpu)]
+    return rows
+
+
+def test_plot_keeps_machines_apart(drawn):
+    """The issue's case: an H100 file (13×) and a CPU file (23×) of one configuration used to be
+    averaged into one 18× bar, because the label left out the device and the GPU."""
+    fig = drawn(_frame(_speedup_rows("cuda", H100, 130.0) + _speedup_rows("cpu", "cpu", 230.0)))
+    for ax in fig.axes[:2]:
+        bars = _bars(ax)
+        assert bars == {f"cuda {H100}": [1.0, 13.0], "cpu": [1.0, 23.0]}
+
+
+def test_plot_keeps_input_size_and_loss_apart(drawn):
+    frame = _frame(_speedup_rows("cuda", H100, 130.0) + _speedup_rows("cuda", H100, 50.0, input_size=512)
+                   + _speedup_rows("cuda", H100, 20.0, loss="all_steps"))
+    bars = _bars(drawn(frame).axes[0])
+    assert bars == {"I100 last_step": [1.0, 13.0], "I512 last_step": [1.0, 5.0], "I100 all_steps": [1.0, 2.0]}
+
+
+def test_plot_label_names_the_environment_when_only_it_differs(drawn):
+    rows = _speedup_rows("cuda", H100, 130.0)
+    other = [{**r, "env_id": "newer-torch", "us_per_example": r["us_per_example"] / (2 if r["lane"] == "torch-nn" else 1)}
+             for r in rows]  # the other environment's torch-nn is twice as fast: a speedup of 6.5
+    bars = _bars(drawn(_frame(rows + other)).axes[0])
+    assert bars == {"lstm env h100-box": [1.0, 13.0], "lstm env newer-torch": [1.0, 6.5]}
+
+
+def test_plot_legend_is_outside_the_bars(drawn):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = drawn(_frame(_speedup_rows("cuda", H100, 130.0) + _speedup_rows("cpu", "cpu", 230.0)))
+    renderer = FigureCanvasAgg(fig).get_renderer()  # plot() closed the figure; lay it out again
+    for ax in fig.axes[:2]:
+        legend = ax.get_legend()
+        assert legend is not None and [t.get_text() for t in legend.get_texts()] == ["torch-nn", "torch-fused-loop"]
+        assert legend.get_window_extent(renderer).x0 >= ax.get_window_extent(renderer).x1
+
+
+def test_plot_colours_follow_the_lane_in_both_panels(drawn):
+    case_rows = _speedup_rows("cuda", H100, 130.0)
+    extra = Case(cell="lstm", mode="forward", **GLAMPLE)  # a lane measured in forward mode only
+    fig = drawn(_frame(case_rows + [_row(extra, "torch-cell-loop", 400.0)]))
+    colours = [{t.get_text(): h.get_facecolor() for t, h in zip(ax.get_legend().get_texts(),
+                                                               ax.get_legend().legend_handles)} for ax in fig.axes[:2]]
+    assert colours[0]["torch-fused-loop"] == colours[1]["torch-fused-loop"]
+    assert colours[0]["torch-nn"] == colours[1]["torch-nn"]

@@ -104,9 +104,8 @@ def test_load_results_joins_env(tmp_path):
     out = ResultsFile(tmp_path / "r.jsonl")
     out.write_env({"env_id": "cpu-box", "gpu": None})
     out.write_env({"env_id": "gpu-box", "gpu": "NVIDIA H100 80GB HBM3"})
-    out.append(_row(1, env_id="cpu-box"))
-    out.append(_row(2, env_id="gpu-box"))
-    out.append(_row(3, env_id="unknown-box"))
+    for i, env_id in enumerate(("cpu-box", "gpu-box", "unknown-box"), 1):  # complete rows: load_results checks them
+        out.append(_full_row(case_key=f"case{i}", env_id=env_id))
     frame = load_results(out.path)
     assert list(frame["case_key"]) == ["case1", "case2", "case3"]
     assert list(frame["gpu"]) == ["cpu", "NVIDIA H100 80GB HBM3", "cpu"]
@@ -187,3 +186,56 @@ def test_non_finite_values_are_written_as_null_with_the_reason(tmp_path, value, 
     record = json.loads(line, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
     assert record["valid_ppl"] is None and record["train_loss"] == 2.5
     assert record["non_finite"] == {"valid_ppl": word}
+
+
+# --- rows are checked when loaded: file:line and the field, never a traceback later -------------
+
+def _full_row(**extra) -> dict:
+    """A result row as the runner writes it (status ok)."""
+    return {"record": "result", "cell": "gru", "batch_size": 8, "seq_len": 16, "input_size": 32, "hidden_size": 32,
+            "num_layers": 1, "dtype": "fp32", "mode": "train", "loss": "all_steps", "device": "cpu",
+            "case_key": "gru-B8-T16-I32-H32-L1-fp32-train-all_steps-cpu", "lane": "torch-nn", "env_id": "e1",
+            "status": "ok", "ms_per_batch": 1.5, "us_per_example": 187.5, "p20_ms": 1.4, "p80_ms": 1.6,
+            "samples_ms": [1.4, 1.5, 1.6], "noisy": False, **extra}
+
+
+def _file_with(tmp_path, bad: dict):
+    path = tmp_path / "r.jsonl"
+    lines = [{"record": "env", "env_id": "e1"}, _full_row(), bad]
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    return path
+
+
+def test_complete_rows_load(tmp_path):
+    frame = load_results(_file_with(tmp_path, _full_row(lane="torch-fused-loop")))
+    assert list(frame["lane"]) == ["torch-nn", "torch-fused-loop"]
+
+
+@pytest.mark.parametrize("field", ["lane", "case_key", "status", "env_id", "cell", "batch_size", "mode",
+                                   "us_per_example", "ms_per_batch"])
+def test_a_row_missing_a_field_names_file_line_and_field(tmp_path, field):
+    bad = _full_row()
+    del bad[field]
+    with pytest.raises(UsageError, match=rf"r\.jsonl:3: result row has no field '{field}'"):
+        load_results(_file_with(tmp_path, bad))
+
+
+def test_a_failed_row_needs_no_times(tmp_path):
+    failed = {k: v for k, v in _full_row(status="oom").items() if k not in ("ms_per_batch", "us_per_example")}
+    assert list(load_results(_file_with(tmp_path, failed))["status"]) == ["ok", "oom"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"us_per_example": "fast"}, r"field 'us_per_example' is 'fast', not a positive number"),
+    ({"ms_per_batch": None}, r"field 'ms_per_batch' is None, not a positive number"),
+    ({"ms_per_batch": 0}, r"field 'ms_per_batch' is 0, not a positive number"),
+    ({"batch_size": "8"}, r"field 'batch_size' is '8', not a positive whole number"),
+    ({"num_layers": 1.5}, r"field 'num_layers' is 1.5, not a positive whole number"),
+    ({"lane": 3}, r"field 'lane' is 3, not text"),
+    ({"p80_ms": [1]}, r"field 'p80_ms' is \[1\], not a number of at least 0"),
+    ({"samples_ms": "1,2,3"}, r"field 'samples_ms' is '1,2,3', not a list of numbers"),
+    ({"samples_ms": [1.0, "x"]}, r"a value in 'samples_ms' is 'x', not a number of at least 0"),
+])
+def test_a_row_with_a_wrong_value_names_file_line_and_field(tmp_path, extra, message):
+    with pytest.raises(UsageError, match=r"r\.jsonl:3: " + message):
+        load_results(_file_with(tmp_path, _full_row(**extra)))

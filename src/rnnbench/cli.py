@@ -1,4 +1,4 @@
-"""The command line: ``rnnbench env | list | run | report | lm``.
+"""The command line: ``rnnbench env | list | run | report | compare | lm``.
 
 Bad input prints one line on stderr and exits with code 2; an interrupted run says where its
 results are and exits 130. No tracebacks for either.
@@ -186,20 +186,25 @@ def _print_report(path: Path, baseline: str) -> None:
 def report_command(
     files: list[Path] = typer.Argument(..., help="Results files (JSON lines) written by rnnbench."),
     format: str = typer.Option("md", help="md or csv."),
-    plot: Optional[Path] = typer.Option(None, help="Also draw each lane's speedup over the baseline to this PNG."),
-    baseline: str = typer.Option("torch-nn", help="Lane the speedup columns divide by."),
+    plot: Optional[Path] = typer.Option(None, help="Also draw each lane's speedup over the baseline to this "
+                                        "file (.png, .pdf, .svg, ...)."),
+    baseline: Optional[str] = typer.Option(None, help="Lane the speedup columns divide by; it must have rows "
+                                           "in the files. Default: torch-nn."),
     published: bool = typer.Option(True, help="Show the seeds' published figures beside ours."),
 ):
     """Re-render the tables (and optionally a plot) from results files."""
     import pandas as pd
 
     from .lm.report import lm_table, read_lm_records
-    from .report import markdown
+    from .paths import check_output_file, plot_formats
+    from .report import check_baseline, markdown
     from .report import plot as draw
     from .results import load_results, read_records
 
     if format not in ("md", "csv"):
         raise UsageError(f"unknown format {format!r}; choose from md, csv")
+    if plot is not None:
+        check_output_file(plot, "--plot", suffixes=plot_formats())
     for f in files:
         if not f.is_file():
             raise UsageError(f"no results file at {f}")
@@ -210,6 +215,9 @@ def report_command(
         raise UsageError(f"{', '.join(map(str, files))}: no result rows")
     if micro:
         frame = pd.concat(micro, ignore_index=True)
+        if baseline is not None:  # asked for by name: it must be there (the default may be absent)
+            check_baseline(frame, baseline)
+        baseline = baseline or "torch-nn"
         print(frame.to_csv(index=False) if format == "csv" else markdown(frame, baseline, published), end="")
         if plot:
             draw(frame, str(plot), baseline)
@@ -217,6 +225,27 @@ def report_command(
     if not lm_rows.empty:
         print("\n### Language model (rnnbench lm)\n" if format == "md" else "")
         print(lm_rows.to_csv(index=False) if format == "csv" else lm_rows.to_markdown(index=False))
+
+
+@app.command("compare")
+def compare_command(
+    base: Path = typer.Argument(..., help="Results file of the reference run (BASE)."),
+    new: Path = typer.Argument(..., help="Results file of the run to judge (NEW)."),
+    threshold: str = typer.Option("5%", help="Smallest change that counts, as 5% or 0.05."),
+    format: str = typer.Option("md", help="md or csv."),
+):
+    """Compare two results files pair by pair: NEW/BASE ratio of medians with a bootstrap
+    confidence interval. Exit code 1 when a pair is significantly slower beyond --threshold."""
+    from .compare import compare_files, csv, markdown, parse_threshold
+
+    if format not in ("md", "csv"):
+        raise UsageError(f"unknown format {format!r}; choose from md, csv")
+    result = compare_files(base, new, parse_threshold(threshold))
+    for line in result.warnings:
+        print(f"rnnbench: {line}", file=sys.stderr)
+    print(markdown(result) if format == "md" else csv(result), end="")
+    if result.slower:
+        raise typer.Exit(1)
 
 
 def _register_lm() -> None:

@@ -100,33 +100,107 @@ def markdown(frame: pd.DataFrame, baseline: str = "torch-nn", published: bool = 
     return "\n".join(parts + [legend])
 
 
-def plot(frame: pd.DataFrame, path: str, baseline: str = "torch-nn") -> None:
-    """Bar chart of each lane's speedup over ``baseline`` per case (log scale), train and forward."""
+def check_baseline(frame: pd.DataFrame, baseline: str) -> None:
+    """Raise UsageError unless lane ``baseline`` has at least one ``ok`` row in ``frame`` (without
+    one every speedup column would be empty); the message lists the lanes that have."""
+    measured = frame.loc[frame["status"] == "ok", "lane"].unique()
+    if baseline not in measured:
+        lanes = ", ".join(sorted(measured, key=_lane_order)) or "none"
+        raise UsageError(f"--baseline {baseline} has no measured (ok) rows in these files; "
+                         f"lanes with rows: {lanes}")
+
+
+# What tells two bars of the plot apart: the case (less its mode: train and forward are the two
+# panels) and the machine. A label names each field whose value is not the same for every bar.
+PLOT_FIELDS = ("cell", "batch_size", "seq_len", "input_size", "hidden_size", "num_layers", "dtype", "loss",
+               "device", "gpu")
+LABEL_PREFIX = {"batch_size": "B", "seq_len": "T", "input_size": "I", "hidden_size": "H", "num_layers": "L"}
+
+
+def plot_labels(rows: pd.DataFrame) -> pd.Series:
+    """One x-axis label per row: the fields of :data:`PLOT_FIELDS` that differ among ``rows``
+    (``lstm B64 I256 cuda NVIDIA H100 80GB HBM3``; a GPU of ``cpu``, i.e. none, is not spelled
+    out), the cell when none differs, and the environment id when two environments share all the
+    rest (e.g. two torch versions on one GPU model). Rows of one (configuration, machine) share a
+    label; any two others never do."""
+    shown = [f for f in PLOT_FIELDS if rows[f].nunique(dropna=False) > 1] or ["cell"]
+    key = list(PLOT_FIELDS)
+    if len(rows.drop_duplicates(key + ["env_id"])) > len(rows.drop_duplicates(key)):
+        shown.append("env_id")
+    return rows.apply(lambda r: " ".join(_label_part(f, r[f]) for f in shown if not (f == "gpu" and r[f] == "cpu")),
+                      axis=1)
+
+
+def _label_part(field: str, value) -> str:
+    return f"env {value}" if field == "env_id" else f"{LABEL_PREFIX.get(field, '')}{value}"
+
+
+def speedups(frame: pd.DataFrame, baseline: str = "torch-nn") -> dict[str, pd.DataFrame]:
+    """Per mode, a table of ``baseline`` time / lane time (> 1 is faster): one row per
+    (configuration, machine) labelled by :func:`plot_labels`, one column per lane, in order of
+    first appearance. A mode whose rows hold no ``baseline`` time is left out.
+
+    Raises:
+        UsageError: no row with status ok.
+    """
+    ok = latest(frame)
+    ok = ok[ok["status"] == "ok"].copy()
+    if ok.empty:
+        raise UsageError("nothing to plot: the results hold no row with status ok")
+    ok["label"] = plot_labels(ok)
+    out = {}
+    for mode in MODE_COLUMNS:
+        part = ok[ok["mode"] == mode]
+        table = part.pivot(index="label", columns="lane", values="us_per_example")
+        if baseline not in table:
+            continue
+        table = table.reindex(part["label"].unique())
+        out[mode] = table.rdiv(table[baseline], axis=0)[sorted(table.columns, key=_lane_order)]
+    return out
+
+
+def figure(frame: pd.DataFrame, baseline: str = "torch-nn"):
+    """The speedup figure (a matplotlib Figure): per mode a bar chart on a log scale, one group of
+    bars per (configuration, machine), one bar per lane, one colour per lane in both panels, the
+    legend outside the axes so that no bar hides behind it.
+
+    Raises:
+        UsageError: no row with status ok.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ok = latest(frame)
-    ok = ok[ok["status"] == "ok"].copy()
-    if ok.empty:
-        raise UsageError("nothing to plot: the results hold no row with status ok")
-    ok["label"] = [f"{r.cell} B{r.batch_size} T{r.seq_len} H{r.hidden_size} L{r.num_layers} {r.dtype}"
-                   for r in ok.itertuples()]
-    fig, axes = plt.subplots(2, 1, figsize=(max(8, 0.45 * ok["label"].nunique() + 3), 9), squeeze=False)
+    tables = speedups(frame, baseline)
+    lanes = sorted({lane for t in tables.values() for lane in t.columns}, key=_lane_order)
+    colours = dict(zip(lanes, plt.get_cmap("tab10").colors * 3))
+    rows = max((len(t) for t in tables.values()), default=1)
+    width = max(8, rows * (0.15 * len(lanes) + 0.2) + 3)  # inches: about 0.15 per bar
+    fig, axes = plt.subplots(2, 1, figsize=(width, 9), squeeze=False)
     for ax, mode in zip(axes[:, 0], MODE_COLUMNS):
-        part = ok[ok["mode"] == mode]
-        table = part.pivot_table(index="label", columns="lane", values="us_per_example", sort=False)
-        if baseline in table:
-            speedup = table.rdiv(table[baseline], axis=0)[sorted(table.columns, key=_lane_order)]
-            speedup.plot.bar(ax=ax, logy=True, width=0.8)
+        if mode in tables:
+            table = tables[mode]
+            table.plot.bar(ax=ax, logy=True, width=0.8, color=[colours[lane] for lane in table.columns])
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8)
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_ylabel(f"speedup over {baseline} (×)")
         ax.set_title(f"{MODE_COLUMNS[mode].split(' (')[0]}: {baseline} time / lane time, same run")
         ax.set_xlabel("")
         ax.tick_params(axis="x", labelsize=7)
-        if ax.get_legend():
-            ax.legend(ncol=4, fontsize=8, loc="lower left")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    return fig
+
+
+def plot(frame: pd.DataFrame, path: str, baseline: str = "torch-nn") -> None:
+    """Write :func:`figure` to ``path`` (the format follows the extension; the legend is kept
+    inside the saved image).
+
+    Raises:
+        UsageError: no row with status ok (nothing is written).
+    """
+    import matplotlib.pyplot as plt
+
+    fig = figure(frame, baseline)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)

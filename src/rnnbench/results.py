@@ -103,6 +103,12 @@ def read_records(path: str | os.PathLike, kind: str | None = None) -> Iterator[d
     Raises:
         UsageError: a line in the middle of the file is not JSON (not a results file).
     """
+    for _, record in numbered_records(path, kind):
+        yield record
+
+
+def numbered_records(path: str | os.PathLike, kind: str | None = None) -> Iterator[tuple[int, dict]]:
+    """``(line number, record)`` for each record of :func:`read_records` (numbers from 1)."""
     path = Path(path)
     if not path.exists():
         return
@@ -119,24 +125,82 @@ def read_records(path: str | os.PathLike, kind: str | None = None) -> Iterator[d
         if not isinstance(record, dict) or record.get("record") not in RECORD_KINDS:
             raise UsageError(f"{path}:{number} is not an rnnbench record")
         if kind is None or record["record"] == kind:
-            yield record
+            yield number, record
+
+
+# What a result row must hold to be rendered or compared, and the type of each field.
+TEXT_FIELDS = ("case_key", "lane", "env_id", "status", "cell", "dtype", "mode", "loss", "device")
+SIZE_FIELDS = ("batch_size", "seq_len", "input_size", "hidden_size", "num_layers")
+# Fields a row with status "ok" must also hold (positive numbers), and optional timing fields that
+# must be numbers when present.
+OK_FIELDS = ("ms_per_batch", "us_per_example")
+OPTIONAL_NUMBERS = ("p20_ms", "p80_ms")
 
 
 def load_results(path: str | os.PathLike):
     """Result rows joined with their environment records, as a pandas DataFrame.
 
+    Every result row is checked first (:func:`check_result_row`), so a hand-edited or foreign row
+    is named by file and line instead of failing later inside a table or a plot.
+
     Raises:
-        UsageError: missing file, or a file that holds no result rows.
+        UsageError: missing file, a file that holds no result rows, or a row that lacks a field or
+            holds a value of the wrong type (``r.jsonl:3: result row has no field 'lane'``).
     """
     import pandas as pd
 
     path = Path(path)
     if not path.is_file():
         raise UsageError(f"no results file at {path}")
-    envs = {r["env_id"]: r for r in read_records(path, "env")}
-    rows = list(read_records(path, "result"))
+    envs = {r["env_id"]: r for r in read_records(path, "env") if "env_id" in r}
+    rows = []
+    for number, row in numbered_records(path, "result"):
+        check_result_row(row, f"{path}:{number}")
+        rows.append(row)
     if not rows:
         raise UsageError(f"{path} holds no result rows")
     frame = pd.DataFrame(rows)
-    frame["gpu"] = [envs.get(e, {}).get("gpu") or "cpu" for e in frame.get("env_id", [None] * len(frame))]
+    frame["gpu"] = [envs.get(e, {}).get("gpu") or "cpu" for e in frame["env_id"]]
     return frame
+
+
+def check_result_row(row: dict, where: str) -> None:
+    """Raise UsageError (naming ``where``, e.g. ``r.jsonl:3``) unless ``row`` holds every field a
+    result row needs, with the right type: the text fields, positive whole sizes, and for status
+    ``ok`` a positive finite ``ms_per_batch`` and ``us_per_example``. ``p20_ms``, ``p80_ms`` and
+    ``samples_ms`` (a list) are optional, but when present must be finite numbers of at least 0
+    (a timer can read 0 on a tiny run)."""
+    for field in TEXT_FIELDS + SIZE_FIELDS + (OK_FIELDS if row.get("status") == "ok" else ()):
+        if field not in row:
+            raise UsageError(f"{where}: result row has no field {field!r}")
+    for field in TEXT_FIELDS:
+        _check(isinstance(row[field], str), where, f"field {field!r}", row[field], "text")
+    for field in SIZE_FIELDS:
+        value = row[field]
+        _check(isinstance(value, int) and not isinstance(value, bool) and value > 0, where, f"field {field!r}",
+               value, "a positive whole number")
+    if row["status"] != "ok":
+        return
+    for field in OK_FIELDS:
+        _check(_positive_number(row[field]), where, f"field {field!r}", row[field], "a positive number")
+    for field in (f for f in OPTIONAL_NUMBERS if row.get(f) is not None):
+        _check(_positive_number(row[field], zero=True), where, f"field {field!r}", row[field],
+               "a number of at least 0")
+    samples = row.get("samples_ms")
+    if samples is not None:
+        _check(isinstance(samples, list), where, "field 'samples_ms'", samples, "a list of numbers")
+        for value in samples:
+            _check(_positive_number(value, zero=True), where, "a value in 'samples_ms'", value,
+                   "a number of at least 0")
+
+
+def _positive_number(value, zero: bool = False) -> bool:
+    """A finite int or float (not a bool) above 0 (at least 0 with ``zero``)."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and (value >= 0 if zero else value > 0))
+
+
+def _check(ok: bool, where: str, name: str, value, expected: str) -> None:
+    if not ok:
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        raise UsageError(f"{where}: {name} is {shown}, not {expected}")
