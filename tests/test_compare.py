@@ -158,6 +158,19 @@ def test_compare_files_pairs_latest_rows_and_lists_the_rest(tmp_path):
     assert result.slower == 1 and result.warnings == []
     others = {(r.case_key, r.base_status, r.new_status) for r in result.not_compared.itertuples()}
     assert others == {("gone", "ok", "absent"), ("broke", "ok", "mismatch"), ("added", "absent", "ok")}
+    assert result.broken == 1  # "broke": ok in BASE, a mismatch in NEW; "gone" is only absent
+
+
+def test_a_pair_that_started_failing_fails_the_comparison(tmp_path, cli):
+    base = write(tmp_path / "base.jsonl", row("same", draws(5.0)), row("broke", draws(1.0)))
+    for status in ("mismatch", "oom", "too_large", "error"):
+        new = write(tmp_path / f"new-{status}.jsonl", row("same", draws(5.0)), row("broke", None, status=status))
+        result = compare.compare_files(base, new)
+        assert result.slower == 0 and result.broken == 1, status
+        proc = cli("compare", base, new)
+        assert proc.returncode == 1 and "**1 ok in BASE but failing in NEW**" in proc.stdout, proc.stderr
+    fine = write(tmp_path / "new-ok.jsonl", row("same", draws(5.0)), row("broke", draws(1.0)))
+    assert cli("compare", base, fine).returncode == 0
 
 
 def test_environment_differences_are_warned_one_line_each(tmp_path):
@@ -185,7 +198,7 @@ def test_markdown_and_csv(tmp_path):
     new = write(tmp_path / "new.jsonl", row("slow", draws(12.0, seed=1)), old(row("old", draws(3.0, seed=1))))
     result = compare.compare_files(base, new)
     md = compare.markdown(result)
-    assert "**1 slower**, 0 faster, 1 unchanged (0 noisy) of 2 pairs; 1 not compared." in md
+    assert "**1 slower**, 0 faster, 1 unchanged (0 noisy) of 2 pairs; 1 not compared, **0 ok in BASE but failing in NEW**." in md
     lines = {line.split("|")[1].strip(): [c.strip() for c in line.strip().strip("|").split("|")]
              for line in md.splitlines() if line.startswith("| ")}
     assert lines["slow"][4:7] == ["1.200", lines["slow"][5], "slower"] and lines["slow"][5] != "unknown (no samples)"

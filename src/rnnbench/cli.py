@@ -235,7 +235,8 @@ def compare_command(
     format: str = typer.Option("md", help="md or csv."),
 ):
     """Compare two results files pair by pair: NEW/BASE ratio of medians with a bootstrap
-    confidence interval. Exit code 1 when a pair is significantly slower beyond --threshold."""
+    confidence interval. Exit code 1 when a pair is significantly slower beyond --threshold, or
+    was ok in BASE and fails in NEW (mismatch, oom, too_large, error)."""
     from .compare import compare_files, csv, markdown, parse_threshold
 
     if format not in ("md", "csv"):
@@ -244,7 +245,7 @@ def compare_command(
     for line in result.warnings:
         print(f"rnnbench: {line}", file=sys.stderr)
     print(markdown(result) if format == "md" else csv(result), end="")
-    if result.slower:
+    if result.slower or result.broken:
         raise typer.Exit(1)
 
 

@@ -37,6 +37,8 @@ MIN_SAMPLES = 3  # fewer recorded runs than this on either side: treated as "no 
 # Environment fields that make two files' times incomparable when they differ.
 ENV_FIELDS = ("gpu", "driver", "torch", "cudnn", "triton", "jax", "cpu")
 VERDICTS = ("slower", "faster", "unchanged")
+# Statuses of a NEW row that, where BASE was ok, fail the comparison like a slowdown.
+BROKEN = ("mismatch", "oom", "too_large", "error")
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,14 @@ class Comparison:
     @property
     def slower(self) -> int:
         return int((self.pairs["verdict"] == "slower").sum())
+
+    @property
+    def broken(self) -> int:
+        """Pairs measured ok in BASE that NEW no longer measures (a mismatch, an out-of-memory, a
+        refusal as too large, an error): a regression at least as bad as a slowdown, as asv
+        counts a benchmark that started failing."""
+        frame = self.not_compared
+        return int(((frame["base_status"] == "ok") & frame["new_status"].isin(BROKEN)).sum())
 
 
 def parse_threshold(text: str) -> float:
@@ -232,7 +242,7 @@ def markdown(result: Comparison) -> str:
     noisy = int((result.pairs["noisy"] != "").sum())
     summary = (f"**{counts.get('slower', 0)} slower**, {counts.get('faster', 0)} faster, "
                f"{counts.get('unchanged', 0)} unchanged ({noisy} noisy) of {len(result.pairs)} pairs; "
-               f"{len(result.not_compared)} not compared.")
+               f"{len(result.not_compared)} not compared, **{result.broken} ok in BASE but failing in NEW**.")
     table = pd.DataFrame({
         "case": result.pairs["case_key"], "lane": result.pairs["lane"],
         "BASE (ms)": result.pairs["base_ms"].map(_ms), "NEW (ms)": result.pairs["new_ms"].map(_ms),
