@@ -6,7 +6,7 @@ carried from one window to the next with its history cut (detached). What this m
 measurement and reliability:
 
 - **words per second** of training and of evaluation, each read from a clock that is started and
-  stopped only after ``torch.cuda.synchronize()`` (see :func:`synchronize`), with the first
+  stopped only after ``torch.cuda.synchronize()`` (:func:`rnnbench.timing.synchronize`), with the first
   :data:`WARMUP_BATCHES` batches of every phase left out. A "word" is one predicted token: a
   window of length T over B streams counts T x B (the last, shorter window by its real length);
   at character level the same figure counts characters.
@@ -35,14 +35,15 @@ from torch import nn
 from ..errors import UsageError
 from ..precision import device_supports, matmul_mode, resolve_device
 from ..results import ResultsFile
+from ..timing import PHASE_WARMUP_BATCHES, PhaseClock
 from .data import Corpus, batchify, get_batch, window_starts
 from .model import Hidden, RNNModel, cell_name, check_lane, detach_hidden
 from .presets import LMConfig
 
 # Batches at the start of every phase (an epoch's training, one evaluation pass) left out of the
-# words/s figure: they hold cuDNN plan search, allocator growth and lazy initialisation. With
-# fewer batches than this in a phase, all but the last one are skipped.
-WARMUP_BATCHES = 3
+# words/s figure (rnnbench.timing.PhaseClock's default). With fewer batches than this in a phase,
+# all but the last one are skipped.
+WARMUP_BATCHES = PHASE_WARMUP_BATCHES
 # The running loss is read (one device synchronisation) every this many training batches, to
 # show progress and to catch a NaN early without stalling the GPU's queue after every batch.
 LOSS_READ_EVERY = 20
@@ -59,7 +60,7 @@ class NonFiniteLossError(RuntimeError):
 
 
 # --------------------------------------------------------------------------------------------
-# Device, precision, timing
+# Device and precision
 
 
 def _check_precision(config: LMConfig, device: torch.device) -> None:
@@ -79,58 +80,6 @@ def autocast(device: torch.device, amp: str):
     if amp == "off":
         return nullcontext()
     return torch.autocast(device.type, dtype=torch.bfloat16 if amp == "bf16" else torch.float16)
-
-
-def synchronize(device: torch.device) -> None:
-    """Wait until every kernel queued on ``device`` has finished (a no-op on the CPU).
-
-    CUDA kernels run asynchronously: the Python call returns as soon as the work is *queued*. A
-    host clock read without this measures how fast Python can queue work, not how fast the GPU
-    does it. Seed 002 (k-kawakami/rnn_benchmark) shows what that looks like: its GTX Titan X
-    "evaluated" at 4.4M words/s, faster than both P100s (3.4M and 3.7M) although it trained 35%
-    slower -- a forward-only pass queues quickly, and the clock was read while the GPU still
-    had the work in its queue. Every clock read of a timed phase here comes after this call.
-    """
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-class PhaseClock:
-    """Words/s and ms/batch over one phase, warm-up batches excluded, synchronised reads.
-
-    Call :meth:`batch_done` after each batch has been *queued*; the clock starts (after a
-    synchronisation) when the warm-up batches are done and :meth:`stop` synchronises again
-    before reading it.
-    """
-
-    def __init__(self, device: torch.device, n_batches: int):
-        self.device = device
-        self.skip = max(min(WARMUP_BATCHES, n_batches - 1), 0)
-        self.seen = self.words = self.batches = 0
-        self.t0: float | None = None
-        if self.skip == 0:
-            self._start()
-
-    def _start(self) -> None:
-        synchronize(self.device)  # the warm-up batches must be finished, not merely queued
-        self.t0 = time.perf_counter()
-
-    def batch_done(self, words: int) -> None:
-        self.seen += 1
-        if self.seen <= self.skip:
-            if self.seen == self.skip:
-                self._start()
-            return
-        self.words += words
-        self.batches += 1
-
-    def stop(self) -> tuple[float | None, float | None]:
-        """``(words per second, milliseconds per batch)`` of the measured batches, or Nones."""
-        synchronize(self.device)  # the clock stops when the GPU is done, not when Python is
-        if self.t0 is None or self.batches == 0:
-            return None, None
-        elapsed = time.perf_counter() - self.t0
-        return self.words / elapsed, 1e3 * elapsed / self.batches
 
 
 # --------------------------------------------------------------------------------------------
@@ -264,7 +213,7 @@ def train_epoch(model: RNNModel, optimizer: torch.optim.Optimizer, scaler, data:
     planned = len(starts) - position  # batches this pass will run, so warm-up fits inside it
     if config.max_steps is not None:
         planned = min(planned, config.max_steps - global_step)
-    clock = PhaseClock(device, planned)
+    clock = PhaseClock(device, planned, WARMUP_BATCHES)
     hidden = model.init_hidden(data.size(1)) if hidden is None else hidden
     loss_sum = torch.zeros((), device=device, dtype=torch.float64)
     tokens = steps = 0
@@ -324,7 +273,7 @@ def evaluate(model: RNNModel, data: torch.Tensor, bptt: int, device: torch.devic
     """
     model.eval()
     starts = window_starts(data, bptt)
-    clock = PhaseClock(device, len(starts))
+    clock = PhaseClock(device, len(starts), WARMUP_BATCHES)
     hidden = model.init_hidden(data.size(1))
     nll_sum = torch.zeros((), device=device, dtype=torch.float64)
     tokens = 0
