@@ -5,7 +5,7 @@ import typer
 from typer.testing import CliRunner
 
 from rnnbench.errors import UsageError
-from rnnbench.lm import train as train_module
+from rnnbench.lm import run as run_module
 from rnnbench.lm.cli import lm
 from rnnbench.lm.report import lm_table
 from rnnbench.results import read_records
@@ -60,9 +60,9 @@ def test_data_source_must_be_given_once(word_dir):
 
 def test_nan_loss_exits_1(word_dir, tmp_path, monkeypatch, capsys):
     def nan_epoch(*args, **kwargs):
-        raise train_module.NonFiniteLossError("training loss became nan in epoch 1 by step 3")
+        raise run_module.NonFiniteLossError("training loss became nan in epoch 1 by step 3")
 
-    monkeypatch.setattr(train_module, "train_epoch", nan_epoch)
+    monkeypatch.setattr(run_module, "train_epoch", nan_epoch)
     with pytest.raises(typer.Exit) as info:
         lm(data_dir=word_dir, out=tmp_path / "x.jsonl", **TINY)
     assert info.value.exit_code == 1
@@ -70,14 +70,14 @@ def test_nan_loss_exits_1(word_dir, tmp_path, monkeypatch, capsys):
 
 
 def test_ctrl_c_keeps_finished_rows_and_exits_130(word_dir, tmp_path, monkeypatch, capsys):
-    real = train_module.train_epoch
+    real = run_module.train_epoch
 
     def interrupt_in_epoch_2(*args, epoch, **kwargs):
         if epoch == 2:
             raise KeyboardInterrupt
         return real(*args, epoch=epoch, **kwargs)
 
-    monkeypatch.setattr(train_module, "train_epoch", interrupt_in_epoch_2)
+    monkeypatch.setattr(run_module, "train_epoch", interrupt_in_epoch_2)
     out, ckpt = tmp_path / "x.jsonl", tmp_path / "x.pt"
     with pytest.raises(typer.Exit) as info:
         lm(data_dir=word_dir, epochs=3, out=out, checkpoint=ckpt, **TINY)

@@ -15,7 +15,8 @@ import typer
 from ..errors import UsageError
 from .data import DATASETS, Corpus, fetch_dataset, load_corpus
 from .presets import PRESETS, get_preset
-from .train import NonFiniteLossError, train_lm
+from .loop import NonFiniteLossError
+from .run import train_lm
 
 def open_corpus(data_dir: Path | None, dataset: str | None, level: str | None) -> tuple[Corpus, dict]:
     """The corpus named by ``--data-dir`` or ``--dataset`` and the labels its rows carry.
@@ -120,10 +121,11 @@ def lm(
         print(f"interrupted: rows of finished epochs are in {out}{hint}", file=sys.stderr)
         raise typer.Exit(130) from None
 
-    from rich.console import Console
+    from ..terminal import make_console
 
     frame, label = split_constant(lm_table(rows))
     title = f"{label} ({labels['level']} level, vocabulary {len(corpus.vocab):,})"
-    Console().print(rich_table(frame, title=title))
-    print(f"results: {out}")
+    console = make_console()  # piped: full width, so no column or path is cut at 80
+    console.print(rich_table(frame, title=title))
+    console.print(f"results: {out}", markup=False)
     return rows
