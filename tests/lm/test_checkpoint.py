@@ -43,6 +43,9 @@ def test_resume_inside_an_epoch_after_max_steps(word_dir, tmp_path, tiny):
     assert cut[0]["steps"] + rest[0]["steps"] == straight[0]["steps"]
     # The carried hidden state and position were restored: validation sees the same model.
     assert rest[0]["valid_ppl"] == pytest.approx(straight[0]["valid_ppl"], rel=1e-5)
+    # One run in two segments of epoch 1: the report keeps both rows (different start_step).
+    assert rest[0]["run_id"] == cut[0]["run_id"] != straight[0]["run_id"]
+    assert (cut[0]["start_step"], rest[0]["start_step"]) == (0, 4)
 
 
 def test_resume_refuses_a_mismatched_or_missing_checkpoint(word_dir, tmp_path, tiny):
@@ -85,3 +88,46 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(word_dir, tmp_path, m
     assert all(torch.equal(kept["model"][k], good["model"][k]) for k in good["model"])
     assert [r["epoch"] for r in read_records(out.path, "lm")] == [1]
     assert not ckpt.with_name(ckpt.name + ".tmp").exists()
+
+
+def test_a_kill_between_row_and_checkpoint_keeps_the_row_and_resume_reruns_the_epoch(
+        word_dir, tmp_path, monkeypatch, tiny):
+    """Issue 6: the row is made durable before the checkpoint, so a kill between the two loses
+    nothing. The checkpoint on disk is then the previous epoch's: --resume trains the epoch again
+    and appends a second row for it, which the report prefers (latest row per run and segment)."""
+    corpus = load_corpus(word_dir)
+    straight = train_lm(tiny(epochs=3), corpus, env=ENV, progress=False)
+    out, ckpt = ResultsFile(tmp_path / "x.jsonl", kind="lm"), tmp_path / "x.pt"
+    real_save = torch.save
+
+    def killed_in_epoch_2(state, f, *args, **kwargs):  # Ctrl-C half-way through writing epoch 2's
+        if state["epoch"] == 2:
+            with open(f, "wb") as half:
+                half.write(b"half a checkpoint")
+            raise KeyboardInterrupt
+        return real_save(state, f, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "save", killed_in_epoch_2)
+    with pytest.raises(KeyboardInterrupt):
+        train_lm(tiny(epochs=3), corpus, results=out, checkpoint=ckpt, env=ENV, progress=False)
+    monkeypatch.setattr(torch, "save", real_save)
+    assert [r["epoch"] for r in read_records(out.path, "lm")] == [1, 2]  # epoch 2's row survived
+    assert load_checkpoint(ckpt)["epoch"] == 1  # the previous checkpoint, whole
+    assert not ckpt.with_name(ckpt.name + ".tmp").exists()
+
+    resumed = train_lm(tiny(epochs=3), corpus, results=out, checkpoint=ckpt, resume=True, env=ENV,
+                       progress=False)
+    assert [r["epoch"] for r in resumed] == [2, 3]
+    for row, expected in zip(resumed, straight[1:]):  # as if never stopped
+        assert row["train_loss"] == pytest.approx(expected["train_loss"], rel=1e-5)
+        assert row["valid_ppl"] == pytest.approx(expected["valid_ppl"], rel=1e-5)
+    rows = list(read_records(out.path, "lm"))
+    assert [r["epoch"] for r in rows] == [1, 2, 2, 3]  # nothing measured is ever dropped
+    assert len({r["run_id"] for r in rows}) == 1  # one run, resumed
+    assert rows[1]["start_step"] == rows[2]["start_step"] == rows[0]["global_step"]
+    assert rows[1]["train_loss"] == pytest.approx(rows[2]["train_loss"], rel=1e-5)  # the same epoch, redone
+    from rnnbench.lm.report import latest_rows, read_lm_records
+
+    kept = latest_rows(read_lm_records([out.path]))
+    assert [r["epoch"] for r in kept] == [1, 2, 3]
+    assert kept[1]["timestamp"] == rows[2]["timestamp"] and kept[1] == rows[2]  # the re-run's row

@@ -28,11 +28,19 @@ RESUME_FIELDS = ("rnn", "emb_size", "hidden_size", "num_layers", "tied", "lane",
 
 
 def save_checkpoint(path: Path, state: dict) -> None:
-    """Write ``state`` to ``path`` atomically: a crash mid-write leaves the previous file."""
+    """Write ``state`` to ``path`` atomically: the state goes to ``PATH.tmp``, which then
+    replaces ``path`` (``os.replace``). A crash or Ctrl-C mid-write leaves the previous file
+    whole, and a write that fails (or is interrupted) removes its ``.tmp`` before the error
+    goes on."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    try:
+        torch.save(state, tmp)
+        os.replace(tmp, path)
+    except BaseException:  # KeyboardInterrupt too: a half-written .tmp is of no use to anyone
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def load_checkpoint(path: Path) -> dict:
@@ -92,13 +100,14 @@ def _to_device(hidden, device: torch.device):
 
 def checkpoint_state(config: LMConfig, corpus: Corpus, model: nn.Module, optimizer, scaler,
                      device: torch.device, *, epoch: int, position: int | None,
-                     hidden: Hidden | None, global_step: int) -> dict:
+                     hidden: Hidden | None, global_step: int, run_id: str | None = None) -> dict:
     """Everything :func:`restore` needs to continue exactly where this epoch (or part) ended.
 
     ``position`` is the next window's index when the epoch was cut short (None: complete), and
-    ``hidden`` the state carried into it.
+    ``hidden`` the state carried into it. ``run_id`` names the run in its result rows, so a
+    resumed run's rows carry the same one.
     """
-    return {"format": CHECKPOINT_FORMAT, "config": config.to_dict(),
+    return {"format": CHECKPOINT_FORMAT, "run_id": run_id, "config": config.to_dict(),
             "vocab_size": len(corpus.vocab), "train_tokens": corpus.train.numel(),
             "epoch": epoch, "position": position, "hidden": _to_cpu(hidden),
             "global_step": global_step, "model": model.state_dict(),
@@ -116,6 +125,7 @@ class Start:
     hidden: Hidden | None = None  # carried state at ``position`` (None: zeros)
     global_step: int = 0
     last_good: int | None = None  # epoch of the checkpoint resumed from
+    run_id: str | None = None  # the resumed run's id (None: a new run, or an older checkpoint)
 
 
 def restore(path: Path, config: LMConfig, corpus: Corpus, model: nn.Module, optimizer, scaler,
@@ -132,7 +142,7 @@ def restore(path: Path, config: LMConfig, corpus: Corpus, model: nn.Module, opti
     if scaler.is_enabled() and state.get("scaler"):
         scaler.load_state_dict(state["scaler"])
     _set_rng_state(state["rng"], device)
-    start = Start(global_step=state["global_step"], last_good=state["epoch"])
+    start = Start(global_step=state["global_step"], last_good=state["epoch"], run_id=state.get("run_id"))
     if state["position"] is None:
         start.epoch = state["epoch"] + 1
     else:  # the checkpoint was cut inside an epoch: continue that epoch from its next window

@@ -82,13 +82,20 @@ class RunOutput:
             self.view.line(text)
 
     def epoch_done(self, row: dict, state: Callable[[], dict]) -> None:
-        """Record a finished epoch: the checkpoint (``state()`` is only built when one is kept),
-        the result row, and its summary line."""
+        """Record a finished epoch: the result row, then the checkpoint (``state()`` is only
+        built when one is kept), then its summary line.
+
+        The row goes first and is on disk (flushed and fsync'ed) before the checkpoint is
+        written: a kill between the two keeps the row, and the checkpoint on disk is still the
+        previous epoch's, from which ``--resume`` trains this epoch again and appends a second
+        row for it (same ``run_id`` and ``start_step``; the report keeps the later one). The
+        other order lost the row for good: the checkpoint said the epoch was done.
+        """
+        if self.results is not None:
+            self.results.append(row)
         if self.checkpoint is not None:
             save_checkpoint(self.checkpoint, state())
             self.last_good = row["epoch"]
-        if self.results is not None:
-            self.results.append(row)
         self.line(epoch_summary(row))
 
     def kept(self) -> str:

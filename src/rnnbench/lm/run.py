@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import os
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,10 +96,15 @@ def prepare(config: LMConfig, corpus: Corpus) -> Setup:
     return Setup(device, data, model, optimizer, scaler)
 
 
+def new_run_id() -> str:
+    """A fresh run's id: 12 hex digits, kept in the checkpoint so a resumed run keeps it."""
+    return uuid.uuid4().hex[:12]
+
+
 def fixed_fields(config: LMConfig, corpus: Corpus, device: torch.device, env: dict,
-                 labels: dict | None) -> dict:
-    """The fields every row of the run shares: configuration, labels, corpus sizes, env_id."""
-    return {"record": "lm", **config.to_dict(), **(labels or {}), "device": device.type,
+                 labels: dict | None, run_id: str) -> dict:
+    """The fields every row of the run shares: run_id, configuration, labels, corpus sizes, env_id."""
+    return {"record": "lm", "run_id": run_id, **config.to_dict(), **(labels or {}), "device": device.type,
             "precision": config.precision, "eval_batch_size": config.eval_batch_size or config.batch_size,
             "vocab_size": len(corpus.vocab), "train_tokens": corpus.train.numel(),
             "warmup_batches": WARMUP_BATCHES, "env_id": env["env_id"]}
@@ -145,7 +151,10 @@ def run_epoch(setup: Setup, config: LMConfig, fixed: dict, output: RunOutput, *,
                      f"epoch {epoch} valid")
     test = (evaluate(setup.model, setup.data["test"], config.bptt, setup.device, config.amp, output, "test")
             if final else None)
-    row = {**fixed, "epoch": epoch, "epoch_lr": lr, "global_step": global_step,
+    # start_step: where this row's training began. A resumed run that trains a segment again
+    # (its checkpoint was not written) gives the same (run_id, epoch, start_step) as before.
+    row = {**fixed, "epoch": epoch, "epoch_lr": lr, "start_step": global_step - stats.steps,
+           "global_step": global_step,
            "partial": position > 0 or stats.position is not None, "stopped": stopped,
            "final": final, **measurements(stats, valid, test, setup.device)}
     return row, stats
@@ -193,7 +202,8 @@ def train_lm(config: LMConfig, corpus: Corpus, *, results: ResultsFile | None = 
             raise UsageError("--resume needs --checkpoint PATH")
         start = restore(checkpoint, config, corpus, setup.model, setup.optimizer, setup.scaler, setup.device)
     env = env or environment()
-    fixed = fixed_fields(config, corpus, setup.device, env, labels)
+    run_id = start.run_id or new_run_id()
+    fixed = fixed_fields(config, corpus, setup.device, env, labels, run_id)
     if setup.device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(setup.device)
     deadline = None if config.max_minutes is None else time.perf_counter() + 60 * config.max_minutes
@@ -208,7 +218,7 @@ def train_lm(config: LMConfig, corpus: Corpus, *, results: ResultsFile | None = 
             global_step = row["global_step"]
             output.epoch_done(row, lambda: checkpoint_state(
                 config, corpus, setup.model, setup.optimizer, setup.scaler, setup.device, epoch=epoch,
-                position=stats.position, hidden=stats.hidden, global_step=global_step))
+                position=stats.position, hidden=stats.hidden, global_step=global_step, run_id=run_id))
             rows.append(row)
             if row["final"]:
                 break
