@@ -131,3 +131,11 @@ def test_a_kill_between_row_and_checkpoint_keeps_the_row_and_resume_reruns_the_e
     kept = latest_rows(read_lm_records([out.path]))
     assert [r["epoch"] for r in kept] == [1, 2, 3]
     assert kept[1]["timestamp"] == rows[2]["timestamp"] and kept[1] == rows[2]  # the re-run's row
+
+
+def test_train_lm_checks_the_checkpoint_path_before_training(word_dir, tmp_path, monkeypatch, tiny):
+    from rnnbench.lm import run as run_module
+
+    monkeypatch.setattr(run_module, "prepare", lambda *a: pytest.fail("work started before the check"))
+    with pytest.raises(UsageError, match="is a directory"):
+        train_lm(tiny(), load_corpus(word_dir), checkpoint=tmp_path, env=ENV, progress=False)

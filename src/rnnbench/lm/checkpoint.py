@@ -27,19 +27,35 @@ RESUME_FIELDS = ("rnn", "emb_size", "hidden_size", "num_layers", "tied", "lane",
                  "batch_size", "bptt", "eval_batch_size")
 
 
+class CheckpointWriteError(RuntimeError):
+    """A checkpoint could not be written mid-run (disk full, folder removed, permissions
+    changed): the paths were checked before the run, so this is the machine's doing, not a
+    usage error. The command line reports it in one line and exits with code 1."""
+
+
 def save_checkpoint(path: Path, state: dict) -> None:
     """Write ``state`` to ``path`` atomically: the state goes to ``PATH.tmp``, which then
     replaces ``path`` (``os.replace``). A crash or Ctrl-C mid-write leaves the previous file
     whole, and a write that fails (or is interrupted) removes its ``.tmp`` before the error
-    goes on."""
+    goes on.
+
+    Raises:
+        CheckpointWriteError: the file system refused the write (an OSError, e.g. ENOSPC).
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         torch.save(state, tmp)
         os.replace(tmp, path)
-    except BaseException:  # KeyboardInterrupt too: a half-written .tmp is of no use to anyone
-        tmp.unlink(missing_ok=True)
+    except BaseException as exc:  # KeyboardInterrupt too: a half-written .tmp is of no use to anyone
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass  # a folder that vanished, or a .tmp that is a directory: nothing of ours to remove
+        if isinstance(exc, OSError):
+            raise CheckpointWriteError(f"cannot write checkpoint {path} "
+                                       f"({exc.strerror or type(exc).__name__})") from None
         raise
 
 

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from ..errors import UsageError
+from ..paths import check_output_file
 from ..precision import device_supports, matmul_mode, resolve_device
 from ..results import ResultsFile
 from ..terminal import PLAIN_EVERY_S
@@ -188,14 +189,17 @@ def train_lm(config: LMConfig, corpus: Corpus, *, results: ResultsFile | None = 
 
     Raises:
         UsageError: bad configuration, lane unavailable on the device, split too short,
-            unusable or mismatched checkpoint, nothing left to resume.
+            a checkpoint path that cannot be written, unusable or mismatched checkpoint,
+            nothing left to resume.
+        CheckpointWriteError: the checkpoint could not be written mid-run (no ``.tmp`` is left).
         NonFiniteLossError: the training loss became NaN or infinite (nothing of that epoch is
             saved; the message names the last good checkpoint).
     """
     from ..env import environment
 
+    if checkpoint is not None:  # before any work, not after an epoch (the CLI checked it too)
+        checkpoint = check_output_file(checkpoint, "--checkpoint")
     setup = prepare(config, corpus)
-    checkpoint = Path(checkpoint) if checkpoint is not None else None
     start = Start()
     if resume:
         if checkpoint is None:
