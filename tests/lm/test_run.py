@@ -136,3 +136,32 @@ def test_piped_progress_prints_lines_during_an_epoch(word_dir, tiny, capsys, mon
     assert counts == sorted(counts) and counts[-1] > counts[0]
     summary = next(i for i, line in enumerate(lines) if line.startswith("epoch 1/1"))
     assert lines.index(during[-1]) < summary
+
+
+def test_rows_say_ok_or_diverged_and_stay_standard_json(word_dir, tmp_path, monkeypatch, tiny, capsys):
+    """Issue 6: an infinite perplexity is written as null (standard JSON) and the row's status
+    says why, instead of ``Infinity`` in the file and ``ok`` implied."""
+    corpus = load_corpus(word_dir)
+    fine = train_lm(tiny(max_steps=2), corpus, env=ENV, progress=False)
+    assert fine[0]["status"] == "ok" and fine[0]["message"] is None
+
+    from rnnbench.lm.model import RNNModel
+
+    forward = RNNModel.forward
+
+    def overconfident_in_eval(self, tokens, hidden):  # training is untouched, evaluation blows up
+        logits, hidden = forward(self, tokens, hidden)
+        return (logits if self.training else logits * 1e6), hidden
+
+    monkeypatch.setattr(RNNModel, "forward", overconfident_in_eval)
+    out = ResultsFile(tmp_path / "out.jsonl", kind="lm")
+    rows = train_lm(tiny(max_steps=2), corpus, results=out, env=ENV, progress=False)
+    row = rows[0]
+    assert row["status"] == "diverged" and math.isinf(row["valid_ppl"]) and math.isfinite(row["train_loss"])
+    assert "valid perplexity is inf" in row["message"] and "test perplexity is inf" in row["message"]
+    assert "\n" not in row["message"]
+    line = out.path.read_text().splitlines()[-1]
+    saved = json.loads(line, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+    assert saved["status"] == "diverged" and saved["valid_ppl"] is None and saved["test_ppl"] is None
+    assert saved["non_finite"] == {"valid_ppl": "inf", "test_ppl": "inf"}
+    assert "(diverged: valid perplexity is inf" in capsys.readouterr().out

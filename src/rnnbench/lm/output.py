@@ -30,6 +30,8 @@ def epoch_summary(row: dict) -> str:
         text += f"  test ppl {row['test_ppl']:.2f}"
     if row.get("stopped"):
         text += f"  (stopped: {row['stopped']})"
+    if row.get("status", "ok") != "ok":
+        text += f"  ({row['status']}: {row.get('message')})"
     return text
 
 

@@ -9,6 +9,7 @@ synchronised words per second (:class:`rnnbench.timing.PhaseClock`).
 from __future__ import annotations
 
 import datetime
+import math
 import os
 import time
 import uuid
@@ -127,6 +128,19 @@ def measurements(stats: EpochStats, valid: EvalStats, test: EvalStats | None,
     }
 
 
+def row_status(valid: EvalStats, test: EvalStats | None) -> tuple[str, str | None]:
+    """``("ok", None)``, or ``("diverged", why)`` when a perplexity is infinite or NaN.
+
+    Such a perplexity is written as null (standard JSON, see :func:`rnnbench.results.finite`);
+    the status and message keep the reason in the row. A NaN *training* loss never gets here:
+    it stops the run (:class:`NonFiniteLossError`).
+    """
+    bad = [f"{name} perplexity is {stats.ppl} (mean loss {stats.loss:.4g} nats per token)"
+           for name, stats in (("valid", valid), ("test", test))
+           if stats is not None and not math.isfinite(stats.ppl)]
+    return ("diverged", "; ".join(bad)) if bad else ("ok", None)
+
+
 def run_epoch(setup: Setup, config: LMConfig, fixed: dict, output: RunOutput, *, epoch: int,
               global_step: int, position: int, hidden: Hidden | None,
               deadline: float | None) -> tuple[dict, EpochStats]:
@@ -158,6 +172,7 @@ def run_epoch(setup: Setup, config: LMConfig, fixed: dict, output: RunOutput, *,
            "global_step": global_step,
            "partial": position > 0 or stats.position is not None, "stopped": stopped,
            "final": final, **measurements(stats, valid, test, setup.device)}
+    row["status"], row["message"] = row_status(valid, test)
     return row, stats
 
 
