@@ -136,3 +136,14 @@ def test_a_checkpoint_write_that_fails_mid_run_is_one_line_and_leaves_no_tmp(mon
     assert f"cannot write checkpoint {ckpt}" in proc.stderr and "No space left" in proc.stderr
     assert [r["epoch"] for r in read_records(out, "lm")] == [1]
     assert not ckpt.exists() and not list(tmp_path.glob("*.tmp"))
+
+
+@pytest.mark.parametrize("option, value", [("--hidden-size", "200000"), ("--num-layers", "100000")])
+def test_a_model_too_big_for_memory_is_refused_at_once(word_dir, tmp_path, cli, option, value):
+    """Issue 6: these used to allocate (or hang) for up to a minute, then print a traceback."""
+    started = time.perf_counter()
+    proc = cli("lm", "--data-dir", word_dir, "--device", "cpu", "--out", tmp_path / "o.jsonl", option, value,
+               cwd=tmp_path)
+    assert_one_line_error(proc, "needs about", "GiB", "available", option)
+    assert time.perf_counter() - started < 10  # torch's import included
+    assert not (tmp_path / "o.jsonl").exists()

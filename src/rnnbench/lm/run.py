@@ -28,6 +28,7 @@ from .checkpoint import Start, checkpoint_state, restore
 from .data import Corpus, batchify
 from .loop import (WARMUP_BATCHES, EpochStats, EvalStats, NonFiniteLossError, evaluate,
                    limit_reached, train_epoch)
+from .memory import check_fits
 from .model import Hidden, RNNModel, cell_name, check_lane
 from .output import RunOutput
 from .presets import LMConfig
@@ -77,16 +78,20 @@ class Setup:
 
 
 def prepare(config: LMConfig, corpus: Corpus) -> Setup:
-    """Check the device, move the data there, build the seeded model and its optimiser.
+    """Check the device and the memory the run needs, move the data there, build the seeded
+    model and its optimiser.
 
     Raises:
-        UsageError: precision or lane the device cannot run, no CUDA device, a split too short.
+        UsageError: precision or lane the device cannot run, no CUDA device, a model that cannot
+            fit in the device's memory (estimated before anything is built), a split too short.
     """
     device = torch.device(resolve_device(config.device))
     check_precision(config, device)
     reason = check_lane(config.lane, cell_name(config.rnn)).unavailable(device.type)
     if reason:
         raise UsageError(f"lane {config.lane!r} {reason}")
+    tokens = corpus.train.numel() + corpus.valid.numel() + corpus.test.numel()
+    check_fits(config, len(corpus.vocab), device, tokens)
     eval_batch = config.eval_batch_size or config.batch_size
     data = {"train": batchify(corpus.train, config.batch_size, "train").to(device),
             "valid": batchify(corpus.valid, eval_batch, "valid").to(device),
