@@ -188,8 +188,9 @@ def train_lm(config: LMConfig, corpus: Corpus, *, results: ResultsFile | None = 
     """Train a language model on ``corpus`` as ``config`` says and measure it, epoch by epoch.
 
     Every epoch: train over the whole training split (or until ``max_steps``/``max_minutes``),
-    evaluate on the valid split, and on the last epoch also on the test split; then write the
-    checkpoint (if ``checkpoint``) and append one ``{"record": "lm", ...}`` row to ``results``.
+    evaluate on the valid split, and on the last epoch also on the test split; then append one
+    ``{"record": "lm", ...}`` row to ``results`` and, once it is on disk, write the checkpoint
+    (if ``checkpoint``). Both go through the run's :class:`RunOutput`, its only writer.
 
     Args:
         config: the run's settings (a preset with overrides).
