@@ -1,12 +1,16 @@
-"""rnnbench.timing: measurements of workloads of known duration, and the Measurement value."""
+"""rnnbench.timing: measurements of workloads of known duration, the Measurement value, and the
+synchronised phase clock of the language model (warm-up excluded, words/s from known sleeps)."""
 
 from __future__ import annotations
 
 import time
 
 import pytest
+import torch
 
-from rnnbench.timing import NOISY_SPREAD, Measurement, _quantile, measure, run_plan, time_call
+from rnnbench import timing
+from rnnbench.timing import (NOISY_SPREAD, PHASE_WARMUP_BATCHES, Measurement, PhaseClock, _quantile,
+                             measure, run_plan, time_call)
 
 
 def test_measure_sleep_of_known_duration():
@@ -93,3 +97,63 @@ def test_spread_of_zero_median_and_to_dict():
     d = Measurement(2.0, 1.0, 3.0, 3, 4.0, (1.0, 2.0, 3.123456789)).to_dict()
     assert d == {"median_ms": 2.0, "p20_ms": 1.0, "p80_ms": 3.0, "runs": 3, "first_call_ms": 4.0,
                  "samples_ms": [1.0, 2.0, 3.1235], "spread": 1.0, "noisy": True}
+
+
+def _phase(clock: PhaseClock, sleeps: list[float], words: int) -> tuple[float | None, float | None]:
+    for seconds in sleeps:
+        time.sleep(seconds)  # the batch's work
+        clock.batch_done(words)
+    return clock.stop()
+
+
+def test_phase_clock_leaves_the_warm_up_out_and_counts_words_per_second():
+    """3 slow warm-up batches (0.1 s) then 5 batches of 0.02 s, 100 words each: 500 words in about
+    0.1 s is about 5,000 words/s (1,250 if the warm-up were counted)."""
+    clock = PhaseClock("cpu", n_batches=8)
+    assert PHASE_WARMUP_BATCHES == 3 and clock.skip == 3
+    wps, ms = _phase(clock, [0.1] * 3 + [0.02] * 5, words=100)
+    assert clock.batches == 5 and clock.words == 500
+    assert 19.0 <= ms <= 30.0
+    assert 500 / 0.15 <= wps <= 500 / 0.099
+
+
+def test_phase_clock_short_phases_time_their_last_batch():
+    clock = PhaseClock("cpu", n_batches=2)  # fewer batches than the warm-up: skip all but the last
+    wps, ms = _phase(clock, [0.1, 0.02], words=10)
+    assert clock.skip == 1 and clock.batches == 1
+    assert 19.0 <= ms <= 30.0 and 10 / 0.03 <= wps <= 10 / 0.0199
+    single = PhaseClock("cpu", n_batches=1)
+    assert single.skip == 0 and single.t0 is not None  # started at once
+    wps, ms = _phase(single, [0.02], words=4)
+    assert single.batches == 1 and 19.0 <= ms <= 30.0
+    no_warmup = PhaseClock("cpu", n_batches=4, warmup=0)
+    _phase(no_warmup, [0.0] * 4, words=1)
+    assert no_warmup.batches == 4
+
+
+@pytest.mark.parametrize("n_batches, done", [(0, 0), (5, 0), (5, 2)], ids=["empty", "none-run", "warm-up-only"])
+def test_phase_clock_stop_before_any_timed_batch_gives_none(n_batches, done):
+    clock = PhaseClock("cpu", n_batches=n_batches)
+    for _ in range(done):
+        clock.batch_done(7)
+    assert clock.stop() == (None, None)
+
+
+def test_phase_clock_synchronises_before_each_clock_read(monkeypatch):
+    """The clock starts after the warm-up is *finished* and stops when the device is done: one
+    synchronisation at the start of the timed batches, one in stop(), none per batch."""
+    calls = []
+    monkeypatch.setattr(timing, "synchronize", lambda device: calls.append(("sync", str(device))))
+    real = time.perf_counter
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: (calls.append(("clock",)), real())[1])
+    clock = PhaseClock("cpu", n_batches=6)
+    for _ in range(6):
+        clock.batch_done(1)
+    assert calls == [("sync", "cpu"), ("clock",)]  # after the 3rd batch, not before or per batch
+    clock.stop()
+    assert calls[2:] == [("sync", "cpu"), ("clock",)]
+
+
+def test_synchronize_is_a_no_op_on_the_cpu_and_accepts_names():
+    timing.synchronize("cpu")
+    timing.synchronize(torch.device("cpu"))

@@ -1,4 +1,5 @@
-"""Shared fixtures: small synthetic corpora written to tmp_path, and src/ on the import path."""
+"""Shared fixtures: small synthetic corpora written to tmp_path, a tiny model configuration, and
+src/ on the import path."""
 
 import sys
 from pathlib import Path
@@ -38,3 +39,17 @@ def char_file(tmp_path: Path) -> Path:
     path.parent.mkdir()
     path.write_text("To be, or not to be, that is the question.\n" * 280)
     return path
+
+
+@pytest.fixture
+def tiny():
+    """``tiny(**changes) -> LMConfig``: a model small enough that an epoch of the synthetic corpus
+    takes milliseconds (the ``small`` preset, narrower, on the CPU)."""
+    from rnnbench.lm.presets import get_preset
+
+    def make(**changes):
+        base = dict(emb_size=16, hidden_size=16, batch_size=8, bptt=16, lr=1e-2, dropout=0.1,
+                    device="cpu")
+        return get_preset("small").override(**{**base, **changes})
+
+    return make

@@ -5,9 +5,9 @@ import typer
 from typer.testing import CliRunner
 
 from rnnbench.errors import UsageError
-from rnnbench.lm import train as train_module
+from rnnbench.lm import run as run_module
 from rnnbench.lm.cli import lm
-from rnnbench.lm.report import lm_table
+from rnnbench.lm.report import latest_rows, lm_table
 from rnnbench.results import read_records
 
 TINY = dict(emb_size=16, hidden_size=16, batch_size=8, bptt=16, device="cpu", progress=False)
@@ -60,9 +60,9 @@ def test_data_source_must_be_given_once(word_dir):
 
 def test_nan_loss_exits_1(word_dir, tmp_path, monkeypatch, capsys):
     def nan_epoch(*args, **kwargs):
-        raise train_module.NonFiniteLossError("training loss became nan in epoch 1 by step 3")
+        raise run_module.NonFiniteLossError("training loss became nan in epoch 1 by step 3")
 
-    monkeypatch.setattr(train_module, "train_epoch", nan_epoch)
+    monkeypatch.setattr(run_module, "train_epoch", nan_epoch)
     with pytest.raises(typer.Exit) as info:
         lm(data_dir=word_dir, out=tmp_path / "x.jsonl", **TINY)
     assert info.value.exit_code == 1
@@ -70,14 +70,14 @@ def test_nan_loss_exits_1(word_dir, tmp_path, monkeypatch, capsys):
 
 
 def test_ctrl_c_keeps_finished_rows_and_exits_130(word_dir, tmp_path, monkeypatch, capsys):
-    real = train_module.train_epoch
+    real = run_module.train_epoch
 
     def interrupt_in_epoch_2(*args, epoch, **kwargs):
         if epoch == 2:
             raise KeyboardInterrupt
         return real(*args, epoch=epoch, **kwargs)
 
-    monkeypatch.setattr(train_module, "train_epoch", interrupt_in_epoch_2)
+    monkeypatch.setattr(run_module, "train_epoch", interrupt_in_epoch_2)
     out, ckpt = tmp_path / "x.jsonl", tmp_path / "x.pt"
     with pytest.raises(typer.Exit) as info:
         lm(data_dir=word_dir, epochs=3, out=out, checkpoint=ckpt, **TINY)
@@ -122,3 +122,24 @@ def test_lm_table_columns_and_gpu_from_env():
     assert first["device/gpu"] == "NVIDIA H100 80GB HBM3"
     assert table.iloc[1]["device/gpu"] == "cpu"
     assert lm_table([]).empty
+
+
+def test_report_keeps_the_latest_row_per_run_epoch_and_segment():
+    def row(run_id, epoch, start_step, wps):
+        return {"record": "lm", "run_id": run_id, "epoch": epoch, "start_step": start_step, "train_wps": wps}
+
+    records = [
+        {"record": "env", "env_id": "e1"},
+        row("a", 1, 0, 10.0),
+        row("a", 2, 13, 20.0),  # killed before its checkpoint: trained again below
+        row("b", 1, 0, 99.0),  # another run in the same file
+        row("a", 2, 13, 21.0),
+        row("a", 3, 26, 30.0),
+        row("c", 1, 0, 40.0), row("c", 1, 4, 41.0),  # one epoch cut by --max-steps, then resumed
+        {"record": "lm", "epoch": 1, "train_wps": 1.0}, {"record": "lm", "epoch": 1, "train_wps": 2.0},  # no run_id
+    ]
+    kept = latest_rows(records)
+    assert [(r.get("run_id"), r["epoch"], r["train_wps"]) for r in kept] == [
+        ("a", 1, 10.0), ("b", 1, 99.0), ("a", 2, 21.0), ("a", 3, 30.0), ("c", 1, 40.0), ("c", 1, 41.0),
+        (None, 1, 1.0), (None, 1, 2.0)]
+    assert lm_table(records)["train words/s"].tolist() == [10, 99, 21, 30, 40, 41, 1, 2]

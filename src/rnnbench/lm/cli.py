@@ -1,7 +1,8 @@
 """The ``rnnbench lm`` command: a plain function with typer options, registered by the main CLI
 with ``app.command("lm")(lm)``. Bad input raises :class:`rnnbench.errors.UsageError` (the main
-CLI prints it in one line and exits 2); a NaN loss exits 1; Ctrl-C exits 130 with every finished
-epoch's row kept."""
+CLI prints it in one line and exits 2): the output paths are checked before anything is loaded,
+and the model's memory before it is built. A NaN loss or a checkpoint that cannot be written
+mid-run exits 1; Ctrl-C exits 130 with every finished epoch's row kept."""
 
 from __future__ import annotations
 
@@ -13,9 +14,13 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import UsageError
+from ..paths import check_output_file
+from .checkpoint import CheckpointWriteError
 from .data import DATASETS, Corpus, fetch_dataset, load_corpus
+from .loop import NonFiniteLossError
 from .presets import PRESETS, get_preset
-from .train import NonFiniteLossError, train_lm
+from .run import train_lm
+
 
 def open_corpus(data_dir: Path | None, dataset: str | None, level: str | None) -> tuple[Corpus, dict]:
     """The corpus named by ``--data-dir`` or ``--dataset`` and the labels its rows carry.
@@ -40,6 +45,27 @@ def open_corpus(data_dir: Path | None, dataset: str | None, level: str | None) -
         name = f"{path.parent.name}/{path.name}" if path.is_file() else path.name
     corpus = load_corpus(path, level)
     return corpus, {"dataset": name, "level": level, "data_dir": str(path)}
+
+
+def check_outputs(out: Path, checkpoint: Path | None, resume: bool):
+    """The results file for ``out`` and the checked ``checkpoint`` path, before any work.
+
+    Raises:
+        UsageError: either path cannot be written (a directory, a device such as ``/dev/null``,
+            a place under ``/proc``, an unwritable folder), ``out`` is a file that is not an
+            rnnbench lm results file (left untouched), both name the same file, or ``--resume``
+            without ``--checkpoint``.
+    """
+    from ..results import ResultsFile
+
+    results = ResultsFile(out, kind="lm")
+    if checkpoint is not None:
+        checkpoint = check_output_file(checkpoint, "--checkpoint")
+        if checkpoint.resolve() == results.path.resolve():
+            raise UsageError(f"--checkpoint and --out name the same file ({checkpoint}); give two files")
+    elif resume:
+        raise UsageError("--resume needs --checkpoint PATH")
+    return results, checkpoint
 
 
 def default_out(preset: str, lane: str, precision: str) -> Path:
@@ -95,7 +121,6 @@ def lm(
     validation perplexity (test perplexity on the last epoch). Presets: small (CPU-sized),
     kawakami-2017 (seed 002's WikiText-2 benchmark), zaremba-large (Zaremba et al. 2014, PTB).
     """
-    from ..results import ResultsFile
     from .report import lm_table, rich_table, split_constant
 
     config = get_preset(preset).override(
@@ -105,14 +130,14 @@ def lm(
         max_steps=max_steps, max_minutes=max_minutes, device=device)
     if level is not None and level not in ("word", "char"):
         raise UsageError(f"unknown level {level!r}; choose from word, char")
+    out = out or default_out(config.preset, config.lane, config.precision)
+    results, checkpoint = check_outputs(out, checkpoint, resume)
     corpus, labels = open_corpus(data_dir, dataset, level)
     labels["dataset_note"] = dataset_note
-    out = out or default_out(config.preset, config.lane, config.precision)
-    results = ResultsFile(out, kind="lm")
     try:
         rows = train_lm(config, corpus, results=results, checkpoint=checkpoint, resume=resume,
                         labels=labels, progress=progress)
-    except NonFiniteLossError as exc:
+    except (NonFiniteLossError, CheckpointWriteError) as exc:
         print(f"error: {exc} (rows of finished epochs are in {out})", file=sys.stderr)
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
@@ -120,10 +145,11 @@ def lm(
         print(f"interrupted: rows of finished epochs are in {out}{hint}", file=sys.stderr)
         raise typer.Exit(130) from None
 
-    from rich.console import Console
+    from ..terminal import make_console
 
     frame, label = split_constant(lm_table(rows))
     title = f"{label} ({labels['level']} level, vocabulary {len(corpus.vocab):,})"
-    Console().print(rich_table(frame, title=title))
-    print(f"results: {out}")
+    console = make_console()  # piped: full width, so no column or path is cut at 80
+    console.print(rich_table(frame, title=title))
+    console.print(f"results: {out}", markup=False)
     return rows

@@ -34,21 +34,40 @@ def _hardware(row: dict, envs: dict[str, dict]) -> str:
     return row.get("device") or "cpu"
 
 
+def latest_rows(records: list[dict]) -> list[dict]:
+    """The lm rows of ``records`` with only the latest row of each (run, epoch, segment).
+
+    A run killed after an epoch's row was written but before its checkpoint was trains that
+    epoch again on ``--resume`` and appends a second row for it; both stay in the file (nothing
+    measured is dropped), and the later one is the one the run's next epochs continue from.
+    Rows are keyed by ``(run_id, epoch, start_step)``: the two parts of an epoch cut by
+    ``--max-steps`` and resumed have different ``start_step`` and are both kept. Rows without a
+    ``run_id`` (files written before it existed) are all kept. File order is preserved.
+    """
+    rows = [r for r in records if r.get("record") == "lm"]
+
+    def key(index: int, row: dict):
+        if row.get("run_id") is None or row.get("start_step") is None:
+            return ("unkeyed", index)
+        return (row["run_id"], row.get("epoch"), row["start_step"])
+
+    last = {key(i, row): i for i, row in enumerate(rows)}
+    return [row for i, row in enumerate(rows) if last[key(i, row)] == i]
+
+
 def lm_table(records: list[dict]) -> pd.DataFrame:
     """One line per epoch row of ``records``, with the columns a reader compares.
 
     ``records`` may mix env records, micro-benchmark rows and lm rows (as read from one or more
-    results files); only ``record == "lm"`` rows become lines, and env records supply the GPU
-    name. Columns: dataset, preset, lane, rnn, amp/precision, epoch, steps, train words/s,
+    results files); only ``record == "lm"`` rows become lines (the latest of an epoch that a
+    resumed run trained twice, see :func:`latest_rows`), and env records supply the GPU name. Columns: dataset, preset, lane, rnn, amp/precision, epoch, steps, train words/s,
     eval words/s (both synchronised, warm-up excluded), ms/batch (training), train loss (nats
     per token), valid ppl, test ppl (final epoch only), peak MiB (CUDA only), device/gpu. Empty
     cells are None/NaN.
     """
     envs = {r["env_id"]: r for r in records if r.get("record") == "env" and "env_id" in r}
     lines = []
-    for row in records:
-        if row.get("record") != "lm":
-            continue
+    for row in latest_rows(records):
         peak = row.get("peak_mem_bytes")
         full = {**row, "hardware": _hardware(row, envs),
                 "peak_mem_mib": None if peak is None else peak / 2**20}
