@@ -126,3 +126,16 @@ def test_cli_lengths(monkeypatch, capsys):
     assert_one_line_error(run_main(monkeypatch, capsys, "run", "--dry-run", "--seq-len", "50", "--lengths", "10:60"),
                           "within 1:50")
     assert_one_line_error(run_main(monkeypatch, capsys, "run", "--dry-run", "--sort-lengths"), "--sort-lengths goes with")
+
+
+def test_report_shows_lengths_and_useful_steps(tmp_path):
+    from rnnbench.report import markdown
+    from rnnbench.results import load_results
+
+    path = tmp_path / "r.jsonl"
+    cases = [_case(mode="forward", batch_size=6, sort_lengths=s) for s in (False, True)] + [Case(batch_size=2, seq_len=3, input_size=4, hidden_size=5, mode="forward")]
+    runner.run(cases, [LANES["torch-nn"], LANES["torch-nn-padded"]], ResultsFile(path), budget_s=0.01)
+    text = markdown(load_results(path))
+    assert "lengths 1:9 unsorted" in text and "lengths 1:9 sorted" in text  # separate tables
+    assert text.count("forward useful steps/s") == 2  # only the variable-length tables
+    assert "| lstm   | torch-nn-padded |" in text

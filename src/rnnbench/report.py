@@ -14,7 +14,8 @@ from .errors import UsageError
 from .lanes import LANES
 from .published import published_for
 
-GROUP = ["gpu", "device", "dtype", "loss", "batch_size", "seq_len", "input_size", "hidden_size", "num_layers"]
+GROUP = ["gpu", "device", "dtype", "loss", "batch_size", "seq_len", "input_size", "hidden_size", "num_layers",
+         "lengths", "sort_lengths"]
 MODE_COLUMNS = {"train": "Train (µs)", "forward": "Forward only (µs)"}
 
 
@@ -26,9 +27,12 @@ def latest(frame: pd.DataFrame) -> pd.DataFrame:
 def _title(config: dict) -> str:
     layers = "layer" if config["num_layers"] == 1 else "layers"
     machine = config["gpu"] if config["device"] == "cuda" else "CPU"
+    lengths = ""
+    if config.get("lengths"):
+        lengths = f" · lengths {config['lengths']}{' sorted' if config.get('sort_lengths') else ' unsorted'}"
     return (f"batch {config['batch_size']} × seq {config['seq_len']} × input {config['input_size']} × "
             f"hidden {config['hidden_size']} × {config['num_layers']} {layers} · {config['dtype']} · "
-            f"{config['loss']} loss · {machine}")
+            f"{config['loss']} loss{lengths} · {machine}")
 
 
 def _cell_text(row: pd.Series | None) -> str:
@@ -43,6 +47,13 @@ def _speedup(row, base) -> str:
     if row is None or base is None or row["status"] != "ok" or base["status"] != "ok":
         return ""
     return f"{base['us_per_example'] / row['us_per_example']:.2f}×"
+
+
+def _useful(row) -> str:
+    """Timesteps of real data per second (the sum of the lengths over the batch time)."""
+    if row is None or row["status"] != "ok" or pd.isna(row.get("useful_timesteps_per_s")):
+        return ""
+    return f"{row['useful_timesteps_per_s']:,.0f}"
 
 
 def _lane_order(lane: str) -> tuple:
@@ -63,6 +74,9 @@ def group_table(group: pd.DataFrame, baseline: str, published: bool = True) -> p
                 line[column] = _cell_text(by.get((lane, mode)))
             for mode in MODE_COLUMNS:
                 line[f"{mode} × {baseline}"] = _speedup(by.get((lane, mode)), by.get((baseline, mode)))
+            if group.iloc[0].get("lengths"):  # variable length: what the padding costs shows here
+                for mode in MODE_COLUMNS:
+                    line[f"{mode} useful steps/s"] = _useful(by.get((lane, mode)))
             rows.append(line)
     if published:
         for pub in published_for(group.iloc[0].to_dict()):
@@ -113,7 +127,7 @@ def check_baseline(frame: pd.DataFrame, baseline: str) -> None:
 # What tells two bars of the plot apart: the case (less its mode: train and forward are the two
 # panels) and the machine. A label names each field whose value is not the same for every bar.
 PLOT_FIELDS = ("cell", "batch_size", "seq_len", "input_size", "hidden_size", "num_layers", "dtype", "loss",
-               "device", "gpu")
+               "lengths", "sort_lengths", "device", "gpu")
 LABEL_PREFIX = {"batch_size": "B", "seq_len": "T", "input_size": "I", "hidden_size": "H", "num_layers": "L"}
 
 
@@ -132,7 +146,13 @@ def plot_labels(rows: pd.DataFrame) -> pd.Series:
 
 
 def _label_part(field: str, value) -> str:
-    return f"env {value}" if field == "env_id" else f"{LABEL_PREFIX.get(field, '')}{value}"
+    if field == "env_id":
+        return f"env {value}"
+    if field == "lengths":
+        return f"len {value}" if value else "full length"
+    if field == "sort_lengths":
+        return "sorted" if value else "unsorted"
+    return f"{LABEL_PREFIX.get(field, '')}{value}"
 
 
 def speedups(frame: pd.DataFrame, baseline: str = "torch-nn") -> dict[str, pd.DataFrame]:

@@ -161,6 +161,9 @@ def load_results(path: str | os.PathLike):
         raise UsageError(f"{path} holds no result rows")
     frame = pd.DataFrame(rows)
     frame["gpu"] = [envs.get(e, {}).get("gpu") or "cpu" for e in frame["env_id"]]
+    # Rows written before variable-length batches existed are full-length cases.
+    frame["lengths"] = frame["lengths"].fillna("") if "lengths" in frame else ""
+    frame["sort_lengths"] = frame["sort_lengths"].fillna(False).astype(bool) if "sort_lengths" in frame else False
     return frame
 
 
