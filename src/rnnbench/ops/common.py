@@ -19,6 +19,7 @@ import triton.language as tl
 # Under TRITON_INTERPRET=1 programs run one after another on the CPU, so programs that wait for
 # each other would hang: there, one program owns all hidden units of its batch block.
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
+_INTERPRET = tl.constexpr(INTERPRET)  # visible inside kernels
 
 SUPPORTED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 # Register budget for keeping a program's recurrent weights on chip across all steps: 32 KB is
@@ -97,10 +98,16 @@ def _grid_barrier(counter_ptr, target):
     The CTA barrier before the release makes every thread's stores of this step part of what the
     release publishes (as CUDA cooperative groups' grid sync does); the acquire spin makes the
     other programs' stores visible before anyone reads them. With one program the wait is
-    satisfied by our own arrival, so the same code runs under the interpreter.
+    satisfied by our own arrival, so the same code runs under the interpreter; there a count
+    short of the target would spin forever, so it raises instead (plain Python, which only the
+    interpreter runs: the compiler never visits a branch whose constexpr condition is false).
     """
     tl.debug_barrier()
     tl.atomic_add(counter_ptr, 1, sem="release", scope="gpu")
+    if _INTERPRET:
+        if tl.atomic_add(counter_ptr, 0, sem="acquire", scope="gpu") < target:
+            raise RuntimeError("grid barrier never satisfied: the interpreter runs programs one after "
+                               "another, so this wait would never end")
     while tl.atomic_add(counter_ptr, 0, sem="acquire", scope="gpu") < target:
         pass
     tl.debug_barrier()
