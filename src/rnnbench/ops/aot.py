@@ -3,6 +3,7 @@
 spills show up on a CPU-only machine (the interpreter checks the arithmetic, not this).
 
     python -m rnnbench.ops.aot            # every kernel, a few plans, for sm_90 (H100)
+    python -m rnnbench.ops.aot --quick    # every kernel, resident fp32 and streamed bf16 only
 
 Must run without ``TRITON_INTERPRET=1`` (then the kernels are interpreted functions).
 """
@@ -93,8 +94,10 @@ def resource_usage(compiled) -> dict:
 def main(argv: list[str]) -> int:
     """Compile every kernel for a few plans and print registers and spills; exit 1 on a failure."""
     failures = 0
-    cases = [(torch.float32, 100, Plan(16, 32, True), "ieee"), (torch.float32, 512, Plan(16, 16, False), "tf32"),
-             (torch.bfloat16, 768, Plan(16, 16, False), "ieee"), (torch.float16, 37, Plan(16, 64, True), "ieee")]
+    cases = [(torch.float32, 100, Plan(16, 16, True), "ieee"), (torch.bfloat16, 768, Plan(16, 16, False), "ieee"),
+             (torch.float32, 512, Plan(32, 16, False, num_warps=8), "tf32"), (torch.float16, 37, Plan(16, 64, True), "ieee")]
+    if "--quick" in argv:
+        cases = cases[:2]
     for (cell, direction) in KERNELS:
         for dtype, hidden, plan, precision in cases:
             label = f"{cell}-{direction}-{str(dtype).removeprefix('torch.')}-H{hidden}-{plan}-{precision}"

@@ -59,10 +59,12 @@ def _mma(a, b, acc, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
 @triton.jit
 def _load_rows(ptr, stride_row, rows, row_mask, k0, K: tl.constexpr, BLOCK_K: tl.constexpr):
     """Tile ``[BLOCK_B, BLOCK_K]`` of a row-major matrix: ``ptr[rows, k0:k0+BLOCK_K]`` (columns
-    >= K read as 0), in the matrix's own dtype (it feeds tl.dot)."""
+    >= K read as 0), in the matrix's own dtype (it feeds tl.dot). These are the values other
+    programs wrote before the last barrier, so they are read from L2 (``.cg``): an L1 line
+    cached earlier (e.g. one straddling the previous step's plane) would be stale."""
     rk = k0 + tl.arange(0, BLOCK_K)
     mask = row_mask[:, None] & (rk < K)[None, :]
-    return tl.load(ptr + rows[:, None] * stride_row + rk[None, :], mask=mask, other=0.0)
+    return tl.load(ptr + rows[:, None] * stride_row + rk[None, :], mask=mask, other=0.0, cache_modifier=".cg")
 
 
 @triton.jit

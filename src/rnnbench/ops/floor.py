@@ -19,7 +19,7 @@ import triton.language as tl
 from .common import _grid_barrier, _load_rows, _load_weights, _mma, next_pow2
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["T"])
 def _barrier_floor_kernel(counter_ptr, T):
     t = 0
     while t < T:
@@ -27,7 +27,7 @@ def _barrier_floor_kernel(counter_ptr, T):
         t += 1
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["T", "B"])
 def _dot_floor_kernel(h_buf_ptr, w_ptr, counter_ptr, T, B, H: tl.constexpr, BLOCK_B: tl.constexpr,
                       BLOCK_H: tl.constexpr, K_PAD: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
     pid = tl.program_id(0)
@@ -48,7 +48,7 @@ def _dot_floor_kernel(h_buf_ptr, w_ptr, counter_ptr, T, B, H: tl.constexpr, BLOC
         t += 1
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["T"])
 def _barrier_check_kernel(slots_ptr, errors_ptr, counter_ptr, T, NUM_SLOTS: tl.constexpr):
     pid = tl.program_id(0)
     n = tl.num_programs(0)

@@ -19,7 +19,7 @@ import triton.language as tl
 from ..common import _grid_barrier, _load_f32, _load_rows, _load_weights, _matmul_from_l2, _mma, _tanh
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["T", "B"])
 def gru_forward_kernel(
     x_proj_ptr, w_hh_ptr, b_hn_ptr, h_buf_ptr, saved_ptr, counter_ptr,
     T, B,
@@ -81,7 +81,7 @@ def gru_forward_kernel(
         t += 1
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["T", "B"])
 def gru_backward_kernel(
     d_out_ptr, d_h_n_ptr, saved_ptr, h_buf_ptr, w_hh_ptr, d_gates_h_ptr, d_n_x_ptr, d_h0_ptr,
     counter_ptr,

@@ -19,7 +19,7 @@ import triton.language as tl
 from ..common import _grid_barrier, _load_f32, _load_rows, _load_weights, _matmul_from_l2, _mma, _tanh
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["T", "B"])
 def lstm_forward_kernel(
     x_proj_ptr, w_hh_ptr, h_buf_ptr, c_buf_ptr, c_n_ptr, gates_ptr, counter_ptr,
     T, B,
@@ -86,7 +86,7 @@ def lstm_forward_kernel(
     tl.store(c_n_ptr + hid, c, mask=mask)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["T", "B"])
 def lstm_backward_kernel(
     d_out_ptr, d_h_n_ptr, d_c_n_ptr, gates_ptr, c_buf_ptr, w_hh_ptr, d_gates_ptr, d_h0_ptr, d_c0_ptr,
     counter_ptr,

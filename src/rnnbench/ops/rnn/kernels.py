@@ -23,7 +23,7 @@ def _activation(x, RELU: tl.constexpr):
     return y
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["T", "B"])
 def rnn_forward_kernel(
     x_proj_ptr, w_hh_ptr, h_buf_ptr, saved_ptr, counter_ptr,
     T, B,
@@ -59,7 +59,7 @@ def rnn_forward_kernel(
         t += 1
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["T", "B"])
 def rnn_backward_kernel(
     d_out_ptr, d_h_n_ptr, saved_ptr, w_hh_ptr, d_pre_ptr, d_h0_ptr, counter_ptr,
     T, B,
