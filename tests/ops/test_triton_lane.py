@@ -12,7 +12,7 @@ from rnnbench.lanes import LANES
 from rnnbench.precision import tolerance
 from rnnbench.results import ResultsFile
 from rnnbench.verify import compare
-from rnnbench.workload import lane_step, make_inputs, reference_step
+from rnnbench.workload import expected_names, lane_step, make_inputs, reference_step
 
 _REGISTERED = "triton" in LANES
 from rnnbench.lanes.triton import build_triton, make_lane  # noqa: E402  (registers the lane)
@@ -44,8 +44,10 @@ def test_modules_are_the_drop_ins_forced_onto_the_kernels():
 def test_lane_verifies_against_the_reference(cell, dtype):
     case = Case(cell=cell, batch_size=3, seq_len=7, input_size=5, hidden_size=37, num_layers=2, dtype=dtype)
     inputs = make_inputs(case)
-    step, names = lane_step(make_lane(), case, inputs)
-    verdict = compare(dict(zip(names, step())), reference_step(case, inputs), tolerance(cell, dtype))
+    outputs, _ = lane_step(make_lane(), case, inputs).first_call()
+    reference = reference_step(case, inputs)
+    assert set(outputs) == set(reference) == set(expected_names(case)), "output, final states, every gradient"
+    verdict = compare(outputs, reference, tolerance(cell, dtype))
     assert verdict.ok, verdict.message
 
 
