@@ -268,3 +268,27 @@ def test_dropout_between_layers_in_training_only():
     torch.manual_seed(3)
     assert torch.equal(module(x)[0], first)  # the mask follows torch's RNG
     assert relative_error(first, reference) > 1e-2  # and changes the result
+
+
+@needs_interpreter
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_autocast_runs_the_kernels_in_its_dtype(cell):
+    """fp32 module under torch.autocast(bf16): the kernels run in bf16 as torch.nn's layers do;
+    gradients reach the fp32 parameters in fp32."""
+    module = make(cell, 5, 37, backend="triton", num_layers=2)
+    x = torch.randn(7, 3, 5, requires_grad=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out, finals = module(x)
+    assert out.dtype == torch.bfloat16
+    params = dict(module.named_parameters())
+    grads = torch.autograd.grad(out.float().pow(2).sum(), [x, *params.values()])
+    assert all(g.dtype == torch.float32 for g in grads)
+    wide = {n: p.detach().double().requires_grad_() for n, p in params.items()}
+    xr = x.detach().double().requires_grad_()
+    ref, _ = naive_network(cell, {n: w.to(torch.bfloat16).double() for n, w in wide.items()}, xr.to(torch.bfloat16).double(),
+                           None, 2)
+    ref_grads = torch.autograd.grad(ref.pow(2).sum(), [xr, *wide.values()])
+    tol = tolerance(cell, "bf16")
+    assert relative_error(out, ref) <= tol
+    for g, r in zip(grads, ref_grads):
+        assert relative_error(g, r) <= tol

@@ -11,6 +11,7 @@ the same names (a ``torch.nn.LSTM`` state_dict loads unchanged, and back), same
   first imported, they run on CPU tensors under Triton's interpreter (one program per batch block).
 - ``"torch"``: torch.nn's own forward (cuDNN on CUDA).
 
+Under ``torch.autocast`` the kernels run in autocast's dtype, as torch.nn's layers do there.
 ``PackedSequence`` input raises ``TypeError`` (variable-length batches are not supported yet).
 Dropout between layers is applied in training mode as torch.nn does (a different random mask).
 """
@@ -29,6 +30,14 @@ from torch.nn.utils.rnn import PackedSequence
 
 BACKENDS = ("auto", "triton", "torch")
 _WARNED: set[tuple[str, str]] = set()
+
+
+def _autocast_dtype(device_type: str) -> torch.dtype | None:
+    """The dtype torch.autocast runs recurrent layers in on this device, or None outside autocast
+    (torch.nn's RNN ops are on autocast's lower-precision list, so ours follow them there)."""
+    if torch.is_autocast_enabled(device_type):
+        return torch.get_autocast_dtype(device_type)
+    return None
 
 
 def _interpreted() -> bool:
@@ -60,14 +69,15 @@ class _KernelPath:
             return "proj_size > 0 has no kernel"
         if input.dim() not in (2, 3):
             return f"a {input.dim()}-D input (expected [T, B, I] or [T, I])"
-        if input.dtype != self.weight_hh_l0.dtype:
+        amp = _autocast_dtype(input.device.type)
+        if input.dtype != self.weight_hh_l0.dtype and amp is None:
             return f"input dtype {input.dtype} differs from the weights' {self.weight_hh_l0.dtype}"
         if input.device.type == "cpu" and not _interpreted():
             return "CPU tensors (the Triton kernels run on CUDA, or on the CPU under TRITON_INTERPRET=1)"
         from .ops.recurrence import refusal  # imports Triton: only once a kernel is a candidate
 
         batch = 1 if input.dim() == 2 else input.shape[0 if self.batch_first else 1]
-        return refusal(self.cell, batch, self.hidden_size, input.dtype, input.device)
+        return refusal(self.cell, batch, self.hidden_size, amp or input.dtype, input.device)
 
     def _dispatch(self, torch_forward, input, hx):
         if isinstance(input, PackedSequence):
@@ -92,18 +102,20 @@ class _KernelPath:
         from .ops.recurrence import recurrent_layer
 
         lstm = self.cell == "lstm"
+        amp = _autocast_dtype(input.device.type)
+        cast = (lambda t: t) if amp is None else (lambda t: None if t is None else t.to(amp))  # noqa: E731
         batched = input.dim() == 3
-        x = input if batched else input.unsqueeze(1)
+        x = cast(input if batched else input.unsqueeze(1))
         if batched and self.batch_first:
             x = x.transpose(0, 1)
         directions = 2 if self.bidirectional else 1
-        h0, c0 = self._initial_state(x, hx, batched, directions)
+        h0, c0 = (cast(s) for s in self._initial_state(x, hx, batched, directions))
         finals_h, finals_c, layer_input = [], [], x
         for k in range(self.num_layers):
             outputs = []
             for d in range(directions):
                 sfx = "_reverse" if d else ""
-                w = [getattr(self, f"{n}_l{k}{sfx}", None) for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+                w = [cast(getattr(self, f"{n}_l{k}{sfx}", None)) for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
                 if not self.bias:
                     w[2] = w[3] = None
                 idx = k * directions + d

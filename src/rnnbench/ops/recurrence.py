@@ -190,6 +190,11 @@ class RecurrentLayer(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, d_out, d_h_n, d_c_n):
+        with torch.autocast(ctx.saved_tensors[0].device.type, enabled=False):  # grads in the weights' dtype
+            return RecurrentLayer._backward(ctx, d_out, d_h_n, d_c_n)
+
+    @staticmethod
+    def _backward(ctx, d_out, d_h_n, d_c_n):
         x, w_ih, w_hh, h_buf, saved, c_buf = ctx.saved_tensors
         T, B, H = h_buf.shape[0] - 1, h_buf.shape[1], h_buf.shape[2]
         d_out = torch.zeros(T, B, H, device=x.device, dtype=x.dtype) if d_out is None else d_out.contiguous()
@@ -234,4 +239,5 @@ def recurrent_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None):
     launch = _Launch(plan(cell, B, H, x.dtype, x.device), dot_precision(x.dtype), upcast_dot(x.dtype))
     tensors = (x, h0, c0, w_ih, w_hh, b_ih, b_hh)
     save = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
-    return RecurrentLayer.apply(x, h0, c0, w_ih.contiguous(), w_hh.contiguous(), b_ih, b_hh, cell, launch, save)
+    with torch.autocast(x.device.type, enabled=False):  # every matmul in the weights' dtype
+        return RecurrentLayer.apply(x, h0, c0, w_ih.contiguous(), w_hh.contiguous(), b_ih, b_hh, cell, launch, save)
