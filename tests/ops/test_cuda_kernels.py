@@ -82,11 +82,11 @@ def check_layer(cell, dtype, tensors):
 
 
 @pytest.mark.parametrize("resident", [True, False], ids=["resident", "streamed"])
-@pytest.mark.parametrize("block_h", [16, 32, 64])
+@pytest.mark.parametrize("block_h", [16, 64])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("cell", CELLS)
 def test_layer_on_many_programs(cell, dtype, block_h, resident):
-    """hidden 100 over 2 to 7 programs, batch 20 over two batch blocks of 16."""
+    """hidden 100 over 7 or 2 programs, batch 20 over two batch blocks of 16."""
     with plan_override(block_h=block_h, block_b=16, w_resident=resident):
         check_layer(cell, dtype, _layer(cell, 20, 9, 5, 100))
 
