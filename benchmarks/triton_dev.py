@@ -94,8 +94,8 @@ def task_correctness(cell: str) -> list[dict]:
     tensors = [torch.randn(t, b, i, generator=gen), torch.randn(b, h, generator=gen) * 0.5,
                torch.randn(b, h, generator=gen) * 0.5 if cell == "lstm" else None, u(g * h, i), u(g * h, h), u(g * h), u(g * h)]
 
-    def run(fn, dtype):
-        leaves = [None if x is None else x.to("cuda", dtype).requires_grad_() for x in tensors]
+    def run(fn, dtype, source=tensors):
+        leaves = [None if x is None else x.to("cuda", dtype).requires_grad_() for x in source]
         out = [o for o in fn(cell, *leaves) if o is not None]
         wgen = torch.Generator(device="cuda").manual_seed(1)
         loss = sum((o.double() * torch.randn(o.shape, generator=wgen, device="cuda", dtype=torch.float64)).sum() for o in out)
@@ -113,9 +113,9 @@ def task_correctness(cell: str) -> list[dict]:
                     row["programs"] = p.grid(b, h)[0] * p.grid(b, h)[1]
                     with matmul_mode(dtype):
                         got = run(recurrent_layer, _torch_dtype(dtype))
-                if ref is None:
-                    ref = run(lambda c, *a: naive_layer(c, *[None if x is None else x.double() for x in a]),
-                              _torch_dtype(dtype))
+                if ref is None:  # float64, from the inputs rounded to dtype as the kernels see them
+                    rounded = [None if x is None else x.to(_torch_dtype(dtype)) for x in tensors]
+                    ref = run(naive_layer, torch.float64, rounded)
                 err = max(relative_error(a, r) for a, r in zip(got, ref))
                 row.update(max_rel_error=err, tolerance=tolerance(cell, dtype), ok=err <= tolerance(cell, dtype))
             except Exception as exc:  # record and go on to the next plan
