@@ -9,6 +9,7 @@ round trip with torch.nn, the PyTorch path, the visible fallback, the errors.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import warnings
@@ -18,7 +19,8 @@ import torch
 from torch.nn.utils.rnn import pack_sequence
 
 # Import the kernels interpreted (see tests/ops/conftest.py for why, and why only without a GPU).
-if "rnnbench.ops.common" not in sys.modules and not torch.cuda.is_available():
+if (importlib.util.find_spec("triton") is not None and "rnnbench.ops.common" not in sys.modules
+        and not torch.cuda.is_available()):
     _before = os.environ.get("TRITON_INTERPRET")
     os.environ["TRITON_INTERPRET"] = "1"
     try:
@@ -46,8 +48,9 @@ def _interpreted() -> bool:
     return common is not None and common.INTERPRET
 
 
-needs_interpreter = pytest.mark.skipif(not _interpreted(), reason="the kernels were compiled for the GPU in this "
-                                       "process; run with TRITON_INTERPRET=1 in a process of their own")
+needs_interpreter = pytest.mark.skipif(
+    not _interpreted(), reason="Triton is not installed" if importlib.util.find_spec("triton") is None else
+    "the kernels were compiled for the GPU in this process; run with TRITON_INTERPRET=1 in a process of their own")
 
 
 @pytest.fixture(autouse=True)
@@ -196,6 +199,7 @@ def test_kernels_agree_with_torch_nn_on_its_weights(cell):
 
 def test_auto_backend_falls_back_visibly_once(monkeypatch):
     """Not interpreted and on the CPU: torch.nn's path, one warning, torch.nn's exact results."""
+    pytest.importorskip("triton")  # without it, that is the reason given
     monkeypatch.setattr(rnn, "_interpreted", lambda: False)
     monkeypatch.setattr(rnn, "_WARNED", set())
     torch.manual_seed(0)
@@ -214,6 +218,7 @@ def test_auto_backend_falls_back_visibly_once(monkeypatch):
 
 
 def test_refused_dtype_falls_back_or_raises():
+    pytest.importorskip("triton")  # without it, that is the reason given
     x = torch.randn(7, 3, 5, dtype=torch.float64)
     auto = rnn.LSTM(5, 37).double()
     with pytest.warns(RuntimeWarning, match="float64"):
@@ -224,6 +229,7 @@ def test_refused_dtype_falls_back_or_raises():
 
 
 def test_proj_size_runs_on_torch_with_a_warning():
+    pytest.importorskip("triton")  # without it, that is the reason given
     torch.manual_seed(0)
     module = rnn.LSTM(5, 37, proj_size=4)
     with pytest.warns(RuntimeWarning, match="proj_size"):

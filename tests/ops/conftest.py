@@ -10,13 +10,15 @@ run them in a process of their own with ``TRITON_INTERPRET=1 pytest tests/ops te
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 
 import pytest
 import torch
 
-if "rnnbench.ops.common" not in sys.modules and not torch.cuda.is_available():
+if (importlib.util.find_spec("triton") is not None and "rnnbench.ops.common" not in sys.modules
+        and not torch.cuda.is_available()):
     _before = os.environ.get("TRITON_INTERPRET")
     os.environ["TRITON_INTERPRET"] = "1"
     try:
@@ -36,6 +38,8 @@ def interpreted() -> bool:
 def interpreter(monkeypatch):
     """Skip unless the kernels are interpreted; sets TRITON_INTERPRET=1 for the test (the lane
     reads it to offer the CPU)."""
+    if importlib.util.find_spec("triton") is None:
+        pytest.skip("Triton is not installed")
     if not interpreted():
         pytest.skip("the kernels were compiled for the GPU in this process; run the interpreter tests "
                     "with TRITON_INTERPRET=1 in a process of their own")

@@ -24,7 +24,7 @@ if not _REGISTERED:  # registering is lanes/__init__'s job; leave LANES as the o
 def test_cpu_is_offered_only_under_the_interpreter(monkeypatch):
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     assert make_lane().devices == ("cuda",)
-    assert "cuda only" in make_lane().unavailable("cpu")
+    assert make_lane().unavailable("cpu")  # a reason: no CPU (or no Triton at all)
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     assert make_lane().devices == ("cuda", "cpu")
     assert make_lane().requires == ("triton",)
