@@ -1,0 +1,45 @@
+"""Lane ``triton``: rnnbench's own fused recurrent kernels (``rnnbench.ops``) through the drop-in
+modules of :mod:`rnnbench.nn`, forced onto the kernels (``backend="triton"``): a call the kernels
+refuse becomes an error row, never a silent PyTorch run.
+
+One kernel launch per layer and direction runs every time step (programs own slices of the hidden
+units, keep their recurrent weights on chip and meet at a grid-wide barrier each step); the input
+projection and the weight gradients are large matmuls outside. See ``docs/kernels.md``.
+
+Devices: CUDA; also the CPU when ``TRITON_INTERPRET=1`` is set (Triton's interpreter, slow, for
+tests). Parameters carry torch.nn's names, so canonical weights load as they are.
+"""
+
+from __future__ import annotations
+
+import os
+
+from torch import nn
+
+from .registry import Lane, register
+
+
+def build_triton(cell: str, input_size: int, hidden_size: int, num_layers: int) -> nn.Module:
+    """rnnbench.nn.LSTM / GRU / RNN with ``backend="triton"`` (input ``[T, B, I]``)."""
+    from .. import nn as rnn  # imports no Triton until the first call
+
+    if cell == "lstm":
+        return rnn.LSTM(input_size, hidden_size, num_layers, backend="triton")
+    if cell == "gru":
+        return rnn.GRU(input_size, hidden_size, num_layers, backend="triton")
+    return rnn.RNN(input_size, hidden_size, num_layers, nonlinearity=cell.removeprefix("rnn_"), backend="triton")
+
+
+def make_lane() -> Lane:
+    """The lane as the environment allows now (CPU only under ``TRITON_INTERPRET=1``)."""
+    devices = ("cuda", "cpu") if os.environ.get("TRITON_INTERPRET") == "1" else ("cuda",)
+    return Lane(
+        "triton",
+        "rnnbench.nn on our Triton kernels: one launch per layer and direction for all steps",
+        build_triton,
+        devices=devices,
+        requires=("triton",),
+    )
+
+
+register(make_lane())

@@ -1,0 +1,208 @@
+"""Drop-in ``LSTM``, ``GRU`` and ``RNN`` running rnnbench's Triton kernels (``rnnbench.ops``).
+
+They are subclasses of the torch.nn modules: same constructor arguments, same parameters under
+the same names (a ``torch.nn.LSTM`` state_dict loads unchanged, and back), same
+``forward(input, hx=None) -> (output, h_n)``. One more argument, ``backend``:
+
+- ``"auto"`` (default): the Triton kernels where they apply (CUDA tensors, float32 / bfloat16 /
+  float16, no ``proj_size``, a batch and width the grid can hold); anywhere else PyTorch's own path,
+  announced once per reason with ``warnings.warn`` -- never a silent change of results.
+- ``"triton"``: the kernels or an error. With ``TRITON_INTERPRET=1`` set before the kernels are
+  first imported, they run on CPU tensors under Triton's interpreter (one program per batch block).
+- ``"torch"``: torch.nn's own forward (cuDNN on CUDA).
+
+Under ``torch.autocast`` the kernels run in autocast's dtype, as torch.nn's layers do there.
+``PackedSequence`` input raises ``TypeError`` (variable-length batches are not supported yet).
+Dropout between layers is applied in training mode as torch.nn does (a different random mask).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import warnings
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+from torch.nn.utils.rnn import PackedSequence
+
+BACKENDS = ("auto", "triton", "torch")
+_WARNED: set[tuple[str, str]] = set()
+
+
+def _autocast_dtype(device_type: str) -> torch.dtype | None:
+    """The dtype torch.autocast runs recurrent layers in on this device, or None outside autocast
+    (torch.nn's RNN ops are on autocast's lower-precision list, so ours follow them there)."""
+    if torch.is_autocast_enabled(device_type):
+        return torch.get_autocast_dtype(device_type)
+    return None
+
+
+def _interpreted() -> bool:
+    """Whether the kernels are (or, once imported, will be) Triton-interpreted functions."""
+    common = sys.modules.get("rnnbench.ops.common")
+    if common is not None:
+        return common.INTERPRET
+    return os.environ.get("TRITON_INTERPRET") == "1"
+
+
+class _KernelPath:
+    """Shared by the three modules: choosing a path, and the stacked layers on the kernels."""
+
+    cell: str  # set by each subclass's forward: lstm, gru, rnn_tanh, rnn_relu
+
+    def _init_backend(self, backend: str) -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
+        self.backend = backend
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, backend={self.backend!r}"
+
+    def _refusal(self, input: torch.Tensor) -> str | None:
+        """None if the kernels can run this call, else why not (one line)."""
+        if importlib.util.find_spec("triton") is None:
+            return "Triton is not installed"
+        if getattr(self, "proj_size", 0):
+            return "proj_size > 0 has no kernel"
+        if input.dim() not in (2, 3):
+            return f"a {input.dim()}-D input (expected [T, B, I] or [T, I])"
+        amp = _autocast_dtype(input.device.type)
+        if input.dtype != self.weight_hh_l0.dtype and amp is None:
+            return f"input dtype {input.dtype} differs from the weights' {self.weight_hh_l0.dtype}"
+        if input.device.type == "cpu" and not _interpreted():
+            return "CPU tensors (the Triton kernels run on CUDA, or on the CPU under TRITON_INTERPRET=1)"
+        from .ops.recurrence import refusal  # imports Triton: only once a kernel is a candidate
+
+        batch = 1 if input.dim() == 2 else input.shape[0 if self.batch_first else 1]
+        return refusal(self.cell, batch, self.hidden_size, amp or input.dtype, input.device)
+
+    def _dispatch(self, torch_forward, input, hx):
+        if isinstance(input, PackedSequence):
+            raise TypeError(f"rnnbench.nn.{type(self).__name__} does not take a PackedSequence yet; "
+                            "pad it (torch.nn.utils.rnn.pad_packed_sequence) or use torch.nn")
+        if self.backend == "torch":
+            return torch_forward(input, hx)
+        reason = self._refusal(input)
+        if reason is None:
+            return self._kernel_forward(input, hx)
+        if self.backend == "triton":
+            raise RuntimeError(f"rnnbench.nn.{type(self).__name__}(backend='triton') cannot run this call: {reason}")
+        key = (type(self).__name__, reason)
+        if key not in _WARNED:
+            _WARNED.add(key)
+            warnings.warn(f"rnnbench.nn.{type(self).__name__}: {reason}; running PyTorch's own path instead",
+                          RuntimeWarning, stacklevel=3)
+        return torch_forward(input, hx)
+
+    def _kernel_forward(self, input, hx):
+        """The stack on the kernels; shapes and returns as torch.nn's forward."""
+        from .ops.recurrence import recurrent_layer
+
+        lstm = self.cell == "lstm"
+        amp = _autocast_dtype(input.device.type)
+        cast = (lambda t: t) if amp is None else (lambda t: None if t is None else t.to(amp))  # noqa: E731
+        batched = input.dim() == 3
+        x = cast(input if batched else input.unsqueeze(1))
+        if batched and self.batch_first:
+            x = x.transpose(0, 1)
+        directions = 2 if self.bidirectional else 1
+        h0, c0 = (cast(s) for s in self._initial_state(x, hx, batched, directions))
+        finals_h, finals_c, layer_input = [], [], x
+        for k in range(self.num_layers):
+            outputs = []
+            for d in range(directions):
+                sfx = "_reverse" if d else ""
+                w = [cast(getattr(self, f"{n}_l{k}{sfx}", None)) for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+                if not self.bias:
+                    w[2] = w[3] = None
+                idx = k * directions + d
+                # The reverse direction is the forward kernel on the time-reversed sequence.
+                inp = layer_input.flip(0) if d else layer_input
+                out, h_n, c_n = recurrent_layer(self.cell, inp, h0[idx], c0[idx] if lstm else None, *w)
+                outputs.append(out.flip(0) if d else out)
+                finals_h.append(h_n)
+                finals_c.append(c_n)
+            layer_input = outputs[0] if directions == 1 else torch.cat(outputs, dim=2)
+            if self.dropout and self.training and k < self.num_layers - 1:
+                layer_input = F.dropout(layer_input, self.dropout, training=True)
+        output = layer_input
+        if batched and self.batch_first:
+            output = output.transpose(0, 1)
+        h_n = torch.stack(finals_h)
+        c_n = torch.stack(finals_c) if lstm else None
+        if not batched:
+            output, h_n = output.squeeze(1), h_n.squeeze(1)
+            c_n = c_n.squeeze(1) if lstm else None
+        return output, ((h_n, c_n) if lstm else h_n)
+
+    def _initial_state(self, x, hx, batched: bool, directions: int):
+        """``(h0, c0)`` as ``[L*D, B, H]`` (zeros when ``hx`` is None; ``c0`` None unless LSTM).
+
+        Raises:
+            RuntimeError: a state of the wrong shape (torch.nn raises RuntimeError too).
+        """
+        shape = (self.num_layers * directions, x.shape[1], self.hidden_size)
+        if hx is None:
+            zeros = torch.zeros(shape, dtype=x.dtype, device=x.device)
+            return zeros, (zeros if self.cell == "lstm" else None)
+        states = hx if self.cell == "lstm" else (hx,)
+        if not batched:
+            states = tuple(s.unsqueeze(1) for s in states)
+        for s in states:
+            if tuple(s.shape) != shape:
+                raise RuntimeError(f"Expected hidden size {shape}, got {tuple(s.shape)}")
+        return states[0], (states[1] if self.cell == "lstm" else None)
+
+
+class LSTM(_KernelPath, nn.LSTM):
+    """torch.nn.LSTM on rnnbench's kernels; ``backend`` as in the module docstring.
+
+    Shapes: input ``[T, B, I]`` (``[B, T, I]`` with ``batch_first``, ``[T, I]`` unbatched); ``hx``
+    a pair ``(h0, c0)`` of ``[L*D, B, H]``; returns ``(output [T, B, D*H], (h_n, c_n))``.
+
+    Raises:
+        ValueError: an unknown backend. TypeError: a PackedSequence input.
+        RuntimeError: ``backend="triton"`` on a call the kernels cannot run.
+    """
+
+    cell = "lstm"
+
+    def __init__(self, *args, backend: str = "auto", **kwargs):
+        super().__init__(*args, **kwargs)
+        self._init_backend(backend)
+
+    def forward(self, input, hx=None):
+        return self._dispatch(super().forward, input, hx)
+
+
+class GRU(_KernelPath, nn.GRU):
+    """torch.nn.GRU on rnnbench's kernels (reset gate after the recurrent matmul, as torch.nn);
+    ``backend`` as in the module docstring. Shapes as torch.nn.GRU; errors as :class:`LSTM`."""
+
+    cell = "gru"
+
+    def __init__(self, *args, backend: str = "auto", **kwargs):
+        super().__init__(*args, **kwargs)
+        self._init_backend(backend)
+
+    def forward(self, input, hx=None):
+        return self._dispatch(super().forward, input, hx)
+
+
+class RNN(_KernelPath, nn.RNN):
+    """torch.nn.RNN (``nonlinearity`` ``tanh`` or ``relu``) on rnnbench's kernels; ``backend``
+    as in the module docstring. Shapes as torch.nn.RNN; errors as :class:`LSTM`."""
+
+    def __init__(self, *args, backend: str = "auto", **kwargs):
+        super().__init__(*args, **kwargs)
+        self._init_backend(backend)
+
+    @property
+    def cell(self) -> str:
+        return f"rnn_{self.nonlinearity}"
+
+    def forward(self, input, hx=None):
+        return self._dispatch(super().forward, input, hx)

@@ -1,0 +1,1 @@
+"""LSTM: Triton kernels (``kernels.py``) beside the readable layer they must match (``naive.py``)."""

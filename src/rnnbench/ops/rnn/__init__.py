@@ -1,0 +1,2 @@
+"""Elman RNN (tanh, relu): Triton kernels (``kernels.py``) beside the readable layer they must
+match (``naive.py``)."""

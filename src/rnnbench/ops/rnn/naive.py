@@ -1,0 +1,15 @@
+"""The Elman RNN layer a reader can check by eye: one layer, one direction, straight from
+:mod:`rnnbench.reference`. The kernels beside this file must compute it."""
+
+from __future__ import annotations
+
+from ...reference import reference_forward
+from ..naive import layer_weights
+
+
+def rnn_naive(x, h0, w_ih, w_hh, b_ih=None, b_hh=None, nonlinearity: str = "tanh"):
+    """``x [T, B, I]``, ``h0 [B, H]``, torch.nn-layout weights (biases may be None),
+    ``nonlinearity`` ``tanh`` or ``relu``. Returns ``(output [T, B, H], h_n [B, H])``."""
+    cell = {"tanh": "rnn_tanh", "relu": "rnn_relu"}[nonlinearity]
+    out, h_n = reference_forward(cell, layer_weights(w_ih, w_hh, b_ih, b_hh), x, h0[None], 1)
+    return out, h_n[0]

@@ -1,0 +1,196 @@
+"""rnnbench.ops: one layer, one direction, on the Triton kernels (interpreted, one program per batch
+block) against the readable float64 layer (``ops/<cell>/naive.py`` -> rnnbench.reference).
+
+Every check covers the output, the final states and every gradient (input, h0, c0, both weight
+matrices, both biases); the loss weights h_n and c_n too, so their backward paths are exercised.
+Plans: weights resident on chip (the default here), weights re-read in K chunks of 16 (several
+chunks at these widths), and the batch split into blocks of 16 rows with their own barriers.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from rnnbench.precision import tolerance
+from rnnbench.verify import relative_error
+
+pytestmark = pytest.mark.usefixtures("interpreter")
+
+CELLS = ("lstm", "gru", "rnn_tanh", "rnn_relu")
+GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
+# (batch, seq, input, hidden): batch 1 and 3, seq 1 and 7, hidden 37 and 100, input != hidden
+SHAPES = [(1, 1, 3, 37), (3, 7, 5, 37), (1, 7, 100, 100)]
+PLANS = {"resident": {}, "streamed": {"w_resident": False, "block_k": 16}}
+FP32_TOLERANCE = tolerance("lstm", "fp32")
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def _id(cell, shape, extra=""):
+    b, t, i, h = shape
+    return f"{cell}-B{b}-T{t}-I{i}-H{h}{extra}"
+
+
+def make_layer(cell: str, shape, bias: bool = True, seed: int = 0) -> list:
+    """``[x, h0, c0, w_ih, w_hh, b_ih, b_hh]`` in float32 (c0 None unless LSTM, biases None
+    unless ``bias``), weights drawn as torch.nn draws them."""
+    b, t, i, h = shape
+    gen = torch.Generator().manual_seed(seed)
+    g = GATES[cell]
+    bound = h ** -0.5
+
+    def uniform(*size):
+        return (torch.rand(size, generator=gen) * 2 - 1) * bound
+
+    return [torch.randn(t, b, i, generator=gen), torch.randn(b, h, generator=gen) * 0.5,
+            torch.randn(b, h, generator=gen) * 0.5 if cell == "lstm" else None,
+            uniform(g * h, i), uniform(g * h, h),
+            uniform(g * h) if bias else None, uniform(g * h) if bias else None]
+
+
+def run_layer(fn, cell, tensors, dtype, seed=1):
+    """``fn``'s outputs and the gradients of a random linear loss of (output, h_n, c_n) with
+    respect to every tensor given; tensors are cast to ``dtype`` first."""
+    leaves = [None if t is None else t.to(dtype).requires_grad_() for t in tensors]
+    out = fn(cell, *leaves)
+    gen = torch.Generator().manual_seed(seed)
+    loss = sum((o.double() * torch.randn(o.shape, generator=gen, dtype=torch.float64)).sum()
+               for o in out if o is not None)
+    grads = torch.autograd.grad(loss, [t for t in leaves if t is not None])
+    return [o for o in out if o is not None], list(grads)
+
+
+def check_layer(cell, tensors, dtype, tol):
+    from rnnbench.ops.naive import naive_layer
+    from rnnbench.ops.recurrence import recurrent_layer
+
+    got_out, got_grads = run_layer(recurrent_layer, cell, tensors, DTYPES[dtype])
+    # The reference sees the inputs as the kernel sees them: rounded to dtype, then widened.
+    rounded = [None if t is None else t.to(DTYPES[dtype]).double() for t in tensors]
+    ref_out, ref_grads = run_layer(naive_layer, cell, rounded, torch.float64)
+    names = ["output", "h_n", "c_n"][: len(ref_out)]
+    names += ["grad_" + n for n, t in zip(["x", "h0", "c0", "w_ih", "w_hh", "b_ih", "b_hh"], tensors) if t is not None]
+    assert len(got_out) + len(got_grads) == len(names)
+    for name, got, ref in zip(names, got_out + got_grads, ref_out + ref_grads):
+        assert got.shape == ref.shape and got.dtype == DTYPES[dtype], name
+        err = relative_error(got, ref)
+        assert err <= tol, f"{name}: relative error {err:.3g} > {tol:g}"
+
+
+@pytest.mark.parametrize("plan", list(PLANS))
+@pytest.mark.parametrize("cell, shape", [pytest.param(c, s, id=_id(c, s)) for c in CELLS for s in SHAPES])
+def test_layer_matches_reference_fp32(cell, shape, plan):
+    from rnnbench.ops.recurrence import plan_override
+
+    with plan_override(**PLANS[plan]):
+        check_layer(cell, make_layer(cell, shape), "fp32", FP32_TOLERANCE)
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_batch_split_across_blocks(cell):
+    """20 rows in blocks of 16: two batch blocks, each with its own barrier counter."""
+    from rnnbench.ops.recurrence import plan_override
+
+    with plan_override(block_b=16):
+        check_layer(cell, make_layer(cell, (20, 5, 4, 37)), "fp32", FP32_TOLERANCE)
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_layer_without_bias(cell):
+    check_layer(cell, make_layer(cell, (3, 7, 5, 37), bias=False), "fp32", FP32_TOLERANCE)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("cell", CELLS)
+def test_layer_half_precision(cell, dtype):
+    check_layer(cell, make_layer(cell, (3, 7, 5, 37)), dtype, tolerance(cell, dtype))
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_forward_without_grad_saves_nothing_and_agrees(cell):
+    from rnnbench.ops.recurrence import recurrent_layer
+
+    tensors = make_layer(cell, (3, 7, 5, 37))
+    with torch.no_grad():
+        plain = recurrent_layer(cell, *tensors)
+    trained = recurrent_layer(cell, *[None if t is None else t.clone().requires_grad_() for t in tensors])
+    assert not any(o.requires_grad for o in plain if o is not None)
+    for a, b in zip(plain, trained):
+        if a is not None:
+            assert torch.equal(a, b.detach())
+
+
+def test_reference_is_the_judge_and_can_fail():
+    """A wrong weight makes the comparison fail: the check is not vacuous."""
+    tensors = make_layer("lstm", (3, 7, 5, 37))
+    broken = list(tensors)
+    broken[4] = tensors[4].clone()
+    broken[4][37:74] = 0  # the forget gate's recurrent rows
+    from rnnbench.ops.naive import naive_layer
+    from rnnbench.ops.recurrence import recurrent_layer
+
+    good, _ = run_layer(recurrent_layer, "lstm", tensors, torch.float32)
+    bad, _ = run_layer(naive_layer, "lstm", [None if t is None else t.double() for t in broken], torch.float64)
+    assert relative_error(good[0], bad[0]) > 1e-3
+
+
+def test_plan_validation():
+    from rnnbench.ops.common import choose_plan
+
+    cpu = torch.device("cpu")
+    with pytest.raises(ValueError, match="wait for each other forever"):
+        choose_plan(3, 100, 4, torch.float32, cpu, block_h=16)
+    with pytest.raises(ValueError, match="power of 2"):
+        choose_plan(3, 100, 4, torch.float32, cpu, block_b=24)
+    plan = choose_plan(3, 100, 4, torch.float32, cpu)
+    assert plan.grid(3, 100) == (1, 1) and plan.block_h == 128 and plan.block_b == 16
+    cuda = torch.device("cuda")  # planned for an H100 without touching a GPU
+    plan = choose_plan(128, 1024, 4, torch.bfloat16, cuda, multiprocessors=132)
+    nh, nb = plan.grid(128, 1024)
+    assert nh * nb <= 132 and nb == 2
+    with pytest.raises(ValueError, match="resident"):
+        choose_plan(128, 1024, 4, torch.bfloat16, cuda, multiprocessors=132, block_h=16, block_b=16)
+
+
+def test_refusals_are_one_line():
+    from rnnbench.ops.recurrence import recurrent_layer, refusal
+
+    assert refusal("lstm", 3, 37, torch.float32, torch.device("cpu")) is None
+    assert "dtype" in refusal("lstm", 3, 37, torch.float64, torch.device("cpu"))
+    assert "cell" in refusal("mgu", 3, 37, torch.float32, torch.device("cpu"))
+    with pytest.raises(ValueError, match="cannot run this call: dtype"):
+        recurrent_layer("gru", *[None if t is None else t.double() for t in make_layer("gru", (1, 1, 3, 37))])
+
+
+def test_floor_kernels_run_as_one_program():
+    from rnnbench.ops.floor import barrier_check, barrier_floor, dot_floor
+
+    assert barrier_floor(1, 5, "cpu").item() == 5
+    assert barrier_check(1, 5, "cpu") == 0
+    gen = torch.Generator().manual_seed(0)
+    h_buf = torch.zeros(4, 3, 37)
+    h_buf[0] = torch.randn(3, 37, generator=gen)
+    w = torch.randn(37, 37, generator=gen) * 37 ** -0.5
+    dot_floor(h_buf, w, block_h=64)
+    expected = h_buf[0].double()
+    for t in range(3):
+        expected = expected @ w.double().T
+        assert relative_error(h_buf[t + 1], expected) < 1e-5
+
+
+def test_kernels_compile_for_h100():
+    """The real compiler (front end, optimiser, ptxas) accepts every kernel for sm_90, in a process
+    of its own since this one interprets them."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("triton.backends.nvidia")
+    src = Path(__file__).resolve().parents[2] / "src"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(src) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run([sys.executable, "-m", "rnnbench.ops.aot", "--quick"], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("ok ") == 12, proc.stdout

@@ -1,0 +1,300 @@
+"""rnnbench.nn: drop-in LSTM / GRU / RNN.
+
+On the kernels (Triton's interpreter on CPU tensors, one program per batch block): output, final
+states and every gradient (input, initial states, every parameter) against the readable float64
+network (``rnnbench.ops.naive`` -> rnnbench.reference) over odd sizes, with and without initial
+states, 2 layers, bidirectional, batch_first, no bias, unbatched input. Everywhere: the state_dict
+round trip with torch.nn, the PyTorch path, the visible fallback, the errors.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import warnings
+
+import pytest
+import torch
+from torch.nn.utils.rnn import pack_sequence
+
+# Import the kernels interpreted (see tests/ops/conftest.py for why, and why only without a GPU).
+if (importlib.util.find_spec("triton") is not None and "rnnbench.ops.common" not in sys.modules
+        and not torch.cuda.is_available()):
+    _before = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        import rnnbench.ops.recurrence  # noqa: F401
+    finally:
+        if _before is None:
+            del os.environ["TRITON_INTERPRET"]
+        else:
+            os.environ["TRITON_INTERPRET"] = _before
+
+from rnnbench import nn as rnn  # noqa: E402
+from rnnbench.ops.naive import naive_network  # noqa: E402
+from rnnbench.precision import tolerance  # noqa: E402
+from rnnbench.verify import relative_error  # noqa: E402
+
+MODULES = {"lstm": (rnn.LSTM, torch.nn.LSTM, {}), "gru": (rnn.GRU, torch.nn.GRU, {}),
+           "rnn_tanh": (rnn.RNN, torch.nn.RNN, {"nonlinearity": "tanh"}),
+           "rnn_relu": (rnn.RNN, torch.nn.RNN, {"nonlinearity": "relu"})}
+CELLS = list(MODULES)
+FP32 = tolerance("lstm", "fp32")
+
+
+def _interpreted() -> bool:
+    common = sys.modules.get("rnnbench.ops.common")
+    return common is not None and common.INTERPRET
+
+
+needs_interpreter = pytest.mark.skipif(
+    not _interpreted(), reason="Triton is not installed" if importlib.util.find_spec("triton") is None else
+    "the kernels were compiled for the GPU in this process; run with TRITON_INTERPRET=1 in a process of their own")
+
+
+@pytest.fixture(autouse=True)
+def _interpret_during_test(monkeypatch):
+    """Triton reads TRITON_INTERPRET at launch time too, not only when a kernel is defined."""
+    if _interpreted():
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+
+
+def make(cell, input_size, hidden_size, seed=0, **kwargs):
+    ours, _, extra = MODULES[cell]
+    torch.manual_seed(seed)
+    return ours(input_size, hidden_size, **extra, **kwargs)
+
+
+def _states(cell, module, batch, seed, unbatched=False):
+    gen = torch.Generator().manual_seed(seed)
+    d = 2 if module.bidirectional else 1
+    shape = (module.num_layers * d, module.hidden_size) if unbatched else (module.num_layers * d, batch, module.hidden_size)
+    h = torch.randn(shape, generator=gen) * 0.5
+    return (h, torch.randn(shape, generator=gen) * 0.5) if cell == "lstm" else h
+
+
+def _flat(cell, output, finals):
+    return [output, *finals] if cell == "lstm" else [output, finals]
+
+
+def check_module(cell, batch, seq, input_size, hidden_size, with_state=True, dtype="fp32", unbatched=False, **kwargs):
+    """The module on the kernels against naive_network in float64, same weights and inputs."""
+    module = make(cell, input_size, hidden_size, backend="triton", **kwargs).to(torch.float32)
+    gen = torch.Generator().manual_seed(7)
+    x_shape = [seq, batch, input_size]
+    if kwargs.get("batch_first"):
+        x_shape[:2] = [batch, seq]
+    if unbatched:
+        x_shape = [seq, input_size]
+    x = torch.randn(x_shape, generator=gen)
+    hx = _states(cell, module, batch, 8, unbatched) if with_state else None
+    torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+    module = module.to(torch_dtype)
+
+    def run(fn, x, hx, params, wide):
+        cast = (lambda t: t.detach().double().requires_grad_()) if wide else (lambda t: t.detach().to(torch_dtype).requires_grad_())
+        x = cast(x)
+        hx = None if hx is None else (tuple(cast(h) for h in hx) if cell == "lstm" else cast(hx))
+        out, finals = fn(x, hx, params)
+        outs = _flat(cell, out, finals)
+        g = torch.Generator().manual_seed(9)
+        loss = sum((o.double() * torch.randn(o.shape, generator=g, dtype=torch.float64)).sum() for o in outs)
+        leaves = [x, *((hx if cell == "lstm" else [hx]) if hx is not None else []), *params.values()]
+        return outs, torch.autograd.grad(loss, leaves)
+
+    params = {n: p for n, p in module.named_parameters()}
+    got_out, got_grads = run(lambda x, hx, p: module(x, hx), x, hx, params, wide=False)
+    wide = {n: p.detach().double().requires_grad_() for n, p in params.items()}
+    x_ref = x.to(torch_dtype)  # the reference sees the inputs the module sees
+    hx_ref = None if hx is None else (tuple(h.to(torch_dtype) for h in hx) if cell == "lstm" else hx.to(torch_dtype))
+    ref_out, ref_grads = run(
+        lambda x, hx, p: _naive(cell, module, p, x, hx, unbatched), x_ref, hx_ref, wide, wide=True)
+    names = ["output", "h_n", "c_n"][: len(ref_out)] + ["grad_x"]
+    names += (["grad_h0", "grad_c0"][: 2 if cell == "lstm" else 1] if hx is not None else []) + [f"grad_{n}" for n in params]
+    tol = tolerance(cell, dtype)
+    assert len(got_out) + len(got_grads) == len(names)
+    for name, got, ref in zip(names, [*got_out, *got_grads], [*ref_out, *ref_grads]):
+        assert got.shape == ref.shape, name
+        err = relative_error(got, ref)
+        assert err <= tol, f"{name}: relative error {err:.3g} > {tol:g}"
+
+
+def _naive(cell, module, params, x, hx, unbatched):
+    if unbatched:
+        x = x.unsqueeze(1)
+        hx = None if hx is None else (tuple(h.unsqueeze(1) for h in hx) if cell == "lstm" else hx.unsqueeze(1))
+    out, finals = naive_network(cell, params, x, hx, module.num_layers, module.bidirectional, module.batch_first)
+    if unbatched:
+        out = out.squeeze(1)
+        finals = tuple(f.squeeze(1) for f in finals) if cell == "lstm" else finals.squeeze(1)
+    return out, finals
+
+
+# (batch, seq, input, hidden, layers, options)
+CONFIGS = {
+    "B3-T7-I5-H37-L2": (3, 7, 5, 37, dict(num_layers=2)),
+    "B1-T1-I3-H100-L1": (1, 1, 3, 100, {}),
+    "B3-T7-I5-H37-L2-bidirectional": (3, 7, 5, 37, dict(num_layers=2, bidirectional=True)),
+    "B3-T7-I5-H37-L1-batch_first": (3, 7, 5, 37, dict(batch_first=True)),
+    "B3-T7-I5-H37-L1-no_bias": (3, 7, 5, 37, dict(bias=False)),
+}
+
+
+@needs_interpreter
+@pytest.mark.parametrize("with_state", [True, False], ids=["hx", "no_hx"])
+@pytest.mark.parametrize("config", list(CONFIGS))
+@pytest.mark.parametrize("cell", CELLS)
+def test_module_on_kernels_matches_reference(cell, config, with_state):
+    b, t, i, h, kwargs = CONFIGS[config]
+    check_module(cell, b, t, i, h, with_state=with_state, **kwargs)
+
+
+@needs_interpreter
+@pytest.mark.parametrize("cell", CELLS)
+def test_unbatched_input(cell):
+    check_module(cell, 1, 5, 4, 37, unbatched=True, num_layers=2, bidirectional=True)
+
+
+@needs_interpreter
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("cell", CELLS)
+def test_module_half_precision(cell, dtype):
+    check_module(cell, 3, 7, 5, 37, dtype=dtype, num_layers=2)
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_state_dict_round_trip_with_torch_nn(cell):
+    ours_cls, theirs_cls, extra = MODULES[cell]
+    kwargs = dict(num_layers=2, bidirectional=True, bias=True)
+    torch.manual_seed(0)
+    theirs = theirs_cls(5, 37, **extra, **kwargs)
+    ours = ours_cls(5, 37, **extra, **kwargs, backend="torch")
+    assert [(n, p.shape) for n, p in ours.named_parameters()] == [(n, p.shape) for n, p in theirs.named_parameters()]
+    ours.load_state_dict(theirs.state_dict(), strict=True)
+    back = theirs_cls(5, 37, **extra, **kwargs)
+    back.load_state_dict(ours.state_dict(), strict=True)
+    for (n, a), (_, b) in zip(theirs.state_dict().items(), back.state_dict().items()):
+        assert torch.equal(a, b), n
+    x = torch.randn(7, 3, 5)
+    expected, got = theirs(x), ours(x)  # the torch backend is torch.nn itself
+    assert torch.equal(expected[0], got[0])
+    assert isinstance(ours, theirs_cls)
+
+
+@needs_interpreter
+@pytest.mark.parametrize("cell", CELLS)
+def test_kernels_agree_with_torch_nn_on_its_weights(cell):
+    ours_cls, theirs_cls, extra = MODULES[cell]
+    torch.manual_seed(1)
+    theirs = theirs_cls(5, 37, num_layers=2, **extra)
+    ours = ours_cls(5, 37, num_layers=2, **extra, backend="triton")
+    ours.load_state_dict(theirs.state_dict())
+    x = torch.randn(7, 3, 5)
+    (a, fa), (b, fb) = theirs(x), ours(x)
+    assert relative_error(b, a) < FP32
+    for u, v in zip(fa if cell == "lstm" else [fa], fb if cell == "lstm" else [fb]):
+        assert relative_error(v, u) < FP32
+
+
+def test_auto_backend_falls_back_visibly_once(monkeypatch):
+    """Not interpreted and on the CPU: torch.nn's path, one warning, torch.nn's exact results."""
+    pytest.importorskip("triton")  # without it, that is the reason given
+    monkeypatch.setattr(rnn, "_interpreted", lambda: False)
+    monkeypatch.setattr(rnn, "_WARNED", set())
+    torch.manual_seed(0)
+    theirs = torch.nn.GRU(5, 37)
+    ours = rnn.GRU(5, 37)
+    ours.load_state_dict(theirs.state_dict())
+    x = torch.randn(7, 3, 5)
+    with pytest.warns(RuntimeWarning, match="CPU tensors.*PyTorch's own path"):
+        out, h = ours(x)
+    assert torch.equal(out, theirs(x)[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ours(x)  # announced once, not on every call
+    with pytest.raises(RuntimeError, match=r"backend='triton'\) cannot run this call: CPU tensors"):
+        rnn.GRU(5, 37, backend="triton")(x)
+
+
+def test_refused_dtype_falls_back_or_raises():
+    pytest.importorskip("triton")  # without it, that is the reason given
+    x = torch.randn(7, 3, 5, dtype=torch.float64)
+    auto = rnn.LSTM(5, 37).double()
+    with pytest.warns(RuntimeWarning, match="float64"):
+        out, _ = auto(x)
+    assert out.dtype == torch.float64
+    with pytest.raises(RuntimeError, match="cannot run this call"):
+        rnn.LSTM(5, 37, backend="triton").double()(x)
+
+
+def test_proj_size_runs_on_torch_with_a_warning():
+    pytest.importorskip("triton")  # without it, that is the reason given
+    torch.manual_seed(0)
+    module = rnn.LSTM(5, 37, proj_size=4)
+    with pytest.warns(RuntimeWarning, match="proj_size"):
+        out, (h, c) = module(torch.randn(7, 3, 5))
+    assert out.shape == (7, 3, 4) and c.shape == (1, 3, 37)
+
+
+@pytest.mark.parametrize("backend", ["auto", "torch", "triton"])
+def test_packed_sequence_is_a_clear_error(backend):
+    module = rnn.LSTM(5, 37, backend=backend)
+    packed = pack_sequence([torch.randn(4, 5), torch.randn(2, 5)])
+    with pytest.raises(TypeError, match="PackedSequence"):
+        module(packed)
+
+
+def test_unknown_backend():
+    with pytest.raises(ValueError, match="unknown backend 'cudnn'"):
+        rnn.GRU(5, 37, backend="cudnn")
+    assert "backend='torch'" in repr(rnn.GRU(5, 37, backend="torch"))
+
+
+@needs_interpreter
+def test_wrong_state_shape_is_an_error():
+    module = rnn.GRU(5, 37, backend="triton")
+    with pytest.raises(RuntimeError, match="Expected hidden size"):
+        module(torch.randn(7, 3, 5), torch.zeros(1, 2, 37))
+
+
+@needs_interpreter
+def test_dropout_between_layers_in_training_only():
+    torch.manual_seed(0)
+    module = rnn.LSTM(5, 37, num_layers=2, dropout=0.5, backend="triton")
+    x = torch.randn(7, 3, 5)
+    module.eval()
+    reference = module(x)[0]
+    plain = rnn.LSTM(5, 37, num_layers=2, backend="triton")
+    plain.load_state_dict(module.state_dict())
+    assert torch.equal(plain(x)[0], reference)  # eval: no dropout
+    module.train()
+    torch.manual_seed(3)
+    first = module(x)[0]
+    torch.manual_seed(3)
+    assert torch.equal(module(x)[0], first)  # the mask follows torch's RNG
+    assert relative_error(first, reference) > 1e-2  # and changes the result
+
+
+@needs_interpreter
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_autocast_runs_the_kernels_in_its_dtype(cell):
+    """fp32 module under torch.autocast(bf16): the kernels run in bf16 as torch.nn's layers do;
+    gradients reach the fp32 parameters in fp32."""
+    module = make(cell, 5, 37, backend="triton", num_layers=2)
+    x = torch.randn(7, 3, 5, requires_grad=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out, finals = module(x)
+    assert out.dtype == torch.bfloat16
+    params = dict(module.named_parameters())
+    grads = torch.autograd.grad(out.float().pow(2).sum(), [x, *params.values()])
+    assert all(g.dtype == torch.float32 for g in grads)
+    wide = {n: p.detach().double().requires_grad_() for n, p in params.items()}
+    xr = x.detach().double().requires_grad_()
+    ref, _ = naive_network(cell, {n: w.to(torch.bfloat16).double() for n, w in wide.items()}, xr.to(torch.bfloat16).double(),
+                           None, 2)
+    ref_grads = torch.autograd.grad(ref.pow(2).sum(), [xr, *wide.values()])
+    tol = tolerance(cell, "bf16")
+    assert relative_error(out, ref) <= tol
+    for g, r in zip(grads, ref_grads):
+        assert relative_error(g, r) <= tol
