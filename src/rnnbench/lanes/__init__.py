@@ -6,6 +6,7 @@ Import order is registration order, which is the order lanes appear in tables.
 from . import torch_nn  # noqa: F401, I001  (registration side effect; order matters)
 from . import cell_loop  # noqa: F401
 from . import fused_loop  # noqa: F401
+from . import triton  # noqa: F401  (rnnbench.ops kernels; CPU only under TRITON_INTERPRET=1)
 from .registry import LANES, Lane, get_lane, register
 
 __all__ = ["LANES", "Lane", "get_lane", "register"]
