@@ -114,10 +114,14 @@ def run_command(
     dry_run: bool = typer.Option(False, help="List the cases and exit."),
     baseline: str = typer.Option("torch-nn", help="Lane the speedup columns divide by."),
     budget: float = typer.Option(0.5, min=0.01, help="Seconds of timed repetitions per (case, lane)."),
+    compile_mode: str = typer.Option("default", help="torch.compile mode of the torch-compile lane: default, reduce-overhead, max-autotune."),
+    worker_timeout: float = typer.Option(600.0, help="Seconds a framework's worker process may take to answer (start-up, first call) before the row says error."),
 ):
     """Verify, then time, every lane on every case; append rows to a JSON-lines file."""
     from .lanes import LANES, get_lane
+    from .lanes import options as lane_options
 
+    run_options = lane_options.LaneOptions(compile_mode=compile_mode, worker_timeout_s=worker_timeout)
     device = resolve_device(device)
     grid = {"cell": _split(cell, "cell", False), "dtype": _split(dtype, "dtype", False),
             "mode": _split(mode, "mode", False), "loss": _split(loss, "loss", False),
@@ -140,7 +144,8 @@ def run_command(
         print(f"{len(cases)} cases × {len(chosen)} lanes")
         return
     out = out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{device}.jsonl"
-    _run_with_progress(cases, chosen, out, resume, retry_failed, budget)
+    with lane_options.using(**vars(run_options)):
+        _run_with_progress(cases, chosen, out, resume, retry_failed, budget)
     _print_report(out, baseline)
 
 

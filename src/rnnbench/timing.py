@@ -10,6 +10,10 @@ Two ways of timing share this module:
 - :class:`PhaseClock` (the language model): one host clock over a whole phase of batches (an
   epoch's training, an evaluation pass), started and stopped only after :func:`synchronize`,
   with the first batches of the phase left out as warm-up.
+
+torch is imported only where a CUDA device is timed or synchronised, so the worker processes of
+other frameworks (which must not load a second framework) time their calls with these same rules
+and statistics.
 """
 
 from __future__ import annotations
@@ -18,8 +22,6 @@ import statistics
 import time
 from dataclasses import asdict, dataclass
 from typing import Callable
-
-import torch
 
 NOISY_SPREAD = 0.10  # (p80 - p20) / median above this marks a measurement as noisy
 # Batches at the start of a phase that a PhaseClock leaves out of its figure: they hold cuDNN plan
@@ -72,6 +74,7 @@ def _quantile(sorted_values: list[float], q: float) -> float:
 def _timer(device: str) -> Callable[[Callable[[], object]], float]:
     """A function that runs ``fn`` once and returns its duration in ms, synchronised."""
     if device == "cuda":
+        import torch
 
         def run(fn):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -84,6 +87,8 @@ def _timer(device: str) -> Callable[[Callable[[], object]], float]:
 
         return run
 
+    # Any other device: the host clock. A caller on an asynchronous device that is not torch's
+    # (JAX on a GPU, say) passes a ``fn`` that blocks until its work is done.
     def run(fn):
         t0 = time.perf_counter()
         fn()
@@ -145,6 +150,8 @@ def synchronize(device: torch.device | str) -> None:
     slower -- a forward-only pass queues quickly, and the clock was read while the GPU still
     had the work in its queue. Every clock read of a :class:`PhaseClock` comes after this call.
     """
+    import torch
+
     device = torch.device(device)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -166,6 +173,8 @@ class PhaseClock:
     """
 
     def __init__(self, device: torch.device | str, n_batches: int, warmup: int = PHASE_WARMUP_BATCHES):
+        import torch
+
         self.device = torch.device(device)
         self.skip = max(min(warmup, n_batches - 1), 0)
         self.seen = self.words = self.batches = 0  # batches seen; words and batches timed

@@ -43,8 +43,7 @@ class FusedLoop(nn.Module):
             state = (hx[0][k], hx[1][k]) if lstm else hx[k]
             outputs = []
             for t in range(x_proj.shape[0]):
-                h = state[0] if lstm else state
-                state = keep_finished(self._step(x_proj[t], torch.addmm(b_hh, h, w_hh.T), state), state, running[t])
+                state = keep_finished(self._recurrent_step(x_proj[t], w_hh, b_hh, state), state, running[t])
                 outputs.append(zero_finished(state[0] if lstm else state, running[t]))
             layer_input = torch.stack(outputs)
             finals.append(state)
@@ -52,20 +51,33 @@ class FusedLoop(nn.Module):
             return layer_input, (torch.stack([s[0] for s in finals]), torch.stack([s[1] for s in finals]))
         return layer_input, torch.stack(finals)
 
-    def _step(self, x_proj: torch.Tensor, h_proj: torch.Tensor, state):
-        """Gate math given both projections ``[B, G*H]`` (biases included)."""
-        if self.cell == "lstm":
-            i, f, g, o = (x_proj + h_proj).chunk(4, dim=1)
-            c = torch.sigmoid(f) * state[1] + torch.sigmoid(i) * torch.tanh(g)
-            return torch.sigmoid(o) * torch.tanh(c), c
-        if self.cell == "gru":
-            x_r, x_z, x_n = x_proj.chunk(3, dim=1)
-            h_r, h_z, h_n = h_proj.chunk(3, dim=1)
-            r, z = torch.sigmoid(x_r + h_r), torch.sigmoid(x_z + h_z)
-            n = torch.tanh(x_n + r * h_n)
-            return n + z * (state - n)
-        pre = x_proj + h_proj
-        return torch.tanh(pre) if self.cell == "rnn_tanh" else torch.relu(pre)
+    def _recurrent_step(self, x_proj: torch.Tensor, w_hh: torch.Tensor, b_hh: torch.Tensor, state):
+        """One step of one layer from its input projection ``[B, G*H]``: the recurrent matmul,
+        then the gate math. (``torch-compile`` compiles exactly this.)"""
+        return recurrent_step(self.cell, x_proj, w_hh, b_hh, state)
+
+
+def recurrent_step(cell: str, x_proj: torch.Tensor, w_hh: torch.Tensor, b_hh: torch.Tensor, state):
+    """The recurrent matmul ``h @ W_hh.T + b_hh`` and :func:`gate_math`."""
+    h = state[0] if cell == "lstm" else state
+    return gate_math(cell, x_proj, torch.addmm(b_hh, h, w_hh.T), state)
+
+
+def gate_math(cell: str, x_proj: torch.Tensor, h_proj: torch.Tensor, state):
+    """One step's gate math given both projections ``[B, G*H]`` (biases included) and the state
+    (``h`` ``[B, H]``, or ``(h, c)`` for LSTM); returns the new state in the same form."""
+    if cell == "lstm":
+        i, f, g, o = (x_proj + h_proj).chunk(4, dim=1)
+        c = torch.sigmoid(f) * state[1] + torch.sigmoid(i) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.tanh(c), c
+    if cell == "gru":
+        x_r, x_z, x_n = x_proj.chunk(3, dim=1)
+        h_r, h_z, h_n = h_proj.chunk(3, dim=1)
+        r, z = torch.sigmoid(x_r + h_r), torch.sigmoid(x_z + h_z)
+        n = torch.tanh(x_n + r * h_n)
+        return n + z * (state - n)
+    pre = x_proj + h_proj
+    return torch.tanh(pre) if cell == "rnn_tanh" else torch.relu(pre)
 
 
 register(

@@ -46,6 +46,9 @@ class Lane:
         lengths: how the lane meets a variable-length batch: ``packed``, ``masked``, ``padded``
             (see :func:`rnnbench.workload.module_call`), or None: it cannot.
         variable_lengths_only: the lane exists to be compared on variable-length batches.
+        check: ``device -> None or a one-line reason`` for what ``requires`` cannot say (a
+            compiler, a framework's CUDA plugin, an interpreter of another environment). Cheap:
+            ``rnnbench list`` calls it for every lane.
     """
 
     name: str
@@ -61,6 +64,7 @@ class Lane:
     prepare: Callable | None = None
     lengths: str | None = None
     variable_lengths_only: bool = False
+    check: Callable[[str], str | None] | None = None
 
     def final_states(self, case: Case) -> bool:
         """Whether this lane's step of ``case`` returns ``h_n``/``c_n`` (a padded lane cannot)."""
@@ -75,7 +79,7 @@ class Lane:
             return f"runs on {', '.join(self.devices)} only"
         if device == "cuda" and not torch.cuda.is_available():
             return "no CUDA device is visible"
-        return None
+        return self.check(device) if self.check is not None else None
 
     def skip_reason(self, case: Case) -> str | None:
         """None if this lane applies to ``case``, else why not (one line)."""
