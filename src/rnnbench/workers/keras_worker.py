@@ -1,0 +1,482 @@
+"""The Keras 3 worker: ``layers.LSTM / GRU / SimpleRNN`` on the backend named by ``KERAS_BACKEND``
+(``jax``, ``torch`` or ``tensorflow``; Keras fixes it at import, hence one worker per backend).
+
+Run as ``KERAS_BACKEND=jax python -m rnnbench.workers.keras_worker`` (see
+:mod:`rnnbench.workers.protocol`).
+
+**Layout** (:func:`to_keras`, :func:`from_keras`, :func:`grads_from_keras`; numpy only). Per layer
+Keras holds ``kernel`` ``[I, G*H]``, ``recurrent_kernel`` ``[H, G*H]`` (torch's matrices
+transposed) and a bias:
+
+- LSTM: gates i, f, c, o = torch's i, f, g, o; **one** bias ``[4H]`` = ``b_ih + b_hh``. The two
+  biases are only ever added, so the sum computes the same function; the gradient of each torch
+  bias is the gradient of the sum (both get it back).
+- GRU with ``reset_after=True`` (cuDNN's and torch's GRU: the reset gate multiplies
+  ``W_hn h + b_hn`` after the matmul): gates z, r, h against torch's r, z, n, so the first two
+  gate blocks swap; the bias is ``[2, 3H]``: row 0 = ``b_ih``, row 1 = ``b_hh`` (kept apart: the
+  recurrent bias of the candidate sits inside ``r * (...)``, so these cannot be summed).
+- SimpleRNN (tanh or relu): one bias ``[H]`` = ``b_ih + b_hh``, as LSTM.
+
+Going back (:func:`from_keras`), a merged bias cannot be split: all of it goes to ``bias_ih`` and
+``bias_hh`` is zero (the same function).
+
+**Data** is batch-major, as Keras wants: ``x`` ``[B, T, I]`` and the targets are transposed once
+when the step is prepared (outside the timing); outputs and ``grad_x`` are transposed back before
+verification. The layers are stacked with ``return_sequences=True, return_state=True`` and given
+the canonical initial states. Each backend runs a step as its own trainer would: JAX under
+``jax.jit`` (``stateless_call``, ``jax.grad``), torch eagerly (``torch.autograd.grad``),
+TensorFlow in a ``tf.function`` (``tf.GradientTape``).
+
+**cuDNN**: each row records ``keras_cudnn`` (whether a cuDNN kernel was called: torch's
+``_cudnn_lstm``/``_cudnn_gru``, JAX's ``jax.experimental.rnn.lstm``, TensorFlow's cuDNN functions,
+seen by wrapping them), ``keras_cudnn_ok`` (Keras's own test, ``backend.cudnn_ok``, where it has
+one) and ``keras_path``: ``backend`` when the backend's fused ``lstm``/``gru`` answered, ``generic``
+when Keras fell back to its step-by-step RNN loop (always for SimpleRNN).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .protocol import ArrayStep, protocol_streams, serve
+
+# Keras's gate blocks, as indices of torch's gate blocks: GRU z, r, h <- torch r, z, n.
+KERAS_GATES = {"lstm": (0, 1, 2, 3), "gru": (1, 0, 2), "rnn_tanh": (0,), "rnn_relu": (0,)}
+
+
+def _blocks(a: np.ndarray, cell: str) -> np.ndarray:
+    """Reorder the gate blocks along axis 0 from torch's order to Keras's (its own inverse for
+    every cell: a swap or the identity)."""
+    return np.concatenate([b for b in (np.split(a, len(KERAS_GATES[cell]), axis=0)[i] for i in KERAS_GATES[cell])])
+
+
+def to_keras(cell: str, weights: dict, num_layers: int) -> list[list[np.ndarray]]:
+    """Canonical weights -> per layer ``[kernel, recurrent_kernel, bias]`` as Keras sets them."""
+    layers = []
+    for k in range(num_layers):
+        w = {n: np.asarray(weights[f"{n}_l{k}"]) for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")}
+        kernel, recurrent = _blocks(w["weight_ih"], cell).T, _blocks(w["weight_hh"], cell).T
+        if cell == "gru":
+            bias = np.stack([_blocks(w["bias_ih"], cell), _blocks(w["bias_hh"], cell)])
+        else:
+            bias = _blocks(w["bias_ih"] + w["bias_hh"], cell)
+        layers.append([np.ascontiguousarray(kernel), np.ascontiguousarray(recurrent), bias])
+    return layers
+
+
+def _canonical(cell: str, layers: list, merged_bias_to: tuple[str, ...]) -> dict:
+    out = {}
+    for k, (kernel, recurrent, bias) in enumerate(layers):
+        out[f"weight_ih_l{k}"] = _blocks(np.asarray(kernel).T, cell)
+        out[f"weight_hh_l{k}"] = _blocks(np.asarray(recurrent).T, cell)
+        bias = np.asarray(bias)
+        if cell == "gru":
+            out[f"bias_ih_l{k}"], out[f"bias_hh_l{k}"] = _blocks(bias[0], cell), _blocks(bias[1], cell)
+        else:
+            for name in ("bias_ih", "bias_hh"):
+                out[f"{name}_l{k}"] = _blocks(bias, cell) if name in merged_bias_to else np.zeros_like(bias)
+    return out
+
+
+def from_keras(cell: str, layers: list) -> dict:
+    """Keras weights -> canonical ones; a merged bias goes to ``bias_ih`` (``bias_hh`` = 0)."""
+    return _canonical(cell, layers, ("bias_ih",))
+
+
+def grads_from_keras(cell: str, layers: list) -> dict:
+    """Gradients of Keras weights -> gradients of the canonical weights (the adjoint of
+    :func:`to_keras`): a merged bias's gradient is each torch bias's gradient."""
+    return _canonical(cell, layers, ("bias_ih", "bias_hh"))
+
+
+# --- the framework -------------------------------------------------------------------------------
+
+KERAS_DTYPE = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+class KerasStep(ArrayStep):
+    """One case on the current backend; see the module docstring."""
+
+    def __init__(self, request: dict):
+        super().__init__()
+        import keras
+
+        self.keras = keras
+        self.backend = keras.backend.backend()
+        self.case, self.names = request["case"], tuple(request["names"])
+        case, arrays, settings = self.case, request["arrays"], request.get("settings", {})
+        self.cell, self.lstm, self.train = case["cell"], case["cell"] == "lstm", case["mode"] == "train"
+        self.use_cudnn = settings.get("use_cudnn", "auto")
+        self.dtype = KERAS_DTYPE[case["dtype"]]
+        self.spy = CudnnSpy(self.backend)
+        self.extra = {"framework_version": f"keras {keras.__version__} ({self.backend} backend)",
+                      "keras_use_cudnn": str(self.use_cudnn)}
+        self.device_name = self._device_name(case["device"])
+        self._set_precision()
+        with self._on_device():
+            self.layers = self._build(arrays["weights"])
+            self._prepare_backend(arrays, request.get("threads"))
+        self.extra["keras_cudnn_ok"] = self._cudnn_ok()
+
+    # --- common ---
+
+    def _device_name(self, device: str) -> str:
+        # torch: the names Keras's torch backend uses itself ("cpu:0" makes it copy every new
+        # variable off its Parameter, which breaks the integer seed variable of an RNN cell)
+        if self.backend == "torch":
+            return "cuda" if device == "cuda" else "cpu"
+        return "gpu:0" if device == "cuda" else "cpu:0"
+
+    def _on_device(self):
+        """keras.device(...) for the case's device, or nothing where it is the default already."""
+        import contextlib
+
+        if self.backend == "torch":
+            from keras.src.backend.torch.core import get_device
+
+            if str(get_device()) == self.device_name:
+                return contextlib.nullcontext()
+        return self.keras.device(self.device_name)
+
+    def _build(self, weights: dict) -> list:
+        keras, case = self.keras, self.case
+        hidden, layers = case["hidden_size"], []
+        # The initial values are overwritten at once: zeros spare the orthogonal initialiser's QR
+        # (which has no bfloat16 kernel on the CPU in torch, nor in JAX)
+        kw = dict(return_sequences=True, return_state=True, dtype=self.dtype, kernel_initializer="zeros",
+                  recurrent_initializer="zeros", bias_initializer="zeros")
+        for k, values in enumerate(to_keras(self.cell, weights, case["num_layers"])):
+            if self.lstm:
+                layer = keras.layers.LSTM(hidden, use_cudnn=self.use_cudnn, **kw)
+            elif self.cell == "gru":
+                layer = keras.layers.GRU(hidden, reset_after=True, use_cudnn=self.use_cudnn, **kw)
+            else:
+                layer = keras.layers.SimpleRNN(hidden, activation=self.cell.removeprefix("rnn_"), **kw)
+            in_size = case["input_size"] if k == 0 else hidden
+            layer.build((case["batch_size"], case["seq_len"], in_size))
+            layer.set_weights([v.astype(np.float32) for v in values])
+            layers.append(layer)
+        return layers
+
+    def _cudnn_ok(self):
+        """Keras's own test for its cuDNN path (None where the backend has none to ask)."""
+        test = getattr(self.keras.src.backend, "cudnn_ok", None)
+        if test is None or self.cell not in ("lstm", "gru"):
+            return None if test is None else False
+        cell = self.layers[0].cell
+        try:
+            return bool(test(cell.activation, cell.recurrent_activation, False, cell.use_bias))
+        except Exception:
+            return None
+
+    def _set_precision(self) -> None:
+        tf32 = self.case["dtype"] == "tf32"
+        if self.backend == "jax":
+            import jax
+
+            jax.config.update("jax_default_matmul_precision",
+                              {"fp32": "highest", "tf32": "tensorfloat32"}.get(self.case["dtype"]))
+        elif self.backend == "torch":
+            import torch
+
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            torch.backends.cudnn.allow_tf32 = tf32
+        elif self.backend == "tensorflow":
+            import tensorflow as tf
+
+            tf.config.experimental.enable_tensor_float_32_execution(tf32)
+
+    def before_call(self) -> None:
+        self._set_precision()
+
+    def _stack(self, call, x, h0, c0=None):
+        """Run the layers; ``call(k, layer, inputs, initial_state)`` -> Keras's outputs list."""
+        layer_input, hs, cs = x, [], []
+        for k, layer in enumerate(self.layers):
+            initial = [h0[k], c0[k]] if self.lstm else [h0[k]]
+            outs = call(k, layer, layer_input, initial)
+            layer_input = outs[0]
+            hs.append(outs[1])
+            if self.lstm:
+                cs.append(outs[2])
+        return layer_input, hs, cs
+
+    def _batch_first(self, arrays: dict) -> dict:
+        target = arrays["target"]
+        return {"x": arrays["x"].transpose(1, 0, 2), "h0": arrays["h0"], "c0": arrays["c0"],
+                "target": target.transpose(1, 0, 2) if target.ndim == 3 else target,
+                "target_h": arrays["target_h"], "target_c": arrays["target_c"]}
+
+    def _collect(self, output, h_n, c_n, grads=None) -> dict:
+        """Canonical, time-major float32 arrays from numpy values."""
+        out = {"output": output.transpose(1, 0, 2), "h_n": h_n}
+        if self.lstm:
+            out["c_n"] = c_n
+        if grads is not None:
+            g_x, g_h0, g_c0, g_layers = grads
+            out["grad_x"], out["grad_h0"] = g_x.transpose(1, 0, 2), g_h0
+            if self.lstm:
+                out["grad_c0"] = g_c0
+            out.update({f"grad_{n}": g for n, g in grads_from_keras(self.cell, g_layers).items()})
+        return {n: np.asarray(v, dtype=np.float32) for n, v in out.items()}
+
+    def first_call(self):
+        self.spy.reset()
+        with self.spy:
+            result = super().first_call()
+        self.extra["keras_cudnn"], self.extra["keras_path"] = self.spy.cudnn, self.spy.path
+        return result
+
+    def run(self):
+        with self._on_device():
+            return self._run()
+
+    # --- per backend ---
+
+    def _prepare_backend(self, arrays: dict, threads) -> None:
+        getattr(self, f"_prepare_{self.backend}")(self._batch_first(arrays), threads)
+
+    def _prepare_jax(self, a: dict, threads) -> None:
+        import jax
+        import jax.numpy as jnp
+
+        device = jax.devices("gpu" if self.case["device"] == "cuda" else "cpu")[0]
+        put = lambda v, dtype=self.dtype: jax.device_put(jnp.asarray(v, dtype=dtype), device)  # noqa: E731
+        params = [[put(v.value) for v in layer.trainable_variables] for layer in self.layers]
+        fixed = [[v.value for v in layer.non_trainable_variables] for layer in self.layers]
+        leaves = [put(a["x"]), put(a["h0"])] + ([put(a["c0"])] if self.lstm else [])
+        targets = {k: put(a[k], "float32") for k in ("target", "target_h", "target_c")}
+        loss_kind = self.case["loss"]
+
+        def network(params, x, h0, c0=None):
+            def call(k, layer, inputs, initial):
+                outs, _ = layer.stateless_call(params[k], fixed[k], inputs, initial_state=initial)
+                return outs
+
+            return self._stack(call, x, h0, c0)
+
+        def loss(params, *leaves):
+            output, hs, cs = network(params, *leaves)
+            finals = [jnp.stack(hs)] + ([jnp.stack(cs)] if self.lstm else [])
+            y = output if loss_kind == "all_steps" else output[:, -1]
+            total = jnp.sum((y.astype(jnp.float32) - targets["target"]) ** 2)
+            for state, key in zip(finals, ("target_h", "target_c")):
+                total = total + jnp.sum((state.astype(jnp.float32) - targets[key]) ** 2)
+            return 0.5 * total / output.shape[0], (output, *finals)
+
+        if self.train:
+            fn = jax.jit(jax.grad(loss, argnums=tuple(range(len(leaves) + 1)), has_aux=True))
+        else:
+            fn = jax.jit(lambda params, *leaves: loss(params, *leaves)[1])
+        args = (params, *leaves)
+        self._run = lambda: jax.block_until_ready(fn(*args))
+
+        def outputs(result):
+            to_np = lambda v: np.asarray(jax.device_get(v)).astype(np.float32)  # noqa: E731
+            if not self.train:
+                values = [to_np(v) for v in result]
+                return self._collect(values[0], values[1], values[2] if self.lstm else None)
+            (g_params, *g_leaves), values = result
+            values, g_leaves = [to_np(v) for v in values], [to_np(g) for g in g_leaves]
+            g_layers = [[to_np(g) for g in layer] for layer in g_params]
+            return self._collect(values[0], values[1], values[2] if self.lstm else None,
+                                 (g_leaves[0], g_leaves[1], g_leaves[2] if self.lstm else None, g_layers))
+
+        self.outputs = outputs
+        self.extra["jax_backend"] = device.platform
+
+    def _prepare_torch(self, a: dict, threads) -> None:
+        import torch
+
+        if threads:
+            torch.set_num_threads(int(threads))
+        device = torch.device("cuda" if self.case["device"] == "cuda" else "cpu")
+        self.timer = "cuda" if device.type == "cuda" else "cpu"
+        dtype = getattr(torch, self.dtype)
+        put = lambda v, dt=dtype: torch.as_tensor(v).to(device=device, dtype=dt)  # noqa: E731
+        leaves = [put(a["x"]), put(a["h0"])] + ([put(a["c0"])] if self.lstm else [])
+        targets = {k: put(a[k], torch.float32) for k in ("target", "target_h", "target_c")}
+        params = [[v.value for v in layer.trainable_variables] for layer in self.layers]
+        flat = [p for layer in params for p in layer]
+        loss_kind = self.case["loss"]
+
+        def network(*leaves):
+            return self._stack(lambda k, layer, inputs, initial: layer(inputs, initial_state=initial), *leaves)
+
+        if self.train:
+            for t in leaves:
+                t.requires_grad_(True)
+
+            def run():
+                output, hs, cs = network(*leaves)
+                finals = [torch.stack(hs)] + ([torch.stack(cs)] if self.lstm else [])
+                y = output if loss_kind == "all_steps" else output[:, -1]
+                total = ((y.float() - targets["target"]) ** 2).sum()
+                for state, key in zip(finals, ("target_h", "target_c")):
+                    total = total + ((state.float() - targets[key]) ** 2).sum()
+                grads = torch.autograd.grad(0.5 * total / output.shape[0], [*leaves, *flat])
+                return (output.detach(), *(f.detach() for f in finals)), grads
+        else:
+
+            def run():
+                with torch.no_grad():
+                    output, hs, cs = network(*leaves)
+                    return (output, torch.stack(hs), *([torch.stack(cs)] if self.lstm else [])), None
+
+        self._run = run
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats()
+
+        def outputs(result):
+            to_np = lambda v: v.detach().float().cpu().numpy()  # noqa: E731
+            values, grads = result
+            values = [to_np(v) for v in values]
+            c_n = values[2] if self.lstm else None
+            if grads is None:
+                return self._collect(values[0], values[1], c_n)
+            grads = [to_np(g) for g in grads]
+            n = len(leaves)
+            g_layers, at = [], n
+            for layer in params:
+                g_layers.append(grads[at:at + len(layer)])
+                at += len(layer)
+            return self._collect(values[0], values[1], c_n, (grads[0], grads[1], grads[2] if self.lstm else None,
+                                                              g_layers))
+
+        self.outputs = outputs
+
+    def _prepare_tensorflow(self, a: dict, threads) -> None:
+        import tensorflow as tf
+
+        dtype = getattr(tf, self.dtype)
+        put = lambda v, dt=dtype: tf.cast(tf.constant(v), dt)  # noqa: E731
+        leaves = [put(a["x"]), put(a["h0"])] + ([put(a["c0"])] if self.lstm else [])
+        targets = {k: put(a[k], tf.float32) for k in ("target", "target_h", "target_c")}
+        params = [[v.value for v in layer.trainable_variables] for layer in self.layers]
+        flat = [p for layer in params for p in layer]
+        loss_kind = self.case["loss"]
+
+        def network(*leaves):
+            return self._stack(lambda k, layer, inputs, initial: layer(inputs, initial_state=initial), *leaves)
+
+        if self.train:
+
+            @tf.function
+            def fn(*leaves):
+                with tf.GradientTape() as tape:
+                    tape.watch(leaves)
+                    output, hs, cs = network(*leaves)
+                    finals = [tf.stack(hs)] + ([tf.stack(cs)] if self.lstm else [])
+                    y = output if loss_kind == "all_steps" else output[:, -1]
+                    total = tf.reduce_sum((tf.cast(y, tf.float32) - targets["target"]) ** 2)
+                    for state, key in zip(finals, ("target_h", "target_c")):
+                        total = total + tf.reduce_sum((tf.cast(state, tf.float32) - targets[key]) ** 2)
+                    loss = 0.5 * total / tf.cast(tf.shape(output)[0], tf.float32)
+                grads = tape.gradient(loss, [*leaves, *flat])
+                return (output, *finals), grads
+        else:
+
+            @tf.function
+            def fn(*leaves):
+                output, hs, cs = network(*leaves)
+                return (output, tf.stack(hs), *([tf.stack(cs)] if self.lstm else [])), None
+
+        sync = getattr(getattr(tf.test, "experimental", None), "sync_devices", None)
+
+        def run():
+            result = fn(*leaves)
+            if sync is not None and self.case["device"] == "cuda":
+                sync()
+            return result
+
+        self._run = run
+
+        def outputs(result):
+            to_np = lambda v: tf.cast(v, tf.float32).numpy()  # noqa: E731
+            values, grads = result
+            values = [to_np(v) for v in values]
+            c_n = values[2] if self.lstm else None
+            if grads is None:
+                return self._collect(values[0], values[1], c_n)
+            grads = [to_np(g) for g in grads]
+            n = len(leaves)
+            g_layers, at = [], n
+            for layer in params:
+                g_layers.append(grads[at:at + len(layer)])
+                at += len(layer)
+            return self._collect(values[0], values[1], c_n, (grads[0], grads[1], grads[2] if self.lstm else None,
+                                                              g_layers))
+
+        self.outputs = outputs
+
+
+class CudnnSpy:
+    """Within the block, notes whether a cuDNN kernel of the backend was called (and returned),
+    and whether the backend's fused ``lstm``/``gru`` answered or Keras fell back to its loop."""
+
+    TARGETS = {"torch": ("keras.src.backend.torch.rnn", ("_cudnn_lstm", "_cudnn_gru")),
+               "jax": ("jax.experimental.rnn", ("lstm",)),
+               "tensorflow": ("keras.src.backend.tensorflow.rnn", ("_cudnn_lstm", "_cudnn_gru"))}
+
+    def __init__(self, backend: str):
+        self.backend = backend
+        self.reset()
+
+    def reset(self) -> None:
+        self.cudnn, self.path = False, "generic"
+
+    def __enter__(self):
+        import importlib
+
+        self._patched = []
+        module_name, names = self.TARGETS.get(self.backend, ("", ()))
+        targets = [(importlib.import_module(module_name), n, self._on_cudnn) for n in names] if module_name else []
+        backend = importlib.import_module("keras.src.backend")
+        targets += [(backend, n, self._on_backend) for n in ("lstm", "gru")]
+        for module, name, wrap in targets:
+            original = getattr(module, name, None)
+            if original is not None:
+                setattr(module, name, wrap(original))
+                self._patched.append((module, name, original))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for module, name, original in reversed(self._patched):
+            setattr(module, name, original)
+
+    def _on_cudnn(self, original):
+        def spy(*args, **kwargs):
+            result = original(*args, **kwargs)
+            self.cudnn = True
+            return result
+
+        return spy
+
+    def _on_backend(self, original):
+        def spy(*args, **kwargs):
+            result = original(*args, **kwargs)  # NotImplementedError: Keras falls back to its loop
+            self.path = "backend"
+            return result
+
+        return spy
+
+
+def make_step(request: dict) -> KerasStep:
+    if request["lane"] != "keras":
+        raise ValueError(f"the Keras worker has no lane {request['lane']!r}")
+    return KerasStep(request)
+
+
+def main() -> None:
+    streams = protocol_streams()  # before Keras is imported: nothing it prints can reach the replies
+    import keras
+
+    hello = {"keras": keras.__version__, "backend": keras.backend.backend(),
+             "KERAS_BACKEND": os.environ.get("KERAS_BACKEND")}
+    serve(make_step, hello, streams)
+
+
+if __name__ == "__main__":
+    main()
