@@ -89,6 +89,8 @@ worker_lane("jax-cudnn", "JAX: jax.experimental.rnn.lstm, a cuDNN call (LSTM on 
             JAX, "jax-cudnn", cells=("lstm",), devices=("cuda",), requires=("jax",), check=jax_cuda_missing)
 
 # --- Keras 3, one lane per backend ----------------------------------------------------------------
+# keras-tf is also "TensorFlow 2's tf.keras.layers.LSTM": from TF 2.16 tf.keras *is* Keras 3 (checked
+# with TF 2.21: tf.keras.layers.LSTM is keras.layers.LSTM), so a separate `tf` lane would repeat it.
 
 KERAS_SUMMARY = "Keras 3 layers.LSTM/GRU/SimpleRNN on the {} backend, use_cudnn={} (worker)"
 worker_lane("keras-jax", KERAS_SUMMARY.format("JAX", "auto"), KERAS["jax"], "keras", {"use_cudnn": "auto"},
@@ -103,3 +105,6 @@ worker_lane("keras-jax-nocudnn", KERAS_SUMMARY.format("JAX", "False"), KERAS["ja
             devices=("cuda",), requires=("keras", "jax"), check=jax_cuda_missing)
 worker_lane("keras-torch-nocudnn", KERAS_SUMMARY.format("PyTorch", "False"), KERAS["torch"], "keras",
             {"use_cudnn": False}, devices=("cuda",), requires=("keras",))
+worker_lane("keras-tf-nocudnn", KERAS_SUMMARY.format("TensorFlow", "False"), KERAS["tensorflow"], "keras",
+            {"use_cudnn": False}, devices=("cuda",),
+            check=other_python_missing(KERAS["tensorflow"], ("tensorflow", "keras")))

@@ -165,9 +165,13 @@ class KerasStep(ArrayStep):
         test = getattr(self.keras.src.backend, "cudnn_ok", None)
         if test is None or self.cell not in ("lstm", "gru"):
             return None if test is None else False
+        import inspect
+
         cell = self.layers[0].cell
+        args = (cell.activation, cell.recurrent_activation, False, cell.use_bias)
+        gru = {"reset_after": True} if self.cell == "gru" and "reset_after" in inspect.signature(test).parameters else {}
         try:
-            return bool(test(cell.activation, cell.recurrent_activation, False, cell.use_bias))
+            return bool(test(*args, **gru))
         except Exception:
             return None
 
@@ -232,6 +236,14 @@ class KerasStep(ArrayStep):
     def run(self):
         with self._on_device():
             return self._run()
+
+    peak_memory = None
+
+    def measure(self, budget_s: float, first_call_ms: float) -> dict:
+        result = super().measure(budget_s, first_call_ms)
+        if self.peak_memory is not None:
+            self.extra["peak_mem_bytes"] = int(self.peak_memory())
+        return result
 
     # --- per backend ---
 
@@ -326,8 +338,9 @@ class KerasStep(ArrayStep):
                     return (output, torch.stack(hs), *([torch.stack(cs)] if self.lstm else [])), None
 
         self._run = run
-        if device.type == "cuda":
+        if device.type == "cuda":  # peak device memory of this step, as the runner reports for torch lanes
             torch.cuda.reset_peak_memory_stats()
+            self.peak_memory = torch.cuda.max_memory_allocated
 
         def outputs(result):
             to_np = lambda v: v.detach().float().cpu().numpy()  # noqa: E731

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Every lane, every framework, on the seed suites on a GPU, as run for benchmarks/results/<gpu>/.
+#
+# The GPU machine has no package index: Keras and the few wheels it needs travel as wheels.
+#   1. Where there is an index:   bash benchmarks/fetch_wheels.sh          (fills .whl/, ~8 MB)
+#   2. On the GPU machine (repo root, with .whl/ copied beside src/; PyTorch with CUDA, JAX with
+#      its CUDA plugin, numpy and the rnnbench dependencies already installed):
+#        RNNBENCH_GIT_COMMIT=<commit> bash benchmarks/frameworks_gpu.sh OUT_DIR [BUDGET_S] [SUITES]
+#      BUDGET_S defaults to 0.3 (seconds of timed runs per pair), SUITES to the four seed suites
+#      (comma list). LANES=a,b,... narrows the lanes (default: every registered lane; those that
+#      cannot run there are recorded `unavailable` with the reason, e.g. keras-tf without
+#      TensorFlow); COMPILE_MODE=reduce-overhead|max-autotune sets torch-compile's mode (rows go to
+#      OUT_DIR/<suite>-<mode>.jsonl).
+# Each suite appends to OUT_DIR/<suite>.jsonl with --resume: a run cut short (a time limit, a lost
+# machine) is continued by running the same command again; pairs already measured are skipped.
+# The log of every run is OUT_DIR/run.log; `rnnbench report OUT_DIR/*.jsonl` renders the tables.
+set -uo pipefail
+out=${1:?usage: frameworks_gpu.sh OUT_DIR [BUDGET_S] [SUITES]}
+budget=${2:-0.3}
+suites=${3:-glample-2016,theano-cudnn-2016,fastrnns,flashrnn-2024}
+mode=${COMPILE_MODE:-default}
+mkdir -p "$out"
+site=${RNNBENCH_SITE:-/tmp/site}
+if ! PYTHONPATH=$site python3 -c "import keras" 2>/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --target "$site" .whl/*.whl || { echo "cannot install .whl/*.whl (run benchmarks/fetch_wheels.sh where there is an index, carry .whl)"; exit 2; }
+fi
+export PYTHONPATH=$site:src PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
+python3 -m rnnbench env --json > "$out/env.json"
+COLUMNS=200 python3 -m rnnbench list > "$out/lanes.txt" 2>&1
+lanes=${LANES:+--lanes $LANES}
+suffix=$([ "$mode" = default ] || echo "-$mode")
+for suite in ${suites//,/ }; do
+  file="$out/$suite$suffix.jsonl"
+  python3 -m rnnbench run --suite "$suite" --device cuda --budget "$budget" --compile-mode "$mode" $lanes \
+    --out "$file" --resume >> "$out/run.log" 2>&1
+  echo "$suite: exit $?, $(grep -c '"record": "result"' "$file") rows, $(grep -c '"status": "ok"' "$file") ok"
+done
