@@ -157,3 +157,20 @@ def test_phase_clock_synchronises_before_each_clock_read(monkeypatch):
 def test_synchronize_is_a_no_op_on_the_cpu_and_accepts_names():
     timing.synchronize("cpu")
     timing.synchronize(torch.device("cpu"))
+
+
+def test_a_compiling_first_call_does_not_cut_the_runs():
+    """A first call that compiles (10x the budget) followed by fast calls gets the usual warm-up
+    and runs: the plan follows the first warm-up, not the compilation."""
+    calls = []
+
+    def fn():
+        calls.append(None)
+        time.sleep(0.3 if len(calls) == 1 else 0.001)
+
+    m = measure(fn, "cpu", budget_s=0.03, min_runs=5, warmup_runs=2)
+    assert m.first_call_ms >= 290.0 and m.runs >= 5
+    # and a call that stays slow is still cut to one warm-up and three runs
+    calls.clear()
+    m = measure(lambda: (calls.append(None), time.sleep(0.02)), "cpu", budget_s=0.03, min_runs=5, warmup_runs=2)
+    assert m.runs == 3 and len(calls) == 1 + 1 + 3

@@ -88,9 +88,9 @@ def measure_pair(case: Case, lane: Lane, inputs: Inputs, reference: dict, budget
             del outputs
             warmup, runs = run_plan(first_ms, budget_s)
             if runs < run_plan(0.0, budget_s)[1]:
-                on_note(f"{case.key} · {lane.name}: one call takes {first_ms / 1e3:.1f} s, over the "
-                        f"{budget_s:g} s budget; timing {warmup} warm-up and {runs} runs "
-                        f"(about {first_ms * (warmup + runs) / 1e3:.0f} s)")
+                on_note(f"{case.key} · {lane.name}: the first call took {first_ms / 1e3:.1f} s, over the "
+                        f"{budget_s:g} s budget; if the next are as slow (not compiling), timing {warmup} "
+                        f"warm-up and {runs} runs (about {first_ms * (warmup + runs) / 1e3:.0f} s)")
             m = step.measure(budget_s, first_ms)
         peak = torch.cuda.max_memory_allocated() if cuda else None
         return {"status": "ok", "message": "", "max_rel_error": verdict.max_rel_error,

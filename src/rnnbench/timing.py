@@ -117,9 +117,11 @@ def measure(fn: Callable[[], object], device: str, *, budget_s: float = 0.5, min
     """Time ``fn``: its first call alone, ``warmup_runs`` untimed calls, then repetitions until
     ``budget_s`` seconds of measured time and at least ``min_runs`` (at most ``max_runs``).
 
-    The budget is a limit, not only a target: when the first call shows that the warm-up and the
-    minimum runs alone would overrun it, :func:`run_plan` cuts them to one warm-up and three runs,
-    so a pair costs about its first call plus four more, however slow each call is.
+    The budget is a limit, not only a target: when a call shows that the warm-up and the minimum
+    runs alone would overrun it, :func:`run_plan` cuts them to one warm-up and three runs, so a
+    pair costs about its first call plus four more, however slow each call is. The call that
+    decides is the faster of the first and the first warm-up (which is timed for this): a first
+    call that compiles (``torch.compile``, ``jax.jit``) says nothing about the calls after it.
 
     The first call holds one-off costs (cuDNN plan search, CUDA graph capture, compilation) and is
     reported separately, never mixed into the median. Pass ``first_call_ms`` when the caller
@@ -127,8 +129,9 @@ def measure(fn: Callable[[], object], device: str, *, budget_s: float = 0.5, min
     """
     timed = _timer(device)
     first = timed(fn) if first_call_ms is None else first_call_ms
-    warmup_runs, min_runs = run_plan(first, budget_s, warmup_runs, min_runs)
-    for _ in range(warmup_runs):
+    warm = timed(fn) if warmup_runs > 0 else first  # the first warm-up, timed only to plan
+    warmup_runs, min_runs = run_plan(min(first, warm), budget_s, warmup_runs, min_runs)
+    for _ in range(warmup_runs - 1):
         fn()
     samples: list[float] = []
     spent = 0.0

@@ -153,7 +153,7 @@ class Worker:
         except subprocess.TimeoutExpired:
             self.kill()
             code = self.proc.returncode
-        how = f"signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit code {code}"
+        how = f"signal {_signal_name(-code)}" if code is not None and code < 0 else f"exit code {code}"
         last = self.last_log_line()
         return WorkerError(f"the {self.spec.name} worker died during {op} ({how})" + (f": {last}" if last else ""))
 
@@ -197,6 +197,13 @@ class Worker:
             os.unlink(self.log.name)
         except OSError:
             pass
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
 
 
 _WORKERS: dict[str, Worker] = {}
