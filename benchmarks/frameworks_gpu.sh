@@ -7,7 +7,7 @@
 #      its CUDA plugin, numpy and the rnnbench dependencies already installed):
 #        RNNBENCH_GIT_COMMIT=<commit> bash benchmarks/frameworks_gpu.sh OUT_DIR [BUDGET_S] [SUITES]
 #      BUDGET_S defaults to 0.3 (seconds of timed runs per pair), SUITES to the four seed suites
-#      (comma list). LANES=a,b,... narrows the lanes (default: every registered lane; those that
+#      and `varlen` (lengths 10:200 padded to 200, batch 64, hidden 512; comma list). LANES=a,b,... narrows the lanes (default: every registered lane; those that
 #      cannot run there are recorded `unavailable` with the reason, e.g. keras-tf without
 #      TensorFlow); COMPILE_MODE=reduce-overhead|max-autotune sets torch-compile's mode (rows go to
 #      OUT_DIR/<suite>-<mode>.jsonl).
@@ -17,7 +17,7 @@
 set -uo pipefail
 out=${1:?usage: frameworks_gpu.sh OUT_DIR [BUDGET_S] [SUITES]}
 budget=${2:-0.3}
-suites=${3:-glample-2016,theano-cudnn-2016,fastrnns,flashrnn-2024}
+suites=${3:-glample-2016,theano-cudnn-2016,fastrnns,flashrnn-2024,varlen}
 mode=${COMPILE_MODE:-default}
 mkdir -p "$out"
 site=${RNNBENCH_SITE:-/tmp/site}

@@ -79,10 +79,16 @@ def test_lane_matches_reference_odd_sizes(monkeypatch, lane, cell, mode):
 
 @pytest.mark.parametrize("lane", [n for n in CPU_LANES if n != "torch-compile"])
 def test_worker_lanes_last_step_loss_and_half_precision(monkeypatch, lane):
-    """The other loss, and a half type: inputs rounded in the worker as the reference rounds them."""
+    """The other loss (also on a variable-length batch: each sequence's own last step), and a half
+    type: inputs rounded in the worker as the reference rounds them. (tests/test_lengths.py runs
+    every length lane on all-steps batches.)"""
     case = Case(cell="lstm", mode="train", loss="last_step", **ODD)
     result, _ = _measure_through_runner(monkeypatch, case, lane)
     assert result["status"] == "ok" and result["max_rel_error"] < FP32_SEEN, result
+    if LANES[lane].lengths:
+        case = case.replace(lengths="2:7")
+        result, _ = _measure_through_runner(monkeypatch, case, lane)
+        assert result["status"] == "ok" and result["max_rel_error"] < FP32_SEEN, result
     case = Case(cell="gru", mode="train", dtype="bf16", batch_size=3, seq_len=5, input_size=7, hidden_size=16)
     result, _ = _measure_through_runner(monkeypatch, case, lane)
     assert result["status"] == "ok" and result["max_rel_error"] <= TOLERANCE["bf16"], result

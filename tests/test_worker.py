@@ -235,11 +235,14 @@ def test_cudnn_flat_layout_is_jaxs():
 
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs jax")
 def test_jax_cudnn_path_with_reference_lstm(temp_lane, tmp_path):
-    lane = _worker_lane(temp_lane, "test-jax-cudnn-ref", JAX, "jax-cudnn", {"reference": True}, cells=("lstm",))
-    # train returns the output and final states too (lstm_ref is unrolled: slow to compile)
-    rows = runner.run([Case(cell="lstm", mode="train", **ODD)], [lane], ResultsFile(tmp_path / "r.jsonl"),
-                      budget_s=0.01)
-    assert [r["status"] for r in rows] == ["ok"], rows
+    # train returns the output and final states too (lstm_ref is unrolled: slow to compile); the
+    # second case is a variable-length batch, whose lengths go to the call as seq_lengths
+    cases = [Case(cell="lstm", mode="train", **ODD), Case(cell="lstm", mode="train", loss="last_step",
+                                                         lengths="2:7", **ODD)]
+    lane = _worker_lane(temp_lane, "test-jax-cudnn-ref-lengths", JAX, "jax-cudnn", {"reference": True},
+                        cells=("lstm",), lengths="packed")
+    rows = runner.run(cases, [lane], ResultsFile(tmp_path / "r.jsonl"), budget_s=0.01)
+    assert [r["status"] for r in rows] == ["ok", "ok"], rows
     assert all(r["max_rel_error"] < 1e-5 and r["cudnn"] is False for r in rows)
 
 

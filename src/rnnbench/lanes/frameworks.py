@@ -26,7 +26,10 @@ KERAS = {backend: WorkerSpec(f"keras-{short}", "rnnbench.workers.keras_worker", 
 
 def worker_lane(name: str, summary: str, spec: WorkerSpec, impl: str, settings: dict | None = None,
                 **fields) -> Lane:
-    """Register a lane whose steps run ``impl`` with ``settings`` in ``spec``'s worker."""
+    """Register a lane whose steps run ``impl`` with ``settings`` in ``spec``'s worker. Keras
+    lanes take variable-length batches with Keras's mask."""
+    if impl == "keras":
+        fields.setdefault("lengths", "masked")
 
     def prepare(case, inputs):
         return prepare_in_worker(spec, impl, dict(settings or {}), case, inputs)
@@ -84,11 +87,11 @@ def other_python_missing(spec: WorkerSpec, packages: tuple[str, ...]):
 # --- JAX -----------------------------------------------------------------------------------------
 
 worker_lane("jax-scan", "JAX: lax.scan over time under jax.jit, jax.grad for train (worker process)",
-            JAX, "jax-scan", requires=("jax",), check=jax_cuda_missing)
+            JAX, "jax-scan", requires=("jax",), check=jax_cuda_missing, lengths="masked")
 # jax.experimental.rnn lowers float32 only ("TODO: Add support for input and weight dtypes other than float32").
 worker_lane("jax-cudnn", "JAX: jax.experimental.rnn.lstm, a cuDNN call (LSTM, fp32/tf32, CUDA only; worker)",
             JAX, "jax-cudnn", cells=("lstm",), devices=("cuda",), dtypes=("fp32", "tf32"), requires=("jax",),
-            check=jax_cuda_missing)
+            check=jax_cuda_missing, lengths="packed")  # cuDNN takes the lengths (seq_lengths)
 
 # --- Keras 3, one lane per backend ----------------------------------------------------------------
 # keras-tf is also "TensorFlow 2's tf.keras.layers.LSTM": from TF 2.16 tf.keras *is* Keras 3 (checked

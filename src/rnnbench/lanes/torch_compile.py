@@ -39,11 +39,11 @@ class CompiledLoop(FusedLoop):
 
         self._compiled_step = torch.compile(step, mode=mode, fullgraph=True)
 
-    def forward(self, x: torch.Tensor, hx):
+    def forward(self, x: torch.Tensor, hx, lengths: torch.Tensor | None = None):
         if self.mode == "reduce-overhead":
             # One iteration of CUDA-graph trees starts here (outputs of the last call may be reused).
             torch.compiler.cudagraph_mark_step_begin()
-        return super().forward(x, hx)
+        return super().forward(x, hx, lengths)
 
     def _recurrent_step(self, x_proj, w_hh, b_hh, state):
         return self._compiled_step(x_proj, w_hh, b_hh, state)
@@ -59,8 +59,12 @@ def prepare(case, inputs):
     module = CompiledLoop(case.cell, case.input_size, case.hidden_size, case.num_layers, mode)
     load_state_dict(module, inputs.weights)
     module.to(device=case.device, dtype=TORCH_DTYPE[case.dtype])
-    fn, names = module_call(module, case, inputs)
+    fn, names = module_call(module, case, inputs, lengths_mode=LANE_LENGTHS)
     return TorchStep(fn, names, case.device, extra={"compile_mode": mode, "compile_scope": "step"})
+
+
+# A variable-length batch is masked as in the fused loop: the masking stays outside the compiled step.
+LANE_LENGTHS = "masked"
 
 
 def _inductor_missing(device: str) -> str | None:
@@ -79,5 +83,6 @@ register(
         None,
         prepare=prepare,
         check=_inductor_missing,
+        lengths=LANE_LENGTHS,
     )
 )

@@ -230,24 +230,30 @@ def close_all() -> None:
 
 
 def arrays_of(inputs) -> dict:
-    """:class:`rnnbench.workload.Inputs` as float32 numpy arrays (weights in canonical names)."""
+    """:class:`rnnbench.workload.Inputs` as float32 numpy arrays (weights in canonical names), and
+    the lengths ``[B]`` (int64) of a variable-length batch, or None."""
     as_np = lambda t: t.detach().to(torch.float32).cpu().numpy()  # noqa: E731
+    lengths = getattr(inputs, "lengths", None)
     return {"weights": {n: as_np(w) for n, w in inputs.weights.items()},
-            **{k: as_np(getattr(inputs, k)) for k in ("x", "h0", "c0", "target", "target_h", "target_c")}}
+            **{k: as_np(getattr(inputs, k)) for k in ("x", "h0", "c0", "target", "target_h", "target_c")},
+            "lengths": None if lengths is None else lengths.cpu().numpy()}
 
 
 class WorkerStep:
     """A :class:`rnnbench.workload.Step` answered by a worker process."""
 
-    def __init__(self, worker: Worker, step_id: int, device: str, extra: dict, timeout_s: float):
+    def __init__(self, worker: Worker, step_id: int, device: str, extra: dict, timeout_s: float,
+                 names: tuple[str, ...] = ()):
         self.worker, self.id, self.device, self.extra = worker, step_id, device, extra
         self.timeout_s = timeout_s  # --worker-timeout as it was when the step was prepared
+        self.names = names  # what the step returns, in expected_names' order
 
     def first_call(self) -> tuple[dict[str, torch.Tensor], float]:
         reply = self.worker.request({"op": "first_call", "id": self.id}, self.timeout_s)
         self.extra.update(reply["extra"])
-        outputs = {n: torch.from_numpy(a).to(self.device) for n, a in reply["outputs"].items()}
-        return outputs, reply["ms"]
+        returned = reply["outputs"]
+        order = [n for n in self.names if n in returned] + [n for n in returned if n not in self.names]
+        return {n: torch.from_numpy(returned[n]).to(self.device) for n in order}, reply["ms"]
 
     def measure(self, budget_s: float, first_call_ms: float) -> Measurement:
         timeout = self.timeout_s + 10 * first_call_ms / 1e3 + 2 * budget_s
@@ -274,8 +280,9 @@ def prepare_in_worker(spec: WorkerSpec, lane: str, settings: dict, case, inputs)
     timeout_s = options.current().worker_timeout_s
     worker = get_worker(spec)
     step_id = next(_IDS)
+    names = expected_names(case)
     reply = worker.request({"op": "prepare", "id": step_id, "lane": lane, "case": case.to_dict(),
-                            "names": expected_names(case), "arrays": arrays_of(inputs), "settings": settings,
+                            "names": names, "arrays": arrays_of(inputs), "settings": settings,
                             "threads": torch.get_num_threads()}, timeout_s)
     extra = {**reply.get("extra", {}), "peak_mem_bytes": None}  # the runner's torch allocator never saw it
-    return WorkerStep(worker, step_id, case.device, extra, timeout_s)
+    return WorkerStep(worker, step_id, case.device, extra, timeout_s, names)

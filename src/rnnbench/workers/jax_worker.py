@@ -10,6 +10,10 @@ as :mod:`rnnbench.reference` (GRU reset gate after the recurrent matmul). Train 
 ``jax.grad`` of the runner's loss (outputs + final states, :func:`rnnbench.workload.loss_of`) with
 respect to the input, the initial states and every weight, all in one ``jax.jit``.
 
+A variable-length batch (``arrays["lengths"]``): ``jax-scan`` masks (a sequence that has ended
+keeps its state and outputs zeros), ``jax-cudnn`` hands the lengths to cuDNN, and the loss leaves
+the padding out, as the runner's does.
+
 **jax-cudnn** packs the canonical weights into cuDNN's flat vector (:func:`pack_cudnn`: every
 layer's ``W_ih``, ``W_hh``, then every layer's ``b_ih``, ``b_hh``, each in torch's layout) and
 calls ``jax.experimental.rnn.lstm`` on the batch-major input; its gradient with respect to the
@@ -117,39 +121,67 @@ def gate_math(cell: str, x_proj, h_proj, state):
     return jnp.tanh(pre) if cell == "rnn_tanh" else jax.nn.relu(pre)
 
 
-def scan_network(cell: str, num_layers: int, params: dict, x, h0, c0=None):
+def running_mask(lengths, seq_len: int):
+    """``[T, B, 1]`` booleans, True while sequence ``b`` runs (``t < lengths[b]``)."""
+    import jax.numpy as jnp
+
+    return (jnp.arange(seq_len)[:, None] < lengths[None, :])[..., None]
+
+
+def scan_network(cell: str, num_layers: int, params: dict, x, h0, c0=None, lengths=None):
     """The stacked network with ``lax.scan``: ``x`` ``[T, B, I]``, ``h0``/``c0`` ``[L, B, H]``
-    -> ``(output [T, B, H], (h_n,) or (h_n, c_n))``."""
+    -> ``(output [T, B, H], (h_n,) or (h_n, c_n))``. With ``lengths`` ``[B]`` (a variable-length
+    batch), a sequence that has ended keeps its state and outputs zeros, as the reference does."""
     import jax.numpy as jnp
     from jax import lax
 
     lstm = cell == "lstm"
     layer_input, finals = x, []
+    mask = None if lengths is None else running_mask(lengths, x.shape[0])
     for k in range(num_layers):
         w_ih, w_hh = params[f"weight_ih_l{k}"], params[f"weight_hh_l{k}"]
         b_ih, b_hh = params[f"bias_ih_l{k}"], params[f"bias_hh_l{k}"]
         t, b = layer_input.shape[:2]
         x_proj = (layer_input.reshape(t * b, -1) @ w_ih.T + b_ih).reshape(t, b, -1)
 
-        def step(state, xp, w_hh=w_hh, b_hh=b_hh):
+        def step(state, xs, w_hh=w_hh, b_hh=b_hh):
+            xp, running = xs if mask is not None else (xs, None)
             h = state[0] if lstm else state
             new = gate_math(cell, xp, h @ w_hh.T + b_hh, state)
-            return new, (new[0] if lstm else new)
+            if running is None:
+                return new, (new[0] if lstm else new)
+            if lstm:
+                new = tuple(jnp.where(running, n, o) for n, o in zip(new, state))
+            else:
+                new = jnp.where(running, new, state)
+            return new, jnp.where(running, new[0] if lstm else new, 0)
 
-        final, layer_input = lax.scan(step, (h0[k], c0[k]) if lstm else h0[k], x_proj)
+        final, layer_input = lax.scan(step, (h0[k], c0[k]) if lstm else h0[k],
+                                      x_proj if mask is None else (x_proj, mask))
         finals.append(final)
     if lstm:
         return layer_input, (jnp.stack([f[0] for f in finals]), jnp.stack([f[1] for f in finals]))
     return layer_input, (jnp.stack(finals),)
 
 
-def loss_of(output, finals, targets: dict, loss: str, batch_axis: int = 1):
+def loss_of(output, finals, targets: dict, loss: str, batch_axis: int = 1, lengths=None):
     """The runner's loss (:func:`rnnbench.workload.loss_of`) in float32: ``output`` is
-    ``[T, B, H]`` (``batch_axis`` 1) or ``[B, T, H]`` (``batch_axis`` 0)."""
+    ``[T, B, H]`` (``batch_axis`` 1) or ``[B, T, H]`` (``batch_axis`` 0); with ``lengths``, the
+    padded steps count for nothing (``all_steps``) or each sequence's own last step is taken
+    (``last_step``)."""
     import jax.numpy as jnp
 
-    y = output if loss == "all_steps" else (output[-1] if batch_axis == 1 else output[:, -1])
-    total = jnp.sum((y.astype(jnp.float32) - targets["target"]) ** 2)
+    y, target = output.astype(jnp.float32), targets["target"]
+    if lengths is None:
+        y = y if loss == "all_steps" else (y[-1] if batch_axis == 1 else y[:, -1])
+    elif loss == "all_steps":
+        mask = running_mask(lengths, output.shape[1 - batch_axis])
+        mask = mask if batch_axis == 1 else mask.transpose(1, 0, 2)
+        y, target = y * mask, target * mask
+    else:
+        rows = jnp.arange(output.shape[batch_axis])
+        y = y[lengths - 1, rows] if batch_axis == 1 else y[rows, lengths - 1]
+    total = jnp.sum((y - target) ** 2)
     for state, key in zip(finals, ("target_h", "target_c")):
         total = total + jnp.sum((state.astype(jnp.float32) - targets[key]) ** 2)
     return 0.5 * total / output.shape[batch_axis]
@@ -187,6 +219,13 @@ class JaxStep(ArrayStep):
         return {"target": self.put(target, jnp.float32), "target_h": self.put(arrays["target_h"], jnp.float32),
                 "target_c": self.put(arrays["target_c"], jnp.float32)}
 
+    def put_lengths(self, arrays: dict):
+        """The lengths ``[B]`` (int32) of a variable-length batch on the device, or None."""
+        import jax.numpy as jnp
+
+        lengths = arrays.get("lengths")
+        return None if lengths is None else self.put(lengths, jnp.int32)
+
     def before_call(self) -> None:
         set_precision(self.dtype)
 
@@ -205,18 +244,23 @@ class ScanStep(JaxStep):
         params = {n: self.put(w) for n, w in arrays["weights"].items()}
         leaves = [self.put(arrays["x"]), self.put(arrays["h0"])] + ([self.put(arrays["c0"])] if lstm else [])
         targets = self.put_targets(arrays)
+        lengths = self.put_lengths(arrays)
+
+        def network(params, *leaves):
+            x, h0, *c0 = leaves
+            return scan_network(cell, layers, params, x, h0, *(c0 or [None]), lengths=lengths)
 
         if case["mode"] == "forward":
             def forward(params, *leaves):
-                output, finals = scan_network(cell, layers, params, *leaves)
+                output, finals = network(params, *leaves)
                 return (output, *finals)
 
             self.fn, self.args = jax.jit(forward), (params, *leaves)
             return
 
         def loss(params, *leaves):
-            output, finals = scan_network(cell, layers, params, *leaves)
-            return loss_of(output, finals, targets, case["loss"]), (output, *finals)
+            output, finals = network(params, *leaves)
+            return loss_of(output, finals, targets, case["loss"], lengths=lengths), (output, *finals)
 
         grad = jax.grad(loss, argnums=tuple(range(len(leaves) + 1)), has_aux=True)
         self.fn, self.args = jax.jit(grad), (params, *leaves)
@@ -248,7 +292,8 @@ class CudnnStep(JaxStep):
         flat = self.put(pack_cudnn(arrays["weights"], i, h, layers))
         x = self.put(arrays["x"].transpose(1, 0, 2))  # batch-major [B, T, I], as the call wants
         h0, c0 = self.put(arrays["h0"]), self.put(arrays["c0"])
-        seq_lengths = jax.device_put(jnp.full((b,), case["seq_len"], dtype=jnp.int32), self.device)
+        lengths = self.put_lengths(arrays)  # cuDNN takes the lengths itself and skips the padding
+        seq_lengths = lengths if lengths is not None else self.put(np.full((b,), case["seq_len"]), jnp.int32)
         targets = self.put_targets(arrays, batch_first=True)
         precision = {"fp32": jax.lax.Precision.HIGHEST, "tf32": jax.lax.Precision.HIGH}.get(self.dtype)
         self.extra["cudnn"] = not reference
@@ -268,7 +313,7 @@ class CudnnStep(JaxStep):
 
         def loss(flat, x, h0, c0):
             y, h_n, c_n = network(flat, x, h0, c0)
-            return loss_of(y, (h_n, c_n), targets, case["loss"], batch_axis=0), (y, h_n, c_n)
+            return loss_of(y, (h_n, c_n), targets, case["loss"], batch_axis=0, lengths=lengths), (y, h_n, c_n)
 
         self.fn = jax.jit(jax.grad(loss, argnums=(0, 1, 2, 3), has_aux=True))
 

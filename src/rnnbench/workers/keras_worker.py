@@ -20,6 +20,11 @@ transposed) and a bias:
 Going back (:func:`from_keras`), a merged bias cannot be split: all of it goes to ``bias_ih`` and
 ``bias_hh`` is zero (the same function).
 
+**Variable-length batches** go in with Keras's ``mask`` (``[B, T]``, True at valid steps):
+a masked step keeps the state, so the final states are those at each sequence's own last step;
+the loss leaves the padding out. Keras's cuDNN paths refuse a mask on the JAX and torch backends
+(they fall back to the generic loop); TensorFlow's takes a right-padded one; ``keras_cudnn`` says.
+
 **Data** is batch-major, as Keras wants: ``x`` ``[B, T, I]`` and the targets are transposed once
 when the step is prepared (outside the timing); outputs and ``grad_x`` are transposed back before
 verification. The layers are stacked with ``return_sequences=True, return_state=True`` and given
@@ -196,11 +201,12 @@ class KerasStep(ArrayStep):
         self._set_precision()
 
     def _stack(self, call, x, h0, c0=None):
-        """Run the layers; ``call(k, layer, inputs, initial_state)`` -> Keras's outputs list."""
+        """Run the layers; ``call(k, layer, inputs, initial_state, mask)`` -> Keras's outputs list
+        (``mask`` ``[B, T]``: a variable-length batch's valid steps, or None)."""
         layer_input, hs, cs = x, [], []
         for k, layer in enumerate(self.layers):
             initial = [h0[k], c0[k]] if self.lstm else [h0[k]]
-            outs = call(k, layer, layer_input, initial)
+            outs = call(k, layer, layer_input, initial, self.mask)
             layer_input = outs[0]
             hs.append(outs[1])
             if self.lstm:
@@ -208,10 +214,58 @@ class KerasStep(ArrayStep):
         return layer_input, hs, cs
 
     def _batch_first(self, arrays: dict) -> dict:
+        """The arrays as the step needs them: batch-major, and for a variable-length batch the
+        mask of valid steps (``mask`` ``[B, T]`` bool for the layers, ``valid`` ``[B, T, 1]``
+        float32 for the loss) and each sequence's last step (``last`` ``[B, T, 1]`` one-hot)."""
         target = arrays["target"]
-        return {"x": arrays["x"].transpose(1, 0, 2), "h0": arrays["h0"], "c0": arrays["c0"],
-                "target": target.transpose(1, 0, 2) if target.ndim == 3 else target,
-                "target_h": arrays["target_h"], "target_c": arrays["target_c"]}
+        out = {"x": arrays["x"].transpose(1, 0, 2), "h0": arrays["h0"], "c0": arrays["c0"],
+               "target": target.transpose(1, 0, 2) if target.ndim == 3 else target,
+               "target_h": arrays["target_h"], "target_c": arrays["target_c"]}
+        lengths = arrays.get("lengths")
+        if lengths is not None:
+            steps = np.arange(self.case["seq_len"])[None, :]
+            out["mask"] = steps < lengths[:, None]
+            out["valid"] = out["mask"][..., None].astype(np.float32)
+            out["last"] = (steps == lengths[:, None] - 1)[..., None].astype(np.float32)
+        return out
+
+    def _loss(self, output, finals, t: dict):
+        """The runner's loss (:func:`rnnbench.workload.loss_of`) in float32 with ``keras.ops``
+        (so one definition serves every backend): ``output`` ``[B, T, H]``, ``finals`` stacked
+        ``[L, B, H]``; ``t`` holds the targets and, for a variable-length batch, ``valid`` and
+        ``last`` (see :meth:`_batch_first`)."""
+        ops = self.keras.ops
+        y, target = ops.cast(output, "float32"), t["target"]
+        if "valid" not in t:
+            y = y if self.case["loss"] == "all_steps" else y[:, -1]
+        elif self.case["loss"] == "all_steps":  # padded steps count for nothing
+            y, target = y * t["valid"], target * t["valid"]
+        else:  # each sequence's own last step
+            y = ops.sum(y * t["last"], axis=1)
+        total = ops.sum(ops.square(y - target))
+        for state, key in zip(finals, ("target_h", "target_c")):
+            total = total + ops.sum(ops.square(ops.cast(state, "float32") - t[key]))
+        return 0.5 * total / output.shape[0]
+
+    @staticmethod
+    def _split_grads(grads: list, n_leaves: int, params: list) -> tuple:
+        """``(grad of each leaf..., per-layer grads)`` from one flat list of gradients."""
+        g_layers, at = [], n_leaves
+        for layer in params:
+            g_layers.append(grads[at:at + len(layer)])
+            at += len(layer)
+        return grads[:n_leaves], g_layers
+
+    def _finish(self, to_np, values, grads=None, n_leaves=0, params=()) -> dict:
+        """Canonical arrays from a step's result: ``values`` (output, h_n[, c_n]) and the flat
+        gradients (leaves, then every layer's weights)."""
+        values = [to_np(v) for v in values]
+        c_n = values[2] if self.lstm else None
+        if grads is None:
+            return self._collect(values[0], values[1], c_n)
+        g_leaves, g_layers = self._split_grads([to_np(g) for g in grads], n_leaves, params)
+        return self._collect(values[0], values[1], c_n,
+                             (g_leaves[0], g_leaves[1], g_leaves[2] if self.lstm else None, g_layers))
 
     def _collect(self, output, h_n, c_n, grads=None) -> dict:
         """Canonical, time-major float32 arrays from numpy values."""
@@ -238,6 +292,7 @@ class KerasStep(ArrayStep):
             return self._run()
 
     peak_memory = None
+    mask = None  # [B, T] valid steps of a variable-length batch, as a backend tensor
 
     def measure(self, budget_s: float, first_call_ms: float) -> dict:
         result = super().measure(budget_s, first_call_ms)
@@ -259,24 +314,17 @@ class KerasStep(ArrayStep):
         params = [[put(v.value) for v in layer.trainable_variables] for layer in self.layers]
         fixed = [[v.value for v in layer.non_trainable_variables] for layer in self.layers]
         leaves = [put(a["x"]), put(a["h0"])] + ([put(a["c0"])] if self.lstm else [])
-        targets = {k: put(a[k], "float32") for k in ("target", "target_h", "target_c")}
-        loss_kind = self.case["loss"]
-
-        def network(params, x, h0, c0=None):
-            def call(k, layer, inputs, initial):
-                outs, _ = layer.stateless_call(params[k], fixed[k], inputs, initial_state=initial)
-                return outs
-
-            return self._stack(call, x, h0, c0)
+        t = {k: put(a[k], "float32") for k in ("target", "target_h", "target_c", "valid", "last") if k in a}
+        self.mask = put(a["mask"], bool) if "mask" in a else None
 
         def loss(params, *leaves):
-            output, hs, cs = network(params, *leaves)
+            def call(k, layer, inputs, initial, mask):
+                outs, _ = layer.stateless_call(params[k], fixed[k], inputs, initial_state=initial, mask=mask)
+                return outs
+
+            output, hs, cs = self._stack(call, *leaves)
             finals = [jnp.stack(hs)] + ([jnp.stack(cs)] if self.lstm else [])
-            y = output if loss_kind == "all_steps" else output[:, -1]
-            total = jnp.sum((y.astype(jnp.float32) - targets["target"]) ** 2)
-            for state, key in zip(finals, ("target_h", "target_c")):
-                total = total + jnp.sum((state.astype(jnp.float32) - targets[key]) ** 2)
-            return 0.5 * total / output.shape[0], (output, *finals)
+            return self._loss(output, finals, t), (output, *finals)
 
         if self.train:
             fn = jax.jit(jax.grad(loss, argnums=tuple(range(len(leaves) + 1)), has_aux=True))
@@ -288,13 +336,10 @@ class KerasStep(ArrayStep):
         def outputs(result):
             to_np = lambda v: np.asarray(jax.device_get(v)).astype(np.float32)  # noqa: E731
             if not self.train:
-                values = [to_np(v) for v in result]
-                return self._collect(values[0], values[1], values[2] if self.lstm else None)
+                return self._finish(to_np, result)
             (g_params, *g_leaves), values = result
-            values, g_leaves = [to_np(v) for v in values], [to_np(g) for g in g_leaves]
-            g_layers = [[to_np(g) for g in layer] for layer in g_params]
-            return self._collect(values[0], values[1], values[2] if self.lstm else None,
-                                 (g_leaves[0], g_leaves[1], g_leaves[2] if self.lstm else None, g_layers))
+            return self._finish(to_np, values, [*g_leaves, *(g for layer in g_params for g in layer)],
+                                len(g_leaves), g_params)
 
         self.outputs = outputs
         self.extra["jax_backend"] = device.platform
@@ -309,33 +354,30 @@ class KerasStep(ArrayStep):
         dtype = getattr(torch, self.dtype)
         put = lambda v, dt=dtype: torch.as_tensor(v).to(device=device, dtype=dt)  # noqa: E731
         leaves = [put(a["x"]), put(a["h0"])] + ([put(a["c0"])] if self.lstm else [])
-        targets = {k: put(a[k], torch.float32) for k in ("target", "target_h", "target_c")}
+        t = {k: put(a[k], torch.float32) for k in ("target", "target_h", "target_c", "valid", "last") if k in a}
+        self.mask = put(a["mask"], torch.bool) if "mask" in a else None
         params = [[v.value for v in layer.trainable_variables] for layer in self.layers]
         flat = [p for layer in params for p in layer]
-        loss_kind = self.case["loss"]
 
-        def network(*leaves):
-            return self._stack(lambda k, layer, inputs, initial: layer(inputs, initial_state=initial), *leaves)
+        def network():
+            output, hs, cs = self._stack(
+                lambda k, layer, inputs, initial, mask: layer(inputs, initial_state=initial, mask=mask), *leaves)
+            return output, [torch.stack(hs)] + ([torch.stack(cs)] if self.lstm else [])
 
         if self.train:
-            for t in leaves:
-                t.requires_grad_(True)
+            for leaf in leaves:
+                leaf.requires_grad_(True)
 
             def run():
-                output, hs, cs = network(*leaves)
-                finals = [torch.stack(hs)] + ([torch.stack(cs)] if self.lstm else [])
-                y = output if loss_kind == "all_steps" else output[:, -1]
-                total = ((y.float() - targets["target"]) ** 2).sum()
-                for state, key in zip(finals, ("target_h", "target_c")):
-                    total = total + ((state.float() - targets[key]) ** 2).sum()
-                grads = torch.autograd.grad(0.5 * total / output.shape[0], [*leaves, *flat])
+                output, finals = network()
+                grads = torch.autograd.grad(self._loss(output, finals, t), [*leaves, *flat])
                 return (output.detach(), *(f.detach() for f in finals)), grads
         else:
 
             def run():
                 with torch.no_grad():
-                    output, hs, cs = network(*leaves)
-                    return (output, torch.stack(hs), *([torch.stack(cs)] if self.lstm else [])), None
+                    output, finals = network()
+                    return (output, *finals), None
 
         self._run = run
         if device.type == "cuda":  # peak device memory of this step, as the runner reports for torch lanes
@@ -343,20 +385,8 @@ class KerasStep(ArrayStep):
             self.peak_memory = torch.cuda.max_memory_allocated
 
         def outputs(result):
-            to_np = lambda v: v.detach().float().cpu().numpy()  # noqa: E731
             values, grads = result
-            values = [to_np(v) for v in values]
-            c_n = values[2] if self.lstm else None
-            if grads is None:
-                return self._collect(values[0], values[1], c_n)
-            grads = [to_np(g) for g in grads]
-            n = len(leaves)
-            g_layers, at = [], n
-            for layer in params:
-                g_layers.append(grads[at:at + len(layer)])
-                at += len(layer)
-            return self._collect(values[0], values[1], c_n, (grads[0], grads[1], grads[2] if self.lstm else None,
-                                                              g_layers))
+            return self._finish(lambda v: v.detach().float().cpu().numpy(), values, grads, len(leaves), params)
 
         self.outputs = outputs
 
@@ -366,13 +396,15 @@ class KerasStep(ArrayStep):
         dtype = getattr(tf, self.dtype)
         put = lambda v, dt=dtype: tf.cast(tf.constant(v), dt)  # noqa: E731
         leaves = [put(a["x"]), put(a["h0"])] + ([put(a["c0"])] if self.lstm else [])
-        targets = {k: put(a[k], tf.float32) for k in ("target", "target_h", "target_c")}
+        t = {k: put(a[k], tf.float32) for k in ("target", "target_h", "target_c", "valid", "last") if k in a}
+        self.mask = tf.constant(a["mask"]) if "mask" in a else None
         params = [[v.value for v in layer.trainable_variables] for layer in self.layers]
         flat = [p for layer in params for p in layer]
-        loss_kind = self.case["loss"]
 
         def network(*leaves):
-            return self._stack(lambda k, layer, inputs, initial: layer(inputs, initial_state=initial), *leaves)
+            output, hs, cs = self._stack(
+                lambda k, layer, inputs, initial, mask: layer(inputs, initial_state=initial, mask=mask), *leaves)
+            return output, [tf.stack(hs)] + ([tf.stack(cs)] if self.lstm else [])
 
         if self.train:
 
@@ -380,21 +412,15 @@ class KerasStep(ArrayStep):
             def fn(*leaves):
                 with tf.GradientTape() as tape:
                     tape.watch(leaves)
-                    output, hs, cs = network(*leaves)
-                    finals = [tf.stack(hs)] + ([tf.stack(cs)] if self.lstm else [])
-                    y = output if loss_kind == "all_steps" else output[:, -1]
-                    total = tf.reduce_sum((tf.cast(y, tf.float32) - targets["target"]) ** 2)
-                    for state, key in zip(finals, ("target_h", "target_c")):
-                        total = total + tf.reduce_sum((tf.cast(state, tf.float32) - targets[key]) ** 2)
-                    loss = 0.5 * total / tf.cast(tf.shape(output)[0], tf.float32)
-                grads = tape.gradient(loss, [*leaves, *flat])
-                return (output, *finals), grads
+                    output, finals = network(*leaves)
+                    loss = self._loss(output, finals, t)
+                return (output, *finals), tape.gradient(loss, [*leaves, *flat])
         else:
 
             @tf.function
             def fn(*leaves):
-                output, hs, cs = network(*leaves)
-                return (output, tf.stack(hs), *([tf.stack(cs)] if self.lstm else [])), None
+                output, finals = network(*leaves)
+                return (output, *finals), None
 
         sync = getattr(getattr(tf.test, "experimental", None), "sync_devices", None)
 
@@ -407,20 +433,8 @@ class KerasStep(ArrayStep):
         self._run = run
 
         def outputs(result):
-            to_np = lambda v: tf.cast(v, tf.float32).numpy()  # noqa: E731
             values, grads = result
-            values = [to_np(v) for v in values]
-            c_n = values[2] if self.lstm else None
-            if grads is None:
-                return self._collect(values[0], values[1], c_n)
-            grads = [to_np(g) for g in grads]
-            n = len(leaves)
-            g_layers, at = [], n
-            for layer in params:
-                g_layers.append(grads[at:at + len(layer)])
-                at += len(layer)
-            return self._collect(values[0], values[1], c_n, (grads[0], grads[1], grads[2] if self.lstm else None,
-                                                              g_layers))
+            return self._finish(lambda v: tf.cast(v, tf.float32).numpy(), values, grads, len(leaves), params)
 
         self.outputs = outputs
 

@@ -10,7 +10,8 @@ Requests (``op``):
 - ``prepare``: ``id``, ``lane``, ``case`` (the Case's fields), ``names`` (what the step returns,
   :func:`rnnbench.workload.expected_names`), ``arrays`` (``weights`` in canonical names and ``x``
   ``[T, B, I]``, ``h0``/``c0`` ``[L, B, H]``, ``target``, ``target_h``, ``target_c`` as in
-  :class:`rnnbench.workload.Inputs`), ``settings`` (the lane's fixed settings, e.g.
+  :class:`rnnbench.workload.Inputs`; ``lengths`` ``[B]`` int64 for a variable-length batch, else
+  None), ``settings`` (the lane's fixed settings, e.g.
   ``use_cudnn``), ``threads`` (torch's intra-op threads in the runner).
 - ``first_call``: ``id`` -> ``outputs`` (name -> array), ``ms``, ``extra``.
 - ``measure``: ``id``, ``budget_s``, ``first_call_ms`` -> ``measurement``
