@@ -13,6 +13,8 @@
 #      OUT_DIR/<suite>-<mode>.jsonl).
 # Each suite appends to OUT_DIR/<suite>.jsonl with --resume: a run cut short (a time limit, a lost
 # machine) is continued by running the same command again; pairs already measured are skipped.
+# TIME_LIMIT_S=N stops the whole script after about N seconds (the running suite is ended, its rows
+# kept), for machines that limit a command's time: run it again to continue.
 # The log of every run is OUT_DIR/run.log; `rnnbench report OUT_DIR/*.jsonl` renders the tables.
 set -uo pipefail
 out=${1:?usage: frameworks_gpu.sh OUT_DIR [BUDGET_S] [SUITES]}
@@ -29,9 +31,13 @@ python3 -m rnnbench env --json > "$out/env.json"
 COLUMNS=200 python3 -m rnnbench list > "$out/lanes.txt" 2>&1
 lanes=${LANES:+--lanes $LANES}
 suffix=$([ "$mode" = default ] || echo "-$mode")
+limit=${TIME_LIMIT_S:-0}
 for suite in ${suites//,/ }; do
   file="$out/$suite$suffix.jsonl"
-  python3 -m rnnbench run --suite "$suite" --device cuda --budget "$budget" --compile-mode "$mode" $lanes \
-    --out "$file" --resume >> "$out/run.log" 2>&1
-  echo "$suite: exit $?, $(grep -c '"record": "result"' "$file") rows, $(grep -c '"status": "ok"' "$file") ok"
+  left=$((limit - SECONDS))
+  if [ "$limit" -gt 0 ] && [ "$left" -le 10 ]; then echo "$suite: not started (TIME_LIMIT_S reached; run again to continue)"; continue; fi
+  ${TIME_LIMIT_S:+timeout "$left"} python3 -m rnnbench run --suite "$suite" --device cuda --budget "$budget" \
+    --compile-mode "$mode" $lanes --out "$file" --resume >> "$out/run.log" 2>&1
+  code=$?
+  echo "$suite: exit $code$([ $code = 124 ] && echo ' (time limit: run again to continue)'), $(grep -c '"record": "result"' "$file" 2>/dev/null) rows, $(grep -c '"status": "ok"' "$file" 2>/dev/null) ok"
 done
