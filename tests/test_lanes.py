@@ -119,6 +119,9 @@ def test_skip_reasons(temp_lane):
     assert lstm_only.skip_reason(cpu) == "no gru cell"
     assert lstm_only.skip_reason(cpu.replace(cell="lstm", dtype="bf16")) == "no bf16 support"
     assert lstm_only.skip_reason(cpu.replace(cell="lstm")) is None
+    one_device = temp_lane("test-one-device-limit", build_torch_nn, device_dtypes={"cuda": (("fp32",), "a reason")})
+    assert one_device.skip_reason(cpu.replace(dtype="bf16")) is None
+    assert one_device.skip_reason(cpu.replace(dtype="bf16", device="cuda")) == "no bf16 on cuda: a reason"
     needs = temp_lane("test-needs", build_torch_nn, requires=("rnnbench_no_such_package_xyz",))
     assert needs.skip_reason(cpu) == "package 'rnnbench_no_such_package_xyz' is not installed"
     assert needs.unavailable("cpu") == needs.skip_reason(cpu)

@@ -98,8 +98,12 @@ worker_lane("jax-cudnn", "JAX: jax.experimental.rnn.lstm, a cuDNN call (LSTM, fp
 # with TF 2.21: tf.keras.layers.LSTM is keras.layers.LSTM), so a separate `tf` lane would repeat it.
 
 KERAS_SUMMARY = "Keras 3 layers.LSTM/GRU/SimpleRNN on the {} backend, use_cudnn={} (worker)"
+# Seen on the H100 (Keras 3.15.1, JAX 0.11.2): in bf16 and fp16 the JAX backend's cuDNN path fails
+# with "ValueError: Unknown output type bfloat16" (it calls jax.experimental.rnn, float32 only).
 worker_lane("keras-jax", KERAS_SUMMARY.format("JAX", "auto"), KERAS["jax"], "keras", {"use_cudnn": "auto"},
-            cells=CELLS, requires=("keras", "jax"), check=jax_cuda_missing)
+            cells=CELLS, requires=("keras", "jax"), check=jax_cuda_missing,
+            device_dtypes={"cuda": (("fp32", "tf32"), "Keras's JAX cuDNN path (jax.experimental.rnn) "
+                                    "lowers float32 only; keras-jax-nocudnn runs half precision")})
 worker_lane("keras-torch", KERAS_SUMMARY.format("PyTorch", "auto"), KERAS["torch"], "keras", {"use_cudnn": "auto"},
             requires=("keras",))
 worker_lane("keras-tf", KERAS_SUMMARY.format("TensorFlow", "auto"), KERAS["tensorflow"], "keras",

@@ -65,6 +65,8 @@ class Lane:
     lengths: str | None = None
     variable_lengths_only: bool = False
     check: Callable[[str], str | None] | None = None
+    # device -> (dtypes the lane runs there, why not the others): a limit of one device only.
+    device_dtypes: dict | None = None
 
     def final_states(self, case: Case) -> bool:
         """Whether this lane's step of ``case`` returns ``h_n``/``c_n`` (a padded lane cannot)."""
@@ -87,6 +89,9 @@ class Lane:
             return f"no {case.cell} cell"
         if case.dtype not in self.dtypes:
             return f"no {case.dtype} support"
+        allowed, why = (self.device_dtypes or {}).get(case.device, (self.dtypes, ""))
+        if case.dtype not in allowed:
+            return f"no {case.dtype} on {case.device}: {why}"
         if case.lengths and self.lengths is None:
             return "no variable-length support"
         if self.variable_lengths_only and not case.lengths:
