@@ -139,10 +139,11 @@ def plot_labels(rows: pd.DataFrame) -> pd.Series:
     label; any two others never do."""
     shown = [f for f in PLOT_FIELDS if rows[f].nunique(dropna=False) > 1] or ["cell"]
     key = list(PLOT_FIELDS)
-    if len(rows.drop_duplicates(key + ["env_id"])) > len(rows.drop_duplicates(key)):
-        shown.append("env_id")
-    return rows.apply(lambda r: " ".join(_label_part(f, r[f]) for f in shown if not (f == "gpu" and r[f] == "cpu")),
-                      axis=1)
+    # a configuration measured in several environments: only its bars name the environment
+    several = rows.groupby(key, dropna=False)["env_id"].transform("nunique") > 1
+    return pd.Series([" ".join([_label_part(f, r[f]) for f in shown if not (f == "gpu" and r[f] == "cpu")]
+                               + ([_label_part("env_id", r["env_id"])] if many else []))
+                      for (_, r), many in zip(rows.iterrows(), several)], index=rows.index)
 
 
 def _label_part(field: str, value) -> str:
@@ -194,7 +195,7 @@ def figure(frame: pd.DataFrame, baseline: str = "torch-nn"):
 
     tables = speedups(frame, baseline)
     lanes = sorted({lane for t in tables.values() for lane in t.columns}, key=_lane_order)
-    colours = dict(zip(lanes, plt.get_cmap("tab10").colors * 3))
+    colours = dict(zip(lanes, plt.get_cmap("tab20").colors * 2))  # 20 distinct colours before any repeats
     rows = max((len(t) for t in tables.values()), default=1)
     width = max(8, rows * (0.15 * len(lanes) + 0.2) + 3)  # inches: about 0.15 per bar
     fig, axes = plt.subplots(2, 1, figsize=(width, 9), squeeze=False)
