@@ -193,4 +193,6 @@ def test_kernels_compile_for_h100():
     proc = subprocess.run([sys.executable, "-m", "rnnbench.ops.aot", "--quick"], env=env, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.count("ok ") == 12, proc.stdout
+    assert proc.stdout.count("ok ") == 6, proc.stdout
+    # No register spills on these plans (local memory in a per-step loop costs microseconds).
+    assert proc.stdout.count("'stack': 0,") == 6, proc.stdout
