@@ -203,8 +203,19 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
     return d_pre, d_pre, d_h0, None
 
 
+_NO_CONTEXT = contextlib.nullcontext()
+
+
 def _contiguous(t):
     return None if t is None else t.contiguous()
+
+
+def _layer_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save):
+    """The input projection and the forward kernel: ``(output, h_n, c_n, h_buf, saved, c_buf)``."""
+    T, B, _ = x.shape
+    x_proj = torch.mm(x.reshape(T * B, -1), w_ih.t()).view(T, B, -1)
+    h_buf, h_n, c_n, saved, c_buf = recurrence_forward(cell, x_proj, w_hh, b_ih, b_hh, h0, c0, launch, save)
+    return h_buf[1:], h_n, c_n, h_buf, saved, c_buf
 
 
 class RecurrentLayer(torch.autograd.Function):
@@ -212,13 +223,11 @@ class RecurrentLayer(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save):
-        T, B, _ = x.shape
-        x_proj = torch.mm(x.reshape(T * B, -1), w_ih.t()).view(T, B, -1)
-        h_buf, h_n, c_n, saved, c_buf = recurrence_forward(cell, x_proj, w_hh, b_ih, b_hh, h0, c0, launch, save)
+        out, h_n, c_n, h_buf, saved, c_buf = _layer_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save)
         if save:
             ctx.save_for_backward(x, w_ih, w_hh, h_buf, saved, c_buf)
         ctx.cell, ctx.launch, ctx.has_bias = cell, launch, b_ih is not None
-        return h_buf[1:], h_n, c_n
+        return out, h_n, c_n
 
     @staticmethod
     def backward(ctx, d_out, d_h_n, d_c_n):
@@ -269,7 +278,11 @@ def recurrent_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None):
     launch = _cached_launch(cell, B, H, x.dtype, x.device, dot_precision(x.dtype), _PLAN_OVERRIDE.get())
     tensors = (x, h0, c0, w_ih, w_hh, b_ih, b_hh)
     save = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
-    c0 = c0 if cell == "lstm" else None
-    with torch.autocast(x.device.type, enabled=False):  # every matmul in the weights' dtype
-        return RecurrentLayer.apply(x, _contiguous(h0), _contiguous(c0), w_ih.contiguous(), w_hh.contiguous(),
-                                    _contiguous(b_ih), _contiguous(b_hh), cell, launch, save)
+    args = (x, _contiguous(h0), _contiguous(c0 if cell == "lstm" else None), w_ih.contiguous(), w_hh.contiguous(),
+            _contiguous(b_ih), _contiguous(b_hh), cell, launch, save)
+    # Every matmul in the weights' dtype; nothing to record when no gradient is wanted (autograd's
+    # Function machinery costs host time on every call).
+    with torch.autocast(x.device.type, enabled=False) if torch.is_autocast_enabled(x.device.type) else _NO_CONTEXT:
+        if not save:
+            return _layer_forward(*args)[:3]
+        return RecurrentLayer.apply(*args)
