@@ -18,6 +18,7 @@ Dropout between layers is applied in training mode as torch.nn does (a different
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import sys
@@ -38,6 +39,11 @@ def _autocast_dtype(device_type: str) -> torch.dtype | None:
     if torch.is_autocast_enabled(device_type):
         return torch.get_autocast_dtype(device_type)
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def _triton_installed() -> bool:
+    return importlib.util.find_spec("triton") is not None
 
 
 def _interpreted() -> bool:
@@ -63,7 +69,7 @@ class _KernelPath:
 
     def _refusal(self, input: torch.Tensor) -> str | None:
         """None if the kernels can run this call, else why not (one line)."""
-        if importlib.util.find_spec("triton") is None:
+        if not _triton_installed():
             return "Triton is not installed"
         if getattr(self, "proj_size", 0):
             return "proj_size > 0 has no kernel"
