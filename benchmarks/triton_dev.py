@@ -70,14 +70,26 @@ def _torch_dtype(dtype):
     return {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
 
 
-def _sweep(p, batch_size, hidden_size) -> list[dict]:
+def _sweep(p) -> list[dict]:
     """Launch plans tried for the forward kernel besides the default ``p``."""
     out = [dict(num_warps=12 - p.num_warps), dict(w_resident=not p.w_resident), dict(block_h=2 * p.block_h)]
     if p.block_h >= 8:
         out.append(dict(block_h=p.block_h // 2))
     if p.block_b > 16:
         out.append(dict(block_b=p.block_b // 2))
+    if not p.w_resident:
+        out += [dict(block_k=2 * p.block_k), dict(num_stages=p.num_stages + 2)]
     return out
+
+
+def _sweep_backward(p) -> list[dict]:
+    """Launch plans tried for the backward kernel besides the default ``p`` (streamed weights:
+    chunk size and pipeline depth first)."""
+    out = [dict(block_k=p.block_k // 2), dict(block_k=2 * p.block_k), dict(num_stages=p.num_stages + 2),
+           dict(block_h=2 * p.block_h), dict(num_warps=12 - p.num_warps)]
+    if p.block_h >= 8:
+        out.append(dict(block_h=p.block_h // 2))
+    return [o for o in out if o.get("block_k", 16) >= 16]
 
 
 # ----------------------------------------------------------------------------- tasks (subprocess)
@@ -247,6 +259,25 @@ def _kernel_alone(cell, b, t, h, torch_dtype, precision, x_proj_full, w_hh, b_ih
     return run
 
 
+def _backward_alone(cell, b, t, h, torch_dtype, precision, x_proj_full, w_hh, b_ih, b_hh):
+    """A backward launch on prebuilt saved values (from one forward that saves them)."""
+    import torch
+
+    from rnnbench.ops import recurrence
+
+    dev = torch.device(DEVICE)
+    x_proj = x_proj_full[:t].contiguous()
+    launch = recurrence._cached_launch(cell, b, h, torch_dtype, dev, precision, recurrence._PLAN_OVERRIDE.get())
+    h_buf, _, _, saved, c_buf = recurrence.recurrence_forward(cell, x_proj, w_hh, b_ih, b_hh, None, None, launch, True)
+    d_out = torch.randn(t, b, h, device=dev).to(torch_dtype)
+
+    def run():
+        launch = recurrence._cached_launch(cell, b, h, torch_dtype, dev, precision, recurrence._PLAN_OVERRIDE.get())
+        return recurrence.recurrence_backward(cell, d_out, None, None, saved, c_buf, h_buf, w_hh, launch)
+
+    return run
+
+
 def task_timing(cell, b, t, i, h, dtype, warm_only=False) -> list[dict]:
     import torch
     from triton.testing import do_bench
@@ -314,16 +345,21 @@ def task_timing(cell, b, t, i, h, dtype, warm_only=False) -> list[dict]:
         row["floor_dot_us_per_step"] = 1e3 * graph(lambda: dot_floor(h_buf, w, p.block_h, precision, resident=p.w_resident,
                                                                      block_k=p.block_k, num_warps=p.num_warps)) / seq
         row["floor_gates_padded"] = gates_padded(NUM_GATES[cell])
-        sweep = {}
-        for overrides in _sweep(p, b, h):
-            label = ",".join(f"{k}={v}" for k, v in overrides.items())
-            try:
-                with plan_override(**overrides):
-                    plan(cell, b, h, torch_dtype, dev, precision)  # raises if not resident-safe
-                    sweep[label] = graph(_kernel_alone(cell, b, seq, h, torch_dtype, precision, x_proj, w_hh, b_ih, b_hh))
-            except Exception as exc:
-                sweep[label] = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
-        row["kernel_ms_by_plan"] = sweep
+        kernel_args = (cell, b, seq, h, torch_dtype, precision, x_proj, w_hh, b_ih, b_hh)
+        row["backward_kernel_ms"] = graph(_backward_alone(*kernel_args))
+        row["backward_us_per_step"] = 1e3 * row["backward_kernel_ms"] / seq
+        for key, plans, alone in (("kernel_ms_by_plan", _sweep(p), _kernel_alone),
+                                  ("backward_kernel_ms_by_plan", _sweep_backward(pb), _backward_alone)):
+            sweep = {}
+            for overrides in plans:
+                label = ",".join(f"{k}={v}" for k, v in overrides.items())
+                try:
+                    with plan_override(**overrides):
+                        plan(cell, b, h, torch_dtype, dev, precision)  # raises if not resident-safe
+                        sweep[label] = graph(alone(*kernel_args))
+                except Exception as exc:
+                    sweep[label] = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+            row[key] = sweep
     return [row]
 
 
@@ -380,12 +416,12 @@ def _table(head, body) -> list[str]:
     return ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in table]
 
 
-def _best_plan(r) -> str:
-    timed = {k: v for k, v in r.get("kernel_ms_by_plan", {}).items() if isinstance(v, float)}
+def _best_plan(r, key="kernel_ms_by_plan", default="kernel_ms") -> str:
+    timed = {k: v for k, v in r.get(key, {}).items() if isinstance(v, float)}
     if not timed:
         return "-"
     label = min(timed, key=timed.get)
-    return f"{label} {timed[label] / r['kernel_ms']:.2f}x"
+    return f"{label} {timed[label] / r[default]:.2f}x"
 
 
 def summary(rows: list[dict]) -> str:
@@ -416,6 +452,13 @@ def summary(rows: list[dict]) -> str:
              _fmt(r["triton_forward_graph_ms"]), _fmt(r["input_projection_ms"]), _fmt(r["kernel_ms"]),
              _fmt(r["kernel_us_per_step"]), _fmt(r["kernel_fixed_us"]), _fmt(r["floor_barrier_us_per_step"]),
              _fmt(r["floor_dot_us_per_step"]), _best_plan(r)) for r in timing]
+    lines += _table(head, body)
+    lines.append("")
+    lines.append("backward kernel alone (graph replay, incl. the W_hh transpose), per step = ms / T")
+    head = ("case", "bwd plan", "bwd ms", "bwd µs/step", "best other plan (vs default)")
+    body = [(r["case"], "bb={block_b} bh={block_h} res={w_resident:d} bk={block_k} w={num_warps} st={num_stages}"
+             .format(**r["plan_backward"]), _fmt(r["backward_kernel_ms"]), _fmt(r["backward_us_per_step"]),
+             _best_plan(r, "backward_kernel_ms_by_plan", "backward_kernel_ms")) for r in timing]
     lines += _table(head, body)
     for r in rows:
         if r.get("kind") == "failure":

@@ -46,7 +46,7 @@ BENCHMARK_SHAPES = [
     ("lstm", torch.float32, 32, 512, "tf32"), ("lstm", torch.bfloat16, 32, 512, "ieee"),
     ("gru", torch.float32, 32, 512, "tf32"), ("gru", torch.bfloat16, 32, 512, "ieee"),
     ("lstm", torch.float32, 128, 512, "tf32"), ("lstm", torch.bfloat16, 128, 512, "ieee"),
-    ("gru", torch.bfloat16, 128, 512, "ieee"),
+    ("gru", torch.bfloat16, 128, 512, "ieee"), ("lstm", torch.bfloat16, 128, 1024, "ieee"),
     ("lstm", torch.bfloat16, 16, 768, "ieee"), ("lstm", torch.float16, 16, 768, "ieee"),
     ("rnn", torch.bfloat16, 32, 512, "ieee"),
 ]
@@ -79,7 +79,8 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
         else:
             signature[name] = "i32"  # T, B: never specialised
     source = ASTSource(fn, signature, constexprs={(names.index(k),): v for k, v in constexprs.items()}, attrs=attrs)
-    return triton.compile(source, target=GPUTarget("cuda", capability, 32), options={"num_warps": plan.num_warps})
+    return triton.compile(source, target=GPUTarget("cuda", capability, 32),
+                          options={"num_warps": plan.num_warps, "num_stages": plan.num_stages})
 
 
 def _tool(name: str) -> Path:
@@ -130,7 +131,7 @@ def main(argv: list[str]) -> int:
                                direction=direction)
             label = (f"{cell}-{direction}-{str(dtype).removeprefix('torch.')}-B{batch}-H{hidden}-{precision} "
                      f"bb={plan.block_b} bh={plan.block_h} res={int(plan.w_resident)} bk={plan.block_k} "
-                     f"w={plan.num_warps} progs={plan.grid(batch, hidden)[0] * plan.grid(batch, hidden)[1]}")
+                     f"w={plan.num_warps} st={plan.num_stages} progs={plan.grid(batch, hidden)[0] * plan.grid(batch, hidden)[1]}")
             try:
                 compiled = compile_kernel(cell, direction, dtype, hidden, plan, precision)
                 print(f"ok    {label} {resource_usage(compiled)}", flush=True)

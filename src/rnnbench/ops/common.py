@@ -121,12 +121,12 @@ def _stacked_matmul(w, w_ptr, w_rows, w_valid, h_ptr, rows, row_live, acc,
     """Forward: ``acc + W_stack @ h^T``, ``[GP * BLOCK_H, BLOCK_B]`` fp32, where h is the ``[B, H]``
     plane at ``h_ptr`` (rows not ``row_live`` read as 0). ``w`` is the resident stacked tile
     ``[GP * BLOCK_H, K_PAD]`` (kept in shared memory by the compiler); otherwise the weights are
-    re-read from global memory (L2) in ``BLOCK_K`` chunks."""
+    re-read from global memory (L2) in ``BLOCK_K`` chunks (up to H, not K_PAD: no chunk of zeros)."""
     if W_RESIDENT:
         h = _load_gate_padded(h_ptr, H, rows, row_live, 0, H, 1, K_PAD, K_PAD)
         acc = _mma(w, tl.trans(h), acc, PRECISION, UPCAST)
     else:
-        for k0 in range(0, K_PAD, BLOCK_K):
+        for k0 in range(0, H, BLOCK_K):
             h = _load_gate_padded(h_ptr, H, rows, row_live, k0, H, 1, K_PAD, BLOCK_K)
             wk = _load_stacked_weights(w_ptr, w_rows, w_valid, k0, H, BLOCK_K)
             acc = _mma(wk, tl.trans(h), acc, PRECISION, UPCAST)
@@ -150,12 +150,15 @@ def _columns_matmul(w, w_t_ptr, units, unit_mask, g_ptr, rows, row_mask, acc,
     """Backward: ``acc + (d_gates @ W_hh[:, units])^T``, ``[BLOCK_H, BLOCK_B]`` fp32, where
     ``d_gates`` is the ``[B, GATES * H]`` plane at ``g_ptr``. ``w`` is the resident tile
     ``[BLOCK_H, GP * K_PAD]`` of :func:`_load_weight_columns`; otherwise the weights are re-read
-    in ``BLOCK_K`` chunks (only the real gates: chunks never straddle two)."""
+    in ``BLOCK_K`` chunks: each real gate's first H columns (a chunk never straddles two gates, and
+    none is all padding)."""
     if W_RESIDENT:
         g = _load_gate_padded(g_ptr, GATES * H, rows, row_mask, 0, H, GATES, K_PAD, GP * K_PAD)
         acc = _mma(w, tl.trans(g), acc, PRECISION, UPCAST)
     else:
-        for c0 in range(0, GATES * K_PAD, BLOCK_K):
+        CHUNKS: tl.constexpr = (H + BLOCK_K - 1) // BLOCK_K  # per gate
+        for i in range(0, GATES * CHUNKS):
+            c0 = (i // CHUNKS) * K_PAD + (i % CHUNKS) * BLOCK_K
             g = _load_gate_padded(g_ptr, GATES * H, rows, row_mask, c0, H, GATES, K_PAD, BLOCK_K)
             wk = _load_weight_columns(w_t_ptr, units, unit_mask, c0, H, GATES, K_PAD, BLOCK_K)
             acc = _mma(wk, tl.trans(g), acc, PRECISION, UPCAST)
@@ -249,6 +252,9 @@ class Plan:
             every step.
         block_k: reduction chunk when not resident (ignored when resident).
         num_warps: warps per program.
+        num_stages: chunks in flight when streaming (Triton's software pipeline of the chunk
+            loop: a streamed step is a chain of L2 round trips, so deeper is faster until shared
+            memory runs out).
     """
 
     block_b: int
@@ -256,6 +262,7 @@ class Plan:
     w_resident: bool
     block_k: int = BLOCK_K
     num_warps: int = 4
+    num_stages: int = 3
 
     def grid(self, batch_size: int, hidden_size: int) -> tuple[int, int]:
         """(programs over hidden units, programs over batch rows)."""
@@ -323,13 +330,16 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         fits = resident_bytes(bb, bh, hidden_size, num_gates, element, direction) <= smem - SHARED_MEMORY_MARGIN
         resident = tensor_cores and fits and (direction == "forward" or bh >= 64)
         warps = 8 if bb >= 64 or resident else 4
-        block_k = BLOCK_K if tensor_cores else 32
+        # Streamed chunks: fewer, larger round trips, several in flight (a guess; the device sweeps it).
+        block_k = (128 if direction == "backward" else BLOCK_K) if tensor_cores else 32
+        stages = 4 if tensor_cores else 3
     else:
         slots = None
         bb = max(MIN_BLOCK, next_pow2(batch_size))
         bh = max(MIN_BLOCK_H, next_pow2(hidden_size))
-        resident, warps, block_k = True, 4, BLOCK_K
-    fields = {"block_b": bb, "block_h": bh, "w_resident": resident, "num_warps": warps, "block_k": block_k}
+        resident, warps, block_k, stages = True, 4, BLOCK_K, 3
+    fields = {"block_b": bb, "block_h": bh, "w_resident": resident, "num_warps": warps, "block_k": block_k,
+              "num_stages": stages}
     plan = Plan(**{**fields, **override})
     for name, least in (("block_b", MIN_BLOCK), ("block_h", MIN_BLOCK_H), ("block_k", MIN_BLOCK)):
         value = getattr(plan, name)

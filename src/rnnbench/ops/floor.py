@@ -88,7 +88,8 @@ def barrier_floor(num_programs: int, seq_len: int, device) -> torch.Tensor:
 
 
 def dot_floor(h_buf: torch.Tensor, w: torch.Tensor, block_h: int, precision: str = "ieee",
-              upcast: bool = False, resident: bool = True, block_k: int = 64, num_warps: int = 4) -> torch.Tensor:
+              upcast: bool = False, resident: bool = True, block_k: int = 64, num_warps: int = 4,
+              num_stages: int = 3) -> torch.Tensor:
     """``h_buf [T+1, B, H]`` (``h_buf[0]`` the start) is filled with ``h_{t+1} = h_t w[:H]^T`` for
     ``w [G*H, H]`` (G gates: the matmul computes all of them, as the recurrent kernels do), one
     program per ``block_h`` hidden units and one batch block; returns ``h_buf``."""
@@ -99,7 +100,8 @@ def dot_floor(h_buf: torch.Tensor, w: torch.Tensor, block_h: int, precision: str
     kp = k_padded(H)
     _dot_floor_kernel[grid](h_buf, w, counters, T, B, H=H, GATES=gates, GP=gates_padded(gates),
                             BLOCK_B=max(16, next_pow2(B)), BLOCK_H=block_h, BLOCK_K=min(block_k, kp), K_PAD=kp,
-                            W_RESIDENT=resident, PRECISION=precision, UPCAST=upcast, num_warps=num_warps)
+                            W_RESIDENT=resident, PRECISION=precision, UPCAST=upcast, num_warps=num_warps,
+                            num_stages=num_stages)
     return h_buf
 
 

@@ -41,7 +41,7 @@ _PLAN_OVERRIDE: contextvars.ContextVar[tuple] = contextvars.ContextVar("rnnbench
 def plan_override(**fields):
     """Within the block, every launch (forward and backward) uses these
     :class:`~rnnbench.ops.common.Plan` fields (``block_b``, ``block_h``, ``w_resident``,
-    ``block_k``, ``num_warps``): for tests and tuning."""
+    ``block_k``, ``num_warps``, ``num_stages``): for tests and tuning."""
     token = _PLAN_OVERRIDE.set(tuple(sorted({**dict(_PLAN_OVERRIDE.get()), **fields}.items())))
     try:
         yield
@@ -97,7 +97,7 @@ class _Launch:
         kp = k_padded(hidden_size)
         return dict(H=hidden_size, BLOCK_B=plan.block_b, BLOCK_H=plan.block_h, BLOCK_K=min(plan.block_k, kp),
                     K_PAD=kp, W_RESIDENT=plan.w_resident, PRECISION=self.precision, UPCAST=self.upcast,
-                    num_warps=plan.num_warps)
+                    num_warps=plan.num_warps, num_stages=plan.num_stages)
 
 
 @functools.lru_cache(maxsize=1024)
