@@ -41,20 +41,22 @@ sys.path.insert(0, str(ROOT / "src"))
 # machine without a GPU: ``--task warm ...`` and ``--task correctness ...`` run there, slowly.
 DEVICE = os.environ.get("RNNBENCH_DEV_DEVICE", "cuda")
 
-# (cell, batch, seq, input, hidden, dtypes): glample-2016, theano-cudnn-2016 (depth 1), flashrnn-2024
+# (cell, batch, seq, input, hidden, dtypes): theano-cudnn-2016 (depth 1), flashrnn-2024, glample-2016;
+# in this order, so that a run out of time loses the least telling cases.
 TIMING = [
-    ("lstm", 20, 30, 100, 100, ("fp32",)),
-    ("lstm", 20, 30, 100, 500, ("fp32",)),
-    ("lstm", 32, 30, 512, 512, ("tf32", "bf16")),
-    ("gru", 32, 30, 512, 512, ("tf32", "bf16")),
-    ("lstm", 128, 30, 512, 512, ("tf32", "bf16")),
+    ("lstm", 32, 30, 512, 512, ("bf16", "tf32")),
+    ("gru", 32, 30, 512, 512, ("bf16", "tf32")),
+    ("lstm", 16, 1024, 768, 768, ("bf16", "fp16")),
+    ("lstm", 128, 30, 512, 512, ("bf16", "tf32")),
     ("gru", 128, 30, 512, 512, ("bf16",)),
     ("lstm", 128, 30, 1024, 1024, ("bf16",)),
-    ("lstm", 16, 1024, 768, 768, ("bf16", "fp16")),
+    ("lstm", 20, 30, 100, 100, ("fp32",)),
+    ("lstm", 20, 30, 100, 500, ("fp32",)),
 ]
 CORRECTNESS_PLANS = [dict(), dict(block_h=16, block_b=16, w_resident=False), dict(block_h=32, w_resident=True, block_b=16),
                      dict(block_h=4, w_resident=False, block_k=16), dict(block_h=64, w_resident=True)]
 TASK_LIMIT_S = 240
+TIMING_BATCH = 3  # timing cases per subprocess
 
 
 def _sync():
@@ -117,9 +119,10 @@ def task_barrier() -> list[dict]:
     return rows
 
 
-def task_correctness(cell: str) -> list[dict]:
-    """One layer against the float64 reference, every dtype and plan; B20 T17 I48 H100. Then the
-    default plan without initial states (zeros inside the kernel), and the counters' state."""
+def task_correctness(cell: str, *dtypes: str) -> list[dict]:
+    """One layer against the float64 reference, every plan, in ``dtypes`` (default all); B20 T17
+    I48 H100. Then the default plan without initial states (zeros inside the kernel), and the
+    counters' state."""
     import torch
 
     from rnnbench.ops import recurrence
@@ -147,7 +150,7 @@ def task_correctness(cell: str) -> list[dict]:
         return out + list(torch.autograd.grad(loss, [x for x in leaves if x is not None and x.requires_grad]))
 
     rows = []
-    for dtype in ("fp32", "tf32", "bf16", "fp16"):
+    for dtype in dtypes or ("fp32", "tf32", "bf16", "fp16"):
         refs = {}
         variants = [(o, tensors) for o in CORRECTNESS_PLANS] + [({"initial_states": "none"}, no_state)]
         for overrides, source in variants:
@@ -369,10 +372,18 @@ def run_task(name: str, args: list[str]) -> list[dict]:
     if name == "barrier":
         return task_barrier()
     if name == "correctness":
-        return task_correctness(args[0])
-    if name in ("timing", "warm"):
-        cell, b, t, i, h, dtype = args
-        return task_timing(cell, int(b), int(t), int(i), int(h), dtype, warm_only=name == "warm")
+        return task_correctness(*args)
+    if name in ("timing", "warm"):  # one or more cases, six arguments each, one after another
+        rows = []
+        for k in range(0, len(args), 6):
+            cell, b, t, i, h, dtype = args[k:k + 6]
+            try:
+                rows += task_timing(cell, int(b), int(t), int(i), int(h), dtype, warm_only=name == "warm")
+            except Exception as exc:  # record it and go on to the next case
+                rows.append({"kind": "failure", "task": name, "args": args[k:k + 6],
+                             "error": f"{type(exc).__name__}: {exc}".splitlines()[0], "traceback": traceback.format_exc()})
+            print("ROWS " + json.dumps(rows, default=str), flush=True)  # so far: kept if a later case hangs
+        return rows
     raise SystemExit(f"unknown task {name}")
 
 
@@ -394,7 +405,9 @@ def spawn(tasks: list[tuple[str, list[str]]], limit_s: float) -> list[dict]:
             stdout, stderr = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             proc.kill()
-            proc.communicate()
+            stdout, _ = proc.communicate()
+            found = [line for line in (stdout or "").splitlines() if line.startswith("ROWS ")]
+            rows.extend(json.loads(found[-1][5:]) if found else [])  # the cases finished before the hang
             rows.append({**label, "kind": "failure", "error": f"timed out after {limit_s:.0f} s (a barrier that never opens?)"})
             continue
         found = [line for line in stdout.splitlines() if line.startswith("ROWS ")]
@@ -485,21 +498,28 @@ def main() -> int:
     out = Path(a.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + a.budget
-    # Correctness and warming run side by side (mostly compilation, which is CPU work); timings alone.
+    # Correctness (one process per cell and dtype) and warming (compiling what the timings launch)
+    # run side by side: mostly compilation, which is CPU work. Timings alone, a few cases per
+    # process (a crash loses only its batch; each process start costs seconds).
     cases = [[c, str(b), str(t), str(i), str(h), d] for c, b, t, i, h, ds in TIMING for d in ds]
-    groups = [[("env", []), ("barrier", [])] + [("correctness", [c]) for c in ("lstm", "gru", "rnn_tanh", "rnn_relu")]
+    groups = [[("env", []), ("barrier", [])]
+              + [("correctness", [c, d]) for c in ("lstm", "gru", "rnn_tanh", "rnn_relu") for d in ("fp32", "tf32", "bf16", "fp16")]
               + [("warm", case) for case in cases]]
-    groups += [[("timing", case)] for case in cases]
+    groups += [[("timing", sum(cases[k:k + TIMING_BATCH], []))] for k in range(0, len(cases), TIMING_BATCH)]
     rows: list[dict] = []
     started = time.monotonic()
     for group in groups:
         left = deadline - time.monotonic()
-        names = "; ".join(f"{n} {' '.join(a)}" for n, a in group)
+        kinds = [n for n, _ in group]
+        names = ", ".join(f"{kinds.count(k)} {k}" for k in dict.fromkeys(kinds))
+        if len(group) == 1:
+            names += " " + " ".join(group[0][1])
         if left < 5:
             rows += [{"kind": "failure", "task": n, "args": a, "error": "skipped: time budget spent"} for n, a in group]
             continue
         t0 = time.monotonic()
-        new = spawn(group, min(TASK_LIMIT_S, left))
+        # The first group compiles; it must leave the timings most of the budget.
+        new = spawn(group, min(TASK_LIMIT_S, left if group is not groups[0] else max(60.0, left - 130)))
         print(f"[{time.monotonic() - started:6.1f} s] {names}: {len(new)} row(s) in {time.monotonic() - t0:.1f} s",
               flush=True)
         rows.extend(new)
