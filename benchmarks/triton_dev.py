@@ -326,9 +326,9 @@ def task_timing(cell, b, t, i, h, dtype, warm_only=False) -> list[dict]:
                          ("triton_train_ms", ot)):
             row[name] = bench(fn)
         # Where our forward's time goes.
-        if not warm_only:
-            row["torch_nn_forward_host_ms"] = _host_ms(tf)
-            row["triton_forward_host_ms"] = _host_ms(of)
+        if not warm_only:  # (fewer calls when each is long: the queue drains every 10)
+            row["torch_nn_forward_host_ms"] = _host_ms(tf, 200 if t <= 64 else 30)
+            row["triton_forward_host_ms"] = _host_ms(of, 200 if t <= 64 else 30)
         row["torch_nn_forward_graph_ms"] = graph(tf)
         row["triton_forward_graph_ms"] = graph(of)
         w_ih, w_hh, b_ih, b_hh = (getattr(ours, n + "_l0").detach() for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
@@ -346,13 +346,14 @@ def task_timing(cell, b, t, i, h, dtype, warm_only=False) -> list[dict]:
         h_buf = (torch.randn(seq + 1, min(b, p.block_b), h, device=dev, generator=gen) * 0.01).to(torch_dtype)
         w = (torch.randn(NUM_GATES[cell] * h, h, device=dev, generator=gen) * h ** -0.5).to(torch_dtype)
         row["floor_dot_us_per_step"] = 1e3 * graph(lambda: dot_floor(h_buf, w, p.block_h, precision, resident=p.w_resident,
-                                                                     block_k=p.block_k, num_warps=p.num_warps)) / seq
+                                                                     block_k=p.block_k, num_warps=p.num_warps,
+                                                                     num_stages=p.num_stages)) / seq
         row["floor_gates_padded"] = gates_padded(NUM_GATES[cell])
         kernel_args = (cell, b, seq, h, torch_dtype, precision, x_proj, w_hh, b_ih, b_hh)
         row["backward_kernel_ms"] = graph(_backward_alone(*kernel_args))
         row["backward_us_per_step"] = 1e3 * row["backward_kernel_ms"] / seq
-        for key, plans, alone in (("kernel_ms_by_plan", _sweep(p), _kernel_alone),
-                                  ("backward_kernel_ms_by_plan", _sweep_backward(pb), _backward_alone)):
+        for field, plans, alone in (("kernel_ms_by_plan", _sweep(p), _kernel_alone),
+                                    ("backward_kernel_ms_by_plan", _sweep_backward(pb), _backward_alone)):
             sweep = {}
             for overrides in plans:
                 label = ",".join(f"{k}={v}" for k, v in overrides.items())
@@ -362,7 +363,7 @@ def task_timing(cell, b, t, i, h, dtype, warm_only=False) -> list[dict]:
                         sweep[label] = graph(alone(*kernel_args))
                 except Exception as exc:
                     sweep[label] = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
-            row[key] = sweep
+            row[field] = sweep
     return [row]
 
 
