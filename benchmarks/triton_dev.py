@@ -79,7 +79,9 @@ def _sweep(p) -> list[dict]:
         out.append(dict(block_h=p.block_h // 2))
     if p.block_b > 16:
         out.append(dict(block_b=p.block_b // 2))
-    if not p.w_resident:
+    if p.w_resident:  # the width of the pieces the weights are held in (and h staged in)
+        out += [dict(block_k=2 * p.block_k)] + ([dict(block_k=p.block_k // 2)] if p.block_k >= 32 else [])
+    else:
         out += [dict(block_k=2 * p.block_k), dict(num_stages=p.num_stages + 2)]
     return out
 

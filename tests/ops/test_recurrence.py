@@ -3,8 +3,8 @@ block) against the readable float64 layer (``ops/<cell>/naive.py`` -> rnnbench.r
 
 Every check covers the output, the final states and every gradient (input, h0, c0, both weight
 matrices, both biases); the loss weights h_n and c_n too, so their backward paths are exercised.
-Plans: weights resident on chip (the default here), weights re-read in K chunks of 16 (several
-chunks at these widths), and the batch split into blocks of 16 rows with their own barriers; no
+Plans: weights resident on chip (the default here: pieces of 64 columns), resident in pieces of 16
+columns (3 or 7 pieces), weights re-read in K chunks of 16 (several chunks at these widths), and the batch split into blocks of 16 rows with their own barriers; no
 initial states, and losses that leave the output or the final states without a gradient.
 """
 
@@ -22,7 +22,7 @@ CELLS = ("lstm", "gru", "rnn_tanh", "rnn_relu")
 GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 # (batch, seq, input, hidden): batch 1 and 3, seq 1 and 7, hidden 37 and 100, input != hidden
 SHAPES = [(1, 1, 3, 37), (3, 7, 5, 37), (1, 7, 100, 100)]
-PLANS = {"resident": {}, "streamed": {"w_resident": False, "block_k": 16}}
+PLANS = {"resident": {}, "resident_pieces": {"block_k": 16}, "streamed": {"w_resident": False, "block_k": 16}}
 FP32_TOLERANCE = tolerance("lstm", "fp32")
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -198,17 +198,19 @@ def test_default_plans_for_the_h100():
         return choose_plan(batch, hidden, gates, dtype, cuda, multiprocessors=132, precision=precision,
                            direction=direction)
 
-    # FlashRNN's LSTM: 4 gates x 16 units = a 64-row tile (one wgmma) of 48 programs; 160 KB resident.
+    # FlashRNN's LSTM: 4 gates x 16 units = a 64-row tile (one wgmma, one warpgroup) of 48 programs,
+    # held in three pieces of 256 columns (96 KB: no padding to 1024).
     p = plan(16, 768, 4, torch.bfloat16)
-    assert (p.block_h, p.block_b, p.w_resident, p.num_warps, p.grid(16, 768)) == (16, 16, True, 8, (48, 1))
+    assert (p.block_h, p.block_b, p.w_resident, p.num_warps, p.grid(16, 768)) == (16, 16, True, 4, (48, 1))
+    assert p.block_k == 256
     # Its backward: a 16-row weight tile would go through mma.sync (spills): streamed.
     assert not plan(16, 768, 4, torch.bfloat16, direction="backward").w_resident
     # Strict fp32 runs on FMA units: smallest tiles, most programs, weights streamed.
     p = plan(20, 500, 4, torch.float32)
     assert (p.block_h, p.w_resident, p.grid(20, 500)) == (4, False, (125, 1))
-    # TF32 on tensor cores: resident while the tile and the staged h fit in shared memory.
+    # TF32 on tensor cores: resident while the weights and a staged piece of h fit in shared memory.
     assert plan(32, 512, 4, torch.float32, "tf32").w_resident
-    assert not plan(128, 512, 4, torch.float32, "tf32").w_resident  # 64 rows of h: 256 KB
+    assert not plan(16, 1024, 4, torch.float32, "tf32").w_resident  # 64 x 1024 fp32 weights: 256 KB
     # The RNN's single gate needs 64 units for a 64-row tile; then its backward is resident too.
     assert plan(32, 512, 1, torch.float16).block_h == 64
     assert plan(32, 512, 1, torch.float16, direction="backward").w_resident

@@ -26,7 +26,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from .common import Plan, choose_plan, k_padded
+from .common import Plan, choose_plan, k_chunks, k_padded
 from .gru.kernels import gru_backward_kernel, gru_forward_kernel
 from .lstm.kernels import lstm_backward_kernel, lstm_forward_kernel
 from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
@@ -64,10 +64,11 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
     fn = KERNELS[(cell, direction)]
     names = fn.arg_names
     kp = k_padded(hidden_size)
-    constexprs = dict(H=hidden_size, BLOCK_B=plan.block_b, BLOCK_H=plan.block_h, BLOCK_K=min(plan.block_k, kp),
-                      K_PAD=kp, W_RESIDENT=plan.w_resident, PRECISION=precision, UPCAST=False, SAVE=save,
-                      RELU=False, HAS_BIAS=True, HAS_H0=True, HAS_C0=True, HAS_D_OUT=True, HAS_D_H_N=True,
-                      HAS_D_C_N=True)
+    block_k, chunks = k_chunks(hidden_size, plan.block_k)
+    constexprs = dict(H=hidden_size, BLOCK_B=plan.block_b, BLOCK_H=plan.block_h, BLOCK_K=block_k,
+                      K_PAD=kp, CHUNKS=chunks, W_RESIDENT=plan.w_resident, PRECISION=precision,
+                      UPCAST=False, SAVE=save, RELU=False, HAS_BIAS=True, HAS_H0=True, HAS_C0=True, HAS_D_OUT=True,
+                      HAS_D_H_N=True, HAS_D_C_N=True)
     constexprs = {k: v for k, v in constexprs.items() if k in names}
     signature, attrs = {}, {}
     for i, name in enumerate(names):

@@ -48,6 +48,10 @@ MIN_BLOCK_H = 4
 MAX_BLOCK_B = 64
 MAX_BLOCK_H = 256
 BLOCK_K = 64
+# Resident forward weights are held in pieces of BLOCK_K columns, and h is staged one piece at a
+# time: a piece of h (BLOCK_B x BLOCK_K) of at most this many bytes kept ptxas from spilling at 4
+# warps (sm_90, Triton 3.6: bf16 16 x 256 and 32 x 128, fp32 16 x 128 and 32 x 64 compile clean).
+RESIDENT_PIECE_BYTES = 8 * 1024
 
 
 @triton.jit
@@ -115,16 +119,29 @@ def _load_stacked_weights(w_ptr, w_rows, w_valid, k0, H: tl.constexpr, BLOCK_K: 
 
 
 @triton.jit
-def _stacked_matmul(w, w_ptr, w_rows, w_valid, h_ptr, rows, row_live, acc,
-                    H: tl.constexpr, K_PAD: tl.constexpr, BLOCK_K: tl.constexpr, W_RESIDENT: tl.constexpr,
-                    PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+def _resident_stack(w_ptr, w_rows, w_valid, H: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr):
+    """The resident stacked tile as a tuple of ``CHUNKS`` pieces ``[GP * BLOCK_H, BLOCK_K]``
+    (columns ``i * BLOCK_K ..``): hidden 768 is three pieces of 256, not one of 1024, and no piece
+    needs more than a few dozen registers per thread on its way into shared memory."""
+    pieces = ()
+    for i in tl.static_range(CHUNKS):
+        pieces = pieces + (_load_stacked_weights(w_ptr, w_rows, w_valid, i * BLOCK_K, H, BLOCK_K),)
+    return pieces
+
+
+@triton.jit
+def _stacked_matmul(pieces, w_ptr, w_rows, w_valid, h_ptr, rows, row_live, acc,
+                    H: tl.constexpr, K_PAD: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
+                    W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
     """Forward: ``acc + W_stack @ h^T``, ``[GP * BLOCK_H, BLOCK_B]`` fp32, where h is the ``[B, H]``
-    plane at ``h_ptr`` (rows not ``row_live`` read as 0). ``w`` is the resident stacked tile
-    ``[GP * BLOCK_H, K_PAD]`` (kept in shared memory by the compiler); otherwise the weights are
-    re-read from global memory (L2) in ``BLOCK_K`` chunks (up to H, not K_PAD: no chunk of zeros)."""
+    plane at ``h_ptr`` (rows not ``row_live`` read as 0). ``pieces`` is the resident stacked tile
+    (:func:`_resident_stack`, kept in shared memory by the compiler); otherwise the weights are
+    re-read from global memory (L2) in ``BLOCK_K`` chunks. Either way the reduction stops at the
+    chunk holding unit H - 1, not at K_PAD: no chunk of padding."""
     if W_RESIDENT:
-        h = _load_gate_padded(h_ptr, H, rows, row_live, 0, H, 1, K_PAD, K_PAD)
-        acc = _mma(w, tl.trans(h), acc, PRECISION, UPCAST)
+        for i in tl.static_range(CHUNKS):
+            h = _load_gate_padded(h_ptr, H, rows, row_live, i * BLOCK_K, H, 1, K_PAD, BLOCK_K)
+            acc = _mma(pieces[i], tl.trans(h), acc, PRECISION, UPCAST)
     else:
         for k0 in range(0, H, BLOCK_K):
             h = _load_gate_padded(h_ptr, H, rows, row_live, k0, H, 1, K_PAD, BLOCK_K)
@@ -240,6 +257,13 @@ def k_padded(hidden_size: int) -> int:
     return max(MIN_BLOCK, next_pow2(hidden_size))
 
 
+def k_chunks(hidden_size: int, block_k: int) -> tuple[int, int]:
+    """``(BLOCK_K, CHUNKS)``: the reduction chunk as launched (at most ``k_padded``) and how many
+    cover ``hidden_size``."""
+    bk = min(block_k, k_padded(hidden_size))
+    return bk, -(-hidden_size // bk)
+
+
 @dataclass(frozen=True)
 class Plan:
     """How one recurrence (one direction of time) is split across programs.
@@ -250,7 +274,8 @@ class Plan:
         w_resident: load the program's recurrent weights once, before the time loop (the compiler
             keeps them in shared memory); otherwise re-read them from L2 in ``block_k`` chunks
             every step.
-        block_k: reduction chunk when not resident (ignored when resident).
+        block_k: reduction chunk: streamed, the chunk re-read each step; resident (forward), the
+            width of the pieces the weights are held in (the backward's resident tile is one piece).
         num_warps: warps per program.
         num_stages: chunks in flight when streaming (Triton's software pipeline of the chunk
             loop: a streamed step is a chain of L2 round trips, so deeper is faster until shared
@@ -269,13 +294,20 @@ class Plan:
         return -(-hidden_size // self.block_h), -(-batch_size // self.block_b)  # (triton.cdiv costs µs per call)
 
 
+def resident_piece(block_b: int, element: int) -> int:
+    """Width (columns) of the pieces a resident forward tile is held and h staged in."""
+    return max(64, min(256, RESIDENT_PIECE_BYTES // (block_b * element)))
+
+
 def resident_bytes(block_b: int, block_h: int, hidden_size: int, num_gates: int, element: int,
                    direction: str) -> int:
-    """Shared memory of a resident step: the weight tile plus the staged right operand (h, or
-    backward the gate gradients), both ``K`` long (forward ``K_PAD``, backward ``GP * K_PAD``)."""
+    """Shared memory of a resident step. Forward: the weight pieces (up to the one holding unit
+    H - 1) plus one staged piece of h (the compiler reuses its buffer: measured by compiling).
+    Backward: one weight tile ``GP * K_PAD`` long plus the staged gate gradients."""
     gp, kp = gates_padded(num_gates), k_padded(hidden_size)
     if direction == "forward":
-        return (gp * block_h + block_b) * kp * element
+        bk, chunks = k_chunks(hidden_size, resident_piece(block_b, element))
+        return (gp * block_h * chunks + block_b) * bk * element
     return (block_h + block_b) * gp * kp * element
 
 
@@ -295,8 +327,9 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
 
     - matmuls on tensor cores (half types, or fp32 as TF32), forward: ``block_h`` as small as
       keeps the stacked weight tile 64 rows high (``gates_padded * block_h >= 64``, the height of
-      Hopper's wgmma), weights resident (in shared memory) when the tile and the staged h fit, at 8
-      warps (at 4, ptxas spilled the h tile's addresses: 104-576 bytes per thread);
+      Hopper's wgmma), weights resident (in shared memory) when they and a staged piece of h fit,
+      held in pieces of :func:`resident_piece` columns, at 4 warps (one warpgroup: 8 split the
+      batch columns between two, each reading all the weights) unless 64 batch rows need 8;
     - backward: the weight tile is ``block_h`` rows high; resident only when that is a whole
       wgmma (``block_h >= 64``, the RNN): a shorter tile goes through mma.sync, whose operands the
       compiler hoists into registers, where 64 KB of weights spill (2.3 KB per thread seen);
@@ -329,9 +362,12 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         bh = override.get("block_h", bh)
         fits = resident_bytes(bb, bh, hidden_size, num_gates, element, direction) <= smem - SHARED_MEMORY_MARGIN
         resident = tensor_cores and fits and (direction == "forward" or bh >= 64)
-        warps = 8 if bb >= 64 or resident else 4
+        warps = 8 if bb >= 64 or (resident and direction == "backward") else 4
         # Streamed chunks: fewer, larger round trips, several in flight (a guess; the device sweeps it).
+        # Resident (forward): the width of the pieces the weights are held in.
         block_k = (128 if direction == "backward" else BLOCK_K) if tensor_cores else 32
+        if resident and direction == "forward":
+            block_k = resident_piece(bb, element)
         stages = 4 if tensor_cores else 3
     else:
         slots = None

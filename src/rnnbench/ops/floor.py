@@ -17,8 +17,8 @@ import torch
 import triton
 import triton.language as tl
 
-from .common import (_grid_barrier, _load_stacked_weights, _release_counters, _split_gates, _stacked_matmul,
-                     _stacked_rows, gates_padded, k_padded, next_pow2)
+from .common import (_grid_barrier, _release_counters, _resident_stack, _split_gates, _stacked_matmul, _stacked_rows,
+                     gates_padded, k_chunks, k_padded, next_pow2)
 
 
 @triton.jit(do_not_specialize=["T"])
@@ -32,7 +32,8 @@ def _barrier_floor_kernel(counter_ptr, T):
 @triton.jit(do_not_specialize=["T", "B"])
 def _dot_floor_kernel(h_buf_ptr, w_ptr, counters_ptr, T, B, H: tl.constexpr, GATES: tl.constexpr, GP: tl.constexpr,
                       BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
-                      W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+                      CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr,
+                      UPCAST: tl.constexpr):
     """The recurrent kernels' step without the cell: the stacked matmul of every gate (weights as
     the plan keeps them), the first gate's block stored as h_{t+1}, the barrier."""
     pid_h = tl.program_id(0)
@@ -43,14 +44,14 @@ def _dot_floor_kernel(h_buf_ptr, w_ptr, counters_ptr, T, B, H: tl.constexpr, GAT
     plane = B.to(tl.int64) * H
     w_rows, w_valid = _stacked_rows(pid_h, H, GATES, GP, BLOCK_H)
     if W_RESIDENT:
-        w = _load_stacked_weights(w_ptr, w_rows, w_valid, 0, H, K_PAD)
+        w = _resident_stack(w_ptr, w_rows, w_valid, H, BLOCK_K, CHUNKS)
     else:
         w = 0
     t = 0
     while t < T:
         acc = _stacked_matmul(w, w_ptr, w_rows, w_valid, h_buf_ptr + t * plane, rows, row_mask,
-                              tl.zeros([GP * BLOCK_H, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, W_RESIDENT,
-                              PRECISION, UPCAST)
+                              tl.zeros([GP * BLOCK_H, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
+                              W_RESIDENT, PRECISION, UPCAST)
         if GP == 4:
             out, _, _, _ = _split_gates(acc, BLOCK_H, BLOCK_B)
         else:
@@ -98,8 +99,9 @@ def dot_floor(h_buf: torch.Tensor, w: torch.Tensor, block_h: int, precision: str
     counters = torch.zeros(2, dtype=torch.int32, device=h_buf.device)
     grid = (triton.cdiv(H, block_h), 1)
     kp = k_padded(H)
+    block_k, chunks = k_chunks(H, block_k)
     _dot_floor_kernel[grid](h_buf, w, counters, T, B, H=H, GATES=gates, GP=gates_padded(gates),
-                            BLOCK_B=max(16, next_pow2(B)), BLOCK_H=block_h, BLOCK_K=min(block_k, kp), K_PAD=kp,
+                            BLOCK_B=max(16, next_pow2(B)), BLOCK_H=block_h, BLOCK_K=block_k, K_PAD=kp, CHUNKS=chunks,
                             W_RESIDENT=resident, PRECISION=precision, UPCAST=upcast, num_warps=num_warps,
                             num_stages=num_stages)
     return h_buf

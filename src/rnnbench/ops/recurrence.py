@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .common import (INTERPRET, SUPPORTED_DTYPES, Plan, choose_plan, dot_precision, k_padded, upcast_dot)
+from .common import INTERPRET, SUPPORTED_DTYPES, Plan, choose_plan, dot_precision, k_chunks, k_padded, upcast_dot
 from .gru.kernels import gru_backward_kernel, gru_forward_kernel
 from .lstm.kernels import lstm_backward_kernel, lstm_forward_kernel
 from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
@@ -93,11 +93,14 @@ class _Launch:
     precision: str
     upcast: bool
 
-    def meta(self, plan: Plan, hidden_size: int) -> dict:
-        kp = k_padded(hidden_size)
-        return dict(H=hidden_size, BLOCK_B=plan.block_b, BLOCK_H=plan.block_h, BLOCK_K=min(plan.block_k, kp),
-                    K_PAD=kp, W_RESIDENT=plan.w_resident, PRECISION=self.precision, UPCAST=self.upcast,
-                    num_warps=plan.num_warps, num_stages=plan.num_stages)
+    def meta(self, plan: Plan, hidden_size: int, forward: bool) -> dict:
+        block_k, chunks = k_chunks(hidden_size, plan.block_k)
+        meta = dict(H=hidden_size, BLOCK_B=plan.block_b, BLOCK_H=plan.block_h, BLOCK_K=block_k,
+                    K_PAD=k_padded(hidden_size), W_RESIDENT=plan.w_resident, PRECISION=self.precision,
+                    UPCAST=self.upcast, num_warps=plan.num_warps, num_stages=plan.num_stages)
+        if forward:
+            meta["CHUNKS"] = chunks
+        return meta
 
 
 @functools.lru_cache(maxsize=1024)
@@ -145,7 +148,7 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     h_buf = torch.empty(T + 1, B, H, device=dev, dtype=dtype)
     h_n = torch.empty(B, H, device=dev, dtype=dtype)
     biases = (b_ih, b_hh) if b_ih is not None else (w_hh, w_hh)  # unused pointers without bias
-    flags = dict(HAS_BIAS=b_ih is not None, HAS_H0=h0 is not None, SAVE=save, **launch.meta(plan_, H))
+    flags = dict(HAS_BIAS=b_ih is not None, HAS_H0=h0 is not None, SAVE=save, **launch.meta(plan_, H, True))
     h0 = h_buf if h0 is None else h0
     f32 = dict(device=dev, dtype=torch.float32)
     c_n = c_buf = saved = None
@@ -183,7 +186,7 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
     counters = _counters(grid[1], dev)
     w_hh_t = w_hh.t().contiguous()  # our units' columns of W_hh as contiguous rows
     d_h0 = torch.empty(B, H, device=dev, dtype=dtype)
-    flags = dict(HAS_D_OUT=d_out is not None, HAS_D_H_N=d_h_n is not None, **launch.meta(plan_, H))
+    flags = dict(HAS_D_OUT=d_out is not None, HAS_D_H_N=d_h_n is not None, **launch.meta(plan_, H, False))
     d_out = h_buf if d_out is None else d_out  # unused pointer when absent
     d_h_n = d_h0 if d_h_n is None else d_h_n
     if cell == "lstm":

@@ -18,9 +18,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_columns_matmul, _gate_bias, _grid_barrier, _load_f32, _load_stacked_weights,
-                      _load_weight_columns, _release_counters, _split_gates, _stacked_matmul, _stacked_rows,
-                      _tanh)
+from ..common import (_columns_matmul, _gate_bias, _grid_barrier, _load_f32, _load_weight_columns,
+                      _release_counters, _resident_stack, _split_gates, _stacked_matmul, _stacked_rows, _tanh)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
@@ -30,7 +29,7 @@ def lstm_forward_kernel(
     T, B,
     H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, HAS_C0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
-    W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+    CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
 ):
     pid_h = tl.program_id(0)
     pid_b = tl.program_id(1)
@@ -47,7 +46,7 @@ def lstm_forward_kernel(
 
     w_rows, w_valid = _stacked_rows(pid_h, H, 4, 4, BLOCK_H)
     if W_RESIDENT:  # all four gates' rows for our units, on chip for every step
-        w = _load_stacked_weights(w_hh_ptr, w_rows, w_valid, 0, H, K_PAD)
+        w = _resident_stack(w_hh_ptr, w_rows, w_valid, H, BLOCK_K, CHUNKS)
     else:
         w = 0
     bias_i = _gate_bias(b_ih_ptr, b_hh_ptr, 0 * H + units, unit_mask, HAS_BIAS, True)
@@ -74,8 +73,8 @@ def lstm_forward_kernel(
             else:
                 live = rows < 0
         acc = _stacked_matmul(w, w_hh_ptr, w_rows, w_valid, h_src, rows, live,
-                              tl.zeros([4 * BLOCK_H, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, W_RESIDENT,
-                              PRECISION, UPCAST)
+                              tl.zeros([4 * BLOCK_H, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
+                              W_RESIDENT, PRECISION, UPCAST)
         a_i, a_f, a_g, a_o = _split_gates(acc, BLOCK_H, BLOCK_B)
         i = tl.sigmoid(a_i + x_i + bias_i)
         f = tl.sigmoid(a_f + x_f + bias_f)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_columns_matmul, _gate_bias, _grid_barrier, _load_f32, _load_stacked_weights,
-                      _load_weight_columns, _release_counters, _stacked_matmul, _stacked_rows, _tanh)
+from ..common import (_columns_matmul, _gate_bias, _grid_barrier, _load_f32, _load_weight_columns,
+                      _release_counters, _resident_stack, _stacked_matmul, _stacked_rows, _tanh)
 
 
 @triton.jit
@@ -33,7 +33,7 @@ def rnn_forward_kernel(
     T, B,
     H: tl.constexpr, RELU: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
-    W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+    CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
 ):
     pid_h = tl.program_id(0)
     pid_b = tl.program_id(1)
@@ -48,7 +48,7 @@ def rnn_forward_kernel(
 
     w_rows, w_valid = _stacked_rows(pid_h, H, 1, 1, BLOCK_H)
     if W_RESIDENT:
-        w = _load_stacked_weights(w_hh_ptr, w_rows, w_valid, 0, H, K_PAD)
+        w = _resident_stack(w_hh_ptr, w_rows, w_valid, H, BLOCK_K, CHUNKS)
     else:
         w = 0
     bias = _gate_bias(b_ih_ptr, b_hh_ptr, units, unit_mask, HAS_BIAS, True)
@@ -66,8 +66,8 @@ def rnn_forward_kernel(
                 h_src = h0_ptr
             else:
                 live = rows < 0
-        a = _stacked_matmul(w, w_hh_ptr, w_rows, w_valid, h_src, rows, live, zero, H, K_PAD, BLOCK_K, W_RESIDENT,
-                            PRECISION, UPCAST)
+        a = _stacked_matmul(w, w_hh_ptr, w_rows, w_valid, h_src, rows, live, zero, H, K_PAD, BLOCK_K,
+                            CHUNKS, W_RESIDENT, PRECISION, UPCAST)
         h = _activation(a + x + bias, RELU)
         tl.store(h_buf_ptr + (t + 1) * plane_h + hid, h.to(out_ty), mask=mask)
         if SAVE:
