@@ -90,9 +90,7 @@ def _sweep_backward(p) -> list[dict]:
     """Launch plans tried for the backward kernel besides the default ``p`` (streamed weights:
     chunk size and pipeline depth first)."""
     out = [dict(block_k=p.block_k // 2), dict(block_k=2 * p.block_k), dict(num_stages=p.num_stages + 2),
-           dict(block_h=2 * p.block_h), dict(num_warps=12 - p.num_warps)]
-    if p.block_h >= 8:
-        out.append(dict(block_h=p.block_h // 2))
+           dict(block_h=2 * p.block_h)]
     return [o for o in out if o.get("block_k", 16) >= 16]
 
 
@@ -264,20 +262,30 @@ def _kernel_alone(cell, b, t, h, torch_dtype, precision, x_proj_full, w_hh, b_ih
     return run
 
 
-def _backward_alone(cell, b, t, h, torch_dtype, precision, x_proj_full, w_hh, b_ih, b_hh):
-    """A backward launch on prebuilt saved values (from one forward that saves them)."""
+def _saved_forward(cell, b, t, h, torch_dtype, precision, x_proj_full, w_hh, b_ih, b_hh):
+    """One forward (default plan) that saves for backward: ``(h_buf, saved, c_buf, d_out)``."""
     import torch
 
     from rnnbench.ops import recurrence
 
     dev = torch.device(DEVICE)
-    x_proj = x_proj_full[:t].contiguous()
-    launch = recurrence._cached_launch(cell, b, h, torch_dtype, dev, precision, recurrence._PLAN_OVERRIDE.get())
-    h_buf, _, _, saved, c_buf = recurrence.recurrence_forward(cell, x_proj, w_hh, b_ih, b_hh, None, None, launch, True)
-    d_out = torch.randn(t, b, h, device=dev).to(torch_dtype)
+    launch = recurrence._cached_launch(cell, b, h, torch_dtype, dev, precision, ())
+    h_buf, _, _, saved, c_buf = recurrence.recurrence_forward(cell, x_proj_full[:t].contiguous(), w_hh, b_ih, b_hh,
+                                                              None, None, launch, True)
+    return h_buf, saved, c_buf, torch.randn(t, b, h, device=dev).to(torch_dtype)
+
+
+def _backward_alone(cell, b, h, torch_dtype, precision, w_hh, state):
+    """A backward launch (the plan in force when called) on the saved values of ``state``."""
+    import torch
+
+    from rnnbench.ops import recurrence
+
+    h_buf, saved, c_buf, d_out = state
 
     def run():
-        launch = recurrence._cached_launch(cell, b, h, torch_dtype, dev, precision, recurrence._PLAN_OVERRIDE.get())
+        launch = recurrence._cached_launch(cell, b, h, torch_dtype, torch.device(DEVICE), precision,
+                                           recurrence._PLAN_OVERRIDE.get())
         return recurrence.recurrence_backward(cell, d_out, None, None, saved, c_buf, h_buf, w_hh, launch)
 
     return run
@@ -351,18 +359,20 @@ def task_timing(cell, b, t, i, h, dtype, warm_only=False) -> list[dict]:
                                                                      block_k=p.block_k, num_warps=p.num_warps,
                                                                      num_stages=p.num_stages)) / seq
         row["floor_gates_padded"] = gates_padded(NUM_GATES[cell])
-        kernel_args = (cell, b, seq, h, torch_dtype, precision, x_proj, w_hh, b_ih, b_hh)
-        row["backward_kernel_ms"] = graph(_backward_alone(*kernel_args))
+        state = _saved_forward(cell, b, seq, h, torch_dtype, precision, x_proj, w_hh, b_ih, b_hh)
+        forward_alone = _kernel_alone(cell, b, seq, h, torch_dtype, precision, x_proj, w_hh, b_ih, b_hh)
+        backward_alone = _backward_alone(cell, b, h, torch_dtype, precision, w_hh, state)
+        row["backward_kernel_ms"] = graph(backward_alone)
         row["backward_us_per_step"] = 1e3 * row["backward_kernel_ms"] / seq
-        for field, plans, alone in (("kernel_ms_by_plan", _sweep(p), _kernel_alone),
-                                    ("backward_kernel_ms_by_plan", _sweep_backward(pb), _backward_alone)):
+        for field, plans, alone in (("kernel_ms_by_plan", _sweep(p), forward_alone),
+                                    ("backward_kernel_ms_by_plan", _sweep_backward(pb), backward_alone)):
             sweep = {}
-            for overrides in plans:
+            for overrides in plans:  # each run reads the plan in force: the override
                 label = ",".join(f"{k}={v}" for k, v in overrides.items())
                 try:
                     with plan_override(**overrides):
                         plan(cell, b, h, torch_dtype, dev, precision)  # raises if not resident-safe
-                        sweep[label] = graph(alone(*kernel_args))
+                        sweep[label] = graph(alone)
                 except Exception as exc:
                     sweep[label] = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
             row[field] = sweep
