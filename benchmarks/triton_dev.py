@@ -516,7 +516,8 @@ def main() -> int:
     # process (a crash loses only its batch; each process start costs seconds).
     cases = [[c, str(b), str(t), str(i), str(h), d] for c, b, t, i, h, ds in TIMING for d in ds]
     groups = [[("env", []), ("barrier", [])]
-              + [("correctness", [c, d]) for c in ("lstm", "gru", "rnn_tanh", "rnn_relu") for d in ("fp32", "tf32", "bf16", "fp16")]
+              + [("correctness", [c, d]) for c in ("lstm", "gru", "rnn_tanh", "rnn_relu")
+                 for d in ("fp32", "tf32", "bf16", "fp16")]
               + [("warm", case) for case in cases]]
     groups += [[("timing", sum(cases[k:k + TIMING_BATCH], []))] for k in range(0, len(cases), TIMING_BATCH)]
     rows: list[dict] = []

@@ -14,6 +14,7 @@ register counts would describe a kernel that never runs). Must run without ``TRI
 
 from __future__ import annotations
 
+import math
 import re
 import subprocess
 import sys
@@ -132,7 +133,7 @@ def main(argv: list[str]) -> int:
                                direction=direction)
             label = (f"{cell}-{direction}-{str(dtype).removeprefix('torch.')}-B{batch}-H{hidden}-{precision} "
                      f"bb={plan.block_b} bh={plan.block_h} res={int(plan.w_resident)} bk={plan.block_k} "
-                     f"w={plan.num_warps} st={plan.num_stages} progs={plan.grid(batch, hidden)[0] * plan.grid(batch, hidden)[1]}")
+                     f"w={plan.num_warps} st={plan.num_stages} progs={math.prod(plan.grid(batch, hidden))}")
             try:
                 compiled = compile_kernel(cell, direction, dtype, hidden, plan, precision)
                 print(f"ok    {label} {resource_usage(compiled)}", flush=True)
