@@ -171,6 +171,7 @@ def task_correctness(cell: str, *dtypes: str) -> list[dict]:
             except Exception as exc:  # record and go on to the next plan
                 row.update(ok=False, error=f"{type(exc).__name__}: {exc}".splitlines()[0])
             rows.append(row)
+            print("ROWS " + json.dumps(rows, default=str), flush=True)  # so far: kept if the task is cut off
     _sync()
     dirty = sum(int(buf.count_nonzero()) for buf in recurrence._COUNTERS.values())
     rows.append({"kind": "counters", "cell": cell, "buffers": len(recurrence._COUNTERS), "nonzero": dirty,
@@ -421,7 +422,8 @@ def spawn(tasks: list[tuple[str, list[str]]], limit_s: float) -> list[dict]:
             stdout, _ = proc.communicate()
             found = [line for line in (stdout or "").splitlines() if line.startswith("ROWS ")]
             rows.extend(json.loads(found[-1][5:]) if found else [])  # the cases finished before the hang
-            rows.append({**label, "kind": "failure", "error": f"timed out after {limit_s:.0f} s (a barrier that never opens?)"})
+            rows.append({**label, "kind": "failure",
+                         "error": f"cut off after {limit_s:.0f} s (still compiling, or a barrier that never opens)"})
             continue
         found = [line for line in stdout.splitlines() if line.startswith("ROWS ")]
         if found:
