@@ -55,6 +55,8 @@ TIMING = [
 ]
 CORRECTNESS_PLANS = [dict(), dict(block_h=16, block_b=16, w_resident=False), dict(block_h=32, w_resident=True, block_b=16),
                      dict(block_h=4, w_resident=False, block_k=16), dict(block_h=64, w_resident=True)]
+CORRECTNESS_CELLS = ("lstm", "gru", "rnn_tanh", "rnn_relu")
+CORRECTNESS_DTYPES = ("fp32", "tf32", "bf16", "fp16")
 TASK_LIMIT_S = 240
 TIMING_BATCH = 3  # timing cases per subprocess
 
@@ -518,8 +520,7 @@ def main() -> int:
     # process (a crash loses only its batch; each process start costs seconds).
     cases = [[c, str(b), str(t), str(i), str(h), d] for c, b, t, i, h, ds in TIMING for d in ds]
     groups = [[("env", []), ("barrier", [])]
-              + [("correctness", [c, d]) for c in ("lstm", "gru", "rnn_tanh", "rnn_relu")
-                 for d in ("fp32", "tf32", "bf16", "fp16")]
+              + [("correctness", [c, d]) for c in CORRECTNESS_CELLS for d in CORRECTNESS_DTYPES]
               + [("warm", case) for case in cases]]
     groups += [[("timing", sum(cases[k:k + TIMING_BATCH], []))] for k in range(0, len(cases), TIMING_BATCH)]
     rows: list[dict] = []
