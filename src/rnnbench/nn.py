@@ -18,6 +18,7 @@ Dropout between layers is applied in training mode as torch.nn does (a different
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import sys
@@ -38,6 +39,11 @@ def _autocast_dtype(device_type: str) -> torch.dtype | None:
     if torch.is_autocast_enabled(device_type):
         return torch.get_autocast_dtype(device_type)
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def _triton_installed() -> bool:
+    return importlib.util.find_spec("triton") is not None
 
 
 def _interpreted() -> bool:
@@ -63,7 +69,7 @@ class _KernelPath:
 
     def _refusal(self, input: torch.Tensor) -> str | None:
         """None if the kernels can run this call, else why not (one line)."""
-        if importlib.util.find_spec("triton") is None:
+        if not _triton_installed():
             return "Triton is not installed"
         if getattr(self, "proj_size", 0):
             return "proj_size > 0 has no kernel"
@@ -109,7 +115,7 @@ class _KernelPath:
         if batched and self.batch_first:
             x = x.transpose(0, 1)
         directions = 2 if self.bidirectional else 1
-        h0, c0 = (cast(s) for s in self._initial_state(x, hx, batched, directions))
+        h0, c0 = (cast(s) for s in self._initial_state(x, hx, batched, directions))  # None: zeros in the kernel
         finals_h, finals_c, layer_input = [], [], x
         for k in range(self.num_layers):
             outputs = []
@@ -121,7 +127,8 @@ class _KernelPath:
                 idx = k * directions + d
                 # The reverse direction is the forward kernel on the time-reversed sequence.
                 inp = layer_input.flip(0) if d else layer_input
-                out, h_n, c_n = recurrent_layer(self.cell, inp, h0[idx], c0[idx] if lstm else None, *w)
+                out, h_n, c_n = recurrent_layer(self.cell, inp, None if h0 is None else h0[idx],
+                                                None if c0 is None else c0[idx], *w)
                 outputs.append(out.flip(0) if d else out)
                 finals_h.append(h_n)
                 finals_c.append(c_n)
@@ -131,23 +138,24 @@ class _KernelPath:
         output = layer_input
         if batched and self.batch_first:
             output = output.transpose(0, 1)
-        h_n = torch.stack(finals_h)
-        c_n = torch.stack(finals_c) if lstm else None
+        stack = (lambda ts: ts[0].unsqueeze(0)) if len(finals_h) == 1 else torch.stack  # noqa: E731
+        h_n = stack(finals_h)
+        c_n = stack(finals_c) if lstm else None
         if not batched:
             output, h_n = output.squeeze(1), h_n.squeeze(1)
             c_n = c_n.squeeze(1) if lstm else None
         return output, ((h_n, c_n) if lstm else h_n)
 
     def _initial_state(self, x, hx, batched: bool, directions: int):
-        """``(h0, c0)`` as ``[L*D, B, H]`` (zeros when ``hx`` is None; ``c0`` None unless LSTM).
+        """``(h0, c0)`` as ``[L*D, B, H]``; ``(None, None)`` when ``hx`` is None (the kernels
+        start from zeros without a tensor of them); ``c0`` None unless LSTM.
 
         Raises:
             RuntimeError: a state of the wrong shape (torch.nn raises RuntimeError too).
         """
         shape = (self.num_layers * directions, x.shape[1], self.hidden_size)
         if hx is None:
-            zeros = torch.zeros(shape, dtype=x.dtype, device=x.device)
-            return zeros, (zeros if self.cell == "lstm" else None)
+            return None, None
         states = hx if self.cell == "lstm" else (hx,)
         if not batched:
             states = tuple(s.unsqueeze(1) for s in states)

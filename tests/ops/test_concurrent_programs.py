@@ -25,6 +25,40 @@ def test_hidden_units_split_across_programs(cell, resident):
         check_layer(cell, make_layer(cell, (20, 5, 4, 37)), "fp32", tolerance(cell, "fp32"))
 
 
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_small_tiles_streamed(cell):
+    """4 hidden units per program (a 16-row stacked tile, the strict-fp32 plan on a GPU): hidden 37
+    over 10 programs, each re-reading its weights in 16-wide chunks."""
+    from rnnbench.ops.recurrence import plan_override
+
+    with plan_override(block_h=4, w_resident=False, block_k=16):
+        check_layer(cell, make_layer(cell, (3, 4, 4, 37)), "fp32", tolerance(cell, "fp32"))
+
+
+def test_counters_are_left_at_zero_and_reused(monkeypatch):
+    """The kernels zero their barrier counters on the way out, so one buffer serves every launch
+    (as on CUDA, where it is kept per device and stream): forward and backward, twice, over 3
+    hidden programs and 2 batch blocks, with the buffer checked after each."""
+    import torch
+
+    from rnnbench.ops import recurrence
+    from rnnbench.ops.recurrence import plan_override
+
+    buf = torch.zeros(64, dtype=torch.int32)
+    launches = []
+
+    def shared(batch_blocks, device):
+        launches.append(batch_blocks)
+        assert not buf.any(), "a launch found its counters dirty"
+        return buf
+
+    monkeypatch.setattr(recurrence, "_counters", shared)
+    with plan_override(block_h=16, block_b=16):
+        for seed in (0, 1):
+            check_layer("lstm", make_layer("lstm", (20, 3, 4, 37), seed=seed), "fp32", tolerance("lstm", "fp32"))
+    assert launches == [2] * 4 and not buf.any()
+
+
 def test_barrier_orders_threads():
     from rnnbench.ops.floor import barrier_check, barrier_floor
 

@@ -82,13 +82,34 @@ def check_layer(cell, dtype, tensors):
 
 
 @pytest.mark.parametrize("resident", [True, False], ids=["resident", "streamed"])
-@pytest.mark.parametrize("block_h", [16, 64])
+@pytest.mark.parametrize("block_h", [4, 16, 64])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("cell", CELLS)
 def test_layer_on_many_programs(cell, dtype, block_h, resident):
-    """hidden 100 over 7 or 2 programs, batch 20 over two batch blocks of 16."""
+    """hidden 100 over 25, 7 or 2 programs, batch 20 over two batch blocks of 16; afterwards every
+    barrier counter is back at zero (the kernels reuse them without a memset)."""
+    from rnnbench.ops import recurrence
+
     with plan_override(block_h=block_h, block_b=16, w_resident=resident):
         check_layer(cell, dtype, _layer(cell, 20, 9, 5, 100))
+    torch.cuda.synchronize()
+    assert all(not buf.any() for buf in recurrence._COUNTERS.values())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("cell", CELLS)
+def test_layer_without_initial_states(cell, dtype):
+    """h0 = c0 = None on the default plan: zeros inside the kernel."""
+    tensors = _layer(cell, 20, 9, 5, 100)
+    with matmul_mode(dtype):
+        got = _outputs_and_grads(recurrent_layer, cell, [tensors[0], None, None, *tensors[3:]], TORCH_DTYPE[dtype])
+    zeros = [tensors[0], torch.zeros(20, 100), torch.zeros(20, 100) if cell == "lstm" else None, *tensors[3:]]
+    ref = _outputs_and_grads(naive_layer, cell, [None if x is None else x.to(TORCH_DTYPE[dtype]) for x in zeros],
+                             torch.float64)
+    outputs = len(got) - 5  # output, h_n (c_n); then the gradients of x and the four weights
+    ref = ref[:outputs + 1] + ref[-4:]  # without the reference's h0 / c0 gradients
+    for k, (a, b) in enumerate(zip(got, ref)):
+        assert relative_error(a, b) <= tolerance(cell, dtype), k
 
 
 @pytest.mark.parametrize("dtype", [d for d in DTYPES if d != "fp32"])

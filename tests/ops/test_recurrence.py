@@ -3,8 +3,9 @@ block) against the readable float64 layer (``ops/<cell>/naive.py`` -> rnnbench.r
 
 Every check covers the output, the final states and every gradient (input, h0, c0, both weight
 matrices, both biases); the loss weights h_n and c_n too, so their backward paths are exercised.
-Plans: weights resident on chip (the default here), weights re-read in K chunks of 16 (several
-chunks at these widths), and the batch split into blocks of 16 rows with their own barriers.
+Plans: weights resident on chip (the default here: pieces of 64 columns), resident in pieces of 16
+columns (3 or 7 pieces), weights re-read in K chunks of 16 (several chunks at these widths), and the batch split into blocks of 16 rows with their own barriers; no
+initial states, and losses that leave the output or the final states without a gradient.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ CELLS = ("lstm", "gru", "rnn_tanh", "rnn_relu")
 GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 # (batch, seq, input, hidden): batch 1 and 3, seq 1 and 7, hidden 37 and 100, input != hidden
 SHAPES = [(1, 1, 3, 37), (3, 7, 5, 37), (1, 7, 100, 100)]
-PLANS = {"resident": {}, "streamed": {"w_resident": False, "block_k": 16}}
+PLANS = {"resident": {}, "resident_pieces": {"block_k": 16}, "streamed": {"w_resident": False, "block_k": 16}}
 FP32_TOLERANCE = tolerance("lstm", "fp32")
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -107,6 +108,41 @@ def test_layer_half_precision(cell, dtype):
 
 
 @pytest.mark.parametrize("cell", CELLS)
+def test_layer_without_initial_states(cell):
+    """h0 = c0 = None: the kernels start from zeros without a tensor of them (and still save h0 =
+    0 for the weight gradient)."""
+    from rnnbench.ops.naive import naive_layer
+    from rnnbench.ops.recurrence import recurrent_layer
+
+    tensors = make_layer(cell, (3, 7, 5, 37))
+    zeros = [tensors[0], torch.zeros(3, 37), torch.zeros(3, 37) if cell == "lstm" else None, *tensors[3:]]
+    got_out, got_grads = run_layer(recurrent_layer, cell, [tensors[0], None, None, *tensors[3:]], torch.float32)
+    ref_out, ref_grads = run_layer(naive_layer, cell, [None if t is None else t.double() for t in zeros], torch.float64)
+    ref_grads = [ref_grads[0], *ref_grads[2 if cell != "lstm" else 3:]]  # no h0 / c0 leaves on our side
+    for got, ref in zip(got_out + got_grads, ref_out + ref_grads, strict=True):
+        assert relative_error(got, ref) <= FP32_TOLERANCE
+
+
+@pytest.mark.parametrize("used", ["output", "final_states"])
+@pytest.mark.parametrize("cell", CELLS)
+def test_gradient_through_one_output(cell, used):
+    """A loss of the output alone (no gradient reaches h_n, c_n) or of the final states alone (no
+    output gradient): the backward kernel's absent inputs are zeros."""
+    from rnnbench.ops.naive import naive_layer
+    from rnnbench.ops.recurrence import recurrent_layer
+
+    tensors = make_layer(cell, (3, 7, 5, 37))
+    grads = []
+    for fn, dtype in ((recurrent_layer, torch.float32), (naive_layer, torch.float64)):
+        leaves = [None if t is None else t.to(dtype).requires_grad_() for t in tensors]
+        out, h_n, c_n = fn(cell, *leaves)
+        loss = out.pow(2).sum() if used == "output" else h_n.pow(2).sum() + (0 if c_n is None else c_n.sum())
+        grads.append(torch.autograd.grad(loss, [t for t in leaves if t is not None]))
+    for got, ref in zip(*grads, strict=True):
+        assert relative_error(got, ref) <= FP32_TOLERANCE
+
+
+@pytest.mark.parametrize("cell", CELLS)
 def test_forward_without_grad_saves_nothing_and_agrees(cell):
     from rnnbench.ops.recurrence import recurrent_layer
 
@@ -152,6 +188,34 @@ def test_plan_validation():
         choose_plan(128, 1024, 4, torch.bfloat16, cuda, multiprocessors=132, block_h=16, block_b=16)
 
 
+def test_default_plans_for_the_h100():
+    """The launch rules, planned for an H100 (132 multiprocessors) without touching a GPU."""
+    from rnnbench.ops.common import choose_plan
+
+    cuda = torch.device("cuda")
+
+    def plan(batch, hidden, gates, dtype, precision="ieee", direction="forward"):
+        return choose_plan(batch, hidden, gates, dtype, cuda, multiprocessors=132, precision=precision,
+                           direction=direction)
+
+    # FlashRNN's LSTM: 4 gates x 16 units = a 64-row tile (one wgmma, one warpgroup) of 48 programs,
+    # held in three pieces of 256 columns (96 KB: no padding to 1024).
+    p = plan(16, 768, 4, torch.bfloat16)
+    assert (p.block_h, p.block_b, p.w_resident, p.num_warps, p.grid(16, 768)) == (16, 16, True, 4, (48, 1))
+    assert p.block_k == 256
+    # Its backward: a 16-row weight tile would go through mma.sync (spills): streamed.
+    assert not plan(16, 768, 4, torch.bfloat16, direction="backward").w_resident
+    # Strict fp32 runs on FMA units: smallest tiles, most programs, weights streamed.
+    p = plan(20, 500, 4, torch.float32)
+    assert (p.block_h, p.w_resident, p.grid(20, 500)) == (4, False, (125, 1))
+    # TF32 on tensor cores: resident while the weights and a staged piece of h fit in shared memory.
+    assert plan(32, 512, 4, torch.float32, "tf32").w_resident
+    assert not plan(16, 1024, 4, torch.float32, "tf32").w_resident  # 64 x 1024 fp32 weights: 256 KB
+    # The RNN's single gate needs 64 units for a 64-row tile; then its backward is resident too.
+    assert plan(32, 512, 1, torch.float16).block_h == 64
+    assert plan(32, 512, 1, torch.float16, direction="backward").w_resident
+
+
 def test_refusals_are_one_line():
     from rnnbench.ops.recurrence import recurrent_layer, refusal
 
@@ -176,6 +240,14 @@ def test_floor_kernels_run_as_one_program():
     for t in range(3):
         expected = expected @ w.double().T
         assert relative_error(h_buf[t + 1], expected) < 1e-5
+    # With four gates' rows (the LSTM's stacked tile) it keeps the first gate's block.
+    w4 = torch.randn(4 * 37, 37, generator=gen) * 37 ** -0.5
+    for resident in (True, False):
+        dot_floor(h_buf, w4, block_h=64, resident=resident, block_k=16)
+        expected = h_buf[0].double()
+        for t in range(3):
+            expected = expected @ w4[:37].double().T
+            assert relative_error(h_buf[t + 1], expected) < 1e-5
 
 
 def test_kernels_compile_for_h100():
@@ -193,4 +265,6 @@ def test_kernels_compile_for_h100():
     proc = subprocess.run([sys.executable, "-m", "rnnbench.ops.aot", "--quick"], env=env, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.count("ok ") == 12, proc.stdout
+    assert proc.stdout.count("ok ") == 6, proc.stdout
+    # No register spills on these plans (local memory in a per-step loop costs microseconds).
+    assert proc.stdout.count("'stack': 0,") == 6, proc.stdout

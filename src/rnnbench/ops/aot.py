@@ -1,19 +1,25 @@
 """Compile the recurrence kernels for a GPU without one: the same front end, optimiser and
-``ptxas`` that a launch on that GPU runs, so type errors, unsupported constructs and register
-spills show up on a CPU-only machine (the interpreter checks the arithmetic, not this).
+``ptxas`` that a launch on that GPU runs, so type errors, unsupported constructs, register spills
+and shared memory overruns show up on a CPU-only machine (the interpreter checks the arithmetic,
+not this).
 
-    python -m rnnbench.ops.aot            # every kernel, a few plans, for sm_90 (H100)
-    python -m rnnbench.ops.aot --quick    # every kernel, resident fp32 and streamed bf16 only
+    python -m rnnbench.ops.aot            # every kernel on the benchmark shapes' default plans, sm_90
+    python -m rnnbench.ops.aot --quick    # every kernel once, each weight path
+    python -m rnnbench.ops.aot --sass DIR # also write each kernel's TTGIR and SASS under DIR
 
-Must run without ``TRITON_INTERPRET=1`` (then the kernels are interpreted functions).
+Pointer arguments are compiled as a launch sees them: 16-byte aligned (Triton specialises an
+aligned pointer with ``tt.divisibility = 16``; without that every load would be scalar and the
+register counts would describe a kernel that never runs). Must run without ``TRITON_INTERPRET=1``.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import torch
@@ -21,89 +27,120 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from .common import Plan, next_pow2
+from .common import Plan, choose_plan, k_chunks, k_padded
 from .gru.kernels import gru_backward_kernel, gru_forward_kernel
 from .lstm.kernels import lstm_backward_kernel, lstm_forward_kernel
 from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
 
 POINTER = {torch.float32: "*fp32", torch.bfloat16: "*bf16", torch.float16: "*fp16"}
-F32 = "*fp32"
+F32_POINTERS = {"c_buf_ptr", "gates_ptr", "saved_ptr"}  # fp32 whatever the dtype (saved for backward)
+GATES = {"lstm": 4, "gru": 3, "rnn": 1}
 
 KERNELS = {
     ("lstm", "forward"): lstm_forward_kernel, ("lstm", "backward"): lstm_backward_kernel,
     ("gru", "forward"): gru_forward_kernel, ("gru", "backward"): gru_backward_kernel,
     ("rnn", "forward"): rnn_forward_kernel, ("rnn", "backward"): rnn_backward_kernel,
 }
-
-
-def _pointer_types(cell: str, direction: str, dtype: torch.dtype) -> list[str]:
-    """Pointer argument types in each kernel's order (``d`` = the weights' dtype)."""
-    d = POINTER[dtype]
-    return {
-        ("lstm", "forward"): [d, d, d, F32, F32, F32, "*i32"],
-        ("lstm", "backward"): [d, F32, F32, F32, F32, d, d, F32, F32, "*i32"],
-        ("gru", "forward"): [d, d, d, d, F32, "*i32"],
-        ("gru", "backward"): [d, F32, F32, d, d, d, d, F32, "*i32"],
-        ("rnn", "forward"): [d, d, d, F32, "*i32"],
-        ("rnn", "backward"): [d, F32, F32, d, d, F32, "*i32"],
-    }[(cell, direction)]
+# (cell, dtype, batch, hidden, precision): the shapes benchmarks/triton_dev.py times.
+BENCHMARK_SHAPES = [
+    ("lstm", torch.float32, 20, 100, "ieee"), ("lstm", torch.float32, 20, 500, "ieee"),
+    ("lstm", torch.float32, 32, 512, "tf32"), ("lstm", torch.bfloat16, 32, 512, "ieee"),
+    ("gru", torch.float32, 32, 512, "tf32"), ("gru", torch.bfloat16, 32, 512, "ieee"),
+    ("lstm", torch.float32, 128, 512, "tf32"), ("lstm", torch.bfloat16, 128, 512, "ieee"),
+    ("gru", torch.bfloat16, 128, 512, "ieee"), ("lstm", torch.bfloat16, 128, 1024, "ieee"),
+    ("lstm", torch.bfloat16, 16, 768, "ieee"), ("lstm", torch.float16, 16, 768, "ieee"),
+    ("rnn", torch.bfloat16, 32, 512, "ieee"),
+]
+# Every kernel once, and each path: resident wgmma forward with a streamed mma.sync backward (LSTM
+# bf16), strict fp32 streamed on FMA units both ways (GRU), resident wgmma both ways (RNN, fp16).
+QUICK_SHAPES = [("lstm", torch.bfloat16, 16, 768, "ieee"), ("gru", torch.float32, 20, 100, "ieee"),
+                ("rnn", torch.float16, 3, 37, "ieee")]
 
 
 def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: int, plan: Plan,
                    precision: str = "ieee", save: bool = True, capability: int = 90):
     """Compile one kernel for ``sm_<capability>``; returns Triton's CompiledKernel (``.asm`` holds
-    ``ttgir``, ``ptx``, ``cubin``). ``cell`` is ``lstm``, ``gru`` or ``rnn``."""
+    ``ttgir``, ``ptx``, ``cubin``; ``.metadata.shared`` the shared memory in bytes). ``cell`` is
+    ``lstm``, ``gru`` or ``rnn``."""
     fn = KERNELS[(cell, direction)]
     names = fn.arg_names
-    pointers = _pointer_types(cell, direction, dtype)
-    constexprs = dict(H=hidden_size, BLOCK_B=plan.block_b, BLOCK_H=plan.block_h,
-                      BLOCK_K=min(plan.block_k, max(16, next_pow2(hidden_size))),
-                      K_PAD=max(16, next_pow2(hidden_size)), W_RESIDENT=plan.w_resident,
-                      PRECISION=precision, UPCAST=False)
-    if "SAVE" in names:
-        constexprs["SAVE"] = save
-    if "RELU" in names:
-        constexprs["RELU"] = False
-    signature = {}
+    kp = k_padded(hidden_size)
+    block_k, chunks = k_chunks(hidden_size, plan.block_k)
+    constexprs = dict(H=hidden_size, BLOCK_B=plan.block_b, BLOCK_H=plan.block_h, BLOCK_K=block_k,
+                      K_PAD=kp, CHUNKS=chunks, W_RESIDENT=plan.w_resident, PRECISION=precision,
+                      UPCAST=False, SAVE=save, RELU=False, HAS_BIAS=True, HAS_H0=True, HAS_C0=True, HAS_D_OUT=True,
+                      HAS_D_H_N=True, HAS_D_C_N=True)
+    constexprs = {k: v for k, v in constexprs.items() if k in names}
+    signature, attrs = {}, {}
     for i, name in enumerate(names):
-        if i < len(pointers):
-            signature[name] = pointers[i]
-        elif name in constexprs:
+        if name in constexprs:
             signature[name] = "constexpr"
+        elif name.endswith("_ptr"):
+            signature[name] = "*i32" if name == "counters_ptr" else "*fp32" if name in F32_POINTERS else POINTER[dtype]
+            attrs[(i,)] = [["tt.divisibility", 16]]
         else:
-            signature[name] = "i32"  # T, B
-    source = ASTSource(fn, signature, constexprs={(names.index(k),): v for k, v in constexprs.items()})
+            signature[name] = "i32"  # T, B: never specialised
+    source = ASTSource(fn, signature, constexprs={(names.index(k),): v for k, v in constexprs.items()}, attrs=attrs)
     return triton.compile(source, target=GPUTarget("cuda", capability, 32),
-                          options={"num_warps": plan.num_warps})
+                          options={"num_warps": plan.num_warps, "num_stages": plan.num_stages})
 
 
-def resource_usage(compiled) -> dict:
-    """Registers per thread and spill bytes, read from the cubin with ``cuobjdump`` (shipped
-    with Triton's NVIDIA backend); empty when the tool is missing."""
-    tool = Path(triton.backends.nvidia.__file__).parent / "bin" / "cuobjdump"
-    if not tool.exists():
-        return {}
+def _tool(name: str) -> Path:
+    return Path(triton.backends.nvidia.__file__).parent / "bin" / name
+
+
+def sass(compiled) -> str:
+    """The cubin disassembled (``cuobjdump -sass``); empty when the tool is missing."""
+    if not _tool("cuobjdump").exists():
+        return ""
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(compiled.asm["cubin"])
         f.flush()
-        text = subprocess.run([str(tool), "--dump-resource-usage", f.name], capture_output=True, text=True).stdout
-    found = dict(re.findall(r"(REG|STACK|SHARED|LOCAL):(\d+)", text))
-    return {k.lower(): int(v) for k, v in found.items()}
+        return subprocess.run([str(_tool("cuobjdump")), "-sass", f.name], capture_output=True, text=True).stdout
+
+
+def resource_usage(compiled) -> dict:
+    """Registers per thread, stack (spill) bytes and shared memory bytes; the matrix instructions
+    in the SASS (``hgmma`` = Hopper wgmma, ``hmma`` = mma.sync, ``ffma`` = FMA) and local-memory
+    accesses (``ldl``/``stl``: spills)."""
+    usage = {"shared": compiled.metadata.shared}
+    if not _tool("cuobjdump").exists():
+        return usage
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(compiled.asm["cubin"])
+        f.flush()
+        text = subprocess.run([str(_tool("cuobjdump")), "--dump-resource-usage", f.name], capture_output=True,
+                              text=True).stdout
+    found = dict(re.findall(r"(REG|STACK):(\d+)", text))
+    usage.update({k.lower(): int(v) for k, v in found.items()})
+    ops = Counter(m.group(1) for m in re.finditer(r"\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9]*)", sass(compiled)))
+    usage.update({op.lower(): ops.get(op, 0) for op in ("HGMMA", "HMMA", "FFMA", "LDL", "STL")})
+    return usage
 
 
 def main(argv: list[str]) -> int:
-    """Compile every kernel for a few plans and print registers and spills; exit 1 on a failure."""
+    """Compile every kernel on the default plans of a few shapes (planned for an H100: 132
+    multiprocessors) and print registers, spills and shared memory; exit 1 on a failure."""
     failures = 0
-    cases = [(torch.float32, 100, Plan(16, 16, True), "ieee"), (torch.bfloat16, 768, Plan(16, 16, False), "ieee"),
-             (torch.float32, 512, Plan(32, 16, False, num_warps=8), "tf32"), (torch.float16, 37, Plan(16, 64, True), "ieee")]
-    if "--quick" in argv:
-        cases = cases[:2]
-    for (cell, direction) in KERNELS:
-        for dtype, hidden, plan, precision in cases:
-            label = f"{cell}-{direction}-{str(dtype).removeprefix('torch.')}-H{hidden}-{plan}-{precision}"
+    shapes = QUICK_SHAPES if "--quick" in argv else BENCHMARK_SHAPES
+    out_dir = Path(argv[argv.index("--sass") + 1]) if "--sass" in argv else None
+    if out_dir:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    cuda = torch.device("cuda")
+    for cell, dtype, batch, hidden, precision in shapes:
+        for direction in ("forward", "backward"):
+            plan = choose_plan(batch, hidden, GATES[cell], dtype, cuda, multiprocessors=132, precision=precision,
+                               direction=direction)
+            label = (f"{cell}-{direction}-{str(dtype).removeprefix('torch.')}-B{batch}-H{hidden}-{precision} "
+                     f"bb={plan.block_b} bh={plan.block_h} res={int(plan.w_resident)} bk={plan.block_k} "
+                     f"w={plan.num_warps} st={plan.num_stages} progs={math.prod(plan.grid(batch, hidden))}")
             try:
-                usage = resource_usage(compile_kernel(cell, direction, dtype, hidden, plan, precision))
-                print(f"ok    {label} {usage}")
+                compiled = compile_kernel(cell, direction, dtype, hidden, plan, precision)
+                print(f"ok    {label} {resource_usage(compiled)}", flush=True)
+                if out_dir:
+                    stem = label.split()[0]
+                    (out_dir / f"{stem}.ttgir").write_text(compiled.asm["ttgir"])
+                    (out_dir / f"{stem}.sass").write_text(sass(compiled))
             except Exception as err:  # report every failure, then exit non-zero
                 failures += 1
                 print(f"FAIL  {label}: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")

@@ -1,14 +1,25 @@
 """Pieces every recurrent kernel shares: tile loads, the recurrent matmul, tanh, the grid-wide
 barrier, and the launch plan (how hidden units and batch rows are split across programs).
 
-Layout convention of every kernel: a program owns ``BLOCK_B`` batch rows and ``BLOCK_H`` hidden
-units (``pid_b = program_id(1)``, ``pid_h = program_id(0)``). The programs of one batch block
-exchange ``h_t`` (or, backward, the gate gradients) through global memory and meet at a barrier on
-their own counter once per step; different batch blocks never wait for each other.
+Layout convention of every kernel: a program owns ``BLOCK_H`` hidden units and ``BLOCK_B`` batch
+rows (``pid_h = program_id(0)``, ``pid_b = program_id(1)``), and its tiles are ``[BLOCK_H,
+BLOCK_B]``: hidden units down, batch rows across -- the transpose of the ``[B, H]`` tensors in
+memory. The recurrent matmul is computed transposed, ``gates^T = W_slice @ h^T``, so that the
+program's weights are the left operand with all gates stacked: ``[GP * BLOCK_H, K]`` rows, gate
+``g``'s rows at ``g * BLOCK_H ..`` (``GP`` = gates rounded up to a power of 2; the GRU's fourth
+block is zeros). On an H100 that left operand is what Hopper's wgmma wants (M = 64 rows for an
+LSTM or GRU at ``BLOCK_H = 16``), and when the weights are loaded before the time loop the compiler
+keeps them in shared memory for every step (checked in the TTGIR: the ``local_alloc`` is hoisted out
+of the loop). One matmul per step yields every gate; :func:`_split_gates` separates them.
+
+The programs of one batch block exchange ``h_t`` (or, backward, the gate gradients) through global
+memory and meet at a barrier on their own counter once per step; different batch blocks never wait
+for each other.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 
@@ -25,15 +36,22 @@ _INTERPRET = tl.constexpr(INTERPRET)  # visible inside kernels
 INTERPRETER_PROGRAMS_CONCURRENT = False
 
 SUPPORTED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
-# Register budget for keeping a program's recurrent weights on chip across all steps: 32 KB is
-# 64 registers per thread at 4 warps, leaving room for the gate tiles. Larger slices re-read
-# their weights from L2 each step (tuned on the device later).
-RESIDENT_WEIGHT_BYTES = 32 * 1024
-# Tile sizes: tl.dot needs every block dimension >= 16.
-MIN_BLOCK = 16
+# Shared memory one program may fill with its resident weights and the staged h tile: the H100's
+# per-block limit (227 KB, read off the device when there is one) less room for the compiler's own
+# scratch (layout conversions). Measured by compiling: a resident LSTM step at hidden 768, 16
+# batch rows, bf16, uses exactly (64 + 16) * 1024 * 2 = 160 KB.
+H100_SHARED_MEMORY = 232448
+SHARED_MEMORY_MARGIN = 16 * 1024
+# Tile sizes. tl.dot needs K >= 16; M and N may be smaller on sm_90 (padded by the compiler).
+MIN_BLOCK = 16  # batch rows and reduction chunks
+MIN_BLOCK_H = 4
 MAX_BLOCK_B = 64
 MAX_BLOCK_H = 256
 BLOCK_K = 64
+# Resident forward weights are held in pieces of BLOCK_K columns, and h is staged one piece at a
+# time: a piece of h (BLOCK_B x BLOCK_K) of at most this many bytes kept ptxas from spilling at 4
+# warps (sm_90, Triton 3.6: bf16 16 x 256 and 32 x 128, fp32 16 x 128 and 32 x 64 compile clean).
+RESIDENT_PIECE_BYTES = 8 * 1024
 
 
 @triton.jit
@@ -60,40 +78,132 @@ def _mma(a, b, acc, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
 
 
 @triton.jit
-def _load_rows(ptr, stride_row, rows, row_mask, k0, K: tl.constexpr, BLOCK_K: tl.constexpr):
-    """Tile ``[BLOCK_B, BLOCK_K]`` of a row-major matrix: ``ptr[rows, k0:k0+BLOCK_K]`` (columns
-    >= K read as 0), in the matrix's own dtype (it feeds tl.dot). These are the values other
-    programs wrote before the last barrier, so they are read from L2 (``.cg``): an L1 line
-    cached earlier (e.g. one straddling the previous step's plane) would be stale."""
-    rk = k0 + tl.arange(0, BLOCK_K)
-    mask = row_mask[:, None] & (rk < K)[None, :]
-    return tl.load(ptr + rows[:, None] * stride_row + rk[None, :], mask=mask, other=0.0, cache_modifier=".cg")
-
-
-@triton.jit
-def _load_weights(ptr, stride_k, stride_n, cols, col_mask, k0, K: tl.constexpr, BLOCK_K: tl.constexpr):
-    """Tile ``[BLOCK_K, BLOCK_H]``: element (k, j) at ``ptr + k*stride_k + cols[j]*stride_n``.
-    Forward reads W_hh^T (stride_k=1, stride_n=H), backward W_hh itself (stride_k=H, stride_n=1)."""
-    rk = k0 + tl.arange(0, BLOCK_K)
-    mask = (rk < K)[:, None] & col_mask[None, :]
-    return tl.load(ptr + rk[:, None] * stride_k + cols[None, :] * stride_n, mask=mask, other=0.0)
-
-
-@triton.jit
 def _load_f32(ptr, offsets, mask):
     return tl.load(ptr + offsets, mask=mask, other=0.0).to(tl.float32)
 
 
 @triton.jit
-def _matmul_from_l2(a_ptr, stride_a, rows, row_mask, w_ptr, stride_k, stride_n, cols, col_mask, acc,
-                    K: tl.constexpr, BLOCK_K: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
-    """acc + A[rows, :K] @ Wtile[:K, cols], walking K in BLOCK_K chunks, weights re-read each call
-    (they stay in L2 across steps). Shapes: acc ``[BLOCK_B, BLOCK_H]`` fp32."""
-    for k0 in range(0, K, BLOCK_K):
-        a = _load_rows(a_ptr, stride_a, rows, row_mask, k0, K, BLOCK_K)
-        w = _load_weights(w_ptr, stride_k, stride_n, cols, col_mask, k0, K, BLOCK_K)
-        acc = _mma(a, w, acc, PRECISION, UPCAST)
+def _load_gate_padded(ptr, row_stride, rows, row_mask, c0, H: tl.constexpr, GATES: tl.constexpr,
+                      K_PAD: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Tile ``[BLOCK_B, BLOCK_K]``: columns ``c0 .. c0 + BLOCK_K`` of the gate-padded view of a
+    row-major ``[B, GATES * H]`` plane, where view column ``c = g * K_PAD + k`` is element
+    ``(row, g * H + k)`` (0 for ``k >= H`` or ``g >= GATES``). With ``GATES = 1`` this is a plain
+    ``[B, H]`` plane padded to ``K_PAD`` columns (h in the forward). In the plane's own dtype (it
+    feeds tl.dot). These are values other programs wrote before the last barrier, so they are
+    read through L2 (``.cg``): an L1 line cached earlier would be stale."""
+    c = c0 + tl.arange(0, BLOCK_K)
+    gate = c // K_PAD
+    k = c % K_PAD
+    mask = row_mask[:, None] & ((k < H) & (gate < GATES))[None, :]
+    return tl.load(ptr + rows[:, None] * row_stride + (gate * H + k)[None, :], mask=mask, other=0.0,
+                   cache_modifier=".cg")
+
+
+@triton.jit
+def _stacked_rows(pid_h, H: tl.constexpr, GATES: tl.constexpr, GP: tl.constexpr, BLOCK_H: tl.constexpr):
+    """Rows of ``W_hh`` (torch.nn layout ``[GATES * H, H]``) in this program's stacked tile, and
+    which of them exist: tile row ``m`` is gate ``m // BLOCK_H``, hidden unit
+    ``pid_h * BLOCK_H + m % BLOCK_H``."""
+    m = tl.arange(0, GP * BLOCK_H)
+    gate = m // BLOCK_H
+    unit = pid_h * BLOCK_H + m % BLOCK_H
+    return gate * H + unit, (gate < GATES) & (unit < H)
+
+
+@triton.jit
+def _load_stacked_weights(w_ptr, w_rows, w_valid, k0, H: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Tile ``[GP * BLOCK_H, BLOCK_K]``: ``W_hh[w_rows, k0 : k0 + BLOCK_K]``, 0 where the row does
+    not exist or ``k >= H``; in the weights' dtype."""
+    k = k0 + tl.arange(0, BLOCK_K)
+    return tl.load(w_ptr + w_rows[:, None] * H + k[None, :], mask=w_valid[:, None] & (k < H)[None, :], other=0.0)
+
+
+@triton.jit
+def _resident_stack(w_ptr, w_rows, w_valid, H: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr):
+    """The resident stacked tile as a tuple of ``CHUNKS`` pieces ``[GP * BLOCK_H, BLOCK_K]``
+    (columns ``i * BLOCK_K ..``): hidden 768 is three pieces of 256, not one of 1024, and no piece
+    needs more than a few dozen registers per thread on its way into shared memory."""
+    pieces = ()
+    for i in tl.static_range(CHUNKS):
+        pieces = pieces + (_load_stacked_weights(w_ptr, w_rows, w_valid, i * BLOCK_K, H, BLOCK_K),)
+    return pieces
+
+
+@triton.jit
+def _stacked_matmul(pieces, w_ptr, w_rows, w_valid, h_ptr, rows, row_live, acc,
+                    H: tl.constexpr, K_PAD: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
+                    W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+    """Forward: ``acc + W_stack @ h^T``, ``[GP * BLOCK_H, BLOCK_B]`` fp32, where h is the ``[B, H]``
+    plane at ``h_ptr`` (rows not ``row_live`` read as 0). ``pieces`` is the resident stacked tile
+    (:func:`_resident_stack`, kept in shared memory by the compiler); otherwise the weights are
+    re-read from global memory (L2) in ``BLOCK_K`` chunks. Either way the reduction stops at the
+    chunk holding unit H - 1, not at K_PAD: no chunk of padding."""
+    if W_RESIDENT:
+        for i in tl.static_range(CHUNKS):
+            h = _load_gate_padded(h_ptr, H, rows, row_live, i * BLOCK_K, H, 1, K_PAD, BLOCK_K)
+            acc = _mma(pieces[i], tl.trans(h), acc, PRECISION, UPCAST)
+    else:
+        for k0 in range(0, H, BLOCK_K):
+            h = _load_gate_padded(h_ptr, H, rows, row_live, k0, H, 1, K_PAD, BLOCK_K)
+            wk = _load_stacked_weights(w_ptr, w_rows, w_valid, k0, H, BLOCK_K)
+            acc = _mma(wk, tl.trans(h), acc, PRECISION, UPCAST)
     return acc
+
+
+@triton.jit
+def _load_weight_columns(w_t_ptr, units, unit_mask, c0, H: tl.constexpr, GATES: tl.constexpr,
+                         K_PAD: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Backward's weight tile ``[BLOCK_H, BLOCK_K]`` from ``W_hh^T`` (``[H, GATES * H]``,
+    contiguous): row ``j`` is hidden unit ``units[j]``, columns ``c0 ..`` of the gate-padded view
+    (column ``g * K_PAD + k`` is ``W_hh[g * H + k, units[j]]``, 0 past H or past the last gate)."""
+    return _load_gate_padded(w_t_ptr, GATES * H, units, unit_mask, c0, H, GATES, K_PAD, BLOCK_K)
+
+
+@triton.jit
+def _columns_matmul(w, w_t_ptr, units, unit_mask, g_ptr, rows, row_mask, acc,
+                    H: tl.constexpr, GATES: tl.constexpr, GP: tl.constexpr, K_PAD: tl.constexpr,
+                    BLOCK_K: tl.constexpr, W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr,
+                    UPCAST: tl.constexpr):
+    """Backward: ``acc + (d_gates @ W_hh[:, units])^T``, ``[BLOCK_H, BLOCK_B]`` fp32, where
+    ``d_gates`` is the ``[B, GATES * H]`` plane at ``g_ptr``. ``w`` is the resident tile
+    ``[BLOCK_H, GP * K_PAD]`` of :func:`_load_weight_columns`; otherwise the weights are re-read
+    in ``BLOCK_K`` chunks: each real gate's first H columns (a chunk never straddles two gates, and
+    none is all padding)."""
+    if W_RESIDENT:
+        g = _load_gate_padded(g_ptr, GATES * H, rows, row_mask, 0, H, GATES, K_PAD, GP * K_PAD)
+        acc = _mma(w, tl.trans(g), acc, PRECISION, UPCAST)
+    else:
+        CHUNKS: tl.constexpr = (H + BLOCK_K - 1) // BLOCK_K  # per gate
+        for i in range(0, GATES * CHUNKS):
+            c0 = (i // CHUNKS) * K_PAD + (i % CHUNKS) * BLOCK_K
+            g = _load_gate_padded(g_ptr, GATES * H, rows, row_mask, c0, H, GATES, K_PAD, BLOCK_K)
+            wk = _load_weight_columns(w_t_ptr, units, unit_mask, c0, H, GATES, K_PAD, BLOCK_K)
+            acc = _mma(wk, tl.trans(g), acc, PRECISION, UPCAST)
+    return acc
+
+
+@triton.jit
+def _split_gates(acc, BLOCK_H: tl.constexpr, BLOCK_B: tl.constexpr):
+    """The four ``[BLOCK_H, BLOCK_B]`` gate blocks of a stacked ``[4 * BLOCK_H, BLOCK_B]`` tile, in
+    order. (Triton splits only a last dimension of size 2: the gate index goes last as two bits.)"""
+    a = tl.permute(tl.reshape(acc, [2, 2, BLOCK_H, BLOCK_B]), (2, 3, 0, 1))  # [.., hi bit, lo bit]
+    even, odd = tl.split(a)  # lo bit 0: gates 0, 2; lo bit 1: gates 1, 3
+    g0, g2 = tl.split(even)
+    g1, g3 = tl.split(odd)
+    return g0, g1, g2, g3
+
+
+@triton.jit
+def _gate_bias(b_ih_ptr, b_hh_ptr, offsets, mask, HAS_BIAS: tl.constexpr, BOTH: tl.constexpr):
+    """``b_ih[offsets] (+ b_hh[offsets] if BOTH)`` in fp32 as a ``[BLOCK_H, 1]`` column (0
+    without bias)."""
+    if HAS_BIAS:
+        b = _load_f32(b_ih_ptr, offsets, mask)
+        if BOTH:
+            b += _load_f32(b_hh_ptr, offsets, mask)
+    else:
+        b = tl.zeros(offsets.shape, dtype=tl.float32)
+    return b[:, None]
 
 
 @triton.jit
@@ -118,21 +228,58 @@ def _grid_barrier(counter_ptr, target):
     tl.debug_barrier()
 
 
+@triton.jit
+def _release_counters(counters_ptr):
+    """Leave the barrier counters of this batch block at zero for the next launch, so they can be
+    allocated once and reused without a memset per call. ``counters_ptr`` holds arrivals
+    ``[0, NB)`` and exits ``[NB, 2 NB)`` (NB = batch blocks). Each program counts itself out after
+    its last wait; the last one out zeroes both, when no program of the block can still be
+    waiting."""
+    pid_b = tl.program_id(1)
+    arrivals = counters_ptr + pid_b
+    exits = counters_ptr + tl.num_programs(1) + pid_b
+    if tl.atomic_add(exits, 1, sem="acq_rel", scope="gpu") == tl.num_programs(0) - 1:
+        tl.atomic_xchg(arrivals, 0, sem="relaxed", scope="gpu")
+        tl.atomic_xchg(exits, 0, sem="relaxed", scope="gpu")
+
+
 def next_pow2(n: int) -> int:
     return 1 << max(0, (int(n) - 1).bit_length())
 
 
+def gates_padded(num_gates: int) -> int:
+    """Gate blocks in a stacked weight tile: the gate count rounded up to a power of 2."""
+    return next_pow2(num_gates)
+
+
+def k_padded(hidden_size: int) -> int:
+    """The reduction length of the recurrent matmul as a tile dimension (power of 2, >= 16)."""
+    return max(MIN_BLOCK, next_pow2(hidden_size))
+
+
+def k_chunks(hidden_size: int, block_k: int) -> tuple[int, int]:
+    """``(BLOCK_K, CHUNKS)``: the reduction chunk as launched (at most ``k_padded``) and how many
+    cover ``hidden_size``."""
+    bk = min(block_k, k_padded(hidden_size))
+    return bk, -(-hidden_size // bk)
+
+
 @dataclass(frozen=True)
 class Plan:
-    """How one recurrence is split across programs.
+    """How one recurrence (one direction of time) is split across programs.
 
     Attributes:
         block_b: batch rows per program (power of 2, >= 16; rows past batch_size are masked).
-        block_h: hidden units per program (power of 2, >= 16).
-        w_resident: load the program's recurrent weights once, before the time loop, and keep
-            them in registers; otherwise re-read them from L2 in BLOCK_K chunks every step.
-        block_k: reduction chunk when not resident (ignored when resident).
+        block_h: hidden units per program (power of 2, >= 4).
+        w_resident: load the program's recurrent weights once, before the time loop (the compiler
+            keeps them in shared memory); otherwise re-read them from L2 in ``block_k`` chunks
+            every step.
+        block_k: reduction chunk: streamed, the chunk re-read each step; resident (forward), the
+            width of the pieces the weights are held in (the backward's resident tile is one piece).
         num_warps: warps per program.
+        num_stages: chunks in flight when streaming (Triton's software pipeline of the chunk
+            loop: a streamed step is a chain of L2 round trips, so deeper is faster until shared
+            memory runs out).
     """
 
     block_b: int
@@ -140,48 +287,100 @@ class Plan:
     w_resident: bool
     block_k: int = BLOCK_K
     num_warps: int = 4
+    num_stages: int = 3
 
     def grid(self, batch_size: int, hidden_size: int) -> tuple[int, int]:
         """(programs over hidden units, programs over batch rows)."""
-        return triton.cdiv(hidden_size, self.block_h), triton.cdiv(batch_size, self.block_b)
+        return -(-hidden_size // self.block_h), -(-batch_size // self.block_b)  # (triton.cdiv costs µs per call)
+
+
+def resident_piece(block_b: int, element: int) -> int:
+    """Width (columns) of the pieces a resident forward tile is held and h staged in."""
+    return max(64, min(256, RESIDENT_PIECE_BYTES // (block_b * element)))
+
+
+def resident_bytes(block_b: int, block_h: int, hidden_size: int, num_gates: int, element: int,
+                   direction: str) -> int:
+    """Shared memory of a resident step. Forward: the weight pieces (up to the one holding unit
+    H - 1) plus one staged piece of h (the compiler reuses its buffer: measured by compiling).
+    Backward: one weight tile ``GP * K_PAD`` long plus the staged gate gradients."""
+    gp, kp = gates_padded(num_gates), k_padded(hidden_size)
+    if direction == "forward":
+        bk, chunks = k_chunks(hidden_size, resident_piece(block_b, element))
+        return (gp * block_h * chunks + block_b) * bk * element
+    return (block_h + block_b) * gp * kp * element
+
+
+@functools.lru_cache(maxsize=None)
+def _device_limits(index: int) -> tuple[int, int]:
+    props = torch.cuda.get_device_properties(index)
+    return props.multi_processor_count, getattr(props, "shared_memory_per_block_optin", H100_SHARED_MEMORY)
 
 
 def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.dtype,
-                device: torch.device, multiprocessors: int | None = None, **override) -> Plan:
+                device: torch.device, multiprocessors: int | None = None, precision: str = "ieee",
+                direction: str = "forward", **override) -> Plan:
     """The default split for a recurrence, with ``override`` (Plan fields) applied.
 
-    On CUDA the hidden units are split as finely as the grid-residency rule allows: every program
-    must be resident at once (they wait for each other), so programs <= multiprocessors.
+    On CUDA every program must be resident at once (they wait for each other), so programs <=
+    multiprocessors. Within that:
+
+    - matmuls on tensor cores (half types, or fp32 as TF32), forward: ``block_h`` as small as
+      keeps the stacked weight tile 64 rows high (``gates_padded * block_h >= 64``, the height of
+      Hopper's wgmma), weights resident (in shared memory) when they and a staged piece of h fit,
+      held in pieces of :func:`resident_piece` columns, at 4 warps (one warpgroup: 8 split the
+      batch columns between two, each reading all the weights) unless 64 batch rows need 8;
+    - backward: the weight tile is ``block_h`` rows high; resident only when that is a whole
+      wgmma (``block_h >= 64``, the RNN): a shorter tile goes through mma.sync, whose operands the
+      compiler hoists into registers, where 64 KB of weights spill (2.3 KB per thread seen);
+      otherwise streamed from L2;
+    - strict fp32 (``precision="ieee"``, FMA units): the smallest ``block_h`` (more programs, less
+      arithmetic each) and weights always streamed: a resident FMA operand is moved into
+      registers whole and spills (seen: 4 KB of local memory per thread at hidden 100).
+
     Under the interpreter one program owns all hidden units of its batch block.
     ``multiprocessors`` stands in for the CUDA device's count (to plan for a GPU not present).
 
     Raises:
         ValueError: a plan whose programs cannot all be resident (more programs than
             multiprocessors on CUDA, more than one program per batch block under the interpreter),
-            or a block size that is not a power of 2 >= 16.
+            or a block size that is not a power of 2 of its minimum.
     """
-    bb = min(max(MIN_BLOCK, next_pow2(batch_size)), MAX_BLOCK_B)
+    element = torch.empty((), dtype=dtype).element_size()
+    gp = gates_padded(num_gates)
+    tensor_cores = dtype != torch.float32 or precision == "tf32"
     if device.type == "cuda":
-        slots = multiprocessors or torch.cuda.get_device_properties(device).multi_processor_count
+        if multiprocessors is None:
+            slots, smem = _device_limits(device.index if device.index is not None else torch.cuda.current_device())
+        else:
+            slots, smem = multiprocessors, H100_SHARED_MEMORY
+        bb = override.get("block_b", min(max(MIN_BLOCK, next_pow2(batch_size)), MAX_BLOCK_B))
         nb = triton.cdiv(batch_size, bb)
-        bh = MIN_BLOCK
+        bh = max(MIN_BLOCK_H, 64 // gp) if tensor_cores else MIN_BLOCK_H
         while triton.cdiv(hidden_size, bh) * nb > slots and bh < MAX_BLOCK_H:
             bh *= 2
+        bh = override.get("block_h", bh)
+        fits = resident_bytes(bb, bh, hidden_size, num_gates, element, direction) <= smem - SHARED_MEMORY_MARGIN
+        resident = tensor_cores and fits and (direction == "forward" or bh >= 64)
+        warps = 8 if bb >= 64 or (resident and direction == "backward") else 4
+        # Streamed chunks: fewer, larger round trips, several in flight (a guess; the device sweeps it).
+        # Resident (forward): the width of the pieces the weights are held in.
+        block_k = (128 if direction == "backward" else BLOCK_K) if tensor_cores else 32
+        if resident and direction == "forward":
+            block_k = resident_piece(bb, element)
+        stages = 4 if tensor_cores else 3
     else:
         slots = None
         bb = max(MIN_BLOCK, next_pow2(batch_size))
-        bh = max(MIN_BLOCK, next_pow2(hidden_size))
-    k_pad = max(MIN_BLOCK, next_pow2(hidden_size))
-    element = torch.empty((), dtype=dtype).element_size()
-    bh = override.get("block_h", bh)
-    resident = num_gates * k_pad * bh * element <= RESIDENT_WEIGHT_BYTES or device.type != "cuda"
-    # Wider batch tiles get more warps: at 4 warps a 32-row fp32 tile made ptxas spill (sm_90).
-    warps = 8 if bb >= 32 else 4
-    plan = Plan(**{"block_b": bb, "block_h": bh, "w_resident": resident, "num_warps": warps, **override})
-    for name in ("block_b", "block_h", "block_k"):
+        bh = max(MIN_BLOCK_H, next_pow2(hidden_size))
+        resident, warps, block_k, stages = True, 4, BLOCK_K, 3
+    fields = {"block_b": bb, "block_h": bh, "w_resident": resident, "num_warps": warps, "block_k": block_k,
+              "num_stages": stages}
+    plan = Plan(**{**fields, **override})
+    for name, least in (("block_b", MIN_BLOCK), ("block_h", MIN_BLOCK_H), ("block_k", MIN_BLOCK)):
         value = getattr(plan, name)
-        if value < MIN_BLOCK or value != next_pow2(value):
-            raise ValueError(f"{name} must be a power of 2 >= {MIN_BLOCK}, got {value}")
+        if value < least or value != next_pow2(value):
+            raise ValueError(f"{name} must be a power of 2 >= {least}, got {value}")
     nh, nb = plan.grid(batch_size, hidden_size)
     if slots is None and nh > 1 and not INTERPRETER_PROGRAMS_CONCURRENT:
         raise ValueError(f"{nh} programs per batch block would wait for each other forever under "

@@ -1,9 +1,10 @@
 """Kernels that measure the floor under a persistent recurrent step, and check the barrier.
 
 - :func:`barrier_floor`: T grid-wide barriers and nothing else: the exchange cost per step.
-- :func:`dot_floor`: per step, a ``[B, H] x [H, BLOCK_H]`` ``tl.dot`` against weights held on
-  chip, h read from and written to global memory, then the barrier: the cheapest recurrence the
-  program layout allows (no gates, no saves).
+- :func:`dot_floor`: per step, the recurrent kernels' matmul (every gate's rows of the program's
+  units, weights resident or streamed as the plan says), h read from and written to global
+  memory, then the barrier: the cheapest recurrence the program layout allows (no cell, no
+  saves, no input projection).
 - :func:`barrier_check`: every program writes the step number into its slot, passes the barrier,
   and counts slots still behind the step: a correct barrier counts zero.
 
@@ -16,7 +17,8 @@ import torch
 import triton
 import triton.language as tl
 
-from .common import _grid_barrier, _load_rows, _load_weights, _mma, next_pow2
+from .common import (_grid_barrier, _release_counters, _resident_stack, _split_gates, _stacked_matmul, _stacked_rows,
+                     gates_padded, k_chunks, k_padded, next_pow2)
 
 
 @triton.jit(do_not_specialize=["T"])
@@ -28,24 +30,38 @@ def _barrier_floor_kernel(counter_ptr, T):
 
 
 @triton.jit(do_not_specialize=["T", "B"])
-def _dot_floor_kernel(h_buf_ptr, w_ptr, counter_ptr, T, B, H: tl.constexpr, BLOCK_B: tl.constexpr,
-                      BLOCK_H: tl.constexpr, K_PAD: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
-    pid = tl.program_id(0)
+def _dot_floor_kernel(h_buf_ptr, w_ptr, counters_ptr, T, B, H: tl.constexpr, GATES: tl.constexpr, GP: tl.constexpr,
+                      BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
+                      CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr,
+                      UPCAST: tl.constexpr):
+    """The recurrent kernels' step without the cell: the stacked matmul of every gate (weights as
+    the plan keeps them), the first gate's block stored as h_{t+1}, the barrier."""
+    pid_h = tl.program_id(0)
+    units = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)
     rows = tl.arange(0, BLOCK_B)
-    cols = pid * BLOCK_H + tl.arange(0, BLOCK_H)
     row_mask = rows < B
-    col_mask = cols < H
-    mask = row_mask[:, None] & col_mask[None, :]
+    mask = (units < H)[:, None] & row_mask[None, :]
     plane = B.to(tl.int64) * H
-    w = _load_weights(w_ptr, 1, H, cols, col_mask, 0, H, K_PAD)
-    zero = tl.zeros([BLOCK_B, BLOCK_H], dtype=tl.float32)
+    w_rows, w_valid = _stacked_rows(pid_h, H, GATES, GP, BLOCK_H)
+    if W_RESIDENT:
+        w = _resident_stack(w_ptr, w_rows, w_valid, H, BLOCK_K, CHUNKS)
+    else:
+        w = 0
     t = 0
     while t < T:
-        h = _mma(_load_rows(h_buf_ptr + t * plane, H, rows, row_mask, 0, H, K_PAD), w, zero, PRECISION, UPCAST)
-        out = h_buf_ptr + (t + 1) * plane + rows[:, None] * H + cols[None, :]
-        tl.store(out, h.to(h_buf_ptr.dtype.element_ty), mask=mask)
-        _grid_barrier(counter_ptr, tl.num_programs(0) * (t + 1))
+        acc = _stacked_matmul(w, w_ptr, w_rows, w_valid, h_buf_ptr + t * plane, rows, row_mask,
+                              tl.zeros([GP * BLOCK_H, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
+                              W_RESIDENT, PRECISION, UPCAST)
+        if GP == 4:
+            out, _, _, _ = _split_gates(acc, BLOCK_H, BLOCK_B)
+        else:
+            out = acc
+        tl.store(h_buf_ptr + (t + 1) * plane + rows[None, :] * H + units[:, None], out.to(h_buf_ptr.dtype.element_ty),
+                 mask=mask)
+        if t + 1 < T:
+            _grid_barrier(counters_ptr, tl.num_programs(0) * (t + 1))
         t += 1
+    _release_counters(counters_ptr)
 
 
 @triton.jit(do_not_specialize=["T"])
@@ -73,14 +89,21 @@ def barrier_floor(num_programs: int, seq_len: int, device) -> torch.Tensor:
 
 
 def dot_floor(h_buf: torch.Tensor, w: torch.Tensor, block_h: int, precision: str = "ieee",
-              upcast: bool = False) -> torch.Tensor:
-    """``h_buf [T+1, B, H]`` (``h_buf[0]`` the start) is filled with ``h_{t+1} = h_t w^T`` for
-    ``w [H, H]``, one program per ``block_h`` hidden units; returns ``h_buf``."""
+              upcast: bool = False, resident: bool = True, block_k: int = 64, num_warps: int = 4,
+              num_stages: int = 3) -> torch.Tensor:
+    """``h_buf [T+1, B, H]`` (``h_buf[0]`` the start) is filled with ``h_{t+1} = h_t w[:H]^T`` for
+    ``w [G*H, H]`` (G gates: the matmul computes all of them, as the recurrent kernels do), one
+    program per ``block_h`` hidden units and one batch block; returns ``h_buf``."""
     T, B, H = h_buf.shape[0] - 1, h_buf.shape[1], h_buf.shape[2]
-    counter = torch.zeros(1, dtype=torch.int32, device=h_buf.device)
-    grid = (triton.cdiv(H, block_h),)
-    _dot_floor_kernel[grid](h_buf, w, counter, T, B, H=H, BLOCK_B=max(16, next_pow2(B)), BLOCK_H=block_h,
-                            K_PAD=max(16, next_pow2(H)), PRECISION=precision, UPCAST=upcast)
+    gates = w.shape[0] // H
+    counters = torch.zeros(2, dtype=torch.int32, device=h_buf.device)
+    grid = (triton.cdiv(H, block_h), 1)
+    kp = k_padded(H)
+    block_k, chunks = k_chunks(H, block_k)
+    _dot_floor_kernel[grid](h_buf, w, counters, T, B, H=H, GATES=gates, GP=gates_padded(gates),
+                            BLOCK_B=max(16, next_pow2(B)), BLOCK_H=block_h, BLOCK_K=block_k, K_PAD=kp, CHUNKS=chunks,
+                            W_RESIDENT=resident, PRECISION=precision, UPCAST=upcast, num_warps=num_warps,
+                            num_stages=num_stages)
     return h_buf
 
 

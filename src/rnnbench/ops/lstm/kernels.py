@@ -1,14 +1,16 @@
 """LSTM recurrence kernels: one launch runs every time step of one layer and direction.
 
-Gates i, f, g, o (torch.nn order), pre-activations ``x_proj_t + h_{t-1} W_hh^T`` where ``x_proj``
-(``x W_ih^T + b_ih + b_hh``, all steps at once) is computed outside by one matmul::
+Gates i, f, g, o (torch.nn order), pre-activations ``x_proj_t + b_ih + b_hh + h_{t-1} W_hh^T``
+where ``x_proj = x W_ih^T`` (all steps at once) is computed outside by one matmul::
 
     i, f, o = sigmoid(.)   g = tanh(.)   c_t = f c_{t-1} + i g   h_t = o tanh(c_t)
 
-Buffers (contiguous, ``G = 4``): ``x_proj [T, B, 4H]``; ``h_buf [T+1, B, H]`` with ``h_buf[0] = h0``
-and step t writing ``h_buf[t+1]`` (so every step writes fresh memory: no program can overwrite
-what a slower one still reads); ``c_buf [T+1, B, H]`` fp32 likewise (only ``c_buf[0]`` when not
-saving); ``gates [T, B, 4H]`` fp32 activations saved for backward.
+Tiles are ``[BLOCK_H, BLOCK_B]`` (hidden units x batch rows, see ``ops/common.py``); one matmul per
+step gives all four gates of the program's units. Buffers (contiguous, ``G = 4``): ``x_proj [T, B,
+4H]``; ``h_buf [T+1, B, H]``, step t writing ``h_buf[t+1]`` (every step writes fresh memory, so no
+program can overwrite what a slower one still reads), ``h_buf[0]`` written (h0) only when saving;
+``c_buf [T+1, B, H]`` fp32 cell states and ``gates [T, B, 4H]`` fp32 activations, only when saving
+for backward. ``h0``/``c0`` are read in place (zeros when absent).
 """
 
 from __future__ import annotations
@@ -16,63 +18,71 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import _grid_barrier, _load_f32, _load_rows, _load_weights, _matmul_from_l2, _mma, _tanh
+from ..common import (_columns_matmul, _gate_bias, _grid_barrier, _load_f32, _load_weight_columns,
+                      _release_counters, _resident_stack, _split_gates, _stacked_matmul, _stacked_rows, _tanh)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
 def lstm_forward_kernel(
-    x_proj_ptr, w_hh_ptr, h_buf_ptr, c_buf_ptr, c_n_ptr, gates_ptr, counter_ptr,
+    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, c0_ptr,
+    h_buf_ptr, h_n_ptr, c_n_ptr, c_buf_ptr, gates_ptr, counters_ptr,
     T, B,
-    H: tl.constexpr, SAVE: tl.constexpr,
+    H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, HAS_C0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
-    W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+    CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
 ):
     pid_h = tl.program_id(0)
     pid_b = tl.program_id(1)
-    rows = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
-    cols = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)
+    units = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)  # tile rows
+    rows = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)  # tile columns (batch rows)
+    unit_mask = units < H
     row_mask = rows < B
-    col_mask = cols < H
-    mask = row_mask[:, None] & col_mask[None, :]
-    hid = rows[:, None] * H + cols[None, :]  # offsets into a [B, H] plane
-    gid = rows[:, None] * (4 * H) + cols[None, :]  # offsets of gate i into a [B, 4H] plane
+    mask = unit_mask[:, None] & row_mask[None, :]
+    hid = rows[None, :] * H + units[:, None]  # offsets into a [B, H] plane
+    gid = rows[None, :] * (4 * H) + units[:, None]  # offsets of gate i into a [B, 4H] plane
     plane_h = B.to(tl.int64) * H
     plane_g = B.to(tl.int64) * (4 * H)
-    zero = tl.zeros([BLOCK_B, BLOCK_H], dtype=tl.float32)
+    out_ty = h_buf_ptr.dtype.element_ty
 
-    if W_RESIDENT:  # this program's columns of W_hh^T for each gate, on chip for all steps
-        w_i = _load_weights(w_hh_ptr + 0 * H * H, 1, H, cols, col_mask, 0, H, K_PAD)
-        w_f = _load_weights(w_hh_ptr + 1 * H * H, 1, H, cols, col_mask, 0, H, K_PAD)
-        w_g = _load_weights(w_hh_ptr + 2 * H * H, 1, H, cols, col_mask, 0, H, K_PAD)
-        w_o = _load_weights(w_hh_ptr + 3 * H * H, 1, H, cols, col_mask, 0, H, K_PAD)
-
-    c = _load_f32(c_buf_ptr, hid, mask)  # fp32 cell state, owned by this program, never leaves chip
+    w_rows, w_valid = _stacked_rows(pid_h, H, 4, 4, BLOCK_H)
+    if W_RESIDENT:  # all four gates' rows for our units, on chip for every step
+        w = _resident_stack(w_hh_ptr, w_rows, w_valid, H, BLOCK_K, CHUNKS)
+    else:
+        w = 0
+    bias_i = _gate_bias(b_ih_ptr, b_hh_ptr, 0 * H + units, unit_mask, HAS_BIAS, True)
+    bias_f = _gate_bias(b_ih_ptr, b_hh_ptr, 1 * H + units, unit_mask, HAS_BIAS, True)
+    bias_g = _gate_bias(b_ih_ptr, b_hh_ptr, 2 * H + units, unit_mask, HAS_BIAS, True)
+    bias_o = _gate_bias(b_ih_ptr, b_hh_ptr, 3 * H + units, unit_mask, HAS_BIAS, True)
+    zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
+    c = _load_f32(c0_ptr, hid, mask) if HAS_C0 else zero  # fp32 cell state, never leaves the chip
+    h = _load_f32(h0_ptr, hid, mask) if HAS_H0 else zero
+    if SAVE:  # backward reads h_{t-1} and c_{t-1} of every step
+        tl.store(h_buf_ptr + hid, h.to(out_ty), mask=mask)
+        tl.store(c_buf_ptr + hid, c, mask=mask)
+    x_i = _load_f32(x_proj_ptr, gid + 0 * H, mask)
+    x_f = _load_f32(x_proj_ptr, gid + 1 * H, mask)
+    x_g = _load_f32(x_proj_ptr, gid + 2 * H, mask)
+    x_o = _load_f32(x_proj_ptr, gid + 3 * H, mask)
     t = 0
     while t < T:
-        h_prev_ptr = h_buf_ptr + t * plane_h
-        if W_RESIDENT:
-            h_prev = _load_rows(h_prev_ptr, H, rows, row_mask, 0, H, K_PAD)
-            a_i = _mma(h_prev, w_i, zero, PRECISION, UPCAST)
-            a_f = _mma(h_prev, w_f, zero, PRECISION, UPCAST)
-            a_g = _mma(h_prev, w_g, zero, PRECISION, UPCAST)
-            a_o = _mma(h_prev, w_o, zero, PRECISION, UPCAST)
-        else:
-            a_i = _matmul_from_l2(h_prev_ptr, H, rows, row_mask, w_hh_ptr + 0 * H * H, 1, H, cols, col_mask,
-                                  zero, H, BLOCK_K, PRECISION, UPCAST)
-            a_f = _matmul_from_l2(h_prev_ptr, H, rows, row_mask, w_hh_ptr + 1 * H * H, 1, H, cols, col_mask,
-                                  zero, H, BLOCK_K, PRECISION, UPCAST)
-            a_g = _matmul_from_l2(h_prev_ptr, H, rows, row_mask, w_hh_ptr + 2 * H * H, 1, H, cols, col_mask,
-                                  zero, H, BLOCK_K, PRECISION, UPCAST)
-            a_o = _matmul_from_l2(h_prev_ptr, H, rows, row_mask, w_hh_ptr + 3 * H * H, 1, H, cols, col_mask,
-                                  zero, H, BLOCK_K, PRECISION, UPCAST)
-        x_t = x_proj_ptr + t * plane_g
-        i = tl.sigmoid(a_i + _load_f32(x_t, gid + 0 * H, mask))
-        f = tl.sigmoid(a_f + _load_f32(x_t, gid + 1 * H, mask))
-        g = _tanh(a_g + _load_f32(x_t, gid + 2 * H, mask))
-        o = tl.sigmoid(a_o + _load_f32(x_t, gid + 3 * H, mask))
+        h_src = h_buf_ptr + t * plane_h
+        live = row_mask
+        if t == 0:  # h0 is read where it lies (or is zero)
+            if HAS_H0:
+                h_src = h0_ptr
+            else:
+                live = rows < 0
+        acc = _stacked_matmul(w, w_hh_ptr, w_rows, w_valid, h_src, rows, live,
+                              tl.zeros([4 * BLOCK_H, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
+                              W_RESIDENT, PRECISION, UPCAST)
+        a_i, a_f, a_g, a_o = _split_gates(acc, BLOCK_H, BLOCK_B)
+        i = tl.sigmoid(a_i + x_i + bias_i)
+        f = tl.sigmoid(a_f + x_f + bias_f)
+        g = _tanh(a_g + x_g + bias_g)
+        o = tl.sigmoid(a_o + x_o + bias_o)
         c = f * c + i * g
         h = o * _tanh(c)
-        tl.store(h_buf_ptr + (t + 1) * plane_h + hid, h.to(h_buf_ptr.dtype.element_ty), mask=mask)
+        tl.store(h_buf_ptr + (t + 1) * plane_h + hid, h.to(out_ty), mask=mask)
         if SAVE:
             s_t = gates_ptr + t * plane_g
             tl.store(s_t + gid + 0 * H, i, mask=mask)
@@ -80,55 +90,79 @@ def lstm_forward_kernel(
             tl.store(s_t + gid + 2 * H, g, mask=mask)
             tl.store(s_t + gid + 3 * H, o, mask=mask)
             tl.store(c_buf_ptr + (t + 1) * plane_h + hid, c, mask=mask)
-        # h_t of every program of this batch block must be in memory before anyone reads it.
-        _grid_barrier(counter_ptr + pid_b, tl.num_programs(0) * (t + 1))
+        if t + 1 < T:
+            # Next step's input projection first (no other program writes it), then wait until
+            # every program's h_t is in memory.
+            x_t = x_proj_ptr + (t + 1) * plane_g
+            x_i = _load_f32(x_t, gid + 0 * H, mask)
+            x_f = _load_f32(x_t, gid + 1 * H, mask)
+            x_g = _load_f32(x_t, gid + 2 * H, mask)
+            x_o = _load_f32(x_t, gid + 3 * H, mask)
+            _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (t + 1))
         t += 1
-    tl.store(c_n_ptr + hid, c, mask=mask)
+    tl.store(h_n_ptr + hid, h.to(h_n_ptr.dtype.element_ty), mask=mask)
+    tl.store(c_n_ptr + hid, c.to(c_n_ptr.dtype.element_ty), mask=mask)
+    _release_counters(counters_ptr)
+
+
+@triton.jit
+def _saved_step(t, d_out_ptr, gates_ptr, c_buf_ptr, hid, gid, mask, plane_h, plane_g, H: tl.constexpr,
+                HAS_D_OUT: tl.constexpr):
+    """What backward step t reads besides the other programs' gradients: the output gradient, the
+    saved gate activations and the cell states c_t, c_{t-1} (fp32, ``[BLOCK_H, BLOCK_B]``)."""
+    if HAS_D_OUT:
+        d_out = _load_f32(d_out_ptr + t * plane_h, hid, mask)
+    else:
+        d_out = tl.zeros(hid.shape, dtype=tl.float32)
+    s_t = gates_ptr + t * plane_g
+    i = _load_f32(s_t, gid + 0 * H, mask)
+    f = _load_f32(s_t, gid + 1 * H, mask)
+    g = _load_f32(s_t, gid + 2 * H, mask)
+    o = _load_f32(s_t, gid + 3 * H, mask)
+    c = _load_f32(c_buf_ptr + (t + 1) * plane_h, hid, mask)
+    c_prev = _load_f32(c_buf_ptr + t * plane_h, hid, mask)
+    return d_out, i, f, g, o, c, c_prev
 
 
 @triton.jit(do_not_specialize=["T", "B"])
 def lstm_backward_kernel(
-    d_out_ptr, d_h_n_ptr, d_c_n_ptr, gates_ptr, c_buf_ptr, w_hh_ptr, d_gates_ptr, d_h0_ptr, d_c0_ptr,
-    counter_ptr,
+    d_out_ptr, d_h_n_ptr, d_c_n_ptr, gates_ptr, c_buf_ptr, w_hh_t_ptr, d_gates_ptr, d_h0_ptr, d_c0_ptr,
+    counters_ptr,
     T, B,
-    H: tl.constexpr,
+    H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr, HAS_D_C_N: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
 ):
     """Reverse-time recurrence. Writes ``d_gates [T, B, 4H]`` (gradients of the pre-activations,
-    in the weights' dtype), ``d_h0`` and ``d_c0`` (fp32). Step t needs every program's
-    ``d_gates[t]`` to form ``dh_{t-1} = d_gates[t] @ W_hh``, hence the barrier."""
+    in the weights' dtype), ``d_h0`` and ``d_c0`` (in their pointers' dtype). Step t needs every
+    program's ``d_gates[t]`` to form ``dh_{t-1} = d_gates[t] @ W_hh``, hence the barrier.
+    ``w_hh_t`` is ``W_hh^T`` (``[H, 4H]``, contiguous: our units' columns of W_hh are its rows)."""
     pid_h = tl.program_id(0)
     pid_b = tl.program_id(1)
+    units = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)
     rows = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
-    cols = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)
+    unit_mask = units < H
     row_mask = rows < B
-    col_mask = cols < H
-    mask = row_mask[:, None] & col_mask[None, :]
-    hid = rows[:, None] * H + cols[None, :]
-    gid = rows[:, None] * (4 * H) + cols[None, :]
+    mask = unit_mask[:, None] & row_mask[None, :]
+    hid = rows[None, :] * H + units[:, None]
+    gid = rows[None, :] * (4 * H) + units[:, None]
     plane_h = B.to(tl.int64) * H
     plane_g = B.to(tl.int64) * (4 * H)
+    out_ty = d_gates_ptr.dtype.element_ty
 
-    if W_RESIDENT:  # this program's columns of W_hh (rows g*H..g*H+H-1 of each gate)
-        w_i = _load_weights(w_hh_ptr + 0 * H * H, H, 1, cols, col_mask, 0, H, K_PAD)
-        w_f = _load_weights(w_hh_ptr + 1 * H * H, H, 1, cols, col_mask, 0, H, K_PAD)
-        w_g = _load_weights(w_hh_ptr + 2 * H * H, H, 1, cols, col_mask, 0, H, K_PAD)
-        w_o = _load_weights(w_hh_ptr + 3 * H * H, H, 1, cols, col_mask, 0, H, K_PAD)
-
-    d_h_rec = _load_f32(d_h_n_ptr, hid, mask)  # gradient reaching h_t from step t+1 (or from h_n)
-    d_c = _load_f32(d_c_n_ptr, hid, mask)
+    if W_RESIDENT:  # W_hh[:, our units] for all four gates, on chip for every step
+        w = _load_weight_columns(w_hh_t_ptr, units, unit_mask, 0, H, 4, K_PAD, 4 * K_PAD)
+    else:
+        w = 0
+    zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
+    d_h_rec = _load_f32(d_h_n_ptr, hid, mask) if HAS_D_H_N else zero  # reaching h_t from step t+1
+    d_c = _load_f32(d_c_n_ptr, hid, mask) if HAS_D_C_N else zero
+    d_out, i, f, g, o, c, c_prev = _saved_step(T - 1, d_out_ptr, gates_ptr, c_buf_ptr, hid, gid, mask, plane_h,
+                                               plane_g, H, HAS_D_OUT)
     s = 0
     while s < T:
         t = T - 1 - s
-        d_h = d_h_rec + _load_f32(d_out_ptr + t * plane_h, hid, mask)
-        s_t = gates_ptr + t * plane_g
-        i = _load_f32(s_t, gid + 0 * H, mask)
-        f = _load_f32(s_t, gid + 1 * H, mask)
-        g = _load_f32(s_t, gid + 2 * H, mask)
-        o = _load_f32(s_t, gid + 3 * H, mask)
-        c = _load_f32(c_buf_ptr + (t + 1) * plane_h, hid, mask)
-        c_prev = _load_f32(c_buf_ptr + t * plane_h, hid, mask)
+        d_h = d_h_rec + d_out
         tanh_c = _tanh(c)
         d_c = d_c + d_h * o * (1.0 - tanh_c * tanh_c)
         d_i = d_c * g * i * (1.0 - i)
@@ -137,24 +171,18 @@ def lstm_backward_kernel(
         d_o = d_h * tanh_c * o * (1.0 - o)
         d_c = d_c * f
         dg_t = d_gates_ptr + t * plane_g
-        out_ty = d_gates_ptr.dtype.element_ty
         tl.store(dg_t + gid + 0 * H, d_i.to(out_ty), mask=mask)
         tl.store(dg_t + gid + 1 * H, d_f.to(out_ty), mask=mask)
         tl.store(dg_t + gid + 2 * H, d_g.to(out_ty), mask=mask)
         tl.store(dg_t + gid + 3 * H, d_o.to(out_ty), mask=mask)
-        _grid_barrier(counter_ptr + pid_b, tl.num_programs(0) * (s + 1))
-        # dh_{t-1} = sum over gates of d_gates[t][:, gate] @ W_hh[gate rows, our columns]
-        acc = tl.zeros([BLOCK_B, BLOCK_H], dtype=tl.float32)
-        if W_RESIDENT:
-            acc = _mma(_load_rows(dg_t + 0 * H, 4 * H, rows, row_mask, 0, H, K_PAD), w_i, acc, PRECISION, UPCAST)
-            acc = _mma(_load_rows(dg_t + 1 * H, 4 * H, rows, row_mask, 0, H, K_PAD), w_f, acc, PRECISION, UPCAST)
-            acc = _mma(_load_rows(dg_t + 2 * H, 4 * H, rows, row_mask, 0, H, K_PAD), w_g, acc, PRECISION, UPCAST)
-            acc = _mma(_load_rows(dg_t + 3 * H, 4 * H, rows, row_mask, 0, H, K_PAD), w_o, acc, PRECISION, UPCAST)
-        else:
-            for gate in tl.static_range(4):
-                acc = _matmul_from_l2(dg_t + gate * H, 4 * H, rows, row_mask, w_hh_ptr + gate * H * H, H, 1,
-                                      cols, col_mask, acc, H, BLOCK_K, PRECISION, UPCAST)
-        d_h_rec = acc
+        if s + 1 < T:  # the next step's saved values before the wait (no other program writes them)
+            d_out, i, f, g, o, c, c_prev = _saved_step(t - 1, d_out_ptr, gates_ptr, c_buf_ptr, hid, gid, mask,
+                                                       plane_h, plane_g, H, HAS_D_OUT)
+        _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (s + 1))
+        # dh_{t-1} = d_gates[t] @ W_hh[:, our units], all gates in one matmul
+        d_h_rec = _columns_matmul(w, w_hh_t_ptr, units, unit_mask, dg_t, rows, row_mask, zero, H, 4, 4, K_PAD,
+                                  BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
         s += 1
-    tl.store(d_h0_ptr + hid, d_h_rec, mask=mask)
-    tl.store(d_c0_ptr + hid, d_c, mask=mask)
+    tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)
+    tl.store(d_c0_ptr + hid, d_c.to(d_c0_ptr.dtype.element_ty), mask=mask)
+    _release_counters(counters_ptr)

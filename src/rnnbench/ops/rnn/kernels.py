@@ -1,9 +1,11 @@
 """Elman RNN recurrence kernels (tanh or relu): one launch runs every time step of one layer
-and direction. ``h_t = act(x_proj_t + h_{t-1} W_hh^T)`` with ``x_proj = x W_ih^T + b_ih + b_hh``
+and direction. ``h_t = act(x_proj_t + b_ih + b_hh + h_{t-1} W_hh^T)`` with ``x_proj = x W_ih^T``
 computed outside by one matmul.
 
-Buffers (contiguous): ``x_proj [T, B, H]``; ``h_buf [T+1, B, H]`` with ``h_buf[0] = h0``, step t
-writes ``h_buf[t+1]``; ``saved [T, B, H]`` fp32 h_t (the activation's derivative comes from it).
+Tiles are ``[BLOCK_H, BLOCK_B]`` (see ``ops/common.py``); one gate, so the weight tile is the
+program's ``BLOCK_H`` rows of W_hh. Buffers (contiguous): ``x_proj [T, B, H]``; ``h_buf [T+1, B,
+H]``, step t writes ``h_buf[t+1]``, ``h_buf[0]`` (h0) only when saving; ``saved [T, B, H]`` fp32
+h_t (the activation's derivative comes from it).
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import _grid_barrier, _load_f32, _load_rows, _load_weights, _matmul_from_l2, _mma, _tanh
+from ..common import (_columns_matmul, _gate_bias, _grid_barrier, _load_f32, _load_weight_columns,
+                      _release_counters, _resident_stack, _stacked_matmul, _stacked_rows, _tanh)
 
 
 @triton.jit
@@ -25,80 +28,108 @@ def _activation(x, RELU: tl.constexpr):
 
 @triton.jit(do_not_specialize=["T", "B"])
 def rnn_forward_kernel(
-    x_proj_ptr, w_hh_ptr, h_buf_ptr, saved_ptr, counter_ptr,
+    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr,
+    h_buf_ptr, h_n_ptr, saved_ptr, counters_ptr,
     T, B,
-    H: tl.constexpr, RELU: tl.constexpr, SAVE: tl.constexpr,
+    H: tl.constexpr, RELU: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
-    W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+    CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
 ):
     pid_h = tl.program_id(0)
     pid_b = tl.program_id(1)
+    units = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)
     rows = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
-    cols = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)
+    unit_mask = units < H
     row_mask = rows < B
-    col_mask = cols < H
-    mask = row_mask[:, None] & col_mask[None, :]
-    hid = rows[:, None] * H + cols[None, :]
+    mask = unit_mask[:, None] & row_mask[None, :]
+    hid = rows[None, :] * H + units[:, None]
     plane_h = B.to(tl.int64) * H
-    zero = tl.zeros([BLOCK_B, BLOCK_H], dtype=tl.float32)
+    out_ty = h_buf_ptr.dtype.element_ty
+
+    w_rows, w_valid = _stacked_rows(pid_h, H, 1, 1, BLOCK_H)
     if W_RESIDENT:
-        w = _load_weights(w_hh_ptr, 1, H, cols, col_mask, 0, H, K_PAD)
+        w = _resident_stack(w_hh_ptr, w_rows, w_valid, H, BLOCK_K, CHUNKS)
+    else:
+        w = 0
+    bias = _gate_bias(b_ih_ptr, b_hh_ptr, units, unit_mask, HAS_BIAS, True)
+    zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
+    h = _load_f32(h0_ptr, hid, mask) if HAS_H0 else zero
+    if SAVE:
+        tl.store(h_buf_ptr + hid, h.to(out_ty), mask=mask)
+    x = _load_f32(x_proj_ptr, hid, mask)
     t = 0
     while t < T:
-        h_prev_ptr = h_buf_ptr + t * plane_h
-        if W_RESIDENT:
-            a = _mma(_load_rows(h_prev_ptr, H, rows, row_mask, 0, H, K_PAD), w, zero, PRECISION, UPCAST)
-        else:
-            a = _matmul_from_l2(h_prev_ptr, H, rows, row_mask, w_hh_ptr, 1, H, cols, col_mask,
-                                zero, H, BLOCK_K, PRECISION, UPCAST)
-        h = _activation(a + _load_f32(x_proj_ptr + t * plane_h, hid, mask), RELU)
-        tl.store(h_buf_ptr + (t + 1) * plane_h + hid, h.to(h_buf_ptr.dtype.element_ty), mask=mask)
+        h_src = h_buf_ptr + t * plane_h
+        live = row_mask
+        if t == 0:
+            if HAS_H0:
+                h_src = h0_ptr
+            else:
+                live = rows < 0
+        a = _stacked_matmul(w, w_hh_ptr, w_rows, w_valid, h_src, rows, live, zero, H, K_PAD, BLOCK_K,
+                            CHUNKS, W_RESIDENT, PRECISION, UPCAST)
+        h = _activation(a + x + bias, RELU)
+        tl.store(h_buf_ptr + (t + 1) * plane_h + hid, h.to(out_ty), mask=mask)
         if SAVE:
             tl.store(saved_ptr + t * plane_h + hid, h, mask=mask)
-        _grid_barrier(counter_ptr + pid_b, tl.num_programs(0) * (t + 1))
+        if t + 1 < T:
+            x = _load_f32(x_proj_ptr + (t + 1) * plane_h, hid, mask)
+            _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (t + 1))
         t += 1
+    tl.store(h_n_ptr + hid, h.to(h_n_ptr.dtype.element_ty), mask=mask)
+    _release_counters(counters_ptr)
+
+
+@triton.jit
+def _saved_step(t, d_out_ptr, saved_ptr, hid, mask, plane_h, HAS_D_OUT: tl.constexpr):
+    if HAS_D_OUT:
+        d_out = _load_f32(d_out_ptr + t * plane_h, hid, mask)
+    else:
+        d_out = tl.zeros(hid.shape, dtype=tl.float32)
+    return d_out, _load_f32(saved_ptr + t * plane_h, hid, mask)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
 def rnn_backward_kernel(
-    d_out_ptr, d_h_n_ptr, saved_ptr, w_hh_ptr, d_pre_ptr, d_h0_ptr, counter_ptr,
+    d_out_ptr, d_h_n_ptr, saved_ptr, w_hh_t_ptr, d_pre_ptr, d_h0_ptr, counters_ptr,
     T, B,
-    H: tl.constexpr, RELU: tl.constexpr,
+    H: tl.constexpr, RELU: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
 ):
     """Reverse-time recurrence. Writes ``d_pre [T, B, H]`` (gradient of the pre-activation, in
-    the weights' dtype) and ``d_h0`` (fp32)."""
+    the weights' dtype) and ``d_h0``. ``w_hh_t`` is ``W_hh^T`` (contiguous)."""
     pid_h = tl.program_id(0)
     pid_b = tl.program_id(1)
+    units = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)
     rows = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
-    cols = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)
+    unit_mask = units < H
     row_mask = rows < B
-    col_mask = cols < H
-    mask = row_mask[:, None] & col_mask[None, :]
-    hid = rows[:, None] * H + cols[None, :]
+    mask = unit_mask[:, None] & row_mask[None, :]
+    hid = rows[None, :] * H + units[:, None]
     plane_h = B.to(tl.int64) * H
     if W_RESIDENT:
-        w = _load_weights(w_hh_ptr, H, 1, cols, col_mask, 0, H, K_PAD)
-    d_h_rec = _load_f32(d_h_n_ptr, hid, mask)
+        w = _load_weight_columns(w_hh_t_ptr, units, unit_mask, 0, H, 1, K_PAD, K_PAD)
+    else:
+        w = 0
+    zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
+    d_h_rec = _load_f32(d_h_n_ptr, hid, mask) if HAS_D_H_N else zero
+    d_out, h = _saved_step(T - 1, d_out_ptr, saved_ptr, hid, mask, plane_h, HAS_D_OUT)
     s = 0
     while s < T:
         t = T - 1 - s
-        d_h = d_h_rec + _load_f32(d_out_ptr + t * plane_h, hid, mask)
-        h = _load_f32(saved_ptr + t * plane_h, hid, mask)
+        d_h = d_h_rec + d_out
         if RELU:
             d_pre = tl.where(h > 0.0, d_h, 0.0)
         else:
             d_pre = d_h * (1.0 - h * h)
         dp_t = d_pre_ptr + t * plane_h
         tl.store(dp_t + hid, d_pre.to(d_pre_ptr.dtype.element_ty), mask=mask)
-        _grid_barrier(counter_ptr + pid_b, tl.num_programs(0) * (s + 1))
-        acc = tl.zeros([BLOCK_B, BLOCK_H], dtype=tl.float32)
-        if W_RESIDENT:
-            acc = _mma(_load_rows(dp_t, H, rows, row_mask, 0, H, K_PAD), w, acc, PRECISION, UPCAST)
-        else:
-            acc = _matmul_from_l2(dp_t, H, rows, row_mask, w_hh_ptr, H, 1, cols, col_mask,
-                                  acc, H, BLOCK_K, PRECISION, UPCAST)
-        d_h_rec = acc
+        if s + 1 < T:
+            d_out, h = _saved_step(t - 1, d_out_ptr, saved_ptr, hid, mask, plane_h, HAS_D_OUT)
+        _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (s + 1))
+        d_h_rec = _columns_matmul(w, w_hh_t_ptr, units, unit_mask, dp_t, rows, row_mask, zero, H, 1, 1, K_PAD,
+                                  BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
         s += 1
-    tl.store(d_h0_ptr + hid, d_h_rec, mask=mask)
+    tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)
+    _release_counters(counters_ptr)
