@@ -14,6 +14,7 @@ slow down 30-50x from oversubscription, which turns a 2-second module into a min
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import subprocess
 import sys
@@ -23,7 +24,22 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from rnnbench import runner
+# Our Triton kernels, interpreted on CPU tensors unless this process compiles them for a GPU: whether
+# a kernel is interpreted is fixed when its module is imported, so they are imported here, before any
+# test module, with TRITON_INTERPRET=1 for that import only (see tests/ops/conftest.py).
+if (importlib.util.find_spec("triton") is not None and "rnnbench.ops.common" not in sys.modules
+        and not torch.cuda.is_available()):
+    _before = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        import rnnbench.ops.recurrence  # noqa: F401, E402  (the kernels become interpreted functions)
+    finally:
+        if _before is None:
+            del os.environ["TRITON_INTERPRET"]
+        else:
+            os.environ["TRITON_INTERPRET"] = _before
+
+from rnnbench import runner  # noqa: E402
 from rnnbench.lanes import LANES
 from rnnbench.lanes.registry import Lane, register
 from rnnbench.results import ResultsFile

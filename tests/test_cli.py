@@ -20,22 +20,12 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import torch
 
-from rnnbench import cli as cli_module
+from cli_helpers import assert_one_line_error, run_main
 from rnnbench.lanes import LANES
 from rnnbench.results import read_records
 from rnnbench.suites import suite_cases
 
 TINY = ["--cell", "gru", "--batch-size", "2", "--seq-len", "3", "--input-size", "4", "--hidden-size", "5", "--mode", "train"]
-
-
-def assert_one_line_error(proc, *fragments):
-    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr + proc.stdout
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("rnnbench: error: "), lines[0]
-    for fragment in fragments:
-        assert fragment in lines[0]
 
 
 # Bad inputs run as real processes (started together).
@@ -74,20 +64,6 @@ def test_bad_input_is_one_line_and_exit_2(bad_runs, name):
 
 # More bad inputs through the same main() in this process (fast; the conversion to one line is
 # main()'s, so an exception that escapes it is reported here as a traceback would be).
-
-def run_main(monkeypatch, capsys, *args):
-    monkeypatch.setattr(sys, "argv", ["rnnbench", *map(str, args)])
-    try:
-        cli_module.main()
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    except BaseException as exc:  # what a real process would print as a traceback
-        out, err = capsys.readouterr()
-        return subprocess.CompletedProcess(args, 1, out, err + f"Traceback (escaped main): {exc!r}\n")
-    out, err = capsys.readouterr()
-    return subprocess.CompletedProcess(args, code, out, err)
-
 
 @pytest.mark.parametrize("args, fragments", [pytest.param(*p, id=" ".join(p[0]) or "no-args") for p in [
     (["run", "--batch-size", "0"], ["batch_size must be a positive integer"]),

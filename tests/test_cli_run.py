@@ -10,7 +10,8 @@ import pytest
 
 from rnnbench.lanes import LANES
 from rnnbench.results import read_records
-from test_cli import TINY, assert_one_line_error, run_main
+from cli_helpers import assert_one_line_error, run_main
+from test_cli import TINY
 
 TINY_CPU = [*TINY, "--budget", "0.01", "--device", "cpu"]
 

@@ -118,7 +118,7 @@ def test_rows_report_useful_timesteps(tmp_path):
 
 
 def test_cli_lengths(monkeypatch, capsys):
-    from test_cli import assert_one_line_error, run_main
+    from cli_helpers import assert_one_line_error, run_main
 
     proc = run_main(monkeypatch, capsys, "run", "--dry-run", "--device", "cpu", "--cell", "lstm", "--seq-len", "50",
                     "--lengths", "10:50", "--sort-lengths", "--mode", "train")

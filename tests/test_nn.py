@@ -10,7 +10,6 @@ round trip with torch.nn, the PyTorch path, the visible fallback, the errors.
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 import warnings
 
@@ -18,23 +17,10 @@ import pytest
 import torch
 from torch.nn.utils.rnn import pack_sequence
 
-# Import the kernels interpreted (see tests/ops/conftest.py for why, and why only without a GPU).
-if (importlib.util.find_spec("triton") is not None and "rnnbench.ops.common" not in sys.modules
-        and not torch.cuda.is_available()):
-    _before = os.environ.get("TRITON_INTERPRET")
-    os.environ["TRITON_INTERPRET"] = "1"
-    try:
-        import rnnbench.ops.recurrence  # noqa: F401
-    finally:
-        if _before is None:
-            del os.environ["TRITON_INTERPRET"]
-        else:
-            os.environ["TRITON_INTERPRET"] = _before
-
-from rnnbench import nn as rnn  # noqa: E402
-from rnnbench.ops.naive import naive_network  # noqa: E402
-from rnnbench.precision import tolerance  # noqa: E402
-from rnnbench.verify import relative_error  # noqa: E402
+from rnnbench import nn as rnn
+from rnnbench.ops.naive import naive_network
+from rnnbench.precision import tolerance
+from rnnbench.verify import relative_error
 
 MODULES = {"lstm": (rnn.LSTM, torch.nn.LSTM, {}), "gru": (rnn.GRU, torch.nn.GRU, {}),
            "rnn_tanh": (rnn.RNN, torch.nn.RNN, {"nonlinearity": "tanh"}),

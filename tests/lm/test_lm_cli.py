@@ -9,43 +9,17 @@ the checks must come before any work.
 from __future__ import annotations
 
 import errno
-import subprocess
 import sys
 import time
 
 import pytest
 
-from rnnbench import cli as cli_module
+from cli_helpers import assert_one_line_error, run_main
 from rnnbench.results import read_records
+
 
 TINY = ["--emb-size", "16", "--hidden-size", "16", "--batch-size", "8", "--bptt", "16", "--device", "cpu",
         "--no-progress"]
-
-
-def assert_one_line_error(proc, *fragments):
-    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr + proc.stdout
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("rnnbench: error: "), lines[0]
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-
-
-def run_main(monkeypatch, capsys, *args) -> subprocess.CompletedProcess:
-    """``rnnbench *args`` through main() in this process; an exception that escapes main() is
-    reported as the traceback a real process would print."""
-    monkeypatch.setattr(sys, "argv", ["rnnbench", *map(str, args)])
-    try:
-        cli_module.main()
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    except BaseException as exc:
-        out, err = capsys.readouterr()
-        return subprocess.CompletedProcess(args, 1, out, err + f"Traceback (escaped main): {exc!r}\n")
-    out, err = capsys.readouterr()
-    return subprocess.CompletedProcess(args, code, out, err)
 
 
 @pytest.fixture

@@ -2,7 +2,8 @@
 them for a GPU.
 
 Whether a Triton kernel is interpreted is fixed when its module is imported, so the kernels are
-imported here with ``TRITON_INTERPRET=1`` set just for that import (restored afterwards, so
+imported by ``tests/conftest.py`` (before any test module) with ``TRITON_INTERPRET=1`` set just for
+that import (restored afterwards, so
 subprocesses of other tests, e.g. the CLI's, see the environment they had). On a CUDA machine the
 variable is not set here: there the real kernels are compiled and the interpreter tests skip;
 run them in a process of their own with ``TRITON_INTERPRET=1 pytest tests/ops tests/test_nn.py``.
@@ -11,23 +12,9 @@ run them in a process of their own with ``TRITON_INTERPRET=1 pytest tests/ops te
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 
 import pytest
-import torch
-
-if (importlib.util.find_spec("triton") is not None and "rnnbench.ops.common" not in sys.modules
-        and not torch.cuda.is_available()):
-    _before = os.environ.get("TRITON_INTERPRET")
-    os.environ["TRITON_INTERPRET"] = "1"
-    try:
-        import rnnbench.ops.recurrence  # noqa: F401  (the kernels become interpreted functions)
-    finally:
-        if _before is None:
-            del os.environ["TRITON_INTERPRET"]
-        else:
-            os.environ["TRITON_INTERPRET"] = _before
 
 
 def interpreted() -> bool:
