@@ -70,7 +70,7 @@ SUITES: dict[str, Suite] = {
         ),
         Suite(
             "quick",
-            "CPU-sized smoke suite: every cell and mode, small sizes (runs in seconds on 2 cores)",
+            "CPU-sized smoke suite: every cell and mode at small sizes (about 2.5 minutes on 2 cores with every CPU lane)",
             (
                 dict(cell=["rnn_tanh", "rnn_relu", "lstm", "gru"], batch_size=8, seq_len=16,
                      input_size=32, hidden_size=32, mode=BOTH_MODES),
