@@ -100,6 +100,37 @@ def _load_gate_padded(ptr, row_stride, rows, row_mask, c0, H: tl.constexpr, GATE
 
 
 @triton.jit
+def _program_tile(B, H: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr):
+    """This program's tile: hidden units ``[BLOCK_H]`` (axis 0 of the grid) by batch rows
+    ``[BLOCK_B]`` (axis 1), their masks, and ``hid``, the tile's offsets into a ``[B, H]`` plane.
+    Returns ``(pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid)``."""
+    pid_h = tl.program_id(0)
+    pid_b = tl.program_id(1)
+    units = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)
+    rows = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
+    unit_mask = units < H
+    row_mask = rows < B
+    mask = unit_mask[:, None] & row_mask[None, :]
+    hid = rows[None, :] * H + units[:, None]
+    return pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid
+
+
+@triton.jit
+def _previous_h(h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask, HAS_H0: tl.constexpr):
+    """Where step ``t`` reads ``h_{t-1}`` and which batch rows are live: slot ``t`` of the
+    exchange buffer, except at ``t == 0``, where h0 is read where it lies (or, without h0, no row
+    is read and the recurrent term is zero). Returns ``(h_src, live)``."""
+    h_src = h_buf_ptr + t * plane_h
+    live = row_mask
+    if t == 0:
+        if HAS_H0:
+            h_src = h0_ptr
+        else:
+            live = rows < 0
+    return h_src, live
+
+
+@triton.jit
 def _stacked_rows(pid_h, H: tl.constexpr, GATES: tl.constexpr, GP: tl.constexpr, BLOCK_H: tl.constexpr):
     """Rows of ``W_hh`` (torch.nn layout ``[GATES * H, H]``) in this program's stacked tile, and
     which of them exist: tile row ``m`` is gate ``m // BLOCK_H``, hidden unit

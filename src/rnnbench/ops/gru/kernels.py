@@ -18,8 +18,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_columns_matmul, _gate_bias, _grid_barrier, _load_f32, _load_weight_columns,
-                      _release_counters, _resident_stack, _split_gates, _stacked_matmul, _stacked_rows, _tanh)
+from ..common import (_columns_matmul, _gate_bias, _grid_barrier, _load_f32, _load_weight_columns, _previous_h,
+                      _program_tile, _release_counters, _resident_stack, _split_gates, _stacked_matmul, _stacked_rows, _tanh)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
@@ -31,14 +31,7 @@ def gru_forward_kernel(
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
 ):
-    pid_h = tl.program_id(0)
-    pid_b = tl.program_id(1)
-    units = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)
-    rows = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
-    unit_mask = units < H
-    row_mask = rows < B
-    mask = unit_mask[:, None] & row_mask[None, :]
-    hid = rows[None, :] * H + units[:, None]
+    pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     gid = rows[None, :] * (3 * H) + units[:, None]  # gate r of a [B, 3H] plane
     sid = rows[None, :] * (4 * H) + units[:, None]  # r of a [B, 4H] saved plane
     plane_h = B.to(tl.int64) * H
@@ -64,13 +57,7 @@ def gru_forward_kernel(
     x_n = _load_f32(x_proj_ptr, gid + 2 * H, mask)
     t = 0
     while t < T:
-        h_src = h_buf_ptr + t * plane_h
-        live = row_mask
-        if t == 0:
-            if HAS_H0:
-                h_src = h0_ptr
-            else:
-                live = rows < 0
+        h_src, live = _previous_h(h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask, HAS_H0)
         acc = _stacked_matmul(w, w_hh_ptr, w_rows, w_valid, h_src, rows, live,
                               tl.zeros([4 * BLOCK_H, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
                               W_RESIDENT, PRECISION, UPCAST)
@@ -128,14 +115,7 @@ def gru_backward_kernel(
     pre-activations ``(W_hr h, W_hz h, W_hn h + b_hn)``, ``d_n_x [T, B, H]``, the gradient of
     the input-side n pre-activation (it differs from the recurrent one by the factor r), both in
     the weights' dtype, and ``d_h0``. ``w_hh_t`` is ``W_hh^T`` (``[H, 3H]``, contiguous)."""
-    pid_h = tl.program_id(0)
-    pid_b = tl.program_id(1)
-    units = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)
-    rows = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
-    unit_mask = units < H
-    row_mask = rows < B
-    mask = unit_mask[:, None] & row_mask[None, :]
-    hid = rows[None, :] * H + units[:, None]
+    pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     gid = rows[None, :] * (3 * H) + units[:, None]
     sid = rows[None, :] * (4 * H) + units[:, None]
     plane_h = B.to(tl.int64) * H

@@ -18,8 +18,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_columns_matmul, _gate_bias, _grid_barrier, _load_f32, _load_weight_columns,
-                      _release_counters, _resident_stack, _split_gates, _stacked_matmul, _stacked_rows, _tanh)
+from ..common import (_columns_matmul, _gate_bias, _grid_barrier, _load_f32, _load_weight_columns, _previous_h,
+                      _program_tile, _release_counters, _resident_stack, _split_gates, _stacked_matmul, _stacked_rows, _tanh)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
@@ -31,14 +31,7 @@ def lstm_forward_kernel(
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
 ):
-    pid_h = tl.program_id(0)
-    pid_b = tl.program_id(1)
-    units = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)  # tile rows
-    rows = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)  # tile columns (batch rows)
-    unit_mask = units < H
-    row_mask = rows < B
-    mask = unit_mask[:, None] & row_mask[None, :]
-    hid = rows[None, :] * H + units[:, None]  # offsets into a [B, H] plane
+    pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     gid = rows[None, :] * (4 * H) + units[:, None]  # offsets of gate i into a [B, 4H] plane
     plane_h = B.to(tl.int64) * H
     plane_g = B.to(tl.int64) * (4 * H)
@@ -65,13 +58,7 @@ def lstm_forward_kernel(
     x_o = _load_f32(x_proj_ptr, gid + 3 * H, mask)
     t = 0
     while t < T:
-        h_src = h_buf_ptr + t * plane_h
-        live = row_mask
-        if t == 0:  # h0 is read where it lies (or is zero)
-            if HAS_H0:
-                h_src = h0_ptr
-            else:
-                live = rows < 0
+        h_src, live = _previous_h(h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask, HAS_H0)
         acc = _stacked_matmul(w, w_hh_ptr, w_rows, w_valid, h_src, rows, live,
                               tl.zeros([4 * BLOCK_H, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
                               W_RESIDENT, PRECISION, UPCAST)
@@ -137,14 +124,7 @@ def lstm_backward_kernel(
     in the weights' dtype), ``d_h0`` and ``d_c0`` (in their pointers' dtype). Step t needs every
     program's ``d_gates[t]`` to form ``dh_{t-1} = d_gates[t] @ W_hh``, hence the barrier.
     ``w_hh_t`` is ``W_hh^T`` (``[H, 4H]``, contiguous: our units' columns of W_hh are its rows)."""
-    pid_h = tl.program_id(0)
-    pid_b = tl.program_id(1)
-    units = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)
-    rows = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
-    unit_mask = units < H
-    row_mask = rows < B
-    mask = unit_mask[:, None] & row_mask[None, :]
-    hid = rows[None, :] * H + units[:, None]
+    pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     gid = rows[None, :] * (4 * H) + units[:, None]
     plane_h = B.to(tl.int64) * H
     plane_g = B.to(tl.int64) * (4 * H)

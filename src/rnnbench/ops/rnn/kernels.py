@@ -13,8 +13,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_columns_matmul, _gate_bias, _grid_barrier, _load_f32, _load_weight_columns,
-                      _release_counters, _resident_stack, _stacked_matmul, _stacked_rows, _tanh)
+from ..common import (_columns_matmul, _gate_bias, _grid_barrier, _load_f32, _load_weight_columns, _previous_h,
+                      _program_tile, _release_counters, _resident_stack, _stacked_matmul, _stacked_rows, _tanh)
 
 
 @triton.jit
@@ -35,14 +35,7 @@ def rnn_forward_kernel(
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
 ):
-    pid_h = tl.program_id(0)
-    pid_b = tl.program_id(1)
-    units = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)
-    rows = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
-    unit_mask = units < H
-    row_mask = rows < B
-    mask = unit_mask[:, None] & row_mask[None, :]
-    hid = rows[None, :] * H + units[:, None]
+    pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     plane_h = B.to(tl.int64) * H
     out_ty = h_buf_ptr.dtype.element_ty
 
@@ -59,13 +52,7 @@ def rnn_forward_kernel(
     x = _load_f32(x_proj_ptr, hid, mask)
     t = 0
     while t < T:
-        h_src = h_buf_ptr + t * plane_h
-        live = row_mask
-        if t == 0:
-            if HAS_H0:
-                h_src = h0_ptr
-            else:
-                live = rows < 0
+        h_src, live = _previous_h(h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask, HAS_H0)
         a = _stacked_matmul(w, w_hh_ptr, w_rows, w_valid, h_src, rows, live, zero, H, K_PAD, BLOCK_K,
                             CHUNKS, W_RESIDENT, PRECISION, UPCAST)
         h = _activation(a + x + bias, RELU)
@@ -99,14 +86,7 @@ def rnn_backward_kernel(
 ):
     """Reverse-time recurrence. Writes ``d_pre [T, B, H]`` (gradient of the pre-activation, in
     the weights' dtype) and ``d_h0``. ``w_hh_t`` is ``W_hh^T`` (contiguous)."""
-    pid_h = tl.program_id(0)
-    pid_b = tl.program_id(1)
-    units = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)
-    rows = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
-    unit_mask = units < H
-    row_mask = rows < B
-    mask = unit_mask[:, None] & row_mask[None, :]
-    hid = rows[None, :] * H + units[:, None]
+    pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     plane_h = B.to(tl.int64) * H
     if W_RESIDENT:
         w = _load_weight_columns(w_hh_t_ptr, units, unit_mask, 0, H, 1, K_PAD, K_PAD)
