@@ -215,19 +215,13 @@ def _steps(module, x, target):
 def _graph_ms(fn, rep=100) -> float:
     """Median ms of ``fn`` replayed from a CUDA graph (warmed up on a side stream first, as
     capture requires): the device time without the host's per-call overhead."""
-    import torch
     from triton.testing import do_bench
 
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    return do_bench(graph.replay, warmup=10, rep=rep, return_mode="median")
+    from rnnbench.workload import graphed
+
+    replay = graphed(fn)
+    replay()  # the capture
+    return do_bench(replay, warmup=10, rep=rep, return_mode="median")
 
 
 def _host_ms(fn, calls=200) -> float:

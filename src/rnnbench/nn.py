@@ -59,10 +59,14 @@ class _KernelPath:
 
     cell: str  # set by each subclass's forward: lstm, gru, rnn_tanh, rnn_relu
 
-    def _init_backend(self, backend: str) -> None:
+    def __init__(self, *args, backend: str = "auto", **kwargs):
+        super().__init__(*args, **kwargs)  # the torch.nn module's constructor, unchanged
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
         self.backend = backend
+
+    def forward(self, input, hx=None):
+        return self._dispatch(super().forward, input, hx)
 
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, backend={self.backend!r}"
@@ -178,13 +182,6 @@ class LSTM(_KernelPath, nn.LSTM):
 
     cell = "lstm"
 
-    def __init__(self, *args, backend: str = "auto", **kwargs):
-        super().__init__(*args, **kwargs)
-        self._init_backend(backend)
-
-    def forward(self, input, hx=None):
-        return self._dispatch(super().forward, input, hx)
-
 
 class GRU(_KernelPath, nn.GRU):
     """torch.nn.GRU on rnnbench's kernels (reset gate after the recurrent matmul, as torch.nn);
@@ -192,25 +189,11 @@ class GRU(_KernelPath, nn.GRU):
 
     cell = "gru"
 
-    def __init__(self, *args, backend: str = "auto", **kwargs):
-        super().__init__(*args, **kwargs)
-        self._init_backend(backend)
-
-    def forward(self, input, hx=None):
-        return self._dispatch(super().forward, input, hx)
-
 
 class RNN(_KernelPath, nn.RNN):
     """torch.nn.RNN (``nonlinearity`` ``tanh`` or ``relu``) on rnnbench's kernels; ``backend``
     as in the module docstring. Shapes as torch.nn.RNN; errors as :class:`LSTM`."""
 
-    def __init__(self, *args, backend: str = "auto", **kwargs):
-        super().__init__(*args, **kwargs)
-        self._init_backend(backend)
-
     @property
     def cell(self) -> str:
         return f"rnn_{self.nonlinearity}"
-
-    def forward(self, input, hx=None):
-        return self._dispatch(super().forward, input, hx)
