@@ -21,7 +21,10 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import asdict, dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:  # annotations only: torch itself is imported where CUDA is used
+    import torch
 
 NOISY_SPREAD = 0.10  # (p80 - p20) / median above this marks a measurement as noisy
 # Batches at the start of a phase that a PhaseClock leaves out of its figure: they hold cuDNN plan

@@ -14,7 +14,6 @@ import os
 import time
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 from torch import nn
