@@ -185,12 +185,14 @@ def test_report_markdown_csv_and_plot(cli, tiny_run):
     assert [r["lane"] for r in rows] == ["torch-nn", "torch-fused-loop"]
     machine = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"  # the env record's GPU
     assert all(float(r["us_per_example"]) > 0 and r["status"] == "ok" and r["gpu"] == machine for r in rows)
+    assert all(float(r["tflops"]) > 0 and float(r["peak_fraction"]) > 0 and float(r["peak_tflops"]) > 0 for r in rows)
 
     png = tmp / "speedup.png"
     proc = cli("report", out, out, "--plot", png, "--baseline", "torch-fused-loop", cwd=tmp)  # two files
     assert proc.returncode == 0, proc.stderr
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert "Forward only (µs)" in proc.stdout and "train × torch-fused-loop" in proc.stdout
+    assert "train TFLOP/s" in proc.stdout and "train % of peak" in proc.stdout and "Peak: " in proc.stdout
     assert f"plot: {png}" in proc.stderr
 
 

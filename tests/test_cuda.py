@@ -8,6 +8,8 @@ Skipped (and only collected) where no GPU is visible, e.g. in CI. Run on a GPU m
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import torch
 
@@ -20,6 +22,7 @@ from rnnbench import runner  # noqa: E402
 from rnnbench.cases import CELLS, Case  # noqa: E402
 from rnnbench.env import environment  # noqa: E402
 from rnnbench.lanes import LANES  # noqa: E402
+from rnnbench.peak import matmul_peak  # noqa: E402
 from rnnbench.precision import device_supports, matmul_mode, tolerance  # noqa: E402
 from rnnbench.results import ResultsFile, read_records  # noqa: E402
 from rnnbench.timing import measure  # noqa: E402
@@ -50,6 +53,8 @@ def _check_rows(rows, cell, dtype, must_be_ok):
         if row["status"] == "ok":
             assert row["max_rel_error"] <= tolerance(cell, dtype), where
             assert row["us_per_example"] > 0 and row["first_call_ms"] > 0, where
+            assert row["tflops"] > 0 and 0 < row["peak_fraction"] == pytest.approx(
+                row["tflops"] / row["peak_tflops"]), where
             if not row["lane"].startswith(("jax-", "keras-jax")):  # JAX cannot reset its peak per step
                 assert row["peak_mem_bytes"] > 0, where  # peak device memory is recorded
 
@@ -94,6 +99,20 @@ def test_graph_lane_computes_what_the_eager_lane_computes(cell, dtype, mode):
         assert a.shape == e.shape and a.dtype == e.dtype, name
         assert relative_error(a, e) <= tol, (name, relative_error(a, e))
         assert torch.equal(a, b), name
+
+
+def test_matmul_peak_per_dtype():
+    """About a second per dtype at 8192³ (the cap: on an H100 no dtype reaches 10 ms a call below
+    it); tensor-core dtypes above strict fp32."""
+    peaks = {}
+    for dtype in DTYPES:
+        start = time.perf_counter()
+        peaks[dtype] = matmul_peak("cuda", dtype)
+        elapsed = time.perf_counter() - start
+        assert peaks[dtype].tflops > 0 and elapsed < 3.0, (dtype, peaks[dtype], elapsed)
+        print(dtype, peaks[dtype], f"{elapsed:.2f} s")
+    for dtype in set(DTYPES) - {"fp32"}:
+        assert peaks[dtype].tflops > 2 * peaks["fp32"].tflops, peaks
 
 
 def test_cuda_timing_is_synchronised():

@@ -3,6 +3,8 @@ baseline lane), the published seed rows beside ours, and the plot."""
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -58,7 +60,7 @@ def test_markdown_from_a_real_run(small_run):
     assert "torch-nn-graph" not in md  # unavailable lanes are not table rows
     by = {(r["lane"], r["mode"]): r for r in small_run.rows}
     nn_cells = _line(md, "torch-nn")
-    assert nn_cells[:2] == ["gru", "torch-nn"] and nn_cells[4:] == ["1.00×", "1.00×"]
+    assert nn_cells[:2] == ["gru", "torch-nn"] and nn_cells[4:6] == ["1.00×", "1.00×"]
     for text, mode in zip(nn_cells[2:4], ("train", "forward")):
         row = by[("torch-nn", mode)]
         assert text.endswith("*") == bool(row["noisy"])
@@ -74,8 +76,40 @@ def test_tables_from_a_real_run(small_run):
     title, table = entry[0], entry[1]
     assert title.startswith("batch 8 × seq 16")
     assert list(table.columns) == ["cell", "lane", "Train (µs)", "Forward only (µs)", "train × torch-nn",
-                                   "forward × torch-nn"]
+                                   "forward × torch-nn", "train TFLOP/s", "forward TFLOP/s", "train % of peak",
+                                   "forward % of peak"]
     assert list(table["lane"]) == ["torch-nn", "torch-cell-loop"]
+
+
+def test_tflops_and_fraction_of_peak_from_a_real_run(small_run):
+    md = report.markdown(load_results(small_run.path))
+    by = {(r["lane"], r["mode"]): r for r in small_run.rows}
+    cells = _line(md, "torch-cell-loop")
+    for text, mode in zip(cells[6:8], ("train", "forward")):
+        assert float(text) == pytest.approx(by[("torch-cell-loop", mode)]["tflops"], rel=5e-3)
+    for text, mode in zip(cells[8:10], ("train", "forward")):
+        assert 0 < float(text) == pytest.approx(100 * by[("torch-cell-loop", mode)]["peak_fraction"], rel=5e-3)
+    peak = by[("torch-nn", "train")]
+    assert (f"Peak: {report.significant(peak['peak_tflops'])} TFLOP/s, the best of a dense "
+            f"{peak['peak_matmul_size']}³ fp32 matmul timed in the same run.") in md
+    assert "TFLOP/s = the matmuls of the useful steps" in md
+
+
+def test_a_file_written_before_tflops_still_renders(small_run, tmp_path):
+    """Rows without tflops and the peak fields (older files) leave those cells blank, no Peak note."""
+    old = tmp_path / "old.jsonl"
+    dropped = ("tflops", "peak_tflops", "peak_matmul_size", "peak_fraction")
+    lines = [json.loads(line) for line in small_run.path.read_text().splitlines()]
+    old.write_text("".join(json.dumps({k: v for k, v in r.items() if k not in dropped}) + "\n" for r in lines))
+    md = report.markdown(load_results(old))
+    cells = _line(md, "torch-nn")
+    assert cells[2:4] == _line(report.markdown(load_results(small_run.path)), "torch-nn")[2:4]
+    assert cells[6:10] == ["", "", "", ""] and "Peak:" not in md
+
+
+def test_significant_digits_without_exponent():
+    assert [report.significant(v) for v in (0.000123456, 0.0451, 45.23, 312.4, 1234.5, 0.0)] == [
+        "0.000123", "0.0451", "45.2", "312", "1234", "0"]
 
 
 def test_plot_writes_a_png(small_run, tmp_path):
@@ -89,9 +123,9 @@ def test_plot_writes_a_png(small_run, tmp_path):
 
 def test_speedup_noisy_mark_and_lane_order():
     md = report.markdown(_glample_frame(), published=False)
-    assert _line(md, "torch-nn")[2:] == ["100.0", "40.0", "1.00×", "1.00×"]
-    assert _line(md, "torch-cell-loop")[2:] == ["400.0*", "160.0*", "0.25×", "0.25×"]
-    assert _line(md, "torch-fused-loop")[2:] == ["50.0", "20.0", "2.00×", "2.00×"]
+    assert _line(md, "torch-nn")[2:6] == ["100.0", "40.0", "1.00×", "1.00×"]
+    assert _line(md, "torch-cell-loop")[2:6] == ["400.0*", "160.0*", "0.25×", "0.25×"]
+    assert _line(md, "torch-fused-loop")[2:6] == ["50.0", "20.0", "2.00×", "2.00×"]
     body = md.split("µs per example =")[0]
     assert body.index("| torch-nn ") < body.index("| torch-cell-loop ") < body.index("| torch-fused-loop ")
     assert "· NVIDIA H100 80GB HBM3" in md and "fp32 · last_step loss" in md
@@ -105,7 +139,7 @@ def test_glample_config_shows_published_titan_x_rows():
     assert "GTX Titan X" in md and "not our measurements" in md
     # our rows come first, the published ones after, and they carry no speedup
     assert md.index("| torch-fused-loop") < md.index("[published] Theano (FastLSTM)")
-    assert fast[4:] in ([], ["", ""])
+    assert all(cell == "" for cell in fast[4:])
 
 
 def test_published_rows_can_be_turned_off_and_are_fp32_only():
@@ -119,7 +153,7 @@ def test_published_rows_can_be_turned_off_and_are_fp32_only():
 def test_baseline_option():
     md = report.markdown(_glample_frame(), baseline="torch-fused-loop", published=False)
     assert "train × torch-fused-loop" in md and "train × torch-nn" not in md
-    assert _line(md, "torch-nn")[4:] == ["0.50×", "0.50×"]
+    assert _line(md, "torch-nn")[4:6] == ["0.50×", "0.50×"]
 
 
 def test_failed_rows_show_their_status_and_no_speedup():

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import torch
 
 from rnnbench import runner
 from rnnbench.cases import Case
+from rnnbench.flops import case_flops
 from rnnbench.lanes import LANES
 from rnnbench.lanes.torch_nn import build_torch_nn
+from rnnbench.peak import Peak
 from rnnbench.results import ResultsFile, read_records
 from rnnbench.timing import Measurement, run_plan
 
@@ -45,6 +48,37 @@ def test_small_run_rows(small_run):
         assert row["runs"] >= run_plan(row["first_call_ms"], 0.02)[1] and row["first_call_ms"] > 0
         assert row["p20_ms"] <= row["p80_ms"] and len(row["samples_ms"]) == row["runs"]
         assert row["peak_mem_bytes"] is None  # CPU: no device allocator to ask
+        case = Case(**{k: row[k] for k in Case().to_dict()})
+        assert row["tflops"] == pytest.approx(case_flops(case) / (row["ms_per_batch"] / 1e3) / 1e12)
+        assert 0 < row["peak_fraction"] == pytest.approx(row["tflops"] / row["peak_tflops"])
+        assert all(math.isfinite(row[f]) for f in ("tflops", "peak_tflops", "peak_fraction"))
+    # one peak per run and (device, dtype), in every ok row; none in the others
+    assert len({r["peak_tflops"] for r in rows if r["status"] == "ok"}) == 1
+    assert all("tflops" not in r and "peak_tflops" not in r for r in rows if r["status"] != "ok")
+
+
+def test_peak_measured_once_per_device_and_dtype(monkeypatch, temp_lane, tmp_path):
+    """Only for a (device, dtype) with an ok row, once however many rows; a peak that cannot be
+    measured costs the rows their fraction, not their times, and is said once."""
+    calls, notes = [], []
+    monkeypatch.setattr(runner, "matmul_peak", lambda device, dtype: calls.append((device, dtype)) or Peak(2.0, 64))
+    runner.run(TINY, CPU_LANES[:2], ResultsFile(tmp_path / "r.jsonl"), budget_s=0.01)
+    assert calls == [("cpu", "fp32")]
+
+    def broken_build(*args):
+        raise ValueError("no")
+
+    calls.clear()
+    rows = runner.run(TINY, [temp_lane("test-broken", broken_build)], ResultsFile(tmp_path / "s.jsonl"), budget_s=0.01)
+    assert calls == [] and {r["status"] for r in rows} == {"error"}
+
+    def no_memory(device, dtype):
+        raise RuntimeError("DefaultCPUAllocator: can't allocate memory")
+
+    monkeypatch.setattr(runner, "matmul_peak", no_memory)
+    rows = runner.run(TINY, CPU_LANES[:2], ResultsFile(tmp_path / "t.jsonl"), budget_s=0.01, on_note=notes.append)
+    assert {r["status"] for r in rows} == {"ok"} and all(r["tflops"] > 0 and "peak_fraction" not in r for r in rows)
+    assert len(notes) == 1 and "fp32 matmul peak on cpu could not be measured" in notes[0]
 
 
 def test_small_run_file_matches_rows_and_has_env(small_run):
@@ -64,6 +98,9 @@ def test_speed_fields():
     assert f["ms_per_batch"] == 2.0 and f["us_per_example"] == pytest.approx(100.0)
     assert f["sequences_per_s"] == pytest.approx(10_000.0) and f["timesteps_per_s"] == pytest.approx(300_000.0)
     assert f["noisy"] is True and f["spread"] == pytest.approx(0.3) and "median_ms" not in f
+    assert f["tflops"] == pytest.approx(case_flops(case) / 2e-3 / 1e12)
+    # a variable-length batch: the matmuls of the useful steps only, like useful_timesteps_per_s
+    assert runner.speed_fields(case, m, 100)["tflops"] == pytest.approx(case_flops(case, 100) / 2e-3 / 1e12)
 
 
 # --- broken lanes: the row says what broke and the run goes on ------------------------------------

@@ -1,12 +1,16 @@
 """Tables and plots from a results file, shaped like the seed tables.
 
 One table per configuration (batch × seq × input × hidden × layers, dtype, loss, machine): rows are
-(cell, lane), columns are Train (µs) and Forward only (µs) per example, and the speedup of each
-lane over a baseline lane measured in the same run (baseline time / lane time; > 1 is faster).
-Published seed figures for the same configuration are appended as labelled rows.
+(cell, lane), columns are Train (µs) and Forward only (µs) per example, the speedup of each
+lane over a baseline lane measured in the same run (baseline time / lane time; > 1 is faster), and
+per mode the achieved TFLOP/s and its percentage of the dense matmul peak measured in the same run
+(blank for rows written before those fields existed). Published seed figures for the same
+configuration are appended as labelled rows.
 """
 
 from __future__ import annotations
+
+import math
 
 import pandas as pd
 
@@ -56,6 +60,21 @@ def _useful(row) -> str:
     return f"{row['useful_timesteps_per_s']:,.0f}"
 
 
+def _figure(row, field: str, scale: float = 1.0) -> str:
+    """``row[field] * scale`` to 3 significant digits, or "" when the row is not ok or lacks the
+    field (an old row, or a peak that could not be measured)."""
+    if row is None or row["status"] != "ok" or pd.isna(row.get(field)):
+        return ""
+    return significant(row[field] * scale)
+
+
+def significant(value: float, digits: int = 3) -> str:
+    """``value`` with ``digits`` significant digits and no exponent: 0.000123, 45.2, 312, 1234."""
+    if value <= 0 or not math.isfinite(value):
+        return f"{value:g}"
+    return f"{value:.{max(0, digits - 1 - math.floor(math.log10(value)))}f}"
+
+
 def _lane_order(lane: str) -> tuple:
     names = list(LANES)
     return (names.index(lane) if lane in names else len(names), lane)
@@ -74,6 +93,10 @@ def group_table(group: pd.DataFrame, baseline: str, published: bool = True) -> p
                 line[column] = _cell_text(by.get((lane, mode)))
             for mode in MODE_COLUMNS:
                 line[f"{mode} × {baseline}"] = _speedup(by.get((lane, mode)), by.get((baseline, mode)))
+            for mode in MODE_COLUMNS:
+                line[f"{mode} TFLOP/s"] = _figure(by.get((lane, mode)), "tflops")
+            for mode in MODE_COLUMNS:
+                line[f"{mode} % of peak"] = _figure(by.get((lane, mode)), "peak_fraction", 100.0)
             if group.iloc[0].get("lengths"):  # variable length: what the padding costs shows here
                 for mode in MODE_COLUMNS:
                     line[f"{mode} useful steps/s"] = _useful(by.get((lane, mode)))
@@ -91,6 +114,21 @@ def _sources(group: pd.DataFrame) -> str:
     return f"\n[published]: {'; '.join(sources)}. Another GPU and year; not our measurements.\n" if sources else ""
 
 
+def _peak_note(group: pd.DataFrame) -> str:
+    """The footnote giving the peak a table's "% of peak" divides by (a range when the table joins
+    runs that measured it apart), or "" when no row has one."""
+    if not {"peak_tflops", "peak_matmul_size"} <= set(group.columns):
+        return ""
+    peaks = group.loc[group["status"] == "ok", ["peak_tflops", "peak_matmul_size"]].dropna()
+    if peaks.empty:
+        return ""
+    low, high = peaks["peak_tflops"].min(), peaks["peak_tflops"].max()
+    value = significant(low) if low == high else f"{significant(low)}–{significant(high)}"
+    sizes = "/".join(str(int(n)) for n in sorted(peaks["peak_matmul_size"].unique()))
+    return (f"\nPeak: {value} TFLOP/s, the best of a dense {sizes}³ {group.iloc[0]['dtype']} matmul timed "
+            "in the same run.\n")
+
+
 def tables(frame: pd.DataFrame, baseline: str = "torch-nn", published: bool = True) -> list[tuple[str, pd.DataFrame, str]]:
     """(title, table, footnote) for every configuration in the results, in the order first measured."""
     frame = latest(frame)
@@ -98,7 +136,7 @@ def tables(frame: pd.DataFrame, baseline: str = "torch-nn", published: bool = Tr
     for _, group in frame.groupby(GROUP, sort=False, dropna=False):
         if (group["status"] == "unavailable").all():
             continue
-        note = _sources(group) if published else ""
+        note = _peak_note(group) + (_sources(group) if published else "")
         out.append((_title(group.iloc[0].to_dict()), group_table(group, baseline, published), note))
     return out
 
@@ -109,6 +147,8 @@ def markdown(frame: pd.DataFrame, baseline: str = "torch-nn", published: bool = 
              for title, table, note in tables(frame, baseline, published)]
     legend = ("µs per example = median time per batch / batch_size; train = forward + loss + backward. "
               f"`× {baseline}` = {baseline} time / lane time in the same run (> 1 is faster). "
+              "TFLOP/s = the matmuls of the useful steps (2·m·n·k each, train 3× forward; element-wise "
+              "work not counted) / median time; % of peak = of the Peak under the table. "
               "`*` = noisy (p20–p80 spread over 10 % of the median). `[published]` rows are the seeds' "
               "own figures from another GPU and year, quoted for context, not our measurements.")
     return "\n".join(parts + [legend])

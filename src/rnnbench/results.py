@@ -131,10 +131,10 @@ def numbered_records(path: str | os.PathLike, kind: str | None = None) -> Iterat
 # What a result row must hold to be rendered or compared, and the type of each field.
 TEXT_FIELDS = ("case_key", "lane", "env_id", "status", "cell", "dtype", "mode", "loss", "device")
 SIZE_FIELDS = ("batch_size", "seq_len", "input_size", "hidden_size", "num_layers")
-# Fields a row with status "ok" must also hold (positive numbers), and optional timing fields that
-# must be numbers when present.
+# Fields a row with status "ok" must also hold (positive numbers), and optional timing and
+# arithmetic fields that must be numbers when present (rows written before them lack them).
 OK_FIELDS = ("ms_per_batch", "us_per_example")
-OPTIONAL_NUMBERS = ("p20_ms", "p80_ms")
+OPTIONAL_NUMBERS = ("p20_ms", "p80_ms", "tflops", "peak_tflops", "peak_fraction")
 
 
 def load_results(path: str | os.PathLike):
@@ -170,9 +170,9 @@ def load_results(path: str | os.PathLike):
 def check_result_row(row: dict, where: str) -> None:
     """Raise UsageError (naming ``where``, e.g. ``r.jsonl:3``) unless ``row`` holds every field a
     result row needs, with the right type: the text fields, positive whole sizes, and for status
-    ``ok`` a positive finite ``ms_per_batch`` and ``us_per_example``. ``p20_ms``, ``p80_ms`` and
-    ``samples_ms`` (a list) are optional, but when present must be finite numbers of at least 0
-    (a timer can read 0 on a tiny run)."""
+    ``ok`` a positive finite ``ms_per_batch`` and ``us_per_example``. ``p20_ms``, ``p80_ms``,
+    ``tflops``, ``peak_tflops``, ``peak_fraction`` and ``samples_ms`` (a list) are optional, but
+    when present must be finite numbers of at least 0 (a timer can read 0 on a tiny run)."""
     for field in TEXT_FIELDS + SIZE_FIELDS + (OK_FIELDS if row.get("status") == "ok" else ()):
         if field not in row:
             raise UsageError(f"{where}: result row has no field {field!r}")

@@ -6,6 +6,10 @@ the pairs whose row says ``oom`` or ``error``). Nothing about one case can end t
 estimated too large for the machine is recorded ``too_large`` without being built, an allocation
 failure (CUDA or CPU) while building its inputs or reference or running a lane is recorded
 ``oom``, any other failure ``error``, and the run goes on.
+
+Every ``ok`` row carries its achieved ``tflops`` (:mod:`rnnbench.flops`) and its ``peak_fraction``
+of the device's dense matmul peak in the case's dtype (``peak_tflops``, measured once per run and
+(device, dtype) by :mod:`rnnbench.peak`, when the first row of that pair is ``ok``).
 """
 
 from __future__ import annotations
@@ -18,8 +22,10 @@ import torch
 
 from .cases import Case
 from .env import environment
+from .flops import case_flops
 from .lanes.registry import Lane
 from .memory import too_large
+from .peak import Peak, matmul_peak
 from .precision import matmul_mode, tolerance
 from .results import ResultsFile, read_records
 from .timing import Measurement, run_plan
@@ -41,7 +47,8 @@ def speed_fields(case: Case, m: Measurement, useful_timesteps: int | None = None
 
     ``timesteps_per_s`` counts the padded batch (batch_size × seq_len); ``useful_timesteps_per_s``
     only the steps of real data (the sum of the lengths of a variable-length batch), so the cost
-    of padding shows."""
+    of padding shows. ``tflops`` is the matmul work of the useful steps
+    (:func:`rnnbench.flops.case_flops`) over the median time, in TFLOP/s."""
     seconds = m.median_ms / 1e3
     useful = case.batch_size * case.seq_len if useful_timesteps is None else useful_timesteps
     return {
@@ -50,8 +57,33 @@ def speed_fields(case: Case, m: Measurement, useful_timesteps: int | None = None
         "sequences_per_s": case.batch_size / seconds,
         "timesteps_per_s": case.batch_size * case.seq_len / seconds,
         "useful_timesteps_per_s": useful / seconds,
+        "tflops": case_flops(case, useful) / seconds / 1e12,
         **{k: v for k, v in m.to_dict().items() if k != "median_ms"},
     }
+
+
+def peak_fields(tflops: float, peak: Peak | None) -> dict:
+    """An ``ok`` row's ``peak_tflops``, ``peak_matmul_size`` (the n of the n³ matmul) and
+    ``peak_fraction`` (achieved / peak); nothing when the peak could not be measured."""
+    if peak is None:
+        return {}
+    return {"peak_tflops": peak.tflops, "peak_matmul_size": peak.size, "peak_fraction": tflops / peak.tflops}
+
+
+def run_peak(case: Case, peaks: dict, on_note: Callable[[str], None]) -> Peak | None:
+    """The matmul peak of ``case``'s (device, dtype), measured on first use and kept in ``peaks``;
+    None (said once through ``on_note``) when measuring it failed, e.g. out of memory."""
+    key = (case.device, case.dtype)
+    if key not in peaks:
+        try:
+            peaks[key] = matmul_peak(*key)
+        except Exception as exc:  # a missing denominator must not cost the rows their times
+            peaks[key] = None
+            on_note(f"the {case.dtype} matmul peak on {case.device} could not be measured "
+                    f"({_first_line(exc)}); rows get no peak_fraction")
+        finally:
+            _free(case.device == "cuda")
+    return peaks[key]
 
 
 def is_oom(exc: BaseException) -> bool:
@@ -173,6 +205,7 @@ def run(cases: Iterable[Case], lanes: list[Lane], out: ResultsFile, *, resume: b
     ``on_note`` of anything a user waiting should know (a pair that will take long).
     """
     env = environment()
+    peaks: dict[tuple[str, str], Peak | None] = {}
     out.write_env(env)
     skip = done_pairs(out.path, retry_failed) if resume else set()
     rows = []
@@ -188,6 +221,8 @@ def run(cases: Iterable[Case], lanes: list[Lane], out: ResultsFile, *, resume: b
                     result = prepared
                 else:
                     result = measure_pair(case, lane, prepared.inputs, reference, budget_s, on_note)
+            if result["status"] == "ok":
+                result.update(peak_fields(result["tflops"], run_peak(case, peaks, on_note)))
             row = {**base_row(case, lane, env["env_id"]), **result}
             out.append(row)
             rows.append(row)

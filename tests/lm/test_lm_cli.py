@@ -9,7 +9,6 @@ the checks must come before any work.
 from __future__ import annotations
 
 import errno
-import sys
 import time
 
 import pytest
