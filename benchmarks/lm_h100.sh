@@ -12,6 +12,7 @@
 #   data-local/tinyshakespeare/input.txt
 # Override the locations with WT2=DIR and SHAKESPEARE=FILE. For a smoke test elsewhere:
 #   DEVICE=cpu EXTRA="--max-steps 2 --emb-size 16 --hidden-size 16 --no-tf32" benchmarks/lm_h100.sh /tmp/x
+# ONLY=name,name runs just those runs (names as below, e.g. ONLY=kawakami-torch-nn-bf16,kawakami-triton-bf16).
 set -uo pipefail
 
 OUT=${1:?usage: benchmarks/lm_h100.sh OUTPUT_DIR}
@@ -37,6 +38,7 @@ SHAKESPEARE_NOTE="Tiny Shakespeare (char-rnn), character level, input.txt split 
 failures=0
 run() {  # run NAME ARGS...: one lm run writing OUT/NAME.jsonl; a failure is counted, not fatal
   local name=$1; shift
+  [[ -z ${ONLY:-} || ",$ONLY," == *",$name,"* ]] || return 0
   echo "=== $name  ($(date +%T))"
   # SIGINT lets the run keep its finished rows if the outer cap ever fires.
   timeout --signal=INT 240 "${LM[@]}" --device "$DEVICE" --no-progress --out "$OUT/$name.jsonl" "$@" "${EXTRA_ARGS[@]}"
@@ -49,6 +51,8 @@ WT2_ARGS=(--data-dir "$WT2" --level word --dataset-note "$WT2_NOTE")
 # Seed 002's configuration (1x1024 LSTM, batch 128 x 128 steps, Adam): ~13 batches per epoch here.
 run kawakami-torch-nn-fp32     --preset kawakami-2017 --lane torch-nn --epochs 1 --max-minutes 1.5 "${WT2_ARGS[@]}"
 run kawakami-torch-nn-bf16     --preset kawakami-2017 --lane torch-nn --epochs 1 --amp bf16 --max-minutes 1.5 "${WT2_ARGS[@]}"
+# Our Triton kernels (issue 8's lm check): the same bf16 run as torch-nn's above, side by side.
+run kawakami-triton-bf16       --preset kawakami-2017 --lane triton --epochs 1 --amp bf16 --max-minutes 1.5 "${WT2_ARGS[@]}"
 run kawakami-cell-loop-fp32    --preset kawakami-2017 --lane torch-cell-loop --max-steps 30 --max-minutes 1.5 "${WT2_ARGS[@]}"
 
 # Zaremba et al. 2014 "large" (2x1500 LSTM, batch 20 x 35 steps, SGD): 200 steps of ~300 per epoch.
