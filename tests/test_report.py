@@ -96,7 +96,8 @@ def test_tflops_and_fraction_of_peak_from_a_real_run(small_run):
 
 
 def test_a_file_written_before_tflops_still_renders(small_run, tmp_path):
-    """Rows without tflops and the peak fields (older files) leave those cells blank, no Peak note."""
+    """Rows without tflops and the peak fields (older files): the same times, no TFLOP/s or % of
+    peak columns (they would be blank throughout), no Peak note."""
     old = tmp_path / "old.jsonl"
     dropped = ("tflops", "peak_tflops", "peak_matmul_size", "peak_fraction")
     lines = [json.loads(line) for line in small_run.path.read_text().splitlines()]
@@ -104,7 +105,20 @@ def test_a_file_written_before_tflops_still_renders(small_run, tmp_path):
     md = report.markdown(load_results(old))
     cells = _line(md, "torch-nn")
     assert cells[2:4] == _line(report.markdown(load_results(small_run.path)), "torch-nn")[2:4]
-    assert cells[6:10] == ["", "", "", ""] and "Peak:" not in md
+    assert len(cells) == 6 and "TFLOP/s |" not in md and "Peak:" not in md
+
+
+def test_tflops_columns_stay_where_some_rows_have_them(small_run, tmp_path):
+    """A table that joins old rows with new ones keeps the columns; the old rows' cells are blank."""
+    mixed = tmp_path / "mixed.jsonl"
+    dropped = ("tflops", "peak_tflops", "peak_matmul_size", "peak_fraction")
+    lines = [json.loads(line) for line in small_run.path.read_text().splitlines()]
+    lines = [{k: v for k, v in r.items() if k not in dropped} if r.get("lane") == "torch-nn" else r
+             for r in lines]
+    mixed.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    md = report.markdown(load_results(mixed))
+    assert _line(md, "torch-nn")[6:10] == ["", "", "", ""]
+    assert float(_line(md, "torch-cell-loop")[6]) > 0
 
 
 def test_significant_digits_without_exponent():

@@ -105,7 +105,10 @@ def group_table(group: pd.DataFrame, baseline: str, published: bool = True) -> p
         for pub in published_for(group.iloc[0].to_dict()):
             rows.append({"cell": pub["cell"], "lane": pub["lane"], MODE_COLUMNS["train"]: f"{pub['train']:.1f}",
                          MODE_COLUMNS["forward"]: f"{pub['forward']:.1f}"})
-    return pd.DataFrame(rows).fillna("")
+    table = pd.DataFrame(rows).fillna("")
+    # Rows written before TFLOP/s was recorded have none: their columns would be blank throughout.
+    empty = [c for c in table.columns if ("TFLOP/s" in c or "% of peak" in c) and not table[c].any()]
+    return table.drop(columns=empty)
 
 
 def _sources(group: pd.DataFrame) -> str:
