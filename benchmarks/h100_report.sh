@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Rebuild benchmarks/results/h100/REPORT.md and speedup.png from the H100 result files, keeping
+# separate runs in separate sections (ratios are only meaningful within one run).
+# Usage, from the repository root: bash benchmarks/h100_report.sh [RNNBENCH]   (default: rnnbench)
+set -euo pipefail
+rnnbench=${1:-rnnbench}
+dir=benchmarks/results/h100
+every_lane=("$dir"/glample-2016.jsonl "$dir"/theano-cudnn-2016.jsonl "$dir"/fastrnns.jsonl "$dir"/flashrnn-2024.jsonl "$dir"/varlen.jsonl)
+{
+  echo "# rnnbench on an NVIDIA H100"
+  echo
+  echo "Every lane, one run per suite (\`bash benchmarks/frameworks_gpu.sh\`; the \`triton\` rows are the first round of the kernels):"
+  echo
+  "$rnnbench" report "${every_lane[@]}"
+  echo
+  echo "## The second round of the Triton kernels, in a run of its own (triton-lane.jsonl)"
+  echo
+  "$rnnbench" report "$dir"/triton-lane.jsonl
+  echo
+  echo "## TFLOP/s against the matmul peak measured in the same run (matmul-peak.jsonl)"
+  echo
+  "$rnnbench" report "$dir"/matmul-peak.jsonl
+} > "$dir"/REPORT.md
+"$rnnbench" report "${every_lane[@]}" --plot "$dir"/speedup.png > /dev/null
+echo "wrote $dir/REPORT.md and $dir/speedup.png"
