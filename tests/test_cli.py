@@ -141,6 +141,16 @@ def test_dry_run_grid_and_default(monkeypatch, capsys):
     assert default.returncode == 0 and default.stdout.splitlines()[-1] == f"12 cases × {len(LANES)} lanes"  # quick on a CPU
 
 
+def test_input_size_hidden_follows_each_hidden_size(monkeypatch, capsys):
+    proc = run_main(monkeypatch, capsys, "run", "--dry-run", "--device", "cpu", "--cell", "lstm",
+                    "--hidden-size", "8,16", "--input-size", "hidden,5", "--mode", "forward", "--lanes", "torch-nn")
+    assert proc.returncode == 0, proc.stderr
+    names = proc.stdout.splitlines()[:-1]
+    assert sorted(n.split("-")[3:5] for n in names) == [["I16", "H16"], ["I5", "H16"], ["I5", "H8"], ["I8", "H8"]]
+    assert_one_line_error(run_main(monkeypatch, capsys, "run", "--input-size", "hid", "--dry-run"),
+                          "--input-size takes whole numbers or 'hidden'")
+
+
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory, cli):
     """One real, tiny run through the command line."""

@@ -26,8 +26,9 @@ console = make_console()
 err = make_console(stderr=True)
 
 
-def _split(text: Optional[str], field: str, integer: bool):
-    """``"32,128"`` -> ``[32, 128]``, duplicates dropped (first kept); None stays None.
+def _split(text: Optional[str], field: str, integer: bool, words: tuple[str, ...] = ()):
+    """``"32,128"`` -> ``[32, 128]``, duplicates dropped (first kept); None stays None. With
+    ``integer``, an item in ``words`` stays a word (``--input-size hidden``).
 
     Raises:
         UsageError: an empty list (``--lanes ''`` means nothing, not everything), or a
@@ -40,9 +41,10 @@ def _split(text: Optional[str], field: str, integer: bool):
         raise UsageError(f"--{field.replace('_', '-')} is empty; leave the option out to mean all")
     if integer:
         try:
-            items = [int(t) for t in items]
+            items = [t if t in words else int(t) for t in items]
         except ValueError:
-            raise UsageError(f"--{field.replace('_', '-')} takes whole numbers, got {text!r}") from None
+            extra = "".join(f" or {w!r}" for w in words)
+            raise UsageError(f"--{field.replace('_', '-')} takes whole numbers{extra}, got {text!r}") from None
     return list(dict.fromkeys(items))
 
 
@@ -98,7 +100,7 @@ def run_command(
     cell: Optional[str] = typer.Option(None, help="rnn_tanh, rnn_relu, lstm, gru (comma list)."),
     batch_size: Optional[str] = typer.Option(None, help="Comma list of batch sizes."),
     seq_len: Optional[str] = typer.Option(None, help="Comma list of sequence lengths."),
-    input_size: Optional[str] = typer.Option(None, help="Comma list of input sizes."),
+    input_size: Optional[str] = typer.Option(None, help="Comma list of input sizes; 'hidden' = each hidden size (the seed tables' input = hidden)."),
     hidden_size: Optional[str] = typer.Option(None, help="Comma list of hidden sizes."),
     num_layers: Optional[str] = typer.Option(None, help="Comma list of layer counts."),
     dtype: Optional[str] = typer.Option(None, help=f"{', '.join(DTYPES)} (fp32 = strict, TF32 off)."),
@@ -130,7 +132,7 @@ def run_command(
         raise UsageError("--sort-lengths goes with --lengths MIN:MAX")
     sizes = dict(batch_size=batch_size, seq_len=seq_len, input_size=input_size, hidden_size=hidden_size,
                  num_layers=num_layers)
-    grid.update({k: _split(v, k, True) for k, v in sizes.items()})
+    grid.update({k: _split(v, k, True, ("hidden",) if k == "input_size" else ()) for k, v in sizes.items()})
     cases = _cases(suite, device, grid)
     chosen = [get_lane(n) for n in _split(lanes, "lanes", False)] if lanes is not None else list(LANES.values())
     get_lane(baseline)
