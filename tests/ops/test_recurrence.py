@@ -207,7 +207,15 @@ def test_default_plans_for_the_h100():
     assert not plan(16, 768, 4, torch.bfloat16, direction="backward").w_resident
     # Strict fp32 runs on FMA units: smallest tiles, most programs, weights streamed.
     p = plan(20, 500, 4, torch.float32)
-    assert (p.block_h, p.w_resident, p.grid(20, 500)) == (4, False, (125, 1))
+    assert (p.block_h, p.w_resident, p.grid(20, 500)) == (4, False, (125, 1))  # 2 x 125 would not fit
+    assert plan(20, 100, 4, torch.float32).grid(20, 100) == (25, 2)  # 16 batch rows: more programs
+    assert plan(20, 500, 4, torch.float32, direction="backward").block_k == 16
+    # Forward batch blocks of 16 rows up to batch 32, 32 beyond, where the programs still fit at
+    # the smallest tile; else the whole batch (up to 64 rows) per program. Backward: whole batch.
+    assert plan(32, 512, 4, torch.bfloat16).grid(32, 512) == (32, 2)
+    assert plan(128, 512, 4, torch.bfloat16).grid(128, 512) == (32, 4)
+    assert plan(128, 1024, 4, torch.bfloat16).grid(128, 1024) == (64, 2)
+    assert plan(32, 512, 4, torch.bfloat16, direction="backward").block_b == 32
     # TF32 on tensor cores: resident while the weights and a staged piece of h fit in shared memory.
     assert plan(32, 512, 4, torch.float32, "tf32").w_resident
     assert not plan(16, 1024, 4, torch.float32, "tf32").w_resident  # 64 x 1024 fp32 weights: 256 KB

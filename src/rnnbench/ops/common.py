@@ -348,6 +348,23 @@ def _device_limits(index: int) -> tuple[int, int]:
     return props.multi_processor_count, getattr(props, "shared_memory_per_block_optin", H100_SHARED_MEMORY)
 
 
+def default_block_b(batch_size: int, hidden_programs: int, slots: int, direction: str) -> int:
+    """Batch rows per program on CUDA, given ``hidden_programs`` (programs per batch block at the
+    smallest ``block_h``) and ``slots`` (programs that can be resident).
+
+    Forward: at most 16 rows up to batch 32 and 32 beyond, so more programs share the batch (the
+    H100 sweep of docs/kernels.md: 0.71-0.80x the kernel time of 32 rows at batch 20-32,
+    0.54-0.64x of 64 rows at batch 128), but only where those programs fit without a taller
+    weight tile (which could leave shared memory: not swept). Otherwise, and backward (not swept
+    yet): the batch, up to :data:`MAX_BLOCK_B` rows."""
+    rows = min(max(MIN_BLOCK, next_pow2(batch_size)), MAX_BLOCK_B)
+    if direction == "forward":
+        fewer = min(rows, 16 if batch_size <= 32 else 32)
+        if hidden_programs * triton.cdiv(batch_size, fewer) <= slots:
+            return fewer
+    return rows
+
+
 def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.dtype,
                 device: torch.device, multiprocessors: int | None = None, precision: str = "ieee",
                 direction: str = "forward", **override) -> Plan:
@@ -385,9 +402,9 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
             slots, smem = _device_limits(device.index if device.index is not None else torch.cuda.current_device())
         else:
             slots, smem = multiprocessors, H100_SHARED_MEMORY
-        bb = override.get("block_b", min(max(MIN_BLOCK, next_pow2(batch_size)), MAX_BLOCK_B))
-        nb = triton.cdiv(batch_size, bb)
         bh = max(MIN_BLOCK_H, 64 // gp) if tensor_cores else MIN_BLOCK_H
+        bb = override.get("block_b", default_block_b(batch_size, triton.cdiv(hidden_size, bh), slots, direction))
+        nb = triton.cdiv(batch_size, bb)
         while triton.cdiv(hidden_size, bh) * nb > slots and bh < MAX_BLOCK_H:
             bh *= 2
         bh = override.get("block_h", bh)
@@ -396,7 +413,9 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         warps = 8 if bb >= 64 or (resident and direction == "backward") else 4
         # Streamed chunks: fewer, larger round trips, several in flight (a guess; the device sweeps it).
         # Resident (forward): the width of the pieces the weights are held in.
-        block_k = (128 if direction == "backward" else BLOCK_K) if tensor_cores else 32
+        # Strict fp32 backward: 16-wide chunks (0.66-0.72x the kernel time of 32 in the H100 sweep).
+        block_k = (128 if direction == "backward" else BLOCK_K) if tensor_cores else (
+            16 if direction == "backward" else 32)
         if resident and direction == "forward":
             block_k = resident_piece(bb, element)
         stages = 4 if tensor_cores else 3
