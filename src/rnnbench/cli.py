@@ -7,6 +7,7 @@ results are and exits 130. No tracebacks for either.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -275,7 +276,8 @@ def main() -> None:
         print("rnnbench: interrupted", file=sys.stderr)
         code = 130
     except UsageError as exc:
-        print(f"rnnbench: error: {exc}", file=sys.stderr)
+        if os.environ.get("RANK", "0") == "0":  # under torchrun every rank meets it; one says it
+            print(f"rnnbench: error: {exc}", file=sys.stderr)
         code = 2
     except Exception as exc:
         # Click's usage errors (typer vendors click in new releases, so match by shape, not class).

@@ -4,6 +4,8 @@ A checkpoint holds model, optimiser, GradScaler and RNG states, the epoch, the w
 and carried hidden state inside it (for a run cut by ``--max-steps``/``--max-minutes``), and the
 configuration. :func:`restore` continues from it with the same data order and random stream as an
 uninterrupted run, after checking that the run resuming it is the same model on the same corpus.
+A data-parallel run's checkpoint holds the hidden state of every column and each rank's random
+generators, and resumes only with the same world size.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from torch import nn
 
 from ..errors import UsageError
 from .data import Corpus
+from .distributed import World, columns
 from .model import Hidden
 from .presets import LMConfig
 
@@ -89,7 +92,8 @@ def check_resumable(state: dict, config: LMConfig, corpus: Corpus, path: Path) -
                          f"{state['vocab_size']}, this one {len(corpus.vocab)})")
 
 
-def _rng_state(device: torch.device) -> dict:
+def rng_state(device: torch.device) -> dict:
+    """This process's random generators (CPU, and every CUDA device when on CUDA)."""
     return {"cpu": torch.get_rng_state(),
             "cuda": torch.cuda.get_rng_state_all() if device.type == "cuda" else None}
 
@@ -116,12 +120,14 @@ def _to_device(hidden, device: torch.device):
 
 def checkpoint_state(config: LMConfig, corpus: Corpus, model: nn.Module, optimizer, scaler,
                      device: torch.device, *, epoch: int, position: int | None,
-                     hidden: Hidden | None, global_step: int, run_id: str | None = None) -> dict:
+                     hidden: Hidden | None, global_step: int, run_id: str | None = None,
+                     rng: list[dict] | None = None, world_size: int = 1) -> dict:
     """Everything :func:`restore` needs to continue exactly where this epoch (or part) ended.
 
     ``position`` is the next window's index when the epoch was cut short (None: complete), and
-    ``hidden`` the state carried into it. ``run_id`` names the run in its result rows, so a
-    resumed run's rows carry the same one.
+    ``hidden`` the state carried into it (all ``batch_size`` columns). ``run_id`` names the run
+    in its result rows, so a resumed run's rows carry the same one. ``rng``: each rank's
+    :func:`rng_state` in rank order (default: this process's); ``world_size``: the ranks.
     """
     return {"format": CHECKPOINT_FORMAT, "run_id": run_id, "config": config.to_dict(),
             "vocab_size": len(corpus.vocab), "train_tokens": corpus.train.numel(),
@@ -129,7 +135,7 @@ def checkpoint_state(config: LMConfig, corpus: Corpus, model: nn.Module, optimiz
             "global_step": global_step, "model": model.state_dict(),
             "optimizer": optimizer.state_dict(),
             "scaler": scaler.state_dict() if scaler.is_enabled() else None,
-            "rng": _rng_state(device)}
+            "rng": rng if rng is not None else [rng_state(device)], "world_size": world_size}
 
 
 @dataclass
@@ -145,25 +151,36 @@ class Start:
 
 
 def restore(path: Path, config: LMConfig, corpus: Corpus, model: nn.Module, optimizer, scaler,
-            device: torch.device) -> Start:
-    """Load the checkpoint at ``path`` into model, optimiser, scaler and RNGs; where to go on.
+            device: torch.device, world: World = World()) -> Start:
+    """Load the checkpoint at ``path`` into model, optimiser, scaler and RNGs (this rank's);
+    where to go on, with this rank's columns of the carried hidden state.
 
     Raises:
-        UsageError: unreadable or mismatched checkpoint, or nothing left to train.
+        UsageError: unreadable or mismatched checkpoint, one written by another number of
+            processes, or nothing left to train.
     """
     state = load_checkpoint(path)
     check_resumable(state, config, corpus, path)
+    saved_world = state.get("world_size", 1)
+    if saved_world != world.size:
+        raise UsageError(f"checkpoint {path} was written by a run on {saved_world} process(es); "
+                         f"resume it with --nproc {saved_world} (this run has {world.size})")
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     if scaler.is_enabled() and state.get("scaler"):
         scaler.load_state_dict(state["scaler"])
-    _set_rng_state(state["rng"], device)
+    rng = state["rng"]  # a list in rank order; one dict in checkpoints written before that
+    _set_rng_state(rng[world.rank] if isinstance(rng, list) else rng, device)
     start = Start(global_step=state["global_step"], last_good=state["epoch"], run_id=state.get("run_id"))
     if state["position"] is None:
         start.epoch = state["epoch"] + 1
     else:  # the checkpoint was cut inside an epoch: continue that epoch from its next window
         start.epoch, start.position = state["epoch"], state["position"]
-        start.hidden = _to_device(state["hidden"], device)
+        mine = columns(config.batch_size, world)
+        hidden = state["hidden"]
+        hidden = (tuple(h[:, mine].contiguous() for h in hidden) if isinstance(hidden, (tuple, list))
+                  else hidden[:, mine].contiguous())
+        start.hidden = _to_device(hidden, device)
     if start.epoch > config.epochs or (config.max_steps and start.global_step >= config.max_steps):
         raise UsageError(f"nothing to resume: {path} is at epoch {state['epoch']}, step "
                          f"{start.global_step}; raise --epochs or --max-steps to train further")

@@ -2,7 +2,8 @@
 with ``app.command("lm")(lm)``. Bad input raises :class:`rnnbench.errors.UsageError` (the main
 CLI prints it in one line and exits 2): the output paths are checked before anything is loaded,
 and the model's memory before it is built. A NaN loss or a checkpoint that cannot be written
-mid-run exits 1; Ctrl-C exits 130 with every finished epoch's row kept."""
+mid-run exits 1; Ctrl-C exits 130 with every finished epoch's row kept. ``--nproc N`` starts
+the same command on N processes (torchrun's launcher); under torchrun only rank 0 prints."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from ..errors import UsageError
 from ..paths import check_output_file
 from .checkpoint import CheckpointWriteError
 from .data import DATASETS, Corpus, fetch_dataset, load_corpus
+from .distributed import World, current_world, launch
 from .loop import NonFiniteLossError
 from .presets import PRESETS, get_preset
 from .run import train_lm
@@ -73,6 +75,42 @@ def default_out(preset: str, lane: str, precision: str) -> Path:
     return Path("runs") / "lm" / f"{preset}-{lane}-{precision}-{stamp}.jsonl"
 
 
+def worker_argv(argv: list[str]) -> list[str]:
+    """The ``rnnbench lm`` arguments of ``argv`` (``sys.argv``) without ``--nproc N``: what each
+    worker of ``--nproc`` runs."""
+    args = argv[argv.index("lm") + 1:] if "lm" in argv else list(argv)
+    out, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--nproc":
+            skip = True
+        elif not arg.startswith("--nproc="):
+            out.append(arg)
+    return out
+
+
+def start_workers(nproc: int, config, world: World, out: Path, checkpoint: Path | None, resume: bool) -> int:
+    """Check what can be checked here (so a bad argument is one line, not one per rank), then run
+    this command on ``nproc`` processes and return their exit code.
+
+    Raises:
+        UsageError: under torchrun already, ``--nproc`` below 1 or above the visible GPUs, a
+            batch that does not divide among the processes, unusable output paths.
+    """
+    from .distributed import columns
+
+    if world.size > 1:
+        raise UsageError("under torchrun leave out --nproc (torchrun's --nproc_per_node sets it)")
+    if nproc < 1:
+        raise UsageError(f"--nproc must be at least 1, got {nproc}")
+    for batch, option in ((config.batch_size, "--batch-size"),
+                          (config.eval_batch_size or config.batch_size, "--eval-batch-size")):
+        columns(batch, World(0, 0, nproc), option)
+    check_outputs(out, checkpoint, resume)
+    return launch(nproc, worker_argv(sys.argv), config.device)
+
+
 def _opt(help: str, panel: str, *flags: str):
     """A typer option in one of the help panels (the flag name comes from the parameter)."""
     return typer.Option(*flags, help=help, rich_help_panel=panel)
@@ -114,6 +152,8 @@ def lm(
     resume: Annotated[bool, _opt("Continue from --checkpoint.", R)] = False,
     progress: Annotated[Optional[bool], _opt("Progress bar (default: on a terminal).", R,
                                              "--progress/--no-progress")] = None,
+    nproc: Annotated[Optional[int], _opt("Data-parallel processes on this host (one per GPU; "
+                                         "gloo on the CPU); --batch-size is the global batch.", R)] = None,
 ) -> list[dict]:
     """Train a recurrent language model and measure words per second (synchronised).
 
@@ -131,6 +171,9 @@ def lm(
     if level is not None and level not in ("word", "char"):
         raise UsageError(f"unknown level {level!r}; choose from word, char")
     out = out or default_out(config.preset, config.lane, config.precision)
+    world = current_world()
+    if nproc is not None and (nproc != 1 or world.size > 1):
+        raise typer.Exit(start_workers(nproc, config, world, out, checkpoint, resume))
     results, checkpoint = check_outputs(out, checkpoint, resume)
     corpus, labels = open_corpus(data_dir, dataset, level)
     labels["dataset_note"] = dataset_note
@@ -138,12 +181,16 @@ def lm(
         rows = train_lm(config, corpus, results=results, checkpoint=checkpoint, resume=resume,
                         labels=labels, progress=progress)
     except (NonFiniteLossError, CheckpointWriteError) as exc:
-        print(f"error: {exc} (rows of finished epochs are in {out})", file=sys.stderr)
+        if world.main:
+            print(f"error: {exc} (rows of finished epochs are in {out})", file=sys.stderr)
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         hint = f"; continue with --resume --checkpoint {checkpoint}" if checkpoint else ""
-        print(f"interrupted: rows of finished epochs are in {out}{hint}", file=sys.stderr)
+        if world.main:
+            print(f"interrupted: rows of finished epochs are in {out}{hint}", file=sys.stderr)
         raise typer.Exit(130) from None
+    if not world.main:
+        return rows
 
     from ..terminal import make_console
 

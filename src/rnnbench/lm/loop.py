@@ -12,6 +12,9 @@ character level the same figure counts characters.
 
 Nothing here writes a file or prints: progress goes to a :class:`Progress` (the run's
 :class:`rnnbench.lm.output.RunOutput`), so a data-parallel run can keep every rank but one quiet.
+In such a run (``world``, see :mod:`rnnbench.lm.distributed`) each rank passes its own columns;
+losses, token counts and speeds come back summed over ranks, and the NaN and deadline stops are
+decided jointly at the same steps on every rank.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from torch import nn
 
 from ..timing import PHASE_WARMUP_BATCHES, PhaseClock
 from .data import get_batch, window_starts
+from .distributed import World, any_across, min_across, sum_across
 from .model import Hidden, RNNModel, detach_hidden
 from .presets import LMConfig
 
@@ -91,9 +95,12 @@ class EvalStats:
         return math.exp(self.loss) if self.loss < 700 else math.inf
 
 
-def _check_finite(loss_sum: torch.Tensor, tokens: int, epoch: int, step: int) -> float:
-    """The mean loss so far; raises NonFiniteLossError when it is NaN or infinite."""
-    mean = loss_sum.item() / max(tokens, 1)  # .item() synchronises
+def _check_finite(loss_sum: torch.Tensor, tokens: int, epoch: int, step: int,
+                  world: World = World()) -> float:
+    """The mean loss so far over every rank; raises NonFiniteLossError when it is NaN or
+    infinite (on every rank at once: the sums are the same everywhere)."""
+    loss_total, tokens = sum_across([loss_sum.item(), tokens], world, loss_sum.device)  # .item() synchronises
+    mean = loss_total / max(tokens, 1)
     if not math.isfinite(mean):
         raise NonFiniteLossError(f"training loss became {mean} in epoch {epoch} by step {step}")
     return mean
@@ -131,11 +138,36 @@ def limit_reached(config: LMConfig, steps_so_far: int, deadline: float | None) -
     return None
 
 
+def joint_limit(config: LMConfig, steps_so_far: int, steps: int, deadline: float | None,
+                world: World, device: torch.device) -> str | None:
+    """:func:`limit_reached` for all ranks at once. ``max_steps`` is the same count everywhere;
+    the deadline is each rank's own clock, so several ranks agree on it (one collective) every
+    :data:`LOSS_READ_EVERY` steps, where the loss is read anyway: a stop every step would add a
+    synchronisation to every step, and a rank stopping alone would leave the others waiting."""
+    if world.size == 1:
+        return limit_reached(config, steps_so_far, deadline)
+    stopped = limit_reached(config, steps_so_far, None)
+    if stopped is None and deadline is not None and steps % LOSS_READ_EVERY == 0:
+        if any_across(time.perf_counter() > deadline, world, device):
+            stopped = "max_minutes"
+    return stopped
+
+
+def slowest(wps: float | None, ms: float | None, world: World,
+            device: torch.device) -> tuple[float | None, float | None]:
+    """Words per second of all ranks together (every rank's words over the slowest rank's time;
+    ranks hold equal shares) and the slowest rank's ms per batch."""
+    if world.size == 1 or wps is None:
+        return wps, ms
+    return world.size * min_across(wps, world, device), -min_across(-ms, world, device)
+
+
 def train_epoch(model: RNNModel, optimizer: torch.optim.Optimizer, scaler, data: torch.Tensor,
                 config: LMConfig, device: torch.device, *, epoch: int, global_step: int,
                 position: int = 0, hidden: Hidden | None = None, deadline: float | None = None,
-                progress: Progress | None = None) -> EpochStats:
-    """Train over the windows of ``data [S, B]`` from window index ``position`` on.
+                progress: Progress | None = None, world: World = World()) -> EpochStats:
+    """Train over the windows of ``data [S, B]`` from window index ``position`` on (``model`` may
+    be wrapped in DistributedDataParallel; ``data`` is then this rank's columns).
 
     Stops early (``stopped`` set, ``position``/``hidden`` returned for a checkpoint) when
     ``config.max_steps`` optimiser steps have been taken in total or ``deadline``
@@ -150,7 +182,8 @@ def train_epoch(model: RNNModel, optimizer: torch.optim.Optimizer, scaler, data:
     if config.max_steps is not None:
         planned = min(planned, config.max_steps - global_step)
     clock = PhaseClock(device, planned, WARMUP_BATCHES)
-    hidden = model.init_hidden(data.size(1)) if hidden is None else hidden
+    core = getattr(model, "module", model)  # the RNNModel inside a DistributedDataParallel
+    hidden = core.init_hidden(data.size(1)) if hidden is None else hidden
     loss_sum = torch.zeros((), device=device, dtype=torch.float64)
     tokens = steps = 0
     stopped = None
@@ -166,27 +199,29 @@ def train_epoch(model: RNNModel, optimizer: torch.optim.Optimizer, scaler, data:
         clock.batch_done(y.numel())
         info = None
         if steps % LOSS_READ_EVERY == 0:
-            mean = _check_finite(loss_sum, tokens, epoch, global_step + steps)
-            info = f"{tokens / (time.perf_counter() - t0):,.0f} words/s  loss {mean:.3f}"
+            mean = _check_finite(loss_sum, tokens, epoch, global_step + steps, world)
+            info = f"{world.size * tokens / (time.perf_counter() - t0):,.0f} words/s  loss {mean:.3f}"
         if progress:
             progress.advance(info)
         if index + 1 < len(starts):  # a limit met on the epoch's last window is not a cut
-            stopped = limit_reached(config, global_step + steps, deadline)
+            stopped = joint_limit(config, global_step + steps, steps, deadline, world, device)
             if stopped:
                 break
-    wps, ms = clock.stop()
-    mean = _check_finite(loss_sum, tokens, epoch, global_step + steps) if steps else None
+    wps, ms = slowest(*clock.stop(), world, device)
+    mean = _check_finite(loss_sum, tokens, epoch, global_step + steps, world) if steps else None
     return EpochStats(steps, mean, wps, ms, clock.batches, time.perf_counter() - t0, stopped,
                       index + 1 if stopped else None, detach_hidden(hidden) if stopped else None)
 
 
 @torch.no_grad()
 def evaluate(model: RNNModel, data: torch.Tensor, bptt: int, device: torch.device, amp: str = "off",
-             progress: Progress | None = None, label: str = "eval") -> EvalStats:
+             progress: Progress | None = None, label: str = "eval", world: World = World()) -> EvalStats:
     """Forward-only pass over ``data [S, B]`` in windows of ``bptt``, the state carried along.
 
     Perplexity follows the PyTorch example: the summed NLL of every predicted token divided by
-    their number, then exponentiated. Dropout is off (``model.eval()``).
+    their number, then exponentiated. Dropout is off (``model.eval()``). In a data-parallel run
+    ``data`` is this rank's columns and the sums are over every rank's, so the perplexity is the
+    whole split's.
     """
     model.eval()
     starts = window_starts(data, bptt)
@@ -205,5 +240,6 @@ def evaluate(model: RNNModel, data: torch.Tensor, bptt: int, device: torch.devic
         clock.batch_done(y.numel())
         if progress:
             progress.advance()
-    wps, ms = clock.stop()
-    return EvalStats(nll_sum.item() / tokens, wps, ms, clock.batches, tokens)
+    wps, ms = slowest(*clock.stop(), world, device)
+    nll, tokens = sum_across([nll_sum.item(), tokens], world, device)
+    return EvalStats(nll / tokens, wps, ms, clock.batches, int(tokens))
