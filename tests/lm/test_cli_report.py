@@ -143,3 +143,19 @@ def test_report_keeps_the_latest_row_per_run_epoch_and_segment():
         ("a", 1, 10.0), ("b", 1, 99.0), ("a", 2, 21.0), ("a", 3, 30.0), ("c", 1, 40.0), ("c", 1, 41.0),
         (None, 1, 1.0), (None, 1, 2.0)]
     assert lm_table(records)["train words/s"].tolist() == [10, 99, 21, 30, 40, 41, 1, 2]
+
+
+def test_scaling_efficiency_against_the_same_run_on_one_process():
+    from rnnbench.lm.report import lm_table
+
+    base = dict(record="lm", dataset="wt2", preset="kawakami-2017", lane="torch-nn", rnn="LSTM",
+                precision="bf16-amp", emb_size=1024, hidden_size=1024, num_layers=1, batch_size=128,
+                bptt=128, device="cuda", epoch=1)
+    one = {**base, "run_id": "a", "start_step": 0, "world_size": 1, "train_wps": 1000.0, "train_wps_per_rank": 1000.0}
+    two = {**base, "run_id": "b", "start_step": 0, "world_size": 2, "train_wps": 1500.0, "train_wps_per_rank": 750.0}
+    other = {**two, "run_id": "c", "batch_size": 256}  # another global batch: no baseline
+    frame = lm_table([one, two, other])
+    assert list(frame["processes"]) == [1, 2, 2]
+    assert frame["scaling efficiency"].iloc[1] == 0.75 and frame["scaling efficiency"].isna().tolist() == [True, False, True]
+    assert list(frame["train words/s per process"]) == [1000, 750, 750]
+    assert "processes" not in lm_table([one]).columns  # one-process tables stay as they were

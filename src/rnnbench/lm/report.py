@@ -16,7 +16,10 @@ COLUMNS = (
     ("precision", "amp/precision", None),
     ("epoch", "epoch", None),
     ("steps", "steps", None),
+    ("world_size", "processes", None),
     ("train_wps", "train words/s", 0),
+    ("train_wps_per_rank", "train words/s per process", 0),
+    ("scaling_efficiency", "scaling efficiency", 2),
     ("eval_wps", "eval words/s", 0),
     ("ms_per_batch", "ms/batch", 2),
     ("train_loss", "train loss", 3),
@@ -32,6 +35,29 @@ def _hardware(row: dict, envs: dict[str, dict]) -> str:
     if row.get("device") == "cuda":
         return envs.get(row.get("env_id"), {}).get("gpu") or "cuda"
     return row.get("device") or "cpu"
+
+
+# Columns only data-parallel runs fill: left out of a table where every run had one process.
+PARALLEL_COLUMNS = ("processes", "train words/s per process", "scaling efficiency")
+# What must match for a one-process row to be the baseline of a data-parallel one.
+SAME_RUN_FIELDS = ("dataset", "preset", "lane", "rnn", "precision", "emb_size", "hidden_size",
+                   "num_layers", "batch_size", "bptt", "device", "hardware", "epoch")
+
+
+def scaling_efficiency(row: dict, singles: list[dict]) -> float | None:
+    """``train_wps / (world_size × train_wps of one process)``: 1.0 is perfect scaling.
+
+    The one-process figure is the first of ``singles`` (rows with ``world_size`` 1, or none) of
+    the same configuration, hardware and epoch; None when there is none. Compare runs of one
+    session only: another session's GPU may run at other clocks.
+    """
+    size = row.get("world_size") or 1
+    if size == 1 or not row.get("train_wps"):
+        return None
+    for single in singles:
+        if all(single.get(f) == row.get(f) for f in SAME_RUN_FIELDS) and single.get("train_wps"):
+            return row["train_wps"] / (size * single["train_wps"])
+    return None
 
 
 def latest_rows(records: list[dict]) -> list[dict]:
@@ -62,14 +88,18 @@ def lm_table(records: list[dict]) -> pd.DataFrame:
     results files); only ``record == "lm"`` rows become lines (the latest of an epoch that a
     resumed run trained twice, see :func:`latest_rows`), and env records supply the GPU name. Columns: dataset, preset, lane, rnn, amp/precision, epoch, steps, train words/s,
     eval words/s (both synchronised, warm-up excluded), ms/batch (training), train loss (nats
-    per token), valid ppl, test ppl (final epoch only), peak MiB (CUDA only), device/gpu. Empty
-    cells are None/NaN.
+    per token), valid ppl, test ppl (final epoch only), peak MiB (CUDA only), device/gpu; where a
+    run had several processes also processes, train words/s per process and scaling efficiency
+    (:func:`scaling_efficiency`). Empty cells are None/NaN.
     """
     envs = {r["env_id"]: r for r in records if r.get("record") == "env" and "env_id" in r}
+    rows = [{**row, "hardware": _hardware(row, envs)} for row in latest_rows(records)]
+    singles = [row for row in rows if (row.get("world_size") or 1) == 1]
     lines = []
-    for row in latest_rows(records):
+    for row in rows:
         peak = row.get("peak_mem_bytes")
-        full = {**row, "hardware": _hardware(row, envs),
+        full = {**row, "world_size": row.get("world_size") or 1,
+                "scaling_efficiency": scaling_efficiency(row, singles),
                 "peak_mem_mib": None if peak is None else peak / 2**20}
         line = {}
         for field, heading, decimals in COLUMNS:
@@ -78,7 +108,10 @@ def lm_table(records: list[dict]) -> pd.DataFrame:
                 value = round(float(value), decimals) if decimals else int(round(value))
             line[heading] = value
         lines.append(line)
-    return pd.DataFrame(lines, columns=[heading for _, heading, _ in COLUMNS])
+    frame = pd.DataFrame(lines, columns=[heading for _, heading, _ in COLUMNS])
+    if not (frame["processes"] > 1).any():
+        frame = frame.drop(columns=list(PARALLEL_COLUMNS))
+    return frame
 
 
 def read_lm_records(paths: Iterable[str | os.PathLike]) -> list[dict]:
@@ -109,7 +142,7 @@ def rich_table(frame: pd.DataFrame, title: str | None = None):
     from rich.table import Table
 
     table = Table(title=title)
-    numeric = {"train words/s", "eval words/s", "peak MiB"}
+    numeric = {"train words/s", "train words/s per process", "eval words/s", "peak MiB"}
     for column in frame.columns:
         table.add_column(column, justify="right" if column not in ("dataset", "preset", "lane", "rnn",
                                                                     "amp/precision", "device/gpu") else "left")
