@@ -15,10 +15,18 @@ from rnnbench.verify import compare
 from rnnbench.workload import expected_names, lane_step, make_inputs, reference_step
 
 _REGISTERED = "triton" in LANES
-from rnnbench.lanes.triton import build_triton, make_lane  # noqa: E402  (registers the lane)
+from rnnbench.lanes.triton import build_triton, make_graph_lane, make_lane  # noqa: E402  (registers the lanes)
 
 if not _REGISTERED:  # registering is lanes/__init__'s job; leave LANES as the other tests expect it
     LANES.pop("triton", None)
+    LANES.pop("triton-graph", None)
+
+
+def test_the_graph_lane_is_the_same_modules_replayed_from_a_cuda_graph(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # a CUDA graph needs CUDA, interpreter or not
+    lane = make_graph_lane()
+    assert lane.cuda_graph and lane.build is build_triton and lane.devices == ("cuda",)
+    assert lane.unavailable("cpu")
 
 
 def test_cpu_is_offered_only_under_the_interpreter(monkeypatch):

@@ -8,6 +8,12 @@ projection and the weight gradients are large matmuls outside. See ``docs/kernel
 
 Devices: CUDA; also the CPU when ``TRITON_INTERPRET=1`` is set (Triton's interpreter, slow, for
 tests). Parameters carry torch.nn's names, so canonical weights load as they are.
+
+Lane ``triton-graph``: the same modules with the whole step captured once in a CUDA graph and
+replayed, as ``torch-nn-graph`` does for cuDNN; it shows what the host's work per call (0.14-0.25
+ms measured, docs/kernels.md) costs our kernels. The kernels can be captured: their barrier
+counters come back to zero at the end of every launch, and the first use on the capture stream
+allocates and zeroes them inside the graph.
 """
 
 from __future__ import annotations
@@ -42,4 +48,17 @@ def make_lane() -> Lane:
     )
 
 
+def make_graph_lane() -> Lane:
+    """``triton-graph``: CUDA only (a CUDA graph)."""
+    return Lane(
+        "triton-graph",
+        "rnnbench.nn on our Triton kernels, the step captured once in a CUDA graph and replayed",
+        build_triton,
+        devices=("cuda",),
+        requires=("triton",),
+        cuda_graph=True,
+    )
+
+
 register(make_lane())
+register(make_graph_lane())
