@@ -78,7 +78,9 @@ def test_peak_measured_once_per_device_and_dtype(monkeypatch, temp_lane, tmp_pat
     monkeypatch.setattr(runner, "matmul_peak", no_memory)
     rows = runner.run(TINY, CPU_LANES[:2], ResultsFile(tmp_path / "t.jsonl"), budget_s=0.01, on_note=notes.append)
     assert {r["status"] for r in rows} == {"ok"} and all(r["tflops"] > 0 and "peak_fraction" not in r for r in rows)
-    assert len(notes) == 1 and "fp32 matmul peak on cpu could not be measured" in notes[0]
+    # Said once. (A loaded machine may add a note that a pair is slow for the budget: not this one's.)
+    peak_notes = [n for n in notes if "matmul peak" in n]
+    assert len(peak_notes) == 1 and "fp32 matmul peak on cpu could not be measured" in peak_notes[0]
 
 
 def test_small_run_file_matches_rows_and_has_env(small_run):
