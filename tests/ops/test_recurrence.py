@@ -170,6 +170,16 @@ def test_reference_is_the_judge_and_can_fail():
     assert relative_error(good[0], bad[0]) > 1e-3
 
 
+def test_tf32_backward_runs_its_products_as_3xtf32():
+    """Plain TF32 in the reverse recurrence missed the reference (H100); half types and strict
+    fp32 keep their precision both ways."""
+    from rnnbench.ops.recurrence import _Launch
+
+    plan = object()  # meta() is not called here
+    assert _Launch(plan, plan, "tf32", False).backward_precision == "tf32x3"
+    assert _Launch(plan, plan, "ieee", False).backward_precision == "ieee"
+
+
 def test_plan_validation():
     from rnnbench.ops.common import choose_plan
 
