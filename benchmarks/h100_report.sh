@@ -20,6 +20,18 @@ every_lane=("$dir"/glample-2016.jsonl "$dir"/theano-cudnn-2016.jsonl "$dir"/fast
   echo "## TFLOP/s against the matmul peak measured in the same run (matmul-peak.jsonl)"
   echo
   "$rnnbench" report "$dir"/matmul-peak.jsonl
+  echo
+  echo "## Triton after the plan change, TF32 and bf16, in a run of its own (triton-lane-2/)"
+  echo
+  "$rnnbench" report "$dir"/triton-lane-2/*.jsonl
+  echo
+  echo "## triton-graph beside torch-nn-graph, in a run of its own (triton-graph/)"
+  echo
+  "$rnnbench" report "$dir"/triton-graph/*.jsonl
+  echo
+  echo "## The 3xTF32 backward, glample in TF32, in a run of its own (triton-3xtf32/)"
+  echo
+  "$rnnbench" report "$dir"/triton-3xtf32/*.jsonl
 } > "$dir"/REPORT.md
 "$rnnbench" report "${every_lane[@]}" --plot "$dir"/speedup.png > /dev/null
 echo "wrote $dir/REPORT.md and $dir/speedup.png"
