@@ -1,5 +1,6 @@
-"""Data-parallel ``rnnbench lm``: two gloo processes started by ``--nproc 2`` (torch's elastic
-launcher, as torchrun) on the CPU, checked against one process on the same global batch."""
+"""Data-parallel ``rnnbench lm``: two gloo processes on the CPU, started by torchrun itself and by
+``--nproc 2`` (torch's elastic launcher, as torchrun), checked against one process on the same
+global batch."""
 
 from __future__ import annotations
 
@@ -20,11 +21,15 @@ ARGS = ["--device", "cpu", "--emb-size", "16", "--hidden-size", "16", "--batch-s
         "--epochs", "2", "--lr", "0.01", "--no-progress"]
 
 
-def lm_process(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
-    """``python -m rnnbench lm`` in a fresh process (the launcher starts its workers the same way)."""
+TORCHRUN = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+
+
+def lm_process(data_dir: Path, *args: str, launcher: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """``python [LAUNCHER] -m rnnbench lm`` in a fresh process (``--nproc`` starts its workers the
+    same way)."""
     env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    return subprocess.run([sys.executable, "-m", "rnnbench", "lm", "--data-dir", str(data_dir), *ARGS, *args],
-                          capture_output=True, text=True, env=env, timeout=240)
+    command = [sys.executable, *launcher, "-m", "rnnbench", "lm", "--data-dir", str(data_dir), *ARGS, *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=240)
 
 
 def lm_rows(path: Path) -> list[dict]:
@@ -32,11 +37,12 @@ def lm_rows(path: Path) -> list[dict]:
 
 
 def test_two_processes_train_as_one_process_on_the_global_batch(word_dir, tmp_path):
-    """DDP averages the two halves' gradients: the run is the one-process run of the same global
-    batch, so losses, perplexities and the carried state agree; the halves of the state differ
-    (each rank read its own streams), and only rank 0 wrote (one row per epoch, one checkpoint)."""
-    two = lm_process(word_dir, "--nproc", "2", "--dropout", "0", "--max-steps", "4",
-                     "--out", str(tmp_path / "two.jsonl"), "--checkpoint", str(tmp_path / "two.pt"))
+    """Under torchrun, DDP averages the two halves' gradients: the run is the one-process run of
+    the same global batch, so losses, perplexities and the carried state agree; the halves of the
+    state differ (each rank read its own streams), and only rank 0 wrote (one row per epoch, one
+    checkpoint)."""
+    two = lm_process(word_dir, "--dropout", "0", "--max-steps", "4", "--out", str(tmp_path / "two.jsonl"),
+                     "--checkpoint", str(tmp_path / "two.pt"), launcher=TORCHRUN)
     assert two.returncode == 0, two.stderr
     one = lm_process(word_dir, "--dropout", "0", "--max-steps", "4",
                      "--out", str(tmp_path / "one.jsonl"), "--checkpoint", str(tmp_path / "one.pt"))
