@@ -2,7 +2,8 @@
 # Data-parallel language-model benchmark: seed 002's WikiText-2 model (the kawakami-2017 preset,
 # 1x1024 LSTM, global batch 128 x 128 steps) in bf16 with torch-nn, on 1 process and then on NPROC
 # processes (one per GPU, DistributedDataParallel over NCCL) in the same session, same global
-# batch. About 4 minutes on two H200s; every run is capped by --max-minutes and by `timeout`.
+# batch. Every run is capped by --max-minutes and by `timeout` (INT at 140 s, KILL 15 s later),
+# so the whole script ends within 6 minutes.
 #
 # Usage, from the repository root, on a machine with NPROC GPUs and no internet:
 #   benchmarks/lm_ddp.sh OUTPUT_DIR
@@ -39,7 +40,9 @@ failures=0
 run() {  # run NAME ARGS...: one lm run writing OUT/NAME.jsonl; a failure is counted, not fatal
   local name=$1; shift
   echo "=== $name  ($(date +%T))"
-  timeout --signal=INT 150 "$PY" -m rnnbench lm "${ARGS[@]}" --out "$OUT/$name.jsonl" "$@" "${EXTRA_ARGS[@]}"
+  # INT first (the launcher stops its workers, rows already written stay); KILL 15 s later at
+  # the latest, so the script ends within 6 minutes whatever a run does.
+  timeout --signal=INT --kill-after=15 140 "$PY" -m rnnbench lm "${ARGS[@]}" --out "$OUT/$name.jsonl" "$@" "${EXTRA_ARGS[@]}"
   local rc=$?
   if (( rc != 0 )); then echo "!!! $name exited with $rc"; failures=$((failures + 1)); fi
 }
@@ -48,5 +51,13 @@ run "kawakami-$AMP-${NPROC}proc" --nproc "$NPROC"
 
 echo "=== report  ($(date +%T))"
 "$PY" -m rnnbench report "$OUT"/kawakami-*.jsonl
+echo "=== scaling (train words/s of all processes, per process, efficiency = N-process / (N x 1-process))"
+"$PY" - "$OUT"/kawakami-*.jsonl <<'PYEOF'
+import sys
+from rnnbench.lm.report import lm_table, read_lm_records
+frame = lm_table(read_lm_records(sys.argv[1:]))
+short = ["epoch", "processes", "train words/s", "train words/s per process", "scaling efficiency"]
+print(frame[[c for c in short if c in frame.columns]].to_string(index=False))
+PYEOF
 echo "done: $failures failed run(s); results in $OUT"
 exit $(( failures > 0 ))

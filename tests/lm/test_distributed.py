@@ -53,8 +53,13 @@ def test_two_processes_train_as_one_process_on_the_global_batch(word_dir, tmp_pa
     assert row2["train_wps_per_rank"] * 2 == pytest.approx(row2["train_wps"])
     for field in ("train_loss", "valid_loss", "test_loss"):
         assert row2[field] == pytest.approx(row1[field], rel=1e-5), field
-    hidden2 = torch.load(tmp_path / "two.pt", weights_only=True)["hidden"]
-    hidden1 = torch.load(tmp_path / "one.pt", weights_only=True)["hidden"]
+    state2 = torch.load(tmp_path / "two.pt", weights_only=True)
+    state1 = torch.load(tmp_path / "one.pt", weights_only=True)
+    # After 4 SGD steps on averaged gradients, every parameter is the one-process run's.
+    assert state2["model"].keys() == state1["model"].keys()
+    for name, p2 in state2["model"].items():
+        torch.testing.assert_close(p2, state1["model"][name], rtol=1e-4, atol=1e-6, msg=name)
+    hidden2, hidden1 = state2["hidden"], state1["hidden"]
     for h2, h1 in zip(hidden2, hidden1):  # LSTM: (h, c), every stream's, [layers, 4, hidden]
         assert h2.shape == h1.shape == (1, 4, 16)
         torch.testing.assert_close(h2, h1, rtol=1e-4, atol=1e-5)
@@ -96,6 +101,18 @@ def test_bad_process_counts_are_one_line(monkeypatch, capsys, word_dir, tmp_path
     proc = run_main(monkeypatch, capsys, "lm", "--data-dir", word_dir, *ARGS, *args,
                     "--out", tmp_path / "x.jsonl")
     assert_one_line_error(proc, message)
+    assert not (tmp_path / "x.jsonl").exists()
+
+
+@pytest.mark.parametrize("visible, nproc", [(2, 3), (0, 2)])
+def test_more_processes_than_cuda_devices_is_one_line(monkeypatch, capsys, word_dir, tmp_path, visible, nproc):
+    """``--nproc 3`` with two GPUs, ``--nproc 2 --device cuda`` with none: refused before any
+    worker starts (the CUDA count is faked, so this runs the same with or without GPUs)."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: visible > 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: visible)
+    proc = run_main(monkeypatch, capsys, "lm", "--data-dir", word_dir, *ARGS, "--batch-size", "6",
+                    "--device", "cuda", "--nproc", nproc, "--out", tmp_path / "x.jsonl")
+    assert_one_line_error(proc, f"--nproc {nproc} needs {nproc} CUDA devices; {visible} visible")
     assert not (tmp_path / "x.jsonl").exists()
 
 

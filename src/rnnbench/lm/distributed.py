@@ -160,7 +160,8 @@ def gather_objects(obj, world: World) -> list:
 def launch(nproc: int, argv: list[str], device: str) -> int:
     """Run ``python -m rnnbench lm ARGV`` on ``nproc`` processes of this host, as
     ``torchrun --standalone --nproc_per_node=NPROC`` does (torch's elastic launcher, a
-    rendezvous on a free local port), and return the exit code: 0, or the first failed rank's.
+    rendezvous on a free local port, ``OMP_NUM_THREADS=1`` unless set), and return the exit
+    code: 0, or the first failed rank's.
 
     Raises:
         UsageError: ``nproc`` below 1, or more processes than visible CUDA devices on CUDA.
@@ -175,6 +176,8 @@ def launch(nproc: int, argv: list[str], device: str) -> int:
         if nproc > visible:
             raise UsageError(f"--nproc {nproc} needs {nproc} CUDA devices; {visible} visible")
     disable_multicast()  # the workers inherit this environment
+    if nproc > 1:  # as torchrun does: N processes of all-core thread pools overload the CPUs
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
     # The launcher's own failure report is a multi-line log; the failed rank has printed its one line.
     logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
     config = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=nproc, run_id=uuid.uuid4().hex[:8],
