@@ -183,3 +183,50 @@ def test_lane_verifies_through_the_runner(dtype, tmp_path):
     rows = runner.run(cases, [make_lane()], ResultsFile(tmp_path / "r.jsonl"), budget_s=0.02)
     for row in rows:
         assert row["status"] == "ok", f"{row['case_key']}: {row['status']} {row.get('message')}"
+
+
+def test_cached_launch_specialises_on_alignment():
+    """The cached launch (ops/launch.py) keeps one compiled kernel per alignment: a weight that
+    starts 2 bytes past a 16-byte boundary, launched after an aligned one of the same shape, must
+    not reuse the aligned variant (its vector loads would fault or read the wrong elements)."""
+    from rnnbench.ops import launch
+
+    assert not launch.JIT_ONLY
+    torch.manual_seed(0)
+    t, b, i, h = 7, 3, 16, 40
+    x = torch.randn(t, b, i, device="cuda", dtype=torch.bfloat16)
+    aligned = [torch.randn(4 * h, i, device="cuda", dtype=torch.bfloat16) * 0.3,
+               torch.randn(4 * h, h, device="cuda", dtype=torch.bfloat16) * 0.3]
+    flat = torch.empty(aligned[1].numel() + 1, device="cuda", dtype=torch.bfloat16)
+    unaligned_w_hh = flat[1:].view(4 * h, h)
+    unaligned_w_hh.copy_(aligned[1])
+    assert unaligned_w_hh.data_ptr() % 16 != 0
+    zeros = torch.zeros(b, h, device="cuda", dtype=torch.float64)
+    expected = naive_layer("lstm", x.double(), zeros, zeros, aligned[0].double(), aligned[1].double())
+    for w_hh in (aligned[1], unaligned_w_hh, aligned[1]):
+        out, h_n, c_n = recurrent_layer("lstm", x, None, None, aligned[0], w_hh)
+        torch.cuda.synchronize()
+        for got, want in zip((out, h_n, c_n), expected):
+            assert relative_error(got, want) <= tolerance("lstm", "bf16")
+
+
+def test_cached_launch_skips_the_jit_after_the_first_call(monkeypatch):
+    """After the first launch of a specialisation the JIT is not called again (that is the host
+    time saved), and the results stay right."""
+    from rnnbench.ops import recurrence
+
+    calls = []
+    jit_run = type(recurrence.lstm_forward_kernel).run
+    monkeypatch.setattr(type(recurrence.lstm_forward_kernel), "run",
+                        lambda self, *a, **k: calls.append(1) or jit_run(self, *a, **k))
+    torch.manual_seed(1)
+    t, b, i, h = 5, 9, 24, 72  # a shape no other test launches: the first call is a miss
+    x = torch.randn(t, b, i, device="cuda")
+    w_ih, w_hh = torch.randn(4 * h, i, device="cuda") * 0.2, torch.randn(4 * h, h, device="cuda") * 0.2
+    zeros = torch.zeros(b, h, device="cuda", dtype=torch.float64)
+    expected = naive_layer("lstm", x.double(), zeros, zeros, w_ih.double(), w_hh.double())
+    with torch.no_grad():
+        for _ in range(3):
+            out, h_n, c_n = recurrent_layer("lstm", x, None, None, w_ih, w_hh)
+            assert relative_error(out, expected[0]) <= tolerance("lstm", "fp32")
+    assert len(calls) == 1

@@ -173,11 +173,14 @@ def test_reference_is_the_judge_and_can_fail():
 def test_tf32_backward_runs_its_products_as_3xtf32():
     """Plain TF32 in the reverse recurrence missed the reference (H100); half types and strict
     fp32 keep their precision both ways."""
+    from rnnbench.ops.common import Plan
     from rnnbench.ops.recurrence import _Launch
 
-    plan = object()  # meta() is not called here
-    assert _Launch(plan, plan, "tf32", False).backward_precision == "tf32x3"
-    assert _Launch(plan, plan, "ieee", False).backward_precision == "ieee"
+    plan = Plan(block_b=16, block_h=16, w_resident=False)
+    tf32 = _Launch(plan, plan, "tf32", False, 64)
+    assert (tf32.forward_meta["PRECISION"], tf32.backward_meta["PRECISION"]) == ("tf32", "tf32x3")
+    ieee = _Launch(plan, plan, "ieee", False, 64)
+    assert (ieee.forward_meta["PRECISION"], ieee.backward_meta["PRECISION"]) == ("ieee", "ieee")
 
 
 def test_plan_validation():

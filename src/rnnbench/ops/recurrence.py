@@ -30,8 +30,13 @@ import torch
 
 from .common import INTERPRET, SUPPORTED_DTYPES, Plan, choose_plan, dot_precision, k_chunks, k_padded, upcast_dot
 from .gru.kernels import gru_backward_kernel, gru_forward_kernel
+from .launch import KernelLauncher
 from .lstm.kernels import lstm_backward_kernel, lstm_forward_kernel
 from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
+
+_LSTM_FORWARD, _LSTM_BACKWARD = KernelLauncher(lstm_forward_kernel), KernelLauncher(lstm_backward_kernel)
+_GRU_FORWARD, _GRU_BACKWARD = KernelLauncher(gru_forward_kernel), KernelLauncher(gru_backward_kernel)
+_RNN_FORWARD, _RNN_BACKWARD = KernelLauncher(rnn_forward_kernel), KernelLauncher(rnn_backward_kernel)
 
 NUM_GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 _PLAN_OVERRIDE: contextvars.ContextVar[tuple] = contextvars.ContextVar("rnnbench_plan_override", default=())
@@ -92,6 +97,7 @@ class _Launch:
     backward: Plan
     precision: str
     upcast: bool
+    hidden_size: int
 
     @property
     def backward_precision(self) -> str:
@@ -101,11 +107,21 @@ class _Launch:
         a 1 % tolerance (H100, triton-lane-2), where the forward's single pass stays within it."""
         return "tf32x3" if self.precision == "tf32" else self.precision
 
-    def meta(self, plan: Plan, hidden_size: int, forward: bool) -> dict:
-        block_k, chunks = k_chunks(hidden_size, plan.block_k)
+    @functools.cached_property
+    def forward_meta(self) -> dict:
+        """The forward kernel's compile-time arguments (built once per launch: host time)."""
+        return self._meta(self.forward, True)
+
+    @functools.cached_property
+    def backward_meta(self) -> dict:
+        """The backward kernel's compile-time arguments."""
+        return self._meta(self.backward, False)
+
+    def _meta(self, plan: Plan, forward: bool) -> dict:
+        block_k, chunks = k_chunks(self.hidden_size, plan.block_k)
         precision = self.precision if forward else self.backward_precision
-        meta = dict(H=hidden_size, BLOCK_B=plan.block_b, BLOCK_H=plan.block_h, BLOCK_K=block_k,
-                    K_PAD=k_padded(hidden_size), W_RESIDENT=plan.w_resident, PRECISION=precision,
+        meta = dict(H=self.hidden_size, BLOCK_B=plan.block_b, BLOCK_H=plan.block_h, BLOCK_K=block_k,
+                    K_PAD=k_padded(self.hidden_size), W_RESIDENT=plan.w_resident, PRECISION=precision,
                     UPCAST=self.upcast, num_warps=plan.num_warps, num_stages=plan.num_stages)
         if forward:
             meta["CHUNKS"] = chunks
@@ -116,7 +132,7 @@ class _Launch:
 def _cached_launch(cell, batch_size, hidden_size, dtype, device, precision, override) -> _Launch:
     plans = [_cached_plan(cell, batch_size, hidden_size, dtype, device, precision, d, override)
              for d in ("forward", "backward")]
-    return _Launch(*plans, precision, upcast_dot(dtype))
+    return _Launch(*plans, precision, upcast_dot(dtype), hidden_size)
 
 
 # One counter buffer per (device, stream): see _counters.
@@ -157,7 +173,7 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     h_buf = torch.empty(T + 1, B, H, device=dev, dtype=dtype)
     h_n = torch.empty(B, H, device=dev, dtype=dtype)
     biases = (b_ih, b_hh) if b_ih is not None else (w_hh, w_hh)  # unused pointers without bias
-    flags = dict(HAS_BIAS=b_ih is not None, HAS_H0=h0 is not None, SAVE=save, **launch.meta(plan_, H, True))
+    flags = dict(HAS_BIAS=b_ih is not None, HAS_H0=h0 is not None, SAVE=save, **launch.forward_meta)
     h0 = h_buf if h0 is None else h0
     f32 = dict(device=dev, dtype=torch.float32)
     c_n = c_buf = saved = None
@@ -166,17 +182,17 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
         c_buf = torch.empty(T + 1, B, H, **f32) if save else None
         saved = torch.empty(T, B, 4 * H, **f32) if save else None
         unused = h_n
-        lstm_forward_kernel[grid](x_proj, w_hh, *biases, h0, unused if c0 is None else c0, h_buf, h_n, c_n,
-                                  unused if c_buf is None else c_buf, unused if saved is None else saved, counters,
-                                  T, B, HAS_C0=c0 is not None, **flags)
+        _LSTM_FORWARD(grid, x_proj, w_hh, *biases, h0, unused if c0 is None else c0, h_buf, h_n, c_n,
+                      unused if c_buf is None else c_buf, unused if saved is None else saved, counters,
+                      T, B, HAS_C0=c0 is not None, **flags)
     elif cell == "gru":
         saved = torch.empty(T, B, 4 * H, **f32) if save else None
-        gru_forward_kernel[grid](x_proj, w_hh, *biases, h0, h_buf, h_n, h_n if saved is None else saved, counters,
-                                 T, B, **flags)
+        _GRU_FORWARD(grid, x_proj, w_hh, *biases, h0, h_buf, h_n, h_n if saved is None else saved, counters,
+                     T, B, **flags)
     else:
         saved = torch.empty(T, B, H, **f32) if save else None
-        rnn_forward_kernel[grid](x_proj, w_hh, *biases, h0, h_buf, h_n, h_n if saved is None else saved, counters,
-                                 T, B, RELU=cell == "rnn_relu", **flags)
+        _RNN_FORWARD(grid, x_proj, w_hh, *biases, h0, h_buf, h_n, h_n if saved is None else saved, counters,
+                     T, B, RELU=cell == "rnn_relu", **flags)
     return h_buf, h_n, c_n, saved, c_buf
 
 
@@ -195,23 +211,22 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
     counters = _counters(grid[1], dev)
     w_hh_t = w_hh.t().contiguous()  # our units' columns of W_hh as contiguous rows
     d_h0 = torch.empty(B, H, device=dev, dtype=dtype)
-    flags = dict(HAS_D_OUT=d_out is not None, HAS_D_H_N=d_h_n is not None, **launch.meta(plan_, H, False))
+    flags = dict(HAS_D_OUT=d_out is not None, HAS_D_H_N=d_h_n is not None, **launch.backward_meta)
     d_out = h_buf if d_out is None else d_out  # unused pointer when absent
     d_h_n = d_h0 if d_h_n is None else d_h_n
     if cell == "lstm":
         d_gates = torch.empty(T, B, 4 * H, device=dev, dtype=dtype)
         d_c0 = torch.empty_like(d_h0)
-        lstm_backward_kernel[grid](d_out, d_h_n, d_c0 if d_c_n is None else d_c_n, saved, c_buf, w_hh_t, d_gates,
-                                   d_h0, d_c0, counters, T, B, HAS_D_C_N=d_c_n is not None, **flags)
+        _LSTM_BACKWARD(grid, d_out, d_h_n, d_c0 if d_c_n is None else d_c_n, saved, c_buf, w_hh_t, d_gates,
+                       d_h0, d_c0, counters, T, B, HAS_D_C_N=d_c_n is not None, **flags)
         return d_gates, d_gates, d_h0, d_c0
     if cell == "gru":
         d_gates_h = torch.empty(T, B, 3 * H, device=dev, dtype=dtype)
         d_n_x = torch.empty(T, B, H, device=dev, dtype=dtype)
-        gru_backward_kernel[grid](d_out, d_h_n, saved, h_buf, w_hh_t, d_gates_h, d_n_x, d_h0, counters, T, B, **flags)
+        _GRU_BACKWARD(grid, d_out, d_h_n, saved, h_buf, w_hh_t, d_gates_h, d_n_x, d_h0, counters, T, B, **flags)
         return torch.cat([d_gates_h[..., : 2 * H], d_n_x], dim=-1), d_gates_h, d_h0, None
     d_pre = torch.empty(T, B, H, device=dev, dtype=dtype)
-    rnn_backward_kernel[grid](d_out, d_h_n, saved, w_hh_t, d_pre, d_h0, counters, T, B, RELU=cell == "rnn_relu",
-                              **flags)
+    _RNN_BACKWARD(grid, d_out, d_h_n, saved, w_hh_t, d_pre, d_h0, counters, T, B, RELU=cell == "rnn_relu", **flags)
     return d_pre, d_pre, d_h0, None
 
 

@@ -1,0 +1,81 @@
+"""Launching a Triton kernel with less host time per call.
+
+``kernel[grid](*args, **constexprs)`` is Triton's JIT launch: on every call it binds each
+argument to its parameter, works out the specialisation (dtype and 16-byte alignment of every
+pointer), turns the options into a cache key and looks the compiled kernel up. A
+:class:`KernelLauncher` does that once per specialisation: it keeps the compiled kernel that the
+first JIT launch returns and launches it directly afterwards (``CompiledKernel[grid](*args)``,
+Triton's own launcher for a compiled kernel), keyed by what the JIT would specialise on here: the
+constexpr values, each tensor's dtype and alignment, the device. The measured saving is in
+docs/kernels.md ("Host time per call").
+
+It is only valid for kernels whose integer arguments are never specialised (``do_not_specialize``:
+the JIT would compile other variants for values 1 or multiples of 16); the launcher checks that
+once per kernel and raises otherwise. Under ``TRITON_INTERPRET=1`` there is no compiled kernel and
+every call is the JIT's.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .common import INTERPRET
+
+# Launch through Triton's JIT every time (the first design); for the side-by-side measurement.
+JIT_ONLY = False
+
+
+def _specialisation(args: tuple) -> tuple:
+    """What the JIT specialises a call on, for the arguments it can vary in here: each tensor's
+    dtype and whether its address is a multiple of 16 (Triton's ``tt.divisibility``); integers
+    are never specialised (checked in :meth:`KernelLauncher._check_integers`)."""
+    return tuple((a.dtype, a.data_ptr() % 16 == 0) if isinstance(a, torch.Tensor) else None for a in args)
+
+
+class KernelLauncher:
+    """``launcher(grid, *args, **constexprs)`` launches ``fn`` as ``fn[grid](*args, **constexprs)``
+    would, with ``args`` the positional runtime arguments (tensors and integers) and ``constexprs``
+    the compile-time ones by name, plus the options ``num_warps`` and ``num_stages``.
+
+    Raises:
+        TypeError: ``fn`` has an integer parameter that Triton would specialise on its value.
+    """
+
+    def __init__(self, fn):
+        self.fn = fn
+        self._compiled: dict[tuple, tuple] = {}
+        self._integers_checked = False
+
+    def __call__(self, grid, *args, **constexprs) -> None:
+        if INTERPRET or JIT_ONLY:
+            self.fn[grid](*args, **constexprs)
+            return
+        key = (tuple(constexprs.items()), _specialisation(args), args[0].device.index)
+        entry = self._compiled.get(key)
+        if entry is not None:
+            kernel, tail = entry
+            kernel[(*grid, 1, 1)[:3]](*args, *tail)  # the compiled kernel's launcher wants 3 grid sizes
+            return
+        self._check_integers(args)
+        kernel = self.fn[grid](*args, **constexprs)  # compiles (or loads Triton's cache) and launches
+        names = self.fn.arg_names[len(args):]
+        self._compiled[key] = (kernel, tuple(constexprs[n] for n in names))
+
+    def _check_integers(self, args: tuple) -> None:
+        if self._integers_checked:
+            return
+        for name, value in zip(self.fn.arg_names, args):
+            if not isinstance(value, torch.Tensor) and name not in _unspecialised(self.fn):
+                raise TypeError(f"{self.fn.__name__}: parameter {name!r} is specialised on its value; "
+                                "a KernelLauncher would reuse one variant for every value")
+        self._integers_checked = True
+
+
+def _unspecialised(fn) -> set[str]:
+    """Names of ``fn``'s ``do_not_specialize`` parameters (a JIT function, or the interpreter's
+    stand-in for one, which keeps the decorator's arguments)."""
+    params = getattr(fn, "params", None)
+    if params is not None:
+        return {p.name for p in params if p.do_not_specialize}
+    given = fn.kwargs.get("do_not_specialize") or ()
+    return {fn.arg_names[n] if isinstance(n, int) else n for n in given}
