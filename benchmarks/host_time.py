@@ -1,0 +1,233 @@
+"""Where an eager call of rnnbench.nn spends its host time, and what two changes buy (one GPU).
+
+    python benchmarks/host_time.py OUT_DIR [--parts launch,barrier] [--designs atomic,acquire,acquire1]
+
+1. Launch: Triton's JIT launch of the LSTM forward kernel against our cached compiled launch
+   (``ops/launch.py``), host µs per launch; the whole module per eager call (forward under
+   no_grad, and a training step: forward, MSE over every step, backward) with each launch mode,
+   as host µs per call (no synchronisation inside the timed call) and as device-inclusive ms per
+   call (``triton.testing.do_bench``); torch.nn beside it; a cProfile of the training step.
+2. Barrier: the grid barrier's per-step cost (``ops/floor.barrier_floor``), the barrier check,
+   and the kernels alone replayed from CUDA graphs (no host time), with each barrier design
+   (``RNNBENCH_BARRIER``: ``atomic``, the first design, one thread polling with an atomic read;
+   ``acquire``, every thread polling with ``ld.acquire``; ``acquire1``, thread 0 polling with
+   ``ld.acquire``; each design runs in its own process, since kernels read the setting at import).
+
+Writes ``OUT_DIR/host_time.json`` (rows) and ``OUT_DIR/host_time.txt`` (the tables, also printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import pstats
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+# (cell, batch, seq, input, hidden, dtype): theano-cudnn-2016 depth 1, glample-2016, flashrnn-2024.
+CASES = [("lstm", 32, 30, 512, 512, "bf16"), ("gru", 32, 30, 512, 512, "bf16"), ("lstm", 20, 30, 100, 100, "fp32"),
+         ("lstm", 128, 30, 1024, 1024, "bf16")]
+KERNEL_CASES = CASES[:3] + [("lstm", 20, 30, 500, 500, "fp32"), ("lstm", 16, 1024, 768, 768, "bf16"),
+                            ("lstm", 16, 1024, 768, 768, "fp16")]
+
+
+def _torch_dtype(name):
+    import torch
+
+    return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[name]
+
+
+def host_us(fn, calls=300) -> float:
+    """Median host µs of one call, no synchronisation inside the timed call (the queue is drained
+    every 10 calls so that a full queue never blocks the host)."""
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    for k in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+        if k % 10 == 9:
+            torch.cuda.synchronize()
+    return 1e6 * statistics.median(times)
+
+
+def _steps(module, x):
+    import torch
+
+    def forward():
+        with torch.no_grad():
+            return module(x)
+
+    xg = x.detach().clone().requires_grad_()
+
+    def train():
+        out, _ = module(xg)
+        torch.nn.functional.mse_loss(out.float(), torch.zeros_like(out, dtype=torch.float32)).backward()
+
+    return forward, train
+
+
+def _modules(cell, i, h, dtype):
+    import torch
+
+    import rnnbench.nn as ours
+
+    torch.manual_seed(0)
+    ref = getattr(torch.nn, cell.upper())(i, h).cuda().to(dtype)
+    mine = getattr(ours, cell.upper())(i, h, backend="triton").cuda().to(dtype)
+    mine.load_state_dict(ref.state_dict())
+    return ref, mine
+
+
+def launch_part() -> list[dict]:
+    import torch
+    from triton.testing import do_bench
+
+    from rnnbench.ops import launch, recurrence
+
+    rows = []
+    torch.backends.cuda.matmul.allow_tf32 = False
+    for cell, b, t, i, h, dt in CASES:
+        dtype = _torch_dtype(dt)
+        ref, mine = _modules(cell, i, h, dtype)
+        x = torch.randn(t, b, i, device="cuda", dtype=dtype)
+        row = dict(part="launch", case=f"{cell} B{b} T{t} H{h} {dt}")
+        # The forward kernel's launch alone, on prebuilt tensors.
+        g = recurrence.NUM_GATES[cell]
+        x_proj = torch.randn(t, b, g * h, device="cuda", dtype=dtype)
+        w = mine.weight_hh_l0.detach()
+        lch = recurrence._cached_launch(cell, b, h, dtype, x.device, "ieee", ())
+        kernel_call = lambda: recurrence.recurrence_forward(cell, x_proj, w, None, None, None, None, lch, False)  # noqa
+        for mode, jit_only in (("jit", True), ("cached", False)):
+            launch.JIT_ONLY = jit_only
+            fwd, train = _steps(mine, x)
+            row[f"recurrence_forward_host_us_{mode}"] = host_us(kernel_call)
+            row[f"forward_host_us_{mode}"] = host_us(fwd)
+            row[f"train_host_us_{mode}"] = host_us(train, 200)
+            row[f"forward_ms_{mode}"] = do_bench(fwd, warmup=10, rep=200, return_mode="median")
+            row[f"train_ms_{mode}"] = do_bench(train, warmup=10, rep=200, return_mode="median")
+        launch.JIT_ONLY = False
+        fwd, train = _steps(ref, x)
+        row["torch_nn_forward_host_us"] = host_us(fwd)
+        row["torch_nn_train_host_us"] = host_us(train, 200)
+        row["torch_nn_forward_ms"] = do_bench(fwd, warmup=10, rep=200, return_mode="median")
+        row["torch_nn_train_ms"] = do_bench(train, warmup=10, rep=200, return_mode="median")
+        empty = lambda: torch.empty(t, b, h, device="cuda", dtype=dtype)  # noqa: E731
+        mm = lambda: torch.mm(x.view(t * b, i), mine.weight_ih_l0.t())  # noqa: E731
+        row["torch_empty_host_us"] = host_us(empty)
+        row["torch_mm_host_us"] = host_us(mm)
+        if not rows:
+            _, train = _steps(mine, x)
+            prof = cProfile.Profile()
+            prof.enable()
+            for _ in range(200):
+                train()
+            prof.disable()
+            torch.cuda.synchronize()
+            text = io.StringIO()
+            pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(25)
+            row["train_profile"] = text.getvalue()
+        rows.append(row)
+        print(json.dumps({k: v for k, v in row.items() if k != "train_profile"}), flush=True)
+    return rows
+
+
+def barrier_part() -> list[dict]:
+    import torch
+    from triton.testing import do_bench
+
+    from rnnbench.ops.floor import barrier_check, barrier_floor
+    from rnnbench.workload import graphed
+
+    design = os.environ.get("RNNBENCH_BARRIER", "atomic")
+    rows = []
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for programs in (16, 64, 128, sms):
+        counts = {}
+        for t in (200, 2200):
+            barrier_floor(programs, t, "cuda")
+            counts[t] = do_bench(lambda: barrier_floor(programs, t, "cuda"), warmup=5, rep=100, return_mode="median")
+        rows.append(dict(part="barrier", design=design, programs=programs,
+                         us_per_step=1e3 * (counts[2200] - counts[200]) / 2000,
+                         stale_slots=barrier_check(programs, 300, "cuda")))
+        print(json.dumps(rows[-1]), flush=True)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    for cell, b, t, i, h, dt in KERNEL_CASES:
+        dtype = _torch_dtype(dt)
+        _, mine = _modules(cell, i, h, dtype)
+        x = torch.randn(t, b, i, device="cuda", dtype=dtype)
+        fwd, train = _steps(mine, x)
+        row = dict(part="kernels", design=design, case=f"{cell} B{b} T{t} H{h} {dt}")
+        for name, step in (("forward", fwd), ("train", train)):
+            replay = graphed(lambda step=step: step() or ())
+            replay()
+            row[f"{name}_graph_ms"] = do_bench(replay, warmup=10, rep=200, return_mode="median")
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
+def _table(rows, keys) -> str:
+    lines = [" | ".join(keys)]
+    for r in rows:
+        lines.append(" | ".join(f"{r[k]:.4g}" if isinstance(r.get(k), float) else str(r.get(k, "")) for k in keys))
+    return "\n".join(lines)
+
+
+def main(argv) -> int:
+    if argv and argv[0] == "--barrier":
+        print("ROWS " + json.dumps(barrier_part()))
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--parts", default="launch,barrier", help="launch, barrier or both (comma-separated)")
+    parser.add_argument("--designs", default="atomic,acquire,acquire1",
+                        help="barrier designs (RNNBENCH_BARRIER values), each in its own process")
+    args = parser.parse_args(argv)
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    rows = launch_part() if "launch" in args.parts else []
+    for design in (args.designs.split(",") if "barrier" in args.parts else []):
+        env = {**os.environ, "RNNBENCH_BARRIER": design}
+        proc = subprocess.run([sys.executable, __file__, "--barrier"], env=env, capture_output=True, text=True,
+                              timeout=400)
+        found = [ln for ln in proc.stdout.splitlines() if ln.startswith("ROWS ")]
+        if proc.returncode or not found:
+            print(f"barrier {design}: exit {proc.returncode}\n{proc.stderr[-3000:]}")
+            continue
+        rows += json.loads(found[0][5:])
+    (out / "host_time.json").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    launch_rows = [r for r in rows if r["part"] == "launch"]
+    text = "\n\n".join([
+        "launch (host µs per call; ms per call device-inclusive)",
+        _table(launch_rows, ["case", "recurrence_forward_host_us_jit", "recurrence_forward_host_us_cached",
+                             "forward_host_us_jit", "forward_host_us_cached", "torch_nn_forward_host_us",
+                             "train_host_us_jit", "train_host_us_cached", "torch_nn_train_host_us"]),
+        _table(launch_rows, ["case", "forward_ms_jit", "forward_ms_cached", "torch_nn_forward_ms", "train_ms_jit",
+                             "train_ms_cached", "torch_nn_train_ms", "torch_empty_host_us", "torch_mm_host_us"]),
+        "barrier (µs per step)",
+        _table([r for r in rows if r["part"] == "barrier"], ["design", "programs", "us_per_step", "stale_slots"]),
+        "kernels replayed from CUDA graphs (ms)",
+        _table([r for r in rows if r["part"] == "kernels"], ["design", "case", "forward_graph_ms", "train_graph_ms"]),
+        "training step profile (cached launch, 200 calls)",
+        launch_rows[0].get("train_profile", "") if launch_rows else "",
+    ])
+    (out / "host_time.txt").write_text(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
