@@ -1,6 +1,6 @@
 """Where an eager call of rnnbench.nn spends its host time, and what two changes buy (one GPU).
 
-    python benchmarks/host_time.py OUT_DIR [--parts launch,barrier] [--designs atomic,acquire,acquire1]
+    python benchmarks/host_time.py OUT_DIR [--parts launch,barrier]
 
 1. Launch: Triton's JIT launch of the LSTM forward kernel against our cached compiled launch
    (``ops/launch.py``), host µs per launch; the whole module per eager call (forward under
@@ -8,10 +8,8 @@
    as host µs per call (no synchronisation inside the timed call) and as device-inclusive ms per
    call (``triton.testing.do_bench``); torch.nn beside it; a cProfile of the training step.
 2. Barrier: the grid barrier's per-step cost (``ops/floor.barrier_floor``), the barrier check,
-   and the kernels alone replayed from CUDA graphs (no host time), with each barrier design
-   (``RNNBENCH_BARRIER``: ``atomic``, the first design, one thread polling with an atomic read;
-   ``acquire``, every thread polling with ``ld.acquire``; ``acquire1``, thread 0 polling with
-   ``ld.acquire``; each design runs in its own process, since kernels read the setting at import).
+   and the kernels alone replayed from CUDA graphs (no host time). (At commit e5c2309 this part
+   also compared other barrier designs, each in its own process: results/h100/host-time.)
 
 Writes ``OUT_DIR/host_time.json`` (rows) and ``OUT_DIR/host_time.txt`` (the tables, also printed).
 """
@@ -22,10 +20,8 @@ import argparse
 import cProfile
 import io
 import json
-import os
 import pstats
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -151,7 +147,6 @@ def barrier_part() -> list[dict]:
     from rnnbench.ops.floor import barrier_check, barrier_floor
     from rnnbench.workload import graphed
 
-    design = os.environ.get("RNNBENCH_BARRIER", "atomic")
     rows = []
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for programs in (16, 64, 128, sms):
@@ -159,7 +154,7 @@ def barrier_part() -> list[dict]:
         for t in (200, 2200):
             barrier_floor(programs, t, "cuda")
             counts[t] = do_bench(lambda: barrier_floor(programs, t, "cuda"), warmup=5, rep=100, return_mode="median")
-        rows.append(dict(part="barrier", design=design, programs=programs,
+        rows.append(dict(part="barrier", programs=programs,
                          us_per_step=1e3 * (counts[2200] - counts[200]) / 2000,
                          stale_slots=barrier_check(programs, 300, "cuda")))
         print(json.dumps(rows[-1]), flush=True)
@@ -169,7 +164,7 @@ def barrier_part() -> list[dict]:
         _, mine = _modules(cell, i, h, dtype)
         x = torch.randn(t, b, i, device="cuda", dtype=dtype)
         fwd, train = _steps(mine, x)
-        row = dict(part="kernels", design=design, case=f"{cell} B{b} T{t} H{h} {dt}")
+        row = dict(part="kernels", case=f"{cell} B{b} T{t} H{h} {dt}")
         for name, step in (("forward", fwd), ("train", train)):
             replay = graphed(lambda step=step: step() or ())
             replay()
@@ -187,27 +182,14 @@ def _table(rows, keys) -> str:
 
 
 def main(argv) -> int:
-    if argv and argv[0] == "--barrier":
-        print("ROWS " + json.dumps(barrier_part()))
-        return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--parts", default="launch,barrier", help="launch, barrier or both (comma-separated)")
-    parser.add_argument("--designs", default="atomic,acquire,acquire1",
-                        help="barrier designs (RNNBENCH_BARRIER values), each in its own process")
     args = parser.parse_args(argv)
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     rows = launch_part() if "launch" in args.parts else []
-    for design in (args.designs.split(",") if "barrier" in args.parts else []):
-        env = {**os.environ, "RNNBENCH_BARRIER": design}
-        proc = subprocess.run([sys.executable, __file__, "--barrier"], env=env, capture_output=True, text=True,
-                              timeout=400)
-        found = [ln for ln in proc.stdout.splitlines() if ln.startswith("ROWS ")]
-        if proc.returncode or not found:
-            print(f"barrier {design}: exit {proc.returncode}\n{proc.stderr[-3000:]}")
-            continue
-        rows += json.loads(found[0][5:])
+    rows += barrier_part() if "barrier" in args.parts else []
     (out / "host_time.json").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     launch_rows = [r for r in rows if r["part"] == "launch"]
     text = "\n\n".join([
@@ -218,9 +200,9 @@ def main(argv) -> int:
         _table(launch_rows, ["case", "forward_ms_jit", "forward_ms_cached", "torch_nn_forward_ms", "train_ms_jit",
                              "train_ms_cached", "torch_nn_train_ms", "torch_empty_host_us", "torch_mm_host_us"]),
         "barrier (µs per step)",
-        _table([r for r in rows if r["part"] == "barrier"], ["design", "programs", "us_per_step", "stale_slots"]),
+        _table([r for r in rows if r["part"] == "barrier"], ["programs", "us_per_step", "stale_slots"]),
         "kernels replayed from CUDA graphs (ms)",
-        _table([r for r in rows if r["part"] == "kernels"], ["design", "case", "forward_graph_ms", "train_graph_ms"]),
+        _table([r for r in rows if r["part"] == "kernels"], ["case", "forward_graph_ms", "train_graph_ms"]),
         "training step profile (cached launch, 200 calls)",
         launch_rows[0].get("train_profile", "") if launch_rows else "",
     ])

@@ -34,9 +34,6 @@ _INTERPRET = tl.constexpr(INTERPRET)  # visible inside kernels
 # Tests may run the interpreter's programs in threads, side by side (tests/ops/conftest.py); only
 # then may a batch block have several programs under the interpreter.
 INTERPRETER_PROGRAMS_CONCURRENT = False
-# How the grid barrier waits (see _grid_barrier). RNNBENCH_BARRIER=atomic selects the first
-# design, for the side-by-side measurement only; read once, at import (kernels see a constant).
-_BARRIER_POLL = tl.constexpr(os.environ.get("RNNBENCH_BARRIER", "atomic"))
 
 SUPPORTED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 # Shared memory one program may fill with its resident weights and the staged h tile: the H100's
@@ -241,46 +238,15 @@ def _gate_bias(b_ih_ptr, b_hh_ptr, offsets, mask, HAS_BIAS: tl.constexpr, BOTH: 
 
 
 @triton.jit
-def _load_acquire(ptr):
-    """``*ptr`` (int32) read with acquire semantics at GPU scope, by every thread (PTX
-    ``ld.acquire.gpu``: Triton's loads have no memory-order argument)."""
-    return tl.inline_asm_elementwise("ld.global.acquire.gpu.b32 $0, [$1];", "=r,l", [ptr], dtype=tl.int32,
-                                     is_pure=False, pack=1)
-
-
-@triton.jit
-def _spin_acquire_thread0(ptr, target):
-    """Thread 0 of the program spins on ``ld.acquire.gpu`` until ``*ptr >= target``; the other
-    threads pass at once (a CTA barrier after this makes them wait for thread 0)."""
-    return tl.inline_asm_elementwise(
-        """{
-        .reg .pred %p_skip, %p_wait;
-        .reg .b32 %v, %t0;
-        mov.u32 %t0, %tid.x;
-        setp.ne.u32 %p_skip, %t0, 0;
-        @%p_skip bra $$SPIN_DONE;
-        $$SPIN_LOOP:
-        ld.global.acquire.gpu.b32 %v, [$1];
-        setp.lt.s32 %p_wait, %v, $2;
-        @%p_wait bra $$SPIN_LOOP;
-        $$SPIN_DONE:
-        mov.b32 $0, 0;
-        }""", "=r,l,r", [ptr, target], dtype=tl.int32, is_pure=False, pack=1)
-
-
-@triton.jit
 def _grid_barrier(counter_ptr, target):
     """Wait until ``target`` arrivals have been counted at ``counter_ptr`` (ours included).
 
     The CTA barrier before the release makes every thread's stores of this step part of what the
-    release publishes (as CUDA cooperative groups' grid sync does). Then every thread polls the
-    counter with its own acquire load, so each thread sees the other programs' stores before it
-    reads them, with no CTA barrier or shared-memory broadcast per poll. (The first design polled
-    with an atomic read by one thread, broadcast through shared memory, and a CTA barrier after:
-    ``_ACQUIRE_POLL = False``, kept for the comparison in docs/kernels.md.)
-
-    With one program the wait is satisfied by our own arrival, so the same code runs under the
-    interpreter (which has no inline PTX: there the atomic read); there a lone program whose count
+    release publishes (as CUDA cooperative groups' grid sync does); the acquire spin makes the
+    other programs' stores visible before anyone reads them. (Polling with ``ld.acquire`` instead
+    of the atomic read, by every thread or by thread 0 alone, was no faster on the H100: 0.83-1.19
+    against 0.81-0.96 µs per step, docs/kernels.md.) With one program the wait is satisfied by our
+    own arrival, so the same code runs under the interpreter; there a lone program whose count
     falls short of the target would spin forever, so it raises instead (plain Python, which only the
     interpreter runs: the compiler never visits a branch whose constexpr condition is false).
     """
@@ -290,18 +256,9 @@ def _grid_barrier(counter_ptr, target):
         if tl.num_programs(0) == 1 and tl.atomic_add(counter_ptr, 0, sem="acquire", scope="gpu") < target:
             raise RuntimeError("grid barrier never satisfied: the interpreter runs programs one after "
                                "another, so this wait would never end")
-        while tl.atomic_add(counter_ptr, 0, sem="acquire", scope="gpu") < target:
-            pass
-    elif _BARRIER_POLL == "acquire":
-        while _load_acquire(counter_ptr) < target:
-            pass
-    elif _BARRIER_POLL == "acquire1":
-        _spin_acquire_thread0(counter_ptr, target)
-        tl.debug_barrier()
-    else:
-        while tl.atomic_add(counter_ptr, 0, sem="acquire", scope="gpu") < target:
-            pass
-        tl.debug_barrier()
+    while tl.atomic_add(counter_ptr, 0, sem="acquire", scope="gpu") < target:
+        pass
+    tl.debug_barrier()
 
 
 @triton.jit
