@@ -5,8 +5,9 @@
 1. Launch: Triton's JIT launch of the LSTM forward kernel against our cached compiled launch
    (``ops/launch.py``), host µs per launch; the whole module per eager call (forward under
    no_grad, and a training step: forward, MSE over every step, backward) with each launch mode,
-   as host µs per call (no synchronisation inside the timed call) and as device-inclusive ms per
-   call (``triton.testing.do_bench``); torch.nn beside it; a cProfile of the training step.
+   as host µs per call (no synchronisation inside the timed call), as µs per call synchronised
+   before and after (as the engine times), and as device-inclusive ms per call
+   (``triton.testing.do_bench``); torch.nn beside it; a cProfile of the training step.
 2. Barrier: the grid barrier's per-step cost (``ops/floor.barrier_floor``), the barrier check,
    and the kernels alone replayed from CUDA graphs (no host time). (At commit e5c2309 this part
    also compared other barrier designs, each in its own process: results/h100/host-time.)
@@ -56,6 +57,22 @@ def host_us(fn, calls=300) -> float:
         times.append(time.perf_counter() - t0)
         if k % 10 == 9:
             torch.cuda.synchronize()
+    return 1e6 * statistics.median(times)
+
+
+def synced_us(fn, calls=300) -> float:
+    """Median µs of one call timed as the engine times it: synchronised before and after, so the
+    host's work and the device's add up (nothing of one call hides behind another)."""
+    import torch
+
+    fn()
+    times = []
+    for _ in range(calls):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
     return 1e6 * statistics.median(times)
 
 
@@ -110,13 +127,16 @@ def launch_part() -> list[dict]:
             launch.JIT_ONLY = jit_only
             fwd, train = _steps(mine, x)
             row[f"recurrence_forward_host_us_{mode}"] = host_us(kernel_call)
+            row[f"recurrence_forward_sync_us_{mode}"] = synced_us(kernel_call)
             row[f"forward_host_us_{mode}"] = host_us(fwd)
+            row[f"forward_sync_us_{mode}"] = synced_us(fwd)
             row[f"train_host_us_{mode}"] = host_us(train, 200)
             row[f"forward_ms_{mode}"] = do_bench(fwd, warmup=10, rep=200, return_mode="median")
             row[f"train_ms_{mode}"] = do_bench(train, warmup=10, rep=200, return_mode="median")
         launch.JIT_ONLY = False
         fwd, train = _steps(ref, x)
         row["torch_nn_forward_host_us"] = host_us(fwd)
+        row["torch_nn_forward_sync_us"] = synced_us(fwd)
         row["torch_nn_train_host_us"] = host_us(train, 200)
         row["torch_nn_forward_ms"] = do_bench(fwd, warmup=10, rep=200, return_mode="median")
         row["torch_nn_train_ms"] = do_bench(train, warmup=10, rep=200, return_mode="median")
@@ -193,10 +213,14 @@ def main(argv) -> int:
     (out / "host_time.json").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     launch_rows = [r for r in rows if r["part"] == "launch"]
     text = "\n\n".join([
-        "launch (host µs per call; ms per call device-inclusive)",
+        "launch (host µs per call, no synchronisation inside the timed call)",
         _table(launch_rows, ["case", "recurrence_forward_host_us_jit", "recurrence_forward_host_us_cached",
                              "forward_host_us_jit", "forward_host_us_cached", "torch_nn_forward_host_us",
                              "train_host_us_jit", "train_host_us_cached", "torch_nn_train_host_us"]),
+        "synchronised before and after each call, as the engine times (µs per call)",
+        _table(launch_rows, ["case", "recurrence_forward_sync_us_jit", "recurrence_forward_sync_us_cached",
+                             "forward_sync_us_jit", "forward_sync_us_cached", "torch_nn_forward_sync_us"]),
+        "device-inclusive ms per call (triton.testing.do_bench); host µs of torch.empty and torch.mm",
         _table(launch_rows, ["case", "forward_ms_jit", "forward_ms_cached", "torch_nn_forward_ms", "train_ms_jit",
                              "train_ms_cached", "torch_nn_train_ms", "torch_empty_host_us", "torch_mm_host_us"]),
         "barrier (µs per step)",

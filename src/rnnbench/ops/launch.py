@@ -29,7 +29,7 @@ def _specialisation(args: tuple) -> tuple:
     """What the JIT specialises a call on, for the arguments it can vary in here: each tensor's
     dtype and whether its address is a multiple of 16 (Triton's ``tt.divisibility``); integers
     are never specialised (checked in :meth:`KernelLauncher._check_integers`)."""
-    return tuple((a.dtype, a.data_ptr() % 16 == 0) if isinstance(a, torch.Tensor) else None for a in args)
+    return tuple([(a.dtype, a.data_ptr() % 16 == 0) if isinstance(a, torch.Tensor) else None for a in args])
 
 
 class KernelLauncher:
