@@ -2,12 +2,13 @@
 
     python benchmarks/host_time.py OUT_DIR [--parts launch,barrier]
 
-1. Launch: Triton's JIT launch of the LSTM forward kernel against our cached compiled launch
+1. Launch: Triton's JIT launch of the forward kernel against our cached compiled launch
    (``ops/launch.py``), host µs per launch; the whole module per eager call (forward under
    no_grad, and a training step: forward, MSE over every step, backward) with each launch mode,
    as host µs per call (no synchronisation inside the timed call), as µs per call synchronised
    before and after (as the engine times), and as device-inclusive ms per call
-   (``triton.testing.do_bench``); torch.nn beside it; a cProfile of the training step.
+   (``triton.testing.do_bench``); each mode measured twice, in the order A B B A, and averaged;
+   torch.nn beside it; a cProfile of the training step.
 2. Barrier: the grid barrier's per-step cost (``ops/floor.barrier_floor``), the barrier check,
    and the kernels alone replayed from CUDA graphs (no host time). (At commit e5c2309 this part
    also compared other barrier designs, each in its own process: results/h100/host-time.)
@@ -123,16 +124,23 @@ def launch_part() -> list[dict]:
         w = mine.weight_hh_l0.detach()
         lch = recurrence._cached_launch(cell, b, h, dtype, x.device, "ieee", ())
         kernel_call = lambda: recurrence.recurrence_forward(cell, x_proj, w, None, None, None, None, lch, False)  # noqa
-        for mode, jit_only in (("jit", True), ("cached", False)):
-            launch.JIT_ONLY = jit_only
+        # A B B A: each launch mode measured twice, in both orders, and averaged, so that a drift
+        # over the run (clocks, the allocator's pools, the host's load) favours neither.
+        samples: dict[str, list[float]] = {}
+        for mode in ("jit", "cached", "cached", "jit"):
+            launch.JIT_ONLY = mode == "jit"
             fwd, train = _steps(mine, x)
-            row[f"recurrence_forward_host_us_{mode}"] = host_us(kernel_call)
-            row[f"recurrence_forward_sync_us_{mode}"] = synced_us(kernel_call)
-            row[f"forward_host_us_{mode}"] = host_us(fwd)
-            row[f"forward_sync_us_{mode}"] = synced_us(fwd)
-            row[f"train_host_us_{mode}"] = host_us(train, 200)
-            row[f"forward_ms_{mode}"] = do_bench(fwd, warmup=10, rep=200, return_mode="median")
-            row[f"train_ms_{mode}"] = do_bench(train, warmup=10, rep=200, return_mode="median")
+            for name, value in (
+                ("recurrence_forward_host_us", lambda: host_us(kernel_call, 200)),
+                ("recurrence_forward_sync_us", lambda: synced_us(kernel_call, 200)),
+                ("forward_host_us", lambda: host_us(fwd, 200)),
+                ("forward_sync_us", lambda: synced_us(fwd, 200)),
+                ("train_host_us", lambda: host_us(train, 100)),
+                ("forward_ms", lambda: do_bench(fwd, warmup=10, rep=100, return_mode="median")),
+                ("train_ms", lambda: do_bench(train, warmup=10, rep=100, return_mode="median")),
+            ):
+                samples.setdefault(f"{name}_{mode}", []).append(value())
+        row.update({k: statistics.fmean(v) for k, v in samples.items()})
         launch.JIT_ONLY = False
         fwd, train = _steps(ref, x)
         row["torch_nn_forward_host_us"] = host_us(fwd)
