@@ -10,8 +10,8 @@ Devices: CUDA; also the CPU when ``TRITON_INTERPRET=1`` is set (Triton's interpr
 tests). Parameters carry torch.nn's names, so canonical weights load as they are.
 
 Lane ``triton-graph``: the same modules with the whole step captured once in a CUDA graph and
-replayed, as ``torch-nn-graph`` does for cuDNN; it shows what the host's work per call (0.14-0.25
-ms measured, docs/kernels.md) costs our kernels. The kernels can be captured: their barrier
+replayed, as ``torch-nn-graph`` does for cuDNN; it shows what the host's work per call costs our
+kernels (0.12-0.27 ms per eager forward on the H100's host: docs/kernels.md, "Host time per call"). The kernels can be captured: their barrier
 counters come back to zero at the end of every launch, and the first use on the capture stream
 allocates and zeroes them inside the graph.
 """
