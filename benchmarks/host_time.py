@@ -30,6 +30,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from triton_dev import _host_ms  # noqa: E402  (one way to time a call's host work, shared)
 
 # (cell, batch, seq, input, hidden, dtype): theano-cudnn-2016 depth 1, glample-2016, flashrnn-2024.
 CASES = [("lstm", 32, 30, 512, 512, "bf16"), ("gru", 32, 30, 512, 512, "bf16"), ("lstm", 20, 30, 100, 100, "fp32"),
@@ -45,20 +48,9 @@ def _torch_dtype(name):
 
 
 def host_us(fn, calls=300) -> float:
-    """Median host µs of one call, no synchronisation inside the timed call (the queue is drained
-    every 10 calls so that a full queue never blocks the host)."""
-    import torch
-
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for k in range(calls):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-        if k % 10 == 9:
-            torch.cuda.synchronize()
-    return 1e6 * statistics.median(times)
+    """Median host µs of one call, no synchronisation inside the timed call (triton_dev's measure:
+    the queue is drained every 10 calls so that a full queue never blocks the host)."""
+    return 1e3 * _host_ms(fn, calls)
 
 
 def synced_us(fn, calls=300) -> float:
