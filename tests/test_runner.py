@@ -378,3 +378,39 @@ def test_a_slow_pair_is_announced_and_its_runs_capped(temp_lane, tmp_path):
     assert row["status"] == "ok" and row["runs"] == 3
     assert len(calls) == 1 + 1 + 3  # the first call, one warm-up, three timed runs: not 1 + 2 + 5
     assert len(notes) == 1 and "over the 0.1 s budget" in notes[0] and "1 warm-up and 3 runs" in notes[0]
+
+
+def test_warnings_of_a_lane_are_kept_in_its_rows(temp_lane, tmp_path):
+    """A lane's warnings while it is built and first called reach its row (each distinct one once,
+    category and first line) and the notes; a lane that gives none has no ``warnings`` field; the
+    report marks the warned rows."""
+    import warnings
+
+    from rnnbench import report
+    from rnnbench.results import load_results
+
+    class Warns(torch.nn.Module):
+        def __init__(self, *args):
+            super().__init__()
+            self.inner = build_torch_nn(*args)
+
+        def forward(self, x, hx):
+            warnings.warn("weights copied on every call\nsecond line", UserWarning)
+            warnings.warn("weights copied on every call\nsecond line", UserWarning)
+            warnings.warn("fell back to the slow path", RuntimeWarning)
+            return self.inner(x, hx)
+
+    lanes = [temp_lane("test-warns", Warns, load=lambda m, w: m.inner.load_state_dict(w),
+                       canonical_name=lambda n: n.removeprefix("inner.")), LANES["torch-nn"]]
+    notes = []
+    path = tmp_path / "w.jsonl"
+    rows = runner.run(TINY, lanes, ResultsFile(path), budget_s=0.01, on_note=notes.append)
+    assert [r["status"] for r in rows] == ["ok", "ok"] * 2
+    warned, quiet = rows[0], rows[1]
+    assert warned["warnings"] == ["UserWarning: weights copied on every call", "RuntimeWarning: fell back to the slow path"]
+    assert "warnings" not in quiet
+    assert any("test-warns warned: UserWarning: weights copied" in n for n in notes)
+    table = report.markdown(load_results(path))
+    warned_line = next(line for line in table.splitlines() if "| test-warns" in line)
+    quiet_line = next(line for line in table.splitlines() if "| torch-nn " in line)
+    assert "†" in warned_line and "†" not in quiet_line

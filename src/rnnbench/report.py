@@ -44,7 +44,8 @@ def _cell_text(row: pd.Series | None) -> str:
         return ""
     if row["status"] != "ok":
         return row["status"]
-    return f"{row['us_per_example']:.1f}" + ("*" if row.get("noisy") else "")
+    warned = isinstance(row.get("warnings"), list) and bool(row.get("warnings"))
+    return f"{row['us_per_example']:.1f}" + ("*" if row.get("noisy") else "") + ("†" if warned else "")
 
 
 def _speedup(row, base) -> str:
@@ -152,7 +153,8 @@ def markdown(frame: pd.DataFrame, baseline: str = "torch-nn", published: bool = 
               f"`× {baseline}` = {baseline} time / lane time in the same run (> 1 is faster). "
               "TFLOP/s = the matmuls of the useful steps (2·m·n·k each, train 3× forward; element-wise "
               "work not counted) / median time; % of peak = of the Peak under the table. "
-              "`*` = noisy (p20–p80 spread over 10 % of the median). `[published]` rows are the seeds' "
+              "`*` = noisy (p20–p80 spread over 10 % of the median). `†` = the lane warned while built or "
+              "first called (the row's `warnings`). `[published]` rows are the seeds' "
               "own figures from another GPU and year, quoted for context, not our measurements.")
     return "\n".join(parts + [legend])
 

@@ -7,6 +7,10 @@ estimated too large for the machine is recorded ``too_large`` without being buil
 failure (CUDA or CPU) while building its inputs or reference or running a lane is recorded
 ``oom``, any other failure ``error``, and the run goes on.
 
+Warnings a lane gives while it is built and first called are kept in its row (``warnings``: each
+distinct one as ``Category: first line``) and said through ``on_note``, since some change what
+the row's time means (see :func:`warnings_said`).
+
 Every ``ok`` row carries its achieved ``tflops`` (:mod:`rnnbench.flops`) and its ``peak_fraction``
 of the device's dense matmul peak in the case's dtype (``peak_tflops``, measured once per run and
 (device, dtype) by :mod:`rnnbench.peak`, when the first row of that pair is ``ok``).
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import gc
 import time
+import warnings
 from typing import Callable, Iterable
 
 import torch
@@ -111,12 +116,17 @@ def measure_pair(case: Case, lane: Lane, inputs: Inputs, reference: dict, budget
         if cuda:
             torch.cuda.reset_peak_memory_stats()
         with matmul_mode(case.dtype):
-            step = lane_step(lane, case, inputs)
-            outputs, first_ms = step.first_call()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")  # every warning of this pair, not once per process
+                step = lane_step(lane, case, inputs)
+                outputs, first_ms = step.first_call()
+            said = warnings_said(caught)
+            if said:
+                on_note(f"{case.key} · {lane.name} warned: {'; '.join(said)}")
             verdict = compare(valid_only(outputs, inputs), reference, tolerance(case.cell, case.dtype))
             if not verdict.ok:
                 return {"status": "mismatch", "message": verdict.message, "max_rel_error": verdict.max_rel_error,
-                        **step.extra}
+                        **_warned(said), **step.extra}
             del outputs
             warmup, runs = run_plan(first_ms, budget_s)
             if runs < run_plan(0.0, budget_s)[1]:
@@ -126,7 +136,8 @@ def measure_pair(case: Case, lane: Lane, inputs: Inputs, reference: dict, budget
             m = step.measure(budget_s, first_ms)
         peak = torch.cuda.max_memory_allocated() if cuda else None
         return {"status": "ok", "message": "", "max_rel_error": verdict.max_rel_error,
-                "peak_mem_bytes": peak, **speed_fields(case, m, inputs.useful_timesteps), **step.extra}
+                "peak_mem_bytes": peak, **speed_fields(case, m, inputs.useful_timesteps), **_warned(said),
+                **step.extra}
     except Exception as exc:  # a broken lane must not stop the run; the row says what broke
         return failure(exc)
     finally:
@@ -134,6 +145,24 @@ def measure_pair(case: Case, lane: Lane, inputs: Inputs, reference: dict, budget
             step.close()
         del step
         _free(cuda)
+
+
+def warnings_said(caught: list[warnings.WarningMessage]) -> list[str]:
+    """Each distinct warning as ``Category: first line`` (at most 200 characters), in the order
+    first given. A lane's warnings can change what its time means: PyTorch copying a bf16 RNN's
+    weights into one buffer on every call, Keras leaving its cuDNN path, a fallback of ours."""
+    said: list[str] = []
+    for w in caught:
+        lines = str(w.message).strip().splitlines()
+        text = f"{w.category.__name__}: {lines[0][:200] if lines else ''}"
+        if text not in said:
+            said.append(text)
+    return said
+
+
+def _warned(said: list[str]) -> dict:
+    """A row's ``warnings`` field: only on rows whose lane warned."""
+    return {"warnings": said} if said else {}
 
 
 def _free(cuda: bool) -> None:
