@@ -128,3 +128,29 @@ def test_worker_arguments_drop_nproc():
 
     argv = ["rnnbench", "lm", "--nproc", "2", "--bptt", "8", "--nproc=2", "--out", "x.jsonl"]
     assert worker_argv(argv) == ["--bptt", "8", "--out", "x.jsonl"]
+
+
+def _slowest_on_rank(rank: int, store_path: str, out_dir: str) -> None:
+    """One of two gloo ranks: rank r holds speed 100·(r+1) words/s and 10·(r+1) ms per batch."""
+    import torch.distributed as dist
+
+    from rnnbench.lm.distributed import World
+    from rnnbench.lm.loop import slowest
+
+    dist.init_process_group("gloo", init_method=f"file://{store_path}", rank=rank, world_size=2)
+    try:
+        wps, ms = slowest(100.0 * (rank + 1), 10.0 * (rank + 1), World(rank, rank, 2), torch.device("cpu"))
+        Path(out_dir, f"rank{rank}.json").write_text(json.dumps([wps, ms]))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_speeds_across_ranks_take_the_slowest_rank(tmp_path):
+    """Every rank reports all ranks' words over the slowest rank's time (2 x the smaller speed)
+    and the slowest rank's ms per batch (the larger), whichever rank asks."""
+    import torch.multiprocessing as mp
+
+    mp.start_processes(_slowest_on_rank, args=(str(tmp_path / "store"), str(tmp_path)), nprocs=2,
+                       start_method="spawn")
+    for rank in (0, 1):
+        assert json.loads((tmp_path / f"rank{rank}.json").read_text()) == [200.0, 20.0]

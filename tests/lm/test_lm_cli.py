@@ -120,3 +120,23 @@ def test_a_model_too_big_for_memory_is_refused_at_once(word_dir, tmp_path, cli, 
     assert_one_line_error(proc, "needs about", "GiB", "available", option)
     assert time.perf_counter() - started < 10  # torch's import included
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_only_the_writing_rank_mends_a_torn_results_file(tmp_path):
+    """Every rank checks the output paths; only the rank that writes rows (rank 0) opens the
+    results file, which cuts a torn last line. The other ranks leave the file as it is, and still
+    refuse a bad path in one line."""
+    from rnnbench.errors import UsageError
+    from rnnbench.lm.cli import check_outputs
+
+    out = tmp_path / "lm.jsonl"
+    torn = b'{"record": "lm", "epoch": 1}\n{"record": "lm", "ep'
+    out.write_bytes(torn)
+    results, _ = check_outputs(out, None, False, writes=False)
+    assert results is None and out.read_bytes() == torn
+    results, _ = check_outputs(out, None, False, writes=True)
+    assert results is not None and out.read_bytes() == b'{"record": "lm", "epoch": 1}\n'
+    with pytest.raises(UsageError, match="is a directory"):
+        check_outputs(tmp_path, None, False, writes=False)
+    with pytest.raises(UsageError, match="same file"):
+        check_outputs(out, out, False, writes=False)

@@ -49,8 +49,12 @@ def open_corpus(data_dir: Path | None, dataset: str | None, level: str | None) -
     return corpus, {"dataset": name, "level": level, "data_dir": str(path)}
 
 
-def check_outputs(out: Path, checkpoint: Path | None, resume: bool):
+def check_outputs(out: Path, checkpoint: Path | None, resume: bool, writes: bool = True):
     """The results file for ``out`` and the checked ``checkpoint`` path, before any work.
+
+    ``writes``: this process writes the rows (one process, or rank 0 of several). Only then is
+    the results file opened, which may mend a torn last line; the other ranks check the same
+    paths and get None for the results file.
 
     Raises:
         UsageError: either path cannot be written (a directory, a device such as ``/dev/null``,
@@ -58,12 +62,17 @@ def check_outputs(out: Path, checkpoint: Path | None, resume: bool):
             rnnbench lm results file (left untouched), both name the same file, or ``--resume``
             without ``--checkpoint``.
     """
-    from ..results import ResultsFile
+    from ..results import ResultsFile, check_owned
 
-    results = ResultsFile(out, kind="lm")
+    if writes:
+        results = ResultsFile(out, kind="lm")
+        out = results.path
+    else:
+        results, out = None, check_output_file(out, "--out")
+        check_owned(out, "lm")
     if checkpoint is not None:
         checkpoint = check_output_file(checkpoint, "--checkpoint")
-        if checkpoint.resolve() == results.path.resolve():
+        if checkpoint.resolve() == out.resolve():
             raise UsageError(f"--checkpoint and --out name the same file ({checkpoint}); give two files")
     elif resume:
         raise UsageError("--resume needs --checkpoint PATH")
@@ -174,7 +183,7 @@ def lm(
     world = current_world()
     if nproc is not None and (nproc != 1 or world.size > 1):
         raise typer.Exit(start_workers(nproc, config, world, out, checkpoint, resume))
-    results, checkpoint = check_outputs(out, checkpoint, resume)
+    results, checkpoint = check_outputs(out, checkpoint, resume, writes=world.main)
     corpus, labels = open_corpus(data_dir, dataset, level)
     labels["dataset_note"] = dataset_note
     try:

@@ -122,10 +122,19 @@ def sum_across(values: list[float], world: World, device: torch.device) -> list[
 
 def min_across(value: float, world: World, device: torch.device) -> float:
     """The smallest ``value`` of all ranks (the slowest rank's speed)."""
+    return _reduce_one(value, dist.ReduceOp.MIN, world, device)
+
+
+def max_across(value: float, world: World, device: torch.device) -> float:
+    """The largest ``value`` of all ranks (the slowest rank's time)."""
+    return _reduce_one(value, dist.ReduceOp.MAX, world, device)
+
+
+def _reduce_one(value: float, op, world: World, device: torch.device) -> float:
     if world.size == 1:
         return value
     tensor = torch.tensor([value], dtype=torch.float64, device=device)
-    dist.all_reduce(tensor, op=dist.ReduceOp.MIN)
+    dist.all_reduce(tensor, op=op)
     return tensor.item()
 
 

@@ -31,7 +31,7 @@ from torch import nn
 
 from ..timing import PHASE_WARMUP_BATCHES, PhaseClock
 from .data import get_batch, window_starts
-from .distributed import World, any_across, min_across, sum_across
+from .distributed import World, any_across, max_across, min_across, sum_across
 from .model import Hidden, RNNModel, detach_hidden
 from .presets import LMConfig
 
@@ -159,7 +159,7 @@ def slowest(wps: float | None, ms: float | None, world: World,
     ranks hold equal shares) and the slowest rank's ms per batch."""
     if world.size == 1 or wps is None:
         return wps, ms
-    return world.size * min_across(wps, world, device), -min_across(-ms, world, device)
+    return world.size * min_across(wps, world, device), max_across(ms, world, device)
 
 
 def train_epoch(model: RNNModel, optimizer: torch.optim.Optimizer, scaler, data: torch.Tensor,

@@ -83,9 +83,9 @@ class RunOutput:
         if self.view is not None:
             self.view.line(text)
 
-    def epoch_done(self, row: dict, state: Callable[[], dict]) -> None:
+    def epoch_done(self, row: dict, state: Callable[[], dict] | None) -> None:
         """Record a finished epoch: the result row, then the checkpoint (``state()`` is only
-        built when one is kept), then its summary line.
+        built when one is kept; ``state`` may be None when none is), then its summary line.
 
         The row goes first and is on disk (flushed and fsync'ed) before the checkpoint is
         written: a kill between the two keeps the row, and the checkpoint on disk is still the

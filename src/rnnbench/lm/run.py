@@ -302,12 +302,12 @@ def _train(config: LMConfig, corpus: Corpus, world: World, results: ResultsFile 
 
 def _state_of_all_ranks(setup: Setup, config: LMConfig, corpus: Corpus, checkpoint, epoch: int,
                         stats, global_step: int, run_id: str):
-    """The checkpoint's builder for rank 0. Every rank takes part in gathering what it holds
-    alone (its columns of the carried hidden state, its random generators) now, whether or not
-    it writes, since a gather is a collective."""
+    """The checkpoint's builder for rank 0, or None when the run keeps no checkpoint. Every rank
+    takes part in gathering what it holds alone (its columns of the carried hidden state, its
+    random generators) now, whether or not it writes, since a gather is a collective."""
     world = setup.world
     if checkpoint is None:
-        return lambda: {}
+        return None
     hidden = stats.hidden
     if hidden is not None:
         hidden = (tuple(distributed.gather_columns(h, world) for h in hidden) if isinstance(hidden, tuple)
