@@ -8,8 +8,9 @@ failure (CUDA or CPU) while building its inputs or reference or running a lane i
 ``oom``, any other failure ``error``, and the run goes on.
 
 Warnings a lane gives while it is built and first called are kept in its row (``warnings``: each
-distinct one as ``Category: first line``) and said through ``on_note``, since some change what
-the row's time means (see :func:`warnings_said`).
+distinct one as ``Category: first line``; deprecation warnings, about libraries' APIs, left out)
+and said through ``on_note``, since some change what the row's time means (see
+:func:`warnings_said`).
 
 Every ``ok`` row carries its achieved ``tflops`` (:mod:`rnnbench.flops`) and its ``peak_fraction``
 of the device's dense matmul peak in the case's dtype (``peak_tflops``, measured once per run and
@@ -118,6 +119,8 @@ def measure_pair(case: Case, lane: Lane, inputs: Inputs, reference: dict, budget
         with matmul_mode(case.dtype):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")  # every warning of this pair, not once per process
+                for quiet in (DeprecationWarning, PendingDeprecationWarning):  # about libraries' APIs, not times
+                    warnings.simplefilter("ignore", quiet)
                 step = lane_step(lane, case, inputs)
                 outputs, first_ms = step.first_call()
             said = warnings_said(caught)
