@@ -156,8 +156,7 @@ def warnings_said(caught: list[warnings.WarningMessage]) -> list[str]:
     weights into one buffer on every call, Keras leaving its cuDNN path, a fallback of ours."""
     said: list[str] = []
     for w in caught:
-        lines = str(w.message).strip().splitlines()
-        text = f"{w.category.__name__}: {lines[0][:200] if lines else ''}"
+        text = _headline(w.category.__name__, w.message)
         if text not in said:
             said.append(text)
     return said
@@ -176,8 +175,13 @@ def _free(cuda: bool) -> None:
 
 def _first_line(exc: BaseException) -> str:
     """``Type: first line of the message`` (at most 200 characters), for a result row."""
-    lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0][:200] if lines else ''}".rstrip(": ")
+    return _headline(type(exc).__name__, exc).rstrip(": ")
+
+
+def _headline(name: str, message) -> str:
+    """``name: first line of message`` (at most 200 characters of it)."""
+    lines = str(message).strip().splitlines()
+    return f"{name}: {lines[0][:200] if lines else ''}"
 
 
 def done_pairs(path, retry_failed: bool = False) -> set[tuple[str, str]]:

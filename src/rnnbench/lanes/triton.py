@@ -11,9 +11,9 @@ tests). Parameters carry torch.nn's names, so canonical weights load as they are
 
 Lane ``triton-graph``: the same modules with the whole step captured once in a CUDA graph and
 replayed, as ``torch-nn-graph`` does for cuDNN; it shows what the host's work per call costs our
-kernels (0.12-0.27 ms per eager forward on the H100's host: docs/kernels.md, "Host time per call"). The kernels can be captured: their barrier
-counters come back to zero at the end of every launch, and the first use on the capture stream
-allocates and zeroes them inside the graph.
+kernels (0.10-0.27 ms per eager forward on the H100's host: docs/kernels.md, "Host time per
+call"). The kernels can be captured: their barrier counters come back to zero at the end of
+every launch, and the first use on the capture stream allocates and zeroes them inside the graph.
 """
 
 from __future__ import annotations

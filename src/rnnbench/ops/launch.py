@@ -64,8 +64,9 @@ class KernelLauncher:
     def _check_integers(self, args: tuple) -> None:
         if self._integers_checked:
             return
+        unspecialised = _unspecialised(self.fn)
         for name, value in zip(self.fn.arg_names, args):
-            if not isinstance(value, torch.Tensor) and name not in _unspecialised(self.fn):
+            if not isinstance(value, torch.Tensor) and name not in unspecialised:
                 raise TypeError(f"{self.fn.__name__}: parameter {name!r} is specialised on its value; "
                                 "a KernelLauncher would reuse one variant for every value")
         self._integers_checked = True

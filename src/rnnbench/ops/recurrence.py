@@ -148,8 +148,8 @@ def _counters(batch_blocks: int, device: torch.device) -> torch.Tensor:
     fresh buffer each call (an interpreted kernel stopped at a barrier leaves its counts behind)."""
     if device.type != "cuda":
         return torch.zeros(2 * batch_blocks, dtype=torch.int32, device=device)
-    # The stream Triton launches on, asked of Triton's driver as its launcher does
-    # (torch.cuda.current_stream(device) costs 10-20 µs of host time per call on the H100 host).
+    # The stream Triton launches on, asked of Triton's driver as its launcher does (cheaper than
+    # torch.cuda.current_stream(device), which builds a Stream object and resolves the device).
     key = (device, driver.active.get_current_stream(driver.active.get_current_device()))
     buf = _COUNTERS.get(key)
     if buf is None or buf.numel() < 2 * batch_blocks:
