@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 
 import torch
 
@@ -73,3 +74,19 @@ def device_supports(device: str, dtype: str) -> str | None:
     elif dtype == "tf32":
         return "tf32 is a CUDA matmul mode"
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_runs_bf16_rnn() -> bool:
+    """Whether this CPU runs ``torch.nn.LSTM`` under bfloat16 autocast with an initial state, as
+    the language model calls it. oneDNN does not build that primitive on every CPU: on an
+    AVX2-only AMD EPYC (torch 2.13) it raised "could not create a primitive descriptor for the
+    LSTM forward propagation primitive", while a bf16 module with bf16 states, and autocast
+    without states, ran. The per-step lanes, made of matmuls, run bf16 there all the same."""
+    lstm, x = torch.nn.LSTM(2, 2), torch.zeros(1, 1, 2)
+    try:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            lstm(x, (torch.zeros(1, 1, 2), torch.zeros(1, 1, 2)))
+    except RuntimeError:
+        return False
+    return True

@@ -15,6 +15,7 @@ from rnnbench.lm import train_lm
 from rnnbench.lm.data import load_corpus
 from rnnbench.lm.presets import get_preset
 from rnnbench.results import ResultsFile, read_records
+from rnnbench.precision import cpu_runs_bf16_rnn
 
 ENV = {"env_id": "test-env"}  # skip the real environment probe (git, NVML) in unit tests
 
@@ -68,6 +69,7 @@ def test_each_lane_trains_a_step(word_dir, lane, rnn, tiny):
     assert math.isfinite(rows[0]["train_loss"]) and math.isfinite(rows[0]["test_ppl"])
 
 
+@pytest.mark.skipif(not cpu_runs_bf16_rnn(), reason="this CPU's oneDNN has no bfloat16 RNN primitive")
 def test_sgd_tied_bf16_autocast_on_cpu(word_dir, tiny):
     corpus = load_corpus(word_dir)
     config = tiny(optimizer="sgd", lr=1.0, tied=True, amp="bf16", max_steps=3, lr_decay=0.5,
@@ -75,6 +77,22 @@ def test_sgd_tied_bf16_autocast_on_cpu(word_dir, tiny):
     rows = train_lm(config, corpus, env=ENV, progress=False)
     assert rows[0]["precision"] == "bf16-amp" and rows[0]["epoch_lr"] == 0.5
     assert math.isfinite(rows[0]["train_loss"])
+
+
+@pytest.mark.parametrize("lane", ["torch-nn", "torch-fused-loop"])
+def test_bf16_autocast_without_a_cpu_bf16_rnn(word_dir, tiny, monkeypatch, lane):
+    """On a CPU whose oneDNN has no bfloat16 RNN, torch-nn under --amp bf16 is refused in one line
+    before any work; a per-step lane (matmuls) still trains."""
+    from rnnbench.lm import run
+
+    monkeypatch.setattr(run, "cpu_runs_bf16_rnn", lambda: False)
+    config = tiny(lane=lane, amp="bf16", max_steps=1)
+    if lane == "torch-nn":
+        with pytest.raises(UsageError, match="no bfloat16 RNN primitive"):
+            train_lm(config, load_corpus(word_dir), env=ENV, progress=False)
+    else:
+        rows = train_lm(config, load_corpus(word_dir), env=ENV, progress=False)
+        assert rows[0]["precision"] == "bf16-amp" and math.isfinite(rows[0]["train_loss"])
 
 
 def test_max_minutes_stops_training(word_dir, monkeypatch, tiny):

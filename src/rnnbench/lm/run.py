@@ -22,7 +22,7 @@ from torch import nn
 
 from ..errors import UsageError
 from ..paths import check_output_file
-from ..precision import device_supports, matmul_mode, resolve_device
+from ..precision import cpu_runs_bf16_rnn, device_supports, matmul_mode, resolve_device
 from ..results import ResultsFile
 from ..terminal import PLAIN_EVERY_S
 from . import distributed
@@ -44,6 +44,9 @@ def check_precision(config: LMConfig, device: torch.device) -> None:
     if config.amp == "fp16" and device.type != "cuda":
         # oneDNN's CPU RNN kernels have no float16 primitive; bf16 autocast does work there.
         raise UsageError("--amp fp16 needs CUDA; on the CPU use --amp bf16 or off")
+    if config.amp == "bf16" and device.type == "cpu" and config.lane == "torch-nn" and not cpu_runs_bf16_rnn():
+        raise UsageError("--amp bf16 --lane torch-nn: this CPU's oneDNN has no bfloat16 RNN primitive; "
+                         "use --amp off or a per-step lane (torch-cell-loop, torch-fused-loop)")
     if config.amp != "off" and device.type == "cuda":
         reason = device_supports("cuda", config.amp)
         if reason:
