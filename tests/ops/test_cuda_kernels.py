@@ -30,7 +30,7 @@ from rnnbench.cases import CELLS, Case  # noqa: E402
 from rnnbench.lanes import LANES  # noqa: E402
 from rnnbench.ops.floor import barrier_check, barrier_floor  # noqa: E402
 from rnnbench.ops.naive import naive_layer  # noqa: E402
-from rnnbench.ops.recurrence import plan, plan_override, recurrent_layer  # noqa: E402
+from rnnbench.ops.recurrence import STRICT_FP32_MODES, plan, plan_override, recurrent_layer, strict_fp32  # noqa: E402
 from rnnbench.precision import device_supports, matmul_mode, tolerance  # noqa: E402
 from rnnbench.results import ResultsFile  # noqa: E402
 from rnnbench.verify import relative_error  # noqa: E402
@@ -230,3 +230,26 @@ def test_cached_launch_skips_the_jit_after_the_first_call(monkeypatch):
             out, h_n, c_n = recurrent_layer("lstm", x, None, None, w_ih, w_hh)
             assert relative_error(out, expected[0]) <= tolerance("lstm", "fp32")
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize("hidden_size", [100, 500], ids=["resident", "streamed"])
+@pytest.mark.parametrize("mode", STRICT_FP32_MODES)
+@pytest.mark.parametrize("cell", CELLS)
+def test_strict_fp32_modes_meet_fp32s_tolerance(cell, mode, hidden_size):
+    """Both strict-fp32 products on the default plans (3xTF32: the forward's weights resident at
+    hidden 100, streamed at 500) against float64 at fp32's tolerance."""
+    with strict_fp32(mode):
+        check_layer(cell, "fp32", _layer(cell, 20, 9, 5, hidden_size))
+
+
+def test_fp32s_tolerance_rejects_plain_tf32_products():
+    """The gate above can fail: the same check with plain TF32 products in the recurrence (what
+    strict fp32 must not silently become) misses fp32's tolerance."""
+    from rnnbench.ops import recurrence
+
+    token = recurrence._STRICT_FP32.set("tf32")
+    try:
+        with pytest.raises(AssertionError, match="relative error"):
+            check_layer("lstm", "fp32", _layer("lstm", 20, 30, 100, 500))
+    finally:
+        recurrence._STRICT_FP32.reset(token)

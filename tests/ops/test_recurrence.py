@@ -229,6 +229,16 @@ def test_default_plans_for_the_h100():
     assert plan(128, 512, 4, torch.bfloat16).grid(128, 512) == (32, 4)
     assert plan(128, 1024, 4, torch.bfloat16).grid(128, 1024) == (64, 2)
     assert plan(32, 512, 4, torch.bfloat16, direction="backward").block_b == 32
+    # Strict fp32 as 3xTF32 (the default on CUDA): tensor-core tiles; the forward resident only up
+    # to 128 columns (the operand's split is held in registers), the backward streamed in 64s.
+    p = plan(20, 100, 4, torch.float32, "tf32x3")
+    assert (p.block_h, p.w_resident, p.grid(20, 100)) == (16, True, (7, 2))
+    assert not plan(20, 500, 4, torch.float32, "tf32x3").w_resident
+    p = plan(20, 500, 4, torch.float32, "tf32x3", "backward")
+    assert (p.block_h, p.w_resident, p.block_k) == (16, False, 64)
+    # TF32's backward runs 3xTF32 too: a resident RNN backward would spill there, unlike fp16's.
+    assert not plan(32, 512, 1, torch.float32, "tf32", "backward").w_resident
+    assert plan(32, 512, 1, torch.float32, "tf32", "backward").block_k == 64
     # TF32 on tensor cores: resident while the weights and a staged piece of h fit in shared memory.
     assert plan(32, 512, 4, torch.float32, "tf32").w_resident
     assert not plan(16, 1024, 4, torch.float32, "tf32").w_resident  # 64 x 1024 fp32 weights: 256 KB
@@ -286,6 +296,34 @@ def test_kernels_compile_for_h100():
     proc = subprocess.run([sys.executable, "-m", "rnnbench.ops.aot", "--quick"], env=env, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.count("ok ") == 6, proc.stdout
+    from rnnbench.ops.aot import QUICK_SHAPES
+
+    kernels = 2 * len(QUICK_SHAPES)  # forward and backward of each
+    assert proc.stdout.count("ok ") == kernels, proc.stdout
     # No register spills on these plans (local memory in a per-step loop costs microseconds).
-    assert proc.stdout.count("'stack': 0,") == 6, proc.stdout
+    assert proc.stdout.count("'stack': 0,") == kernels, proc.stdout
+
+
+def test_strict_fp32_runs_as_3xtf32_on_cuda_unless_asked_for_ieee(monkeypatch):
+    """Which products a float32 recurrence gets on CUDA (planned without a GPU): TF32 where torch
+    allows it, else 3xTF32 by default or IEEE under ``strict_fp32("ieee")``; half types and the
+    interpreter are unaffected."""
+    from rnnbench.ops import common, recurrence
+    from rnnbench.ops.common import dot_precision
+    from rnnbench.precision import matmul_mode
+
+    monkeypatch.setattr(common, "INTERPRET", False)
+    with matmul_mode("fp32"):
+        assert dot_precision(torch.float32) == "tf32x3"
+        assert dot_precision(torch.float32, recurrence._STRICT_FP32.get()) == "tf32x3"
+        with recurrence.strict_fp32("ieee"):
+            assert dot_precision(torch.float32, recurrence._STRICT_FP32.get()) == "ieee"
+        assert dot_precision(torch.bfloat16) == "ieee"
+    with matmul_mode("tf32"):
+        assert dot_precision(torch.float32) == "tf32"
+    with pytest.raises(ValueError, match="unknown strict fp32 mode"):
+        with recurrence.strict_fp32("tf32"):
+            pass
+    monkeypatch.setattr(common, "INTERPRET", True)
+    with matmul_mode("fp32"):
+        assert dot_precision(torch.float32) == "ieee"

@@ -27,7 +27,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from .common import Plan, choose_plan, k_chunks, k_padded
+from .common import Plan, backward_precision, choose_plan, k_chunks, k_padded
 from .gru.kernels import gru_backward_kernel, gru_forward_kernel
 from .lstm.kernels import lstm_backward_kernel, lstm_forward_kernel
 from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
@@ -43,7 +43,9 @@ KERNELS = {
 }
 # (cell, dtype, batch, hidden, precision): the shapes benchmarks/triton_dev.py times.
 BENCHMARK_SHAPES = [
-    ("lstm", torch.float32, 20, 100, "ieee"), ("lstm", torch.float32, 20, 500, "ieee"),
+    ("lstm", torch.float32, 20, 100, "tf32x3"), ("lstm", torch.float32, 20, 500, "tf32x3"),
+    ("lstm", torch.float32, 20, 500, "ieee"), ("rnn", torch.float32, 20, 100, "tf32x3"),
+    ("gru", torch.float32, 128, 1024, "tf32x3"),
     ("lstm", torch.float32, 32, 512, "tf32"), ("lstm", torch.bfloat16, 32, 512, "ieee"),
     ("gru", torch.float32, 32, 512, "tf32"), ("gru", torch.bfloat16, 32, 512, "ieee"),
     ("lstm", torch.float32, 128, 512, "tf32"), ("lstm", torch.bfloat16, 128, 512, "ieee"),
@@ -52,9 +54,11 @@ BENCHMARK_SHAPES = [
     ("rnn", torch.bfloat16, 32, 512, "ieee"),
 ]
 # Every kernel once, and each path: resident wgmma forward with a streamed mma.sync backward (LSTM
-# bf16), strict fp32 streamed on FMA units both ways (GRU), resident wgmma both ways (RNN, fp16).
+# bf16), strict fp32 streamed on FMA units both ways (GRU), resident wgmma both ways (RNN, fp16),
+# strict fp32 as 3xTF32 streamed both ways (LSTM) and resident forward (RNN).
 QUICK_SHAPES = [("lstm", torch.bfloat16, 16, 768, "ieee"), ("gru", torch.float32, 20, 100, "ieee"),
-                ("rnn", torch.float16, 3, 37, "ieee")]
+                ("rnn", torch.float16, 3, 37, "ieee"), ("lstm", torch.float32, 20, 500, "tf32x3"),
+                ("rnn", torch.float32, 20, 100, "tf32x3")]
 
 
 def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: int, plan: Plan,
@@ -135,7 +139,8 @@ def main(argv: list[str]) -> int:
                      f"bb={plan.block_b} bh={plan.block_h} res={int(plan.w_resident)} bk={plan.block_k} "
                      f"w={plan.num_warps} st={plan.num_stages} progs={math.prod(plan.grid(batch, hidden))}")
             try:
-                compiled = compile_kernel(cell, direction, dtype, hidden, plan, precision)
+                compiled = compile_kernel(cell, direction, dtype, hidden, plan,
+                                          backward_precision(precision) if direction == "backward" else precision)
                 print(f"ok    {label} {resource_usage(compiled)}", flush=True)
                 if out_dir:
                     stem = label.split()[0]

@@ -52,6 +52,10 @@ BLOCK_K = 64
 # time: a piece of h (BLOCK_B x BLOCK_K) of at most this many bytes kept ptxas from spilling at 4
 # warps (sm_90, Triton 3.6: bf16 16 x 256 and 32 x 128, fp32 16 x 128 and 32 x 64 compile clean).
 RESIDENT_PIECE_BYTES = 8 * 1024
+# Widest resident forward stack for 3xTF32 (strict fp32 on tensor cores): the split of a resident
+# operand lands in registers (two fp32 copies of it), which held 64 x 128 without spills and
+# spilled 2.4 KB per thread at 64 x 512 (sm_90, Triton 3.6, ops/aot.py).
+X3_RESIDENT_K = 128
 
 
 @triton.jit
@@ -384,8 +388,14 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
       wgmma (``block_h >= 64``, the RNN): a shorter tile goes through mma.sync, whose operands the
       compiler hoists into registers, where 64 KB of weights spill (2.3 KB per thread seen);
       otherwise streamed from L2;
-    - strict fp32 (``precision="ieee"``, FMA units): the smallest ``block_h`` (more programs, less
-      arithmetic each) and weights always streamed: a resident FMA operand is moved into
+    - 3xTF32 (``precision="tf32x3"``: strict fp32 on tensor cores, three products per step; and
+      the backward of ``tf32``): the TF32 plans, but the forward's weights resident only up to
+      :data:`X3_RESIDENT_K` columns and the backward's never, in chunks of 64: the split of a
+      resident operand into its TF32 high part and remainder is hoisted out of the loop into
+      registers (spilled: 2.4 KB per thread for the LSTM forward at hidden 500, 0.4-3.4 KB for
+      the resident RNN backward, sm_90), and 128-wide streamed backward chunks spilled 72-112 bytes;
+    - strict fp32 on FMA units (``precision="ieee"``): the smallest ``block_h`` (more programs,
+      less arithmetic each) and weights always streamed: a resident FMA operand is moved into
       registers whole and spills (seen: 4 KB of local memory per thread at hidden 100).
 
     Under the interpreter one program owns all hidden units of its batch block.
@@ -398,7 +408,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     """
     element = torch.empty((), dtype=dtype).element_size()
     gp = gates_padded(num_gates)
-    tensor_cores = dtype != torch.float32 or precision == "tf32"
+    tensor_cores = dtype != torch.float32 or precision in ("tf32", "tf32x3")
     if device.type == "cuda":
         if multiprocessors is None:
             slots, smem = _device_limits(device.index if device.index is not None else torch.cuda.current_device())
@@ -412,11 +422,16 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         bh = override.get("block_h", bh)
         fits = resident_bytes(bb, bh, hidden_size, num_gates, element, direction) <= smem - SHARED_MEMORY_MARGIN
         resident = tensor_cores and fits and (direction == "forward" or bh >= 64)
+        # 3xTF32 (strict fp32 both ways; TF32's backward, see recurrence._Launch.backward_precision)
+        x3 = (backward_precision(precision) if direction == "backward" else precision) == "tf32x3"
+        if x3:
+            resident = resident and direction == "forward" and k_padded(hidden_size) <= X3_RESIDENT_K
         warps = 8 if bb >= 64 or (resident and direction == "backward") else 4
         # Streamed chunks: fewer, larger round trips, several in flight (a guess; the device sweeps it).
         # Resident (forward): the width of the pieces the weights are held in.
         # Strict fp32 backward: 16-wide chunks (0.66-0.72x the kernel time of 32 in the H100 sweep).
-        block_k = (128 if direction == "backward" else BLOCK_K) if tensor_cores else (
+        # 3xTF32 backward: 64-wide chunks (128 spilled 72-112 bytes per thread, sm_90).
+        block_k = (128 if direction == "backward" and not x3 else BLOCK_K) if tensor_cores else (
             16 if direction == "backward" else 32)
         if resident and direction == "forward":
             block_k = resident_piece(bb, element)
@@ -443,12 +458,30 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     return plan
 
 
-def dot_precision(dtype: torch.dtype) -> str:
-    """tl.dot input precision: strict IEEE fp32 unless torch allows TF32 matmuls (the setting
-    rnnbench's ``tf32`` dtype turns on); ignored for half types."""
-    if dtype == torch.float32 and torch.backends.cuda.matmul.allow_tf32 and not INTERPRET:
+def dot_precision(dtype: torch.dtype, strict_fp32: str = "tf32x3") -> str:
+    """tl.dot input precision for ``dtype``: ``tf32`` where torch allows TF32 matmuls (the setting
+    rnnbench's ``tf32`` dtype turns on), else ``strict_fp32`` for float32 on CUDA, ``ieee`` under
+    the interpreter (it multiplies in fp32 whatever it is asked); ignored for half types.
+
+    ``strict_fp32`` is ``tf32x3`` (default: Triton's 3xTF32, each operand split into a TF32 high
+    part and a TF32 remainder, three tensor-core products summed in fp32, about 2^-21 relative
+    error per product against fp32's 2^-24, the split NVIDIA's CUTLASS calls 3xTF32) or ``ieee``
+    (FMA units, bit-for-bit fp32 products). Either passes the float64 check at fp32's tolerance.
+    """
+    if dtype != torch.float32 or INTERPRET:
+        return "ieee"
+    if torch.backends.cuda.matmul.allow_tf32:
         return "tf32"
-    return "ieee"
+    return strict_fp32
+
+
+def backward_precision(precision: str) -> str:
+    """The reverse recurrence's dot precision for a forward in ``precision``: TF32 becomes 3xTF32
+    (about fp32's accuracy on tensor cores, three products). The gradient to h_0 passes through
+    every step's product; with plain TF32 at glample's sizes it missed the float64 reference by
+    1.9-2.0 % against a 1 % tolerance (H100, triton-lane-2), where the forward's single pass stays
+    within it."""
+    return "tf32x3" if precision == "tf32" else precision
 
 
 def upcast_dot(dtype: torch.dtype) -> bool:

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 import torch
 from triton.runtime import driver
 
-from .common import INTERPRET, SUPPORTED_DTYPES, Plan, choose_plan, dot_precision, k_chunks, k_padded, upcast_dot
+from .common import (INTERPRET, SUPPORTED_DTYPES, Plan, backward_precision, choose_plan, dot_precision, k_chunks,
+                     k_padded, upcast_dot)
 from .gru.kernels import gru_backward_kernel, gru_forward_kernel
 from .launch import KernelLauncher
 from .lstm.kernels import lstm_backward_kernel, lstm_forward_kernel
@@ -41,6 +42,8 @@ _RNN_FORWARD, _RNN_BACKWARD = KernelLauncher(rnn_forward_kernel), KernelLauncher
 
 NUM_GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 _PLAN_OVERRIDE: contextvars.ContextVar[tuple] = contextvars.ContextVar("rnnbench_plan_override", default=())
+STRICT_FP32_MODES = ("tf32x3", "ieee")
+_STRICT_FP32: contextvars.ContextVar[str] = contextvars.ContextVar("rnnbench_strict_fp32", default="tf32x3")
 
 
 @contextlib.contextmanager
@@ -53,6 +56,24 @@ def plan_override(**fields):
         yield
     finally:
         _PLAN_OVERRIDE.reset(token)
+
+
+@contextlib.contextmanager
+def strict_fp32(mode: str):
+    """Within the block, float32 recurrences that torch keeps out of TF32 multiply as ``mode``:
+    ``"tf32x3"`` (the default: 3xTF32 on tensor cores, fp32-accurate) or ``"ieee"`` (FMA units).
+    See :func:`rnnbench.ops.common.dot_precision`; for comparisons and tests.
+
+    Raises:
+        ValueError: an unknown mode.
+    """
+    if mode not in STRICT_FP32_MODES:
+        raise ValueError(f"unknown strict fp32 mode {mode!r}; choose from {', '.join(STRICT_FP32_MODES)}")
+    token = _STRICT_FP32.set(mode)
+    try:
+        yield
+    finally:
+        _STRICT_FP32.reset(token)
 
 
 def refusal(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtype, device: torch.device) -> str | None:
@@ -68,7 +89,7 @@ def refusal(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtype, de
     if batch_size < 1:
         return "an empty batch"
     try:
-        plan(cell, batch_size, hidden_size, dtype, device)
+        plan(cell, batch_size, hidden_size, dtype, device, dot_precision(dtype, _STRICT_FP32.get()))
     except ValueError as err:
         return str(err)
     return None
@@ -102,11 +123,8 @@ class _Launch:
 
     @property
     def backward_precision(self) -> str:
-        """The reverse recurrence's dot precision: TF32 becomes 3xTF32 (about fp32's accuracy on
-        tensor cores, three products). The gradient to h_0 passes through every step's product;
-        with plain TF32 at glample's sizes it missed the float64 reference by 1.9-2.0 % against
-        a 1 % tolerance (H100, triton-lane-2), where the forward's single pass stays within it."""
-        return "tf32x3" if self.precision == "tf32" else self.precision
+        """The reverse recurrence's dot precision (:func:`~rnnbench.ops.common.backward_precision`)."""
+        return backward_precision(self.precision)
 
     @functools.cached_property
     def forward_meta(self) -> dict:
@@ -305,7 +323,8 @@ def recurrent_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None):
         raise ValueError(f"the Triton {cell} kernels cannot run this call: {reason}")
     if T < 1:
         raise ValueError("seq_len must be at least 1")
-    launch = _cached_launch(cell, B, H, x.dtype, x.device, dot_precision(x.dtype), _PLAN_OVERRIDE.get())
+    launch = _cached_launch(cell, B, H, x.dtype, x.device, dot_precision(x.dtype, _STRICT_FP32.get()),
+                            _PLAN_OVERRIDE.get())
     tensors = (x, h0, c0, w_ih, w_hh, b_ih, b_hh)
     save = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
     args = (x, _contiguous(h0), _contiguous(c0 if cell == "lstm" else None), w_ih.contiguous(), w_hh.contiguous(),
