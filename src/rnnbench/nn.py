@@ -109,7 +109,7 @@ class _KernelPath:
 
     def _kernel_forward(self, input, hx):
         """The stack on the kernels; shapes and returns as torch.nn's forward."""
-        from .ops.recurrence import recurrent_layer
+        from .ops.recurrence import layer_launch, run_layer
 
         lstm = self.cell == "lstm"
         amp = _autocast_dtype(input.device.type)
@@ -120,19 +120,23 @@ class _KernelPath:
             x = x.transpose(0, 1)
         directions = 2 if self.bidirectional else 1
         h0, c0 = (cast(s) for s in self._initial_state(x, hx, batched, directions))  # None: zeros in the kernel
+        # One launch plan for every layer and direction (same batch, width, dtype, device), checked
+        # by _refusal already; weights as torch.nn's own forward takes them, from _flat_weights
+        # (per layer and direction: w_ih, w_hh, then b_ih, b_hh when there is a bias).
+        launch = layer_launch(self.cell, x.shape[1], self.hidden_size, x.dtype, x.device)
+        per_layer = 4 if self.bias else 2
         finals_h, finals_c, layer_input = [], [], x
         for k in range(self.num_layers):
             outputs = []
             for d in range(directions):
-                sfx = "_reverse" if d else ""
-                w = [cast(getattr(self, f"{n}_l{k}{sfx}", None)) for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
-                if not self.bias:
-                    w[2] = w[3] = None
                 idx = k * directions + d
+                w = [cast(t) for t in self._flat_weights[idx * per_layer:(idx + 1) * per_layer]]
+                if not self.bias:
+                    w += [None, None]
                 # The reverse direction is the forward kernel on the time-reversed sequence.
                 inp = layer_input.flip(0) if d else layer_input
-                out, h_n, c_n = recurrent_layer(self.cell, inp, None if h0 is None else h0[idx],
-                                                None if c0 is None else c0[idx], *w)
+                out, h_n, c_n = run_layer(self.cell, inp, None if h0 is None else h0[idx],
+                                          None if c0 is None else c0[idx], *w, launch)
                 outputs.append(out.flip(0) if d else out)
                 finals_h.append(h_n)
                 finals_c.append(c_n)

@@ -321,10 +321,27 @@ def recurrent_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None):
     reason = refusal(cell, B, H, x.dtype, x.device)
     if reason:
         raise ValueError(f"the Triton {cell} kernels cannot run this call: {reason}")
-    if T < 1:
+    return run_layer(cell, x, h0, c0, w_ih, w_hh, b_ih, b_hh, layer_launch(cell, B, H, x.dtype, x.device))
+
+
+def layer_launch(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtype, device: torch.device) -> _Launch:
+    """The plans and precisions of every layer of this shape (cached; any :func:`plan_override`
+    and the TF32 setting of the moment applied). Call :func:`refusal` first: a shape the kernels
+    refuse raises ValueError here."""
+    return _cached_launch(cell, batch_size, hidden_size, dtype, device, dot_precision(dtype, _STRICT_FP32.get()),
+                          _PLAN_OVERRIDE.get())
+
+
+def run_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih, b_hh, launch: _Launch):
+    """:func:`recurrent_layer` without its checks, for callers that made them (``rnnbench.nn``
+    checks once per call of a stack, and takes ``launch`` from :func:`layer_launch` once for all
+    its layers). Same arguments and returns.
+
+    Raises:
+        ValueError: ``seq_len`` is 0.
+    """
+    if x.shape[0] < 1:
         raise ValueError("seq_len must be at least 1")
-    launch = _cached_launch(cell, B, H, x.dtype, x.device, dot_precision(x.dtype, _STRICT_FP32.get()),
-                            _PLAN_OVERRIDE.get())
     tensors = (x, h0, c0, w_ih, w_hh, b_ih, b_hh)
     save = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
     args = (x, _contiguous(h0), _contiguous(c0 if cell == "lstm" else None), w_ih.contiguous(), w_hh.contiguous(),
