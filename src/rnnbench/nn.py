@@ -46,6 +46,20 @@ def _triton_installed() -> bool:
     return importlib.util.find_spec("triton") is not None
 
 
+_RECURRENCE = None
+
+
+def _recurrence():
+    """``rnnbench.ops.recurrence``, imported on first use (it imports Triton) and kept: an import
+    statement inside a function costs about a microsecond on every call."""
+    global _RECURRENCE
+    if _RECURRENCE is None:
+        from .ops import recurrence
+
+        _RECURRENCE = recurrence
+    return _RECURRENCE
+
+
 def _interpreted() -> bool:
     """Whether the kernels are (or, once imported, will be) Triton-interpreted functions."""
     common = sys.modules.get("rnnbench.ops.common")
@@ -79,15 +93,16 @@ class _KernelPath:
             return "proj_size > 0 has no kernel"
         if input.dim() not in (2, 3):
             return f"a {input.dim()}-D input (expected [T, B, I] or [T, I])"
-        amp = _autocast_dtype(input.device.type)
-        if input.dtype != self.weight_hh_l0.dtype and amp is None:
-            return f"input dtype {input.dtype} differs from the weights' {self.weight_hh_l0.dtype}"
-        if input.device.type == "cpu" and not _interpreted():
+        device = input.device
+        amp = _autocast_dtype(device.type)
+        weight_dtype = self._flat_weights[1].dtype  # weight_hh_l0 (no nn.Module.__getattr__ per call)
+        if input.dtype != weight_dtype and amp is None:
+            return f"input dtype {input.dtype} differs from the weights' {weight_dtype}"
+        if device.type == "cpu" and not _interpreted():
             return "CPU tensors (the Triton kernels run on CUDA, or on the CPU under TRITON_INTERPRET=1)"
-        from .ops.recurrence import refusal  # imports Triton: only once a kernel is a candidate
-
         batch = 1 if input.dim() == 2 else input.shape[0 if self.batch_first else 1]
-        return refusal(self.cell, batch, self.hidden_size, amp or input.dtype, input.device)
+        # Imports Triton: only once a kernel is a candidate.
+        return _recurrence().refusal(self.cell, batch, self.hidden_size, amp or input.dtype, device)
 
     def _dispatch(self, torch_forward, input, hx):
         if isinstance(input, PackedSequence):
@@ -109,34 +124,37 @@ class _KernelPath:
 
     def _kernel_forward(self, input, hx):
         """The stack on the kernels; shapes and returns as torch.nn's forward."""
-        from .ops.recurrence import layer_launch, run_layer
-
+        recurrence = _recurrence()
         lstm = self.cell == "lstm"
         amp = _autocast_dtype(input.device.type)
-        cast = (lambda t: t) if amp is None else (lambda t: None if t is None else t.to(amp))  # noqa: E731
         batched = input.dim() == 3
-        x = cast(input if batched else input.unsqueeze(1))
+        x = input if batched else input.unsqueeze(1)
+        if amp is not None:
+            x = x.to(amp)
         if batched and self.batch_first:
             x = x.transpose(0, 1)
         directions = 2 if self.bidirectional else 1
-        h0, c0 = (cast(s) for s in self._initial_state(x, hx, batched, directions))  # None: zeros in the kernel
+        h0, c0 = self._initial_state(x, hx, batched, directions)  # None: zeros in the kernel
+        if amp is not None:
+            h0, c0 = (None if s is None else s.to(amp) for s in (h0, c0))
         # One launch plan for every layer and direction (same batch, width, dtype, device), checked
         # by _refusal already; weights as torch.nn's own forward takes them, from _flat_weights
         # (per layer and direction: w_ih, w_hh, then b_ih, b_hh when there is a bias).
-        launch = layer_launch(self.cell, x.shape[1], self.hidden_size, x.dtype, x.device)
+        launch = recurrence.layer_launch(self.cell, x.shape[1], self.hidden_size, x.dtype, x.device)
         per_layer = 4 if self.bias else 2
+        no_bias = [] if self.bias else [None, None]
         finals_h, finals_c, layer_input = [], [], x
         for k in range(self.num_layers):
             outputs = []
             for d in range(directions):
                 idx = k * directions + d
-                w = [cast(t) for t in self._flat_weights[idx * per_layer:(idx + 1) * per_layer]]
-                if not self.bias:
-                    w += [None, None]
+                w = self._flat_weights[idx * per_layer:(idx + 1) * per_layer] + no_bias
+                if amp is not None:
+                    w = [None if t is None else t.to(amp) for t in w]
                 # The reverse direction is the forward kernel on the time-reversed sequence.
                 inp = layer_input.flip(0) if d else layer_input
-                out, h_n, c_n = run_layer(self.cell, inp, None if h0 is None else h0[idx],
-                                          None if c0 is None else c0[idx], *w, launch)
+                out, h_n, c_n = recurrence.run_layer(self.cell, inp, None if h0 is None else h0[idx],
+                                                     None if c0 is None else c0[idx], *w, launch)
                 outputs.append(out.flip(0) if d else out)
                 finals_h.append(h_n)
                 finals_c.append(c_n)

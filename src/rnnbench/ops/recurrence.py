@@ -77,7 +77,14 @@ def strict_fp32(mode: str):
 
 
 def refusal(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtype, device: torch.device) -> str | None:
-    """None if the kernels take this recurrence, else why not (one line, for the fallback warning)."""
+    """None if the kernels take this recurrence, else why not (one line, for the fallback warning).
+    Cached per shape and setting (the modules ask on every call)."""
+    precision = dot_precision(dtype, _STRICT_FP32.get()) if dtype in SUPPORTED_DTYPES else "ieee"
+    return _cached_refusal(cell, batch_size, hidden_size, dtype, device, precision, _PLAN_OVERRIDE.get())
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_refusal(cell, batch_size, hidden_size, dtype, device, precision, override) -> str | None:
     if cell not in NUM_GATES:
         return f"no kernel for cell {cell!r}"
     if device.type == "cpu" and not INTERPRET:
@@ -89,7 +96,7 @@ def refusal(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtype, de
     if batch_size < 1:
         return "an empty batch"
     try:
-        plan(cell, batch_size, hidden_size, dtype, device, dot_precision(dtype, _STRICT_FP32.get()))
+        _cached_plan(cell, batch_size, hidden_size, dtype, device, precision, "forward", override)
     except ValueError as err:
         return str(err)
     return None
@@ -279,7 +286,10 @@ class RecurrentLayer(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, d_out, d_h_n, d_c_n):
-        with torch.autocast(ctx.saved_tensors[0].device.type, enabled=False):  # grads in the weights' dtype
+        device_type = ctx.saved_tensors[0].device.type
+        if not torch.is_autocast_enabled(device_type):  # entering autocast costs host time per call
+            return RecurrentLayer._backward(ctx, d_out, d_h_n, d_c_n)
+        with torch.autocast(device_type, enabled=False):  # grads in the weights' dtype
             return RecurrentLayer._backward(ctx, d_out, d_h_n, d_c_n)
 
     @staticmethod
@@ -342,8 +352,8 @@ def run_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih, b_hh, launch: _Launch):
     """
     if x.shape[0] < 1:
         raise ValueError("seq_len must be at least 1")
-    tensors = (x, h0, c0, w_ih, w_hh, b_ih, b_hh)
-    save = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+    save = torch.is_grad_enabled() and (x.requires_grad or w_ih.requires_grad or w_hh.requires_grad or any(
+        t is not None and t.requires_grad for t in (h0, c0, b_ih, b_hh)))
     args = (x, _contiguous(h0), _contiguous(c0 if cell == "lstm" else None), w_ih.contiguous(), w_hh.contiguous(),
             _contiguous(b_ih), _contiguous(b_hh), cell, launch, save)
     # Every matmul in the weights' dtype; nothing to record when no gradient is wanted (autograd's
