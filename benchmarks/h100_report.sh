@@ -32,6 +32,10 @@ every_lane=("$dir"/glample-2016.jsonl "$dir"/theano-cudnn-2016.jsonl "$dir"/fast
   echo "## The 3xTF32 backward, glample in TF32, in a run of its own (triton-3xtf32/)"
   echo
   "$rnnbench" report "$dir"/triton-3xtf32/*.jsonl
+  echo
+  echo "## Strict fp32 as 3xTF32, every seed suite with four lanes, in a run of its own (triton-lane-4/)"
+  echo
+  "$rnnbench" report "$dir"/triton-lane-4/seeds.jsonl
 } > "$dir"/REPORT.md
 "$rnnbench" report "${every_lane[@]}" --plot "$dir"/speedup.png > /dev/null
 echo "wrote $dir/REPORT.md and $dir/speedup.png"
