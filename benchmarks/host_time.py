@@ -1,6 +1,6 @@
 """Where an eager call of rnnbench.nn spends its host time, and what two changes buy (one GPU).
 
-    python benchmarks/host_time.py OUT_DIR [--parts launch,barrier]
+    python benchmarks/host_time.py OUT_DIR [--parts launch,barrier,profile]
 
 1. Launch: Triton's JIT launch of the forward kernel against our cached compiled launch
    (``ops/launch.py``), host µs per launch; the whole module per eager call (forward under
@@ -12,6 +12,8 @@
 2. Barrier: the grid barrier's per-step cost (``ops/floor.barrier_floor``), the barrier check,
    and the kernels alone replayed from CUDA graphs (no host time). (At commit e5c2309 this part
    also compared other barrier designs, each in its own process: results/h100/host-time.)
+3. Profile: host µs per eager call of our module and torch.nn's now, and cProfiles of ours
+   (forward and training step), on the small cases where the host decides (``PROFILE_CASES``).
 
 Writes ``OUT_DIR/host_time.json`` (rows) and ``OUT_DIR/host_time.txt`` (the tables, also printed).
 """
@@ -194,6 +196,49 @@ def barrier_part() -> list[dict]:
     return rows
 
 
+PROFILE_CASES = [("lstm", 20, 30, 100, 100, "fp32"), ("gru", 32, 30, 128, 128, "fp32"), ("lstm", 32, 30, 512, 512, "bf16")]
+
+
+def _profile(fn, calls: int) -> str:
+    """The top of a cProfile of ``calls`` calls, by own time (C functions such as torch.mm count
+    as their own rows)."""
+    import torch
+
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(calls):
+        fn()
+    prof.disable()
+    torch.cuda.synchronize()
+    text = io.StringIO()
+    pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(30)
+    return text.getvalue()
+
+
+def profile_part() -> list[dict]:
+    """3. Where an eager call's host time goes now: host µs per call of our module and torch.nn's
+    (forward under no_grad, training step), and cProfiles of ours, for the small seed cases the
+    host decides (PROFILE_CASES, strict fp32 as the engine runs it, and one bf16 case)."""
+    import torch
+
+    rows = []
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    for cell, b, t, i, h, dt in PROFILE_CASES:
+        ref, mine = _modules(cell, i, h, _torch_dtype(dt))
+        x = torch.randn(t, b, i, device="cuda", dtype=_torch_dtype(dt))
+        row = dict(part="profile", case=f"{cell} B{b} T{t} H{h} {dt}")
+        for name, module in (("triton", mine), ("torch_nn", ref)):
+            fwd, train = _steps(module, x)
+            row[f"{name}_forward_host_us"] = host_us(fwd, 300)
+            row[f"{name}_train_host_us"] = host_us(train, 100)
+        fwd, train = _steps(mine, x)
+        row["forward_profile"] = _profile(fwd, 500)
+        row["train_profile"] = _profile(train, 200)
+        rows.append(row)
+        print(json.dumps({k: v for k, v in row.items() if not k.endswith("_profile")}), flush=True)
+    return rows
+
+
 def _table(rows, keys) -> str:
     lines = [" | ".join(keys)]
     for r in rows:
@@ -204,12 +249,13 @@ def _table(rows, keys) -> str:
 def main(argv) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
-    parser.add_argument("--parts", default="launch,barrier", help="launch, barrier or both (comma-separated)")
+    parser.add_argument("--parts", default="launch,barrier", help="launch, barrier, profile (comma-separated)")
     args = parser.parse_args(argv)
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     rows = launch_part() if "launch" in args.parts else []
     rows += barrier_part() if "barrier" in args.parts else []
+    rows += profile_part() if "profile" in args.parts else []
     (out / "host_time.json").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     launch_rows = [r for r in rows if r["part"] == "launch"]
     text = "\n\n".join([
@@ -229,6 +275,12 @@ def main(argv) -> int:
         _table([r for r in rows if r["part"] == "kernels"], ["case", "forward_graph_ms", "train_graph_ms"]),
         "training step profile (cached launch, 200 calls)",
         launch_rows[0].get("train_profile", "") if launch_rows else "",
+        "host µs per eager call now (no synchronisation inside the timed call)",
+        _table([r for r in rows if r["part"] == "profile"], ["case", "triton_forward_host_us",
+                                                             "torch_nn_forward_host_us", "triton_train_host_us",
+                                                             "torch_nn_train_host_us"]),
+        *(f"{r['case']}: {kind} profile\n{r[kind + '_profile']}" for r in rows if r["part"] == "profile"
+          for kind in ("forward", "train")),
     ])
     (out / "host_time.txt").write_text(text + "\n")
     print(text)
