@@ -25,11 +25,11 @@ from .common import INTERPRET
 JIT_ONLY = False
 
 
-def _specialisation(args: tuple) -> tuple:
+def _specialisation(tensors: tuple) -> tuple:
     """What the JIT specialises a call on, for the arguments it can vary in here: each tensor's
     dtype and whether its address is a multiple of 16 (Triton's ``tt.divisibility``); integers
     are never specialised (checked in :meth:`KernelLauncher._check_integers`)."""
-    return tuple([(a.dtype, a.data_ptr() % 16 == 0) if isinstance(a, torch.Tensor) else None for a in args])
+    return tuple([(a.dtype, not a.data_ptr() & 15) for a in tensors])
 
 
 class KernelLauncher:
@@ -45,17 +45,26 @@ class KernelLauncher:
         self.fn = fn
         self._compiled: dict[tuple, tuple] = {}
         self._integers_checked = False
+        self._tensors = 0  # runtime arguments before the first integer (set by the first call)
 
-    def __call__(self, grid, *args, **constexprs) -> None:
+    def __call__(self, grid, *args, stream=None, **constexprs) -> None:
+        """``stream``: the raw CUDA stream Triton would launch on (its driver's current stream),
+        when the caller has it already; None to let Triton ask its driver again."""
         if INTERPRET or JIT_ONLY:
             self.fn[grid](*args, **constexprs)
             return
-        key = (tuple(constexprs.items()), _specialisation(args), args[0].device.index)
+        tensors = self._tensors or next((i for i, a in enumerate(args) if not isinstance(a, torch.Tensor)), len(args))
+        key = (tuple(constexprs.items()), _specialisation(args[:tensors]), args[0].device.index)
         entry = self._compiled.get(key)
         if entry is not None:
             kernel, tail = entry
-            kernel[(*grid, 1, 1)[:3]](*args, *tail)  # the compiled kernel's launcher wants 3 grid sizes
+            launch = kernel[(*grid, 1, 1)[:3]]  # the compiled kernel's launcher wants 3 grid sizes
+            if stream is None:
+                launch(*args, *tail)
+            else:
+                launch(*args, *tail, stream=stream)
             return
+        self._tensors = tensors  # our kernels take their tensors first, then T and B
         self._check_integers(args)
         kernel = self.fn[grid](*args, **constexprs)  # compiles (or loads Triton's cache) and launches
         names = self.fn.arg_names[len(args):]

@@ -165,22 +165,24 @@ def _cached_launch(cell, batch_size, hidden_size, dtype, device, precision, over
 _COUNTERS: dict[tuple, torch.Tensor] = {}
 
 
-def _counters(batch_blocks: int, device: torch.device) -> torch.Tensor:
-    """Barrier counters, zero: arrivals ``[0, NB)`` and exits ``[NB, 2 NB)``, one each per batch
-    block. Every kernel leaves them at zero when it finishes (``common._release_counters``), so on
+def _counters(batch_blocks: int, device: torch.device) -> tuple[torch.Tensor, int | None]:
+    """Barrier counters, zero, and the raw CUDA stream they belong to (None under the
+    interpreter), which the launch reuses. Arrivals ``[0, NB)`` and exits ``[NB, 2 NB)``, one each
+    per batch block. Every kernel leaves them at zero when it finishes (``common._release_counters``), so on
     CUDA one buffer per device and stream serves every launch without a memset; launches on one
     stream run one after another, so two never share a counter at once. Under the interpreter a
     fresh buffer each call (an interpreted kernel stopped at a barrier leaves its counts behind)."""
     if device.type != "cuda":
-        return torch.zeros(2 * batch_blocks, dtype=torch.int32, device=device)
+        return torch.zeros(2 * batch_blocks, dtype=torch.int32, device=device), None
     # The stream Triton launches on, asked of Triton's driver as its launcher does (cheaper than
     # torch.cuda.current_stream(device), which builds a Stream object and resolves the device).
-    key = (device, driver.active.get_current_stream(driver.active.get_current_device()))
+    stream = driver.active.get_current_stream(driver.active.get_current_device())
+    key = (device, stream)
     buf = _COUNTERS.get(key)
     if buf is None or buf.numel() < 2 * batch_blocks:
         buf = torch.zeros(max(2 * batch_blocks, 256), dtype=torch.int32, device=device)
         _COUNTERS[key] = buf
-    return buf
+    return buf, stream
 
 
 def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Launch, save: bool):
@@ -197,7 +199,7 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     dev, dtype = x_proj.device, w_hh.dtype
     plan_ = launch.forward
     grid = plan_.grid(B, H)
-    counters = _counters(grid[1], dev)
+    counters, stream = _counters(grid[1], dev)
     h_buf = torch.empty(T + 1, B, H, device=dev, dtype=dtype)
     h_n = torch.empty(B, H, device=dev, dtype=dtype)
     biases = (b_ih, b_hh) if b_ih is not None else (w_hh, w_hh)  # unused pointers without bias
@@ -212,15 +214,15 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
         unused = h_n
         _LSTM_FORWARD(grid, x_proj, w_hh, *biases, h0, unused if c0 is None else c0, h_buf, h_n, c_n,
                       unused if c_buf is None else c_buf, unused if saved is None else saved, counters,
-                      T, B, HAS_C0=c0 is not None, **flags)
+                      T, B, HAS_C0=c0 is not None, **flags, stream=stream)
     elif cell == "gru":
         saved = torch.empty(T, B, 4 * H, **f32) if save else None
         _GRU_FORWARD(grid, x_proj, w_hh, *biases, h0, h_buf, h_n, h_n if saved is None else saved, counters,
-                     T, B, **flags)
+                     T, B, **flags, stream=stream)
     else:
         saved = torch.empty(T, B, H, **f32) if save else None
         _RNN_FORWARD(grid, x_proj, w_hh, *biases, h0, h_buf, h_n, h_n if saved is None else saved, counters,
-                     T, B, RELU=cell == "rnn_relu", **flags)
+                     T, B, RELU=cell == "rnn_relu", **flags, stream=stream)
     return h_buf, h_n, c_n, saved, c_buf
 
 
@@ -236,7 +238,7 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
     dev, dtype = h_buf.device, w_hh.dtype
     plan_ = launch.backward
     grid = plan_.grid(B, H)
-    counters = _counters(grid[1], dev)
+    counters, stream = _counters(grid[1], dev)
     w_hh_t = w_hh.t().contiguous()  # our units' columns of W_hh as contiguous rows
     d_h0 = torch.empty(B, H, device=dev, dtype=dtype)
     flags = dict(HAS_D_OUT=d_out is not None, HAS_D_H_N=d_h_n is not None, **launch.backward_meta)
@@ -246,15 +248,15 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
         d_gates = torch.empty(T, B, 4 * H, device=dev, dtype=dtype)
         d_c0 = torch.empty_like(d_h0)
         _LSTM_BACKWARD(grid, d_out, d_h_n, d_c0 if d_c_n is None else d_c_n, saved, c_buf, w_hh_t, d_gates,
-                       d_h0, d_c0, counters, T, B, HAS_D_C_N=d_c_n is not None, **flags)
+                       d_h0, d_c0, counters, T, B, HAS_D_C_N=d_c_n is not None, **flags, stream=stream)
         return d_gates, d_gates, d_h0, d_c0
     if cell == "gru":
         d_gates_h = torch.empty(T, B, 3 * H, device=dev, dtype=dtype)
         d_n_x = torch.empty(T, B, H, device=dev, dtype=dtype)
-        _GRU_BACKWARD(grid, d_out, d_h_n, saved, h_buf, w_hh_t, d_gates_h, d_n_x, d_h0, counters, T, B, **flags)
+        _GRU_BACKWARD(grid, d_out, d_h_n, saved, h_buf, w_hh_t, d_gates_h, d_n_x, d_h0, counters, T, B, **flags, stream=stream)
         return torch.cat([d_gates_h[..., : 2 * H], d_n_x], dim=-1), d_gates_h, d_h0, None
     d_pre = torch.empty(T, B, H, device=dev, dtype=dtype)
-    _RNN_BACKWARD(grid, d_out, d_h_n, saved, w_hh_t, d_pre, d_h0, counters, T, B, RELU=cell == "rnn_relu", **flags)
+    _RNN_BACKWARD(grid, d_out, d_h_n, saved, w_hh_t, d_pre, d_h0, counters, T, B, RELU=cell == "rnn_relu", **flags, stream=stream)
     return d_pre, d_pre, d_h0, None
 
 
