@@ -252,9 +252,10 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
         return d_gates, d_gates, d_h0, d_c0
     if cell == "gru":
         d_gates_h = torch.empty(T, B, 3 * H, device=dev, dtype=dtype)
-        d_n_x = torch.empty(T, B, H, device=dev, dtype=dtype)
-        _GRU_BACKWARD(grid, d_out, d_h_n, saved, h_buf, w_hh_t, d_gates_h, d_n_x, d_h0, counters, T, B, **flags, stream=stream)
-        return torch.cat([d_gates_h[..., : 2 * H], d_n_x], dim=-1), d_gates_h, d_h0, None
+        d_gates_x = torch.empty_like(d_gates_h)
+        _GRU_BACKWARD(grid, d_out, d_h_n, saved, h_buf, w_hh_t, d_gates_h, d_gates_x, d_h0, counters, T, B,
+                      **flags, stream=stream)
+        return d_gates_x, d_gates_h, d_h0, None
     d_pre = torch.empty(T, B, H, device=dev, dtype=dtype)
     _RNN_BACKWARD(grid, d_out, d_h_n, saved, w_hh_t, d_pre, d_h0, counters, T, B, RELU=cell == "rnn_relu", **flags, stream=stream)
     return d_pre, d_pre, d_h0, None

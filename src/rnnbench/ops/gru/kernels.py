@@ -104,7 +104,7 @@ def _saved_step(t, d_out_ptr, saved_ptr, h_buf_ptr, hid, sid, mask, plane_h, pla
 
 @triton.jit(do_not_specialize=["T", "B"])
 def gru_backward_kernel(
-    d_out_ptr, d_h_n_ptr, saved_ptr, h_buf_ptr, w_hh_t_ptr, d_gates_h_ptr, d_n_x_ptr, d_h0_ptr,
+    d_out_ptr, d_h_n_ptr, saved_ptr, h_buf_ptr, w_hh_t_ptr, d_gates_h_ptr, d_gates_x_ptr, d_h0_ptr,
     counters_ptr,
     T, B,
     H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr,
@@ -112,9 +112,10 @@ def gru_backward_kernel(
     W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
 ):
     """Reverse-time recurrence. Writes ``d_gates_h [T, B, 3H]``, the gradients of the recurrent
-    pre-activations ``(W_hr h, W_hz h, W_hn h + b_hn)``, ``d_n_x [T, B, H]``, the gradient of
-    the input-side n pre-activation (it differs from the recurrent one by the factor r), both in
-    the weights' dtype, and ``d_h0``. ``w_hh_t`` is ``W_hh^T`` (``[H, 3H]``, contiguous)."""
+    pre-activations ``(W_hr h, W_hz h, W_hn h + b_hn)``, and ``d_gates_x [T, B, 3H]``, those of
+    the input-side ones ``(W_ir x, W_iz x, W_in x)``: the same r and z, but n without the factor r.
+    Both in the weights' dtype, written here so that no copy joins them afterwards; and ``d_h0``.
+    ``w_hh_t`` is ``W_hh^T`` (``[H, 3H]``, contiguous)."""
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     gid = rows[None, :] * (3 * H) + units[:, None]
     sid = rows[None, :] * (4 * H) + units[:, None]
@@ -140,10 +141,14 @@ def gru_backward_kernel(
         d_r = d_n * hn * r * (1.0 - r)
         direct = d_h * z  # h_{t-1} also reaches h_t directly through the z gate
         dg_t = d_gates_h_ptr + t * plane_g
-        tl.store(dg_t + gid + 0 * H, d_r.to(out_ty), mask=mask)
-        tl.store(dg_t + gid + 1 * H, d_z.to(out_ty), mask=mask)
+        dx_t = d_gates_x_ptr + t * plane_g
+        d_r, d_z = d_r.to(out_ty), d_z.to(out_ty)
+        tl.store(dg_t + gid + 0 * H, d_r, mask=mask)
+        tl.store(dg_t + gid + 1 * H, d_z, mask=mask)
         tl.store(dg_t + gid + 2 * H, (d_n * r).to(out_ty), mask=mask)
-        tl.store(d_n_x_ptr + t * plane_h + hid, d_n.to(out_ty), mask=mask)
+        tl.store(dx_t + gid + 0 * H, d_r, mask=mask)
+        tl.store(dx_t + gid + 1 * H, d_z, mask=mask)
+        tl.store(dx_t + gid + 2 * H, d_n.to(out_ty), mask=mask)
         if s + 1 < T:
             d_out, r, z, n, hn, h_prev = _saved_step(t - 1, d_out_ptr, saved_ptr, h_buf_ptr, hid, sid, mask,
                                                      plane_h, plane_s, H, HAS_D_OUT)
