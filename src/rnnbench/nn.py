@@ -12,6 +12,9 @@ the same names (a ``torch.nn.LSTM`` state_dict loads unchanged, and back), same
 - ``"torch"``: torch.nn's own forward (cuDNN on CUDA).
 
 Under ``torch.autocast`` the kernels run in autocast's dtype, as torch.nn's layers do there.
+Float32 follows torch's TF32 switch (``torch.backends.cuda.matmul.allow_tf32``): TF32 products where
+it is on; otherwise fp32-accurate 3xTF32 products on tensor cores (docs/kernels.md; within
+``rnnbench.ops.recurrence.strict_fp32("ieee")``, IEEE products on the FMA units).
 ``PackedSequence`` input raises ``TypeError`` (variable-length batches are not supported yet).
 Dropout between layers is applied in training mode as torch.nn does (a different random mask).
 """
