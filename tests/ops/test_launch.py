@@ -31,6 +31,17 @@ def test_refuses_a_kernel_specialised_on_an_integer():
     KernelLauncher(_not_specialised)._check_integers((torch.zeros(1), 5))
 
 
+@triton.jit(do_not_specialize=["n"])
+def _tensor_after_integer(x_ptr, n, y_ptr):
+    pass
+
+
+def test_refuses_a_tensor_after_an_integer():
+    """The launch key reads only the leading tensors, so a later one could be left out of it."""
+    with pytest.raises(TypeError, match="'y_ptr' comes after an integer"):
+        KernelLauncher(_tensor_after_integer)._check_integers((torch.zeros(1), 5, torch.zeros(1)))
+
+
 def test_every_recurrence_kernel_takes_the_cached_launch():
     launchers = [v for v in vars(recurrence).values() if isinstance(v, KernelLauncher)]
     assert len(launchers) == 2 * len({"lstm", "gru", "rnn"})  # a forward and a backward per cell family

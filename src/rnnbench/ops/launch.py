@@ -10,8 +10,9 @@ constexpr values, each tensor's dtype and alignment, the device. The measured sa
 docs/kernels.md ("Host time per call").
 
 It is only valid for kernels whose integer arguments are never specialised (``do_not_specialize``:
-the JIT would compile other variants for values 1 or multiples of 16); the launcher checks that
-once per kernel and raises otherwise. Under ``TRITON_INTERPRET=1`` there is no compiled kernel and
+the JIT would compile other variants for values 1 or multiples of 16) and that take their tensors
+before their integers (the key reads the leading tensors); the launcher checks both once per
+kernel and raises otherwise. Under ``TRITON_INTERPRET=1`` there is no compiled kernel and
 every call is the JIT's.
 """
 
@@ -74,6 +75,11 @@ class KernelLauncher:
         if self._integers_checked:
             return
         unspecialised = _unspecialised(self.fn)
+        first_integer = next((i for i, a in enumerate(args) if not isinstance(a, torch.Tensor)), len(args))
+        late = [n for n, a in zip(self.fn.arg_names[first_integer:], args[first_integer:]) if isinstance(a, torch.Tensor)]
+        if late:
+            raise TypeError(f"{self.fn.__name__}: tensor {late[0]!r} comes after an integer; a KernelLauncher "
+                            "keys a launch on the leading tensors only")
         for name, value in zip(self.fn.arg_names, args):
             if not isinstance(value, torch.Tensor) and name not in unspecialised:
                 raise TypeError(f"{self.fn.__name__}: parameter {name!r} is specialised on its value; "
