@@ -36,6 +36,10 @@ every_lane=("$dir"/glample-2016.jsonl "$dir"/theano-cudnn-2016.jsonl "$dir"/fast
   echo "## Strict fp32 as 3xTF32, every seed suite with four lanes, in a run of its own (triton-lane-4/)"
   echo
   "$rnnbench" report "$dir"/triton-lane-4/seeds.jsonl
+  echo
+  echo "## The issue's cases after less Python per call, in a run of their own (triton-lane-4/)"
+  echo
+  "$rnnbench" report "$dir"/triton-lane-4/glample-3dtypes.jsonl "$dir"/triton-lane-4/theano-depth1.jsonl
 } > "$dir"/REPORT.md
 "$rnnbench" report "${every_lane[@]}" --plot "$dir"/speedup.png > /dev/null
 echo "wrote $dir/REPORT.md and $dir/speedup.png"
