@@ -50,7 +50,7 @@ def test_counters_are_left_at_zero_and_reused(monkeypatch):
     def shared(batch_blocks, device):
         launches.append(batch_blocks)
         assert not buf.any(), "a launch found its counters dirty"
-        return buf
+        return buf, None  # no CUDA stream under the interpreter
 
     monkeypatch.setattr(recurrence, "_counters", shared)
     with plan_override(block_h=16, block_b=16):
