@@ -147,16 +147,7 @@ def launch_part() -> list[dict]:
         row["torch_empty_host_us"] = host_us(empty)
         row["torch_mm_host_us"] = host_us(mm)
         if not rows:
-            _, train = _steps(mine, x)
-            prof = cProfile.Profile()
-            prof.enable()
-            for _ in range(200):
-                train()
-            prof.disable()
-            torch.cuda.synchronize()
-            text = io.StringIO()
-            pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(25)
-            row["train_profile"] = text.getvalue()
+            row["train_profile"] = _profile(_steps(mine, x)[1], 200, 25)
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "train_profile"}), flush=True)
     return rows
@@ -199,7 +190,7 @@ def barrier_part() -> list[dict]:
 PROFILE_CASES = [("lstm", 20, 30, 100, 100, "fp32"), ("gru", 32, 30, 128, 128, "fp32"), ("lstm", 32, 30, 512, 512, "bf16")]
 
 
-def _profile(fn, calls: int) -> str:
+def _profile(fn, calls: int, top: int = 30) -> str:
     """The top of a cProfile of ``calls`` calls, by own time (C functions such as torch.mm count
     as their own rows)."""
     import torch
@@ -211,7 +202,7 @@ def _profile(fn, calls: int) -> str:
     prof.disable()
     torch.cuda.synchronize()
     text = io.StringIO()
-    pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(30)
+    pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(top)
     return text.getvalue()
 
 
@@ -251,6 +242,9 @@ def main(argv) -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("--parts", default="launch,barrier", help="launch, barrier, profile (comma-separated)")
     args = parser.parse_args(argv)
+    unknown = set(args.parts.split(",")) - {"launch", "barrier", "profile"}
+    if unknown:
+        parser.error(f"unknown part {sorted(unknown)[0]!r}; choose from launch, barrier, profile")
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     rows = launch_part() if "launch" in args.parts else []

@@ -14,7 +14,8 @@ For each strict-fp32 case of the seed suites (TF32 off, as rnnbench's ``fp32`` d
   ``rnnbench.timing.measure`` (synchronised, warmed up, median), the two modes in the order
   A B B A and averaged, so that drift favours neither.
 
-Writes ``OUT_DIR/strict_fp32.jsonl`` (one row per case, as it is measured) and prints a table.
+Writes ``OUT_DIR/strict_fp32.jsonl`` (the environment record, then one row per case, as it is
+measured) and prints a table.
 """
 
 from __future__ import annotations
@@ -97,7 +98,9 @@ def _inputs(cell, b, t, i, h, layers, device, dtype):
 
 
 def _max_rel_error(values, reference) -> float:
-    return max(((v.double().cpu() - r).norm() / r.norm().clamp_min(1e-30)).item() for v, r in zip(values, reference))
+    from rnnbench.verify import relative_error
+
+    return max(relative_error(v.cpu(), r) for v, r in zip(values, reference))
 
 
 def measure_case(cell, b, t, i, h, layers, budget_s, device="cuda") -> dict:
@@ -154,12 +157,16 @@ def main() -> int:
     parser.add_argument("out_dir", type=Path)
     parser.add_argument("--budget", type=float, default=240.0, help="seconds for the whole run")
     parser.add_argument("--case-budget", type=float, default=0.2, help="seconds per timed measurement")
-    parser.add_argument("--device", default="cuda", help="cpu only checks this script (TRITON_INTERPRET=1)")
+    parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
+                        help="cpu only checks this script (TRITON_INTERPRET=1)")
     parser.add_argument("--cases", type=int, default=len(CASES), help="the first N cases")
     args = parser.parse_args()
     args.out_dir.mkdir(parents=True, exist_ok=True)
+    from rnnbench.env import environment
+
     rows, start = [], time.monotonic()
     with open(args.out_dir / "strict_fp32.jsonl", "a") as out:
+        out.write(json.dumps({"record": "env", **environment()}) + "\n")  # the machine the rows ran on
         for case in CASES[: args.cases]:
             if time.monotonic() - start > args.budget:
                 print(f"budget spent: skipped {case}", flush=True)

@@ -458,7 +458,10 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     return plan
 
 
-def dot_precision(dtype: torch.dtype, strict_fp32: str = "tf32x3") -> str:
+STRICT_FP32_DEFAULT = "tf32x3"  # the products of float32 with TF32 off (see dot_precision)
+
+
+def dot_precision(dtype: torch.dtype, strict_fp32: str = STRICT_FP32_DEFAULT) -> str:
     """tl.dot input precision for ``dtype``: ``tf32`` where torch allows TF32 matmuls (the setting
     rnnbench's ``tf32`` dtype turns on), else ``strict_fp32`` for float32 on CUDA, ``ieee`` under
     the interpreter (it multiplies in fp32 whatever it is asked); ignored for half types.

@@ -33,6 +33,11 @@ def _specialisation(tensors: tuple) -> tuple:
     return tuple([(a.dtype, not a.data_ptr() & 15) for a in tensors])
 
 
+def _leading_tensors(args: tuple) -> int:
+    """How many arguments come before the first one that is not a tensor."""
+    return next((i for i, a in enumerate(args) if not isinstance(a, torch.Tensor)), len(args))
+
+
 class KernelLauncher:
     """``launcher(grid, *args, **constexprs)`` launches ``fn`` as ``fn[grid](*args, **constexprs)``
     would, with ``args`` the positional runtime arguments (tensors and integers) and ``constexprs``
@@ -54,7 +59,7 @@ class KernelLauncher:
         if INTERPRET or JIT_ONLY:
             self.fn[grid](*args, **constexprs)
             return
-        tensors = self._tensors or next((i for i, a in enumerate(args) if not isinstance(a, torch.Tensor)), len(args))
+        tensors = self._tensors or _leading_tensors(args)
         key = (tuple(constexprs.items()), _specialisation(args[:tensors]), args[0].device.index)
         entry = self._compiled.get(key)
         if entry is not None:
@@ -75,8 +80,9 @@ class KernelLauncher:
         if self._integers_checked:
             return
         unspecialised = _unspecialised(self.fn)
-        first_integer = next((i for i, a in enumerate(args) if not isinstance(a, torch.Tensor)), len(args))
-        late = [n for n, a in zip(self.fn.arg_names[first_integer:], args[first_integer:]) if isinstance(a, torch.Tensor)]
+        first_integer = _leading_tensors(args)
+        late = [n for n, a in zip(self.fn.arg_names[first_integer:], args[first_integer:])
+                if isinstance(a, torch.Tensor)]
         if late:
             raise TypeError(f"{self.fn.__name__}: tensor {late[0]!r} comes after an integer; a KernelLauncher "
                             "keys a launch on the leading tensors only")

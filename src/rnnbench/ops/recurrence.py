@@ -29,8 +29,8 @@ from dataclasses import dataclass
 import torch
 from triton.runtime import driver
 
-from .common import (INTERPRET, SUPPORTED_DTYPES, Plan, backward_precision, choose_plan, dot_precision, k_chunks,
-                     k_padded, upcast_dot)
+from .common import (INTERPRET, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, choose_plan,
+                     dot_precision, k_chunks, k_padded, upcast_dot)
 from .gru.kernels import gru_backward_kernel, gru_forward_kernel
 from .launch import KernelLauncher
 from .lstm.kernels import lstm_backward_kernel, lstm_forward_kernel
@@ -43,7 +43,7 @@ _RNN_FORWARD, _RNN_BACKWARD = KernelLauncher(rnn_forward_kernel), KernelLauncher
 NUM_GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 _PLAN_OVERRIDE: contextvars.ContextVar[tuple] = contextvars.ContextVar("rnnbench_plan_override", default=())
 STRICT_FP32_MODES = ("tf32x3", "ieee")
-_STRICT_FP32: contextvars.ContextVar[str] = contextvars.ContextVar("rnnbench_strict_fp32", default="tf32x3")
+_STRICT_FP32: contextvars.ContextVar[str] = contextvars.ContextVar("rnnbench_strict_fp32", default=STRICT_FP32_DEFAULT)
 
 
 @contextlib.contextmanager
@@ -257,7 +257,8 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
                       **flags, stream=stream)
         return d_gates_x, d_gates_h, d_h0, None
     d_pre = torch.empty(T, B, H, device=dev, dtype=dtype)
-    _RNN_BACKWARD(grid, d_out, d_h_n, saved, w_hh_t, d_pre, d_h0, counters, T, B, RELU=cell == "rnn_relu", **flags, stream=stream)
+    _RNN_BACKWARD(grid, d_out, d_h_n, saved, w_hh_t, d_pre, d_h0, counters, T, B, RELU=cell == "rnn_relu", **flags,
+                  stream=stream)
     return d_pre, d_pre, d_h0, None
 
 
