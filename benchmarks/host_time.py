@@ -104,6 +104,7 @@ def launch_part() -> list[dict]:
     from triton.testing import do_bench
 
     from rnnbench.ops import launch, recurrence
+    from rnnbench.ops.common import dot_precision
 
     rows = []
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -116,7 +117,7 @@ def launch_part() -> list[dict]:
         g = recurrence.NUM_GATES[cell]
         x_proj = torch.randn(t, b, g * h, device="cuda", dtype=dtype)
         w = mine.weight_hh_l0.detach()
-        lch = recurrence._cached_launch(cell, b, h, dtype, x.device, "ieee", ())
+        lch = recurrence._cached_launch(cell, b, h, dtype, x.device, dot_precision(dtype), ())  # the module's
         kernel_call = lambda: recurrence.recurrence_forward(cell, x_proj, w, None, None, None, None, lch, False)  # noqa
         # A B B A: each launch mode measured twice, in both orders, and averaged, so that a drift
         # over the run (clocks, the allocator's pools, the host's load) favours neither.

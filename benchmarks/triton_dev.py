@@ -295,13 +295,15 @@ def task_timing(cell, b, t, i, h, dtype, warm_only=False) -> list[dict]:
     from rnnbench.ops.common import gates_padded
     from rnnbench.ops.floor import barrier_floor, dot_floor
     from rnnbench.ops.recurrence import NUM_GATES, plan, plan_override
+    from rnnbench.ops.common import dot_precision
     from rnnbench.precision import matmul_mode
     from rnnbench.verify import relative_error
 
     key = f"{cell}-B{b}-T{t}-I{i}-H{h}-{dtype}"
     torch_dtype = _torch_dtype(dtype)
     dev = torch.device(DEVICE)
-    precision = "tf32" if dtype == "tf32" else "ieee"
+    with matmul_mode(dtype):  # the products the modules get for this dtype (fp32: 3xTF32)
+        precision = dot_precision(torch_dtype)
     row = {"kind": "warm" if warm_only else "timing", "case": key, "cell": cell, "batch_size": b, "seq_len": t,
            "input_size": i, "hidden_size": h, "dtype": dtype}
 
