@@ -2,17 +2,20 @@
 
     python benchmarks/strict_fp32.py OUT_DIR [--budget SECONDS]
 
-For each strict-fp32 case of the seed suites (TF32 off, as rnnbench's ``fp32`` dtype runs), one
-``rnnbench.nn`` module runs under ``ops.recurrence.strict_fp32("ieee")`` and under
-``strict_fp32("tf32x3")``, beside ``torch.nn`` (cuDNN) on the same weights and inputs:
+For each strict-fp32 case of the seed suites (TF32 off, as rnnbench's ``fp32`` dtype runs), the
+engine's ``triton`` lane runs under ``ops.recurrence.strict_fp32("ieee")`` and under
+``strict_fp32("tf32x3")``, beside ``torch-nn`` (cuDNN) on the same weights and inputs:
 
-- accuracy: ‖ours − ref‖ / ‖ref‖ against ``torch.nn`` in float64 on the CPU, for the output, the
-  final states and every gradient of the engine's training step (the largest is reported), for
-  both modes and for cuDNN;
-- time: the forward (no grad) and the training step (forward, MSE over every step and the final
-  states, ``torch.autograd.grad`` to the input, the initial states and every weight), timed with
-  ``rnnbench.timing.measure`` (synchronised, warmed up, median), the two modes in the order
-  A B B A and averaged, so that drift favours neither.
+- accuracy: the largest relative error over everything the engine's training step returns (output,
+  final states, every gradient) against its float64 reference (``verify.compare``), for both modes
+  and for cuDNN;
+- time: the engine's forward and training steps, timed as the engine times them
+  (``Step.measure``), the two modes in the order A B B A and averaged, so that drift favours
+  neither.
+
+(The run in ``benchmarks/results/h100/triton-lane-4/strict_fp32.jsonl`` was made by this script's
+first version, which built its own modules, step and reference; same measures, MSE over every step
+for every case.)
 
 Writes ``OUT_DIR/strict_fp32.jsonl`` (the environment record, then one row per case, as it is
 measured) and prints a table.
@@ -39,100 +42,46 @@ CASES = [
 ]
 
 
-def _modules(cell, input_size, hidden_size, num_layers):
-    import torch
-
-    from rnnbench import nn as ours
-
-    torch.manual_seed(0)
-    if cell == "lstm":
-        pair = torch.nn.LSTM(input_size, hidden_size, num_layers), ours.LSTM(input_size, hidden_size, num_layers,
-                                                                              backend="triton")
-    elif cell == "gru":
-        pair = torch.nn.GRU(input_size, hidden_size, num_layers), ours.GRU(input_size, hidden_size, num_layers,
-                                                                            backend="triton")
-    else:
-        kind = cell.removeprefix("rnn_")
-        pair = (torch.nn.RNN(input_size, hidden_size, num_layers, nonlinearity=kind),
-                ours.RNN(input_size, hidden_size, num_layers, nonlinearity=kind, backend="triton"))
-    pair[1].load_state_dict(pair[0].state_dict())
-    return pair
-
-
-def _step(module, x, h0, c0, target):
-    """(forward, train) callables of the engine's two modes on ``module``."""
-    import torch
-
-    lstm = c0 is not None
-    leaves = [x, h0, c0] if lstm else [x, h0]
-    params = list(module.parameters())
-
-    def run():
-        out, hn = module(x, (h0, c0) if lstm else h0)
-        return out, (hn if lstm else (hn,))
-
-    def forward():
-        with torch.no_grad():
-            return run()
-
-    def train():
-        out, finals = run()
-        loss = ((out - target) ** 2).mean() + sum((f ** 2).mean() for f in finals)
-        return (out, *finals, *torch.autograd.grad(loss, [*leaves, *params]))
-
-    return forward, train
-
-
-def _inputs(cell, b, t, i, h, layers, device, dtype):
-    import torch
-
-    gen = torch.Generator().manual_seed(1)
-    make = lambda *shape: torch.randn(*shape, generator=gen).to(device=device, dtype=dtype)  # noqa: E731
-    x, h0 = make(t, b, i), make(layers, b, h)
-    c0 = make(layers, b, h) if cell == "lstm" else None
-    target = make(t, b, h)
-    for v in (x, h0, c0):
-        if v is not None:
-            v.requires_grad_(True)
-    return x, h0, c0, target
-
-
-def _max_rel_error(values, reference) -> float:
-    from rnnbench.verify import relative_error
-
-    return max(relative_error(v.cpu(), r) for v, r in zip(values, reference))
-
-
 def measure_case(cell, b, t, i, h, layers, budget_s, device="cuda") -> dict:
-    import torch
-
+    """One case through the engine's own pieces: its inputs and canonical weights, the lanes'
+    steps (``workload.lane_step``), the float64 reference and ``verify.compare``, and
+    ``Step.measure``; ``triton`` under each strict-fp32 mode, ``torch-nn`` beside it."""
+    from rnnbench.cases import Case
+    from rnnbench.lanes import LANES
     from rnnbench.ops.recurrence import strict_fp32
     from rnnbench.precision import matmul_mode
-    from rnnbench.timing import measure
+    from rnnbench.verify import compare
+    from rnnbench.workload import lane_step, make_inputs, reference_step
 
     row = dict(cell=cell, batch_size=b, seq_len=t, input_size=i, hidden_size=h, num_layers=layers)
-    cudnn, triton_module = (m.to(device) for m in _modules(cell, i, h, layers))
-    reference = _modules(cell, i, h, layers)[0].double()
-    ref_inputs = _inputs(cell, b, t, i, h, layers, "cpu", torch.float64)
-    reference_out = _step(reference, *ref_inputs)[1]()
-    inputs = _inputs(cell, b, t, i, h, layers, device, torch.float32)
+    train = Case(cell=cell, batch_size=b, seq_len=t, input_size=i, hidden_size=h, num_layers=layers,
+                 dtype="fp32", mode="train", device=device)
+    cases = {"train": train, "forward": Case(**{**vars(train), "mode": "forward"})}
+    inputs = make_inputs(train)
+    reference = reference_step(train, inputs)
+    modes = {"torch-nn": None, "ieee": "ieee", "tf32x3": "tf32x3"}  # row key -> strict_fp32 mode
     with matmul_mode("fp32"):
-        steps = {"torch-nn": _step(cudnn, *inputs)}
-        row["error_torch-nn"] = _max_rel_error(steps["torch-nn"][1](), reference_out)
-        for mode in ("ieee", "tf32x3"):
-            with strict_fp32(mode):
-                fwd, train = _step(triton_module, *inputs)
-                row[f"error_{mode}"] = _max_rel_error(train(), reference_out)
-            steps[mode] = (fwd, train)
-        for which, index in (("forward", 0), ("train", 1)):
-            row[f"{which}_ms_torch-nn"] = measure(steps["torch-nn"][index], device, budget_s=budget_s).median_ms
+        steps = {}
+        for key, mode in modes.items():
+            with strict_fp32(mode or "tf32x3"):
+                lane = LANES["torch-nn" if mode is None else "triton"]
+                steps[key] = {which: lane_step(lane, case, inputs) for which, case in cases.items()}
+                outputs, _ = steps[key]["train"].first_call()
+                row[f"error_{key}"] = compare(outputs, reference, 1.0).max_rel_error
+        for which in cases:
+            row[f"{which}_ms_torch-nn"] = _median_ms(steps["torch-nn"][which], budget_s)
             times = {"ieee": [], "tf32x3": []}
-            for mode in ("ieee", "tf32x3", "tf32x3", "ieee"):
+            for mode in ("ieee", "tf32x3", "tf32x3", "ieee"):  # A B B A: drift favours neither
                 with strict_fp32(mode):
-                    times[mode].append(measure(steps[mode][index], device, budget_s=budget_s).median_ms)
+                    times[mode].append(_median_ms(steps[mode][which], budget_s))
             for mode, ms in times.items():
                 row[f"{which}_ms_{mode}"] = sum(ms) / len(ms)
     return row
+
+
+def _median_ms(step, budget_s: float) -> float:
+    _, first_ms = step.first_call()
+    return step.measure(budget_s, first_ms).median_ms
 
 
 def _table(rows: list[dict]) -> str:
