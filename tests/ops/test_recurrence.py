@@ -3,9 +3,11 @@ block) against the readable float64 layer (``ops/<cell>/naive.py`` -> rnnbench.r
 
 Every check covers the output, the final states and every gradient (input, h0, c0, both weight
 matrices, both biases); the loss weights h_n and c_n too, so their backward paths are exercised.
-Plans: weights resident on chip (the default here: pieces of 64 columns), resident in pieces of 16
-columns (3 or 7 pieces), weights re-read in K chunks of 16 (several chunks at these widths), and the batch split into blocks of 16 rows with their own barriers; no
-initial states, and losses that leave the output or the final states without a gradient.
+Plans: h on chip (the default here: the program's h and gate gradients are the next step's matmul
+operands, no barrier), h exchanged through memory with a barrier per step (weights resident in one
+piece, in pieces of 16 columns (3 or 7 pieces), or re-read in K chunks of 16), and the batch split
+into blocks of 16 rows; no initial states, and losses that leave the output or the final states
+without a gradient.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ CELLS = ("lstm", "gru", "rnn_tanh", "rnn_relu")
 GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 # (batch, seq, input, hidden): batch 1 and 3, seq 1 and 7, hidden 37 and 100, input != hidden
 SHAPES = [(1, 1, 3, 37), (3, 7, 5, 37), (1, 7, 100, 100)]
-PLANS = {"resident": {}, "resident_pieces": {"block_k": 16}, "streamed": {"w_resident": False, "block_k": 16}}
+PLANS = {"on_chip": {}, "exchange": {"h_on_chip": False}, "resident_pieces": {"block_k": 16},
+         "streamed": {"w_resident": False, "block_k": 16}}
 FP32_TOLERANCE = tolerance("lstm", "fp32")
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -192,7 +195,15 @@ def test_plan_validation():
     with pytest.raises(ValueError, match="power of 2"):
         choose_plan(3, 100, 4, torch.float32, cpu, block_b=24)
     plan = choose_plan(3, 100, 4, torch.float32, cpu)
-    assert plan.grid(3, 100) == (1, 1) and plan.block_h == 128 and plan.block_b == 16
+    assert plan.grid(3, 100) == (1, 1) and plan.block_h == 128 and plan.block_b == 16 and plan.h_on_chip
+    # A tile or weight path asked for means the exchange through memory, unless on chip is asked too.
+    assert not choose_plan(3, 100, 4, torch.float32, cpu, block_k=16).h_on_chip
+    assert not choose_plan(3, 100, 4, torch.float32, cpu, h_on_chip=False).h_on_chip
+    assert choose_plan(3, 100, 4, torch.float32, cpu, h_on_chip=False).block_h == 128
+    with pytest.raises(ValueError, match="h_on_chip needs"):
+        choose_plan(3, 100, 4, torch.float32, cpu, h_on_chip=True, block_k=16)
+    with pytest.raises(ValueError, match="h_on_chip needs"):
+        choose_plan(3, 100, 4, torch.float32, cpu, h_on_chip=True, w_resident=False)
     cuda = torch.device("cuda")  # planned for an H100 without touching a GPU
     plan = choose_plan(128, 1024, 4, torch.bfloat16, cuda, multiprocessors=132)
     nh, nb = plan.grid(128, 1024)
@@ -245,6 +256,23 @@ def test_default_plans_for_the_h100():
     # The RNN's single gate needs 64 units for a 64-row tile; then its backward is resident too.
     assert plan(32, 512, 1, torch.float16).block_h == 64
     assert plan(32, 512, 1, torch.float16, direction="backward").w_resident
+    # Up to hidden 128, one program per 16 batch rows holds every unit (h on chip, no barrier) where
+    # its tile fits in shared memory: bf16 LSTM and GRU at 8 warps (4 spilled), the RNN in every
+    # tensor-core precision (3xTF32 at 8 warps), both directions.
+    for gates, dtype, precision, warps in ((4, torch.bfloat16, "ieee", 8), (3, torch.float16, "ieee", 8),
+                                           (1, torch.float32, "tf32", 4), (1, torch.float32, "tf32x3", 8)):
+        for direction in ("forward", "backward"):
+            p = plan(128, 100, gates, dtype, precision, direction)
+            assert p.h_on_chip and (p.block_h, p.block_k, p.block_b, p.grid(128, 100)) == (128, 128, 16, (1, 8))
+            assert p.num_warps == (8 if direction == "backward" and precision == "tf32" else warps)
+    assert plan(20, 37, 1, torch.bfloat16).block_h == 64 and plan(20, 37, 1, torch.bfloat16).h_on_chip
+    # Not on chip: past 128 units; fp32 LSTM tiles (4 x 128 x 128 x 4 bytes: 256 KB); the LSTM's
+    # 3xTF32 (TF32's backward, strict fp32); strict fp32 on FMA units.
+    assert not plan(32, 256, 1, torch.bfloat16).h_on_chip
+    assert not plan(32, 128, 4, torch.float32, "tf32").h_on_chip
+    assert plan(32, 64, 4, torch.float32, "tf32").h_on_chip
+    assert not plan(32, 64, 4, torch.float32, "tf32", "backward").h_on_chip
+    assert not plan(20, 100, 1, torch.float32, "ieee").h_on_chip
 
 
 def test_refusals_are_one_line():

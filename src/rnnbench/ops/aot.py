@@ -54,11 +54,13 @@ BENCHMARK_SHAPES = [
     ("rnn", torch.bfloat16, 32, 512, "ieee"),
 ]
 # Every kernel once, and each path: resident wgmma forward with a streamed mma.sync backward (LSTM
-# bf16), strict fp32 streamed on FMA units both ways (GRU), resident wgmma both ways (RNN, fp16),
-# strict fp32 as 3xTF32 streamed both ways (LSTM) and resident forward (RNN).
+# bf16 at 768), strict fp32 streamed on FMA units both ways (GRU), strict fp32 as 3xTF32 streamed
+# both ways (LSTM at 500) and resident forward (LSTM at 100); h on chip both ways (RNN fp16 at 4
+# warps, RNN 3xTF32 and LSTM bf16 at 8).
 QUICK_SHAPES = [("lstm", torch.bfloat16, 16, 768, "ieee"), ("gru", torch.float32, 20, 100, "ieee"),
                 ("rnn", torch.float16, 3, 37, "ieee"), ("lstm", torch.float32, 20, 500, "tf32x3"),
-                ("rnn", torch.float32, 20, 100, "tf32x3")]
+                ("lstm", torch.float32, 20, 100, "tf32x3"), ("rnn", torch.float32, 20, 100, "tf32x3"),
+                ("lstm", torch.bfloat16, 20, 100, "ieee")]
 
 
 def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: int, plan: Plan,
@@ -71,7 +73,7 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
     kp = k_padded(hidden_size)
     block_k, chunks = k_chunks(hidden_size, plan.block_k)
     constexprs = dict(H=hidden_size, BLOCK_B=plan.block_b, BLOCK_H=plan.block_h, BLOCK_K=block_k,
-                      K_PAD=kp, CHUNKS=chunks, W_RESIDENT=plan.w_resident, PRECISION=precision,
+                      K_PAD=kp, CHUNKS=chunks, W_RESIDENT=plan.w_resident, ON_CHIP=plan.h_on_chip, PRECISION=precision,
                       UPCAST=False, SAVE=save, RELU=False, HAS_BIAS=True, HAS_H0=True, HAS_C0=True, HAS_D_OUT=True,
                       HAS_D_H_N=True, HAS_D_C_N=True)
     constexprs = {k: v for k, v in constexprs.items() if k in names}
@@ -137,7 +139,8 @@ def main(argv: list[str]) -> int:
                                direction=direction)
             label = (f"{cell}-{direction}-{str(dtype).removeprefix('torch.')}-B{batch}-H{hidden}-{precision} "
                      f"bb={plan.block_b} bh={plan.block_h} res={int(plan.w_resident)} bk={plan.block_k} "
-                     f"w={plan.num_warps} st={plan.num_stages} progs={math.prod(plan.grid(batch, hidden))}")
+                     f"w={plan.num_warps} st={plan.num_stages} chip={int(plan.h_on_chip)} "
+                     f"progs={math.prod(plan.grid(batch, hidden))}")
             try:
                 compiled = compile_kernel(cell, direction, dtype, hidden, plan,
                                           backward_precision(precision) if direction == "backward" else precision)

@@ -56,6 +56,11 @@ RESIDENT_PIECE_BYTES = 8 * 1024
 # operand lands in registers (two fp32 copies of it), which held 64 x 128 without spills and
 # spilled 2.4 KB per thread at 64 x 512 (sm_90, Triton 3.6, ops/aot.py).
 X3_RESIDENT_K = 128
+# On-chip plans (Plan.h_on_chip) up to this padded hidden size: one program per batch block runs
+# every unit, so its step's matmul grows with the square of the width.
+ON_CHIP_MAX_K = 128
+# Plan overrides that pick a tile or weight path: given without h_on_chip, they mean the exchange plan.
+_EXCHANGE_FIELDS = frozenset({"block_h", "block_k", "w_resident"})
 
 
 @triton.jit
@@ -218,6 +223,44 @@ def _columns_matmul(w, w_t_ptr, units, unit_mask, g_ptr, rows, row_mask, acc,
 
 
 @triton.jit
+def _gate_columns(w_t_ptr, units, unit_mask, H: tl.constexpr, GATES: tl.constexpr, K_PAD: tl.constexpr):
+    """The on-chip backward's resident weights: one ``[BLOCK_H, K_PAD]`` tile per real gate,
+    ``W_hh[g * H + k, units]`` (see :func:`_load_weight_columns`), as a tuple."""
+    tiles = ()
+    for g in tl.static_range(GATES):
+        tiles = tiles + (_load_weight_columns(w_t_ptr, units, unit_mask, g * K_PAD, H, GATES, K_PAD, K_PAD),)
+    return tiles
+
+
+@triton.jit
+def _on_chip_columns(w, grads, acc, GATES: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+    """On-chip backward: ``acc + sum_g w[g] @ grads[g]``, ``[K_PAD, BLOCK_B]`` fp32: every gate's
+    gradient of every unit is this program's own (``grads[g]`` ``[K_PAD, BLOCK_B]``, in the
+    weights' dtype), so the next step's ``dh`` needs nothing from memory."""
+    for g in tl.static_range(GATES):
+        acc = _mma(w[g], grads[g], acc, PRECISION, UPCAST)
+    return acc
+
+
+@triton.jit
+def _recurrent_matmul(pieces, h, w_ptr, w_rows, w_valid, h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask, acc,
+                      H: tl.constexpr, K_PAD: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
+                      W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, HAS_H0: tl.constexpr,
+                      PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+    """Forward step ``t``'s ``acc + W_stack @ h_{t-1}^T``. On chip (one program holds every unit
+    of its batch rows, ``BLOCK_H == K_PAD``), ``h`` itself (fp32 ``[K_PAD, BLOCK_B]``, rounded to
+    the weights' dtype as the exchange buffer would hold it) is the operand; otherwise every
+    program's ``h_{t-1}`` is read back from the exchange buffer (:func:`_previous_h`)."""
+    if ON_CHIP:
+        acc = _mma(pieces[0], h.to(pieces[0].dtype), acc, PRECISION, UPCAST)
+    else:
+        h_src, live = _previous_h(h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask, HAS_H0)
+        acc = _stacked_matmul(pieces, w_ptr, w_rows, w_valid, h_src, rows, live, acc, H, K_PAD, BLOCK_K, CHUNKS,
+                              W_RESIDENT, PRECISION, UPCAST)
+    return acc
+
+
+@triton.jit
 def _split_gates(acc, BLOCK_H: tl.constexpr, BLOCK_B: tl.constexpr):
     """The four ``[BLOCK_H, BLOCK_B]`` gate blocks of a stacked ``[4 * BLOCK_H, BLOCK_B]`` tile, in
     order. (Triton splits only a last dimension of size 2: the gate index goes last as two bits.)"""
@@ -317,6 +360,11 @@ class Plan:
         num_stages: chunks in flight when streaming (Triton's software pipeline of the chunk
             loop: a streamed step is a chain of L2 round trips, so deeper is faster until shared
             memory runs out).
+        h_on_chip: one program holds every hidden unit of its batch rows (``block_h`` and
+            ``block_k`` equal to :func:`k_padded`, weights resident in one piece), so the step's
+            matmul operand (h forward, the gate gradients backward) never leaves its registers:
+            no exchange through memory, no grid barrier. For small hidden sizes, where those
+            round trips are most of a step.
     """
 
     block_b: int
@@ -325,6 +373,7 @@ class Plan:
     block_k: int = BLOCK_K
     num_warps: int = 4
     num_stages: int = 3
+    h_on_chip: bool = False
 
     def grid(self, batch_size: int, hidden_size: int) -> tuple[int, int]:
         """(programs over hidden units, programs over batch rows)."""
@@ -352,6 +401,35 @@ def resident_bytes(block_b: int, block_h: int, hidden_size: int, num_gates: int,
 def _device_limits(index: int) -> tuple[int, int]:
     props = torch.cuda.get_device_properties(index)
     return props.multi_processor_count, getattr(props, "shared_memory_per_block_optin", H100_SHARED_MEMORY)
+
+
+def on_chip_bytes(block_b: int, hidden_size: int, num_gates: int, element: int, direction: str) -> int:
+    """Shared memory of an on-chip step (:attr:`Plan.h_on_chip`): forward, the stacked tile
+    ``gates_padded * K_PAD`` rows by ``K_PAD``; backward, one ``K_PAD`` square per real gate; plus
+    the operand staged for the matmul (``K_PAD x block_b`` per gate backward)."""
+    kp = k_padded(hidden_size)
+    if direction == "forward":
+        return (gates_padded(num_gates) * kp + block_b) * kp * element
+    return num_gates * (kp + block_b) * kp * element
+
+
+def on_chip_default(hidden_size: int, num_gates: int, element: int, precision: str, direction: str,
+                    smem: int) -> bool:
+    """Whether the default plan keeps h on chip (CUDA, tensor-core products): up to
+    :data:`ON_CHIP_MAX_K` wide, when the tile fits in shared memory; with 3xTF32 only for the RNN's
+    single gate (the split of a resident 3xTF32 operand is held in registers: at 8 warps the RNN's
+    128 x 128 compiled without spills both ways, the LSTM's four 64 x 64 backward tiles spilled
+    1.3 KB per thread; sm_90, Triton 3.6, ``ops/aot.py``)."""
+    return (k_padded(hidden_size) <= ON_CHIP_MAX_K and (precision != "tf32x3" or num_gates == 1)
+            and on_chip_bytes(MIN_BLOCK, hidden_size, num_gates, element, direction) <= smem - SHARED_MEMORY_MARGIN)
+
+
+def on_chip_warps(hidden_size: int, num_gates: int, precision: str) -> int:
+    """Warps of an on-chip program: 8 where 4 spilled (sm_90, Triton 3.6, ``ops/aot.py``): a
+    stacked tile of 512 rows or more (LSTM and GRU at hidden 128 in bf16: 24-576 bytes per thread at
+    4 warps, none at 8), any 3xTF32 tile (its split in registers), and widths of 256."""
+    kp = k_padded(hidden_size)
+    return 8 if gates_padded(num_gates) * kp >= 512 or precision == "tf32x3" or kp >= 256 else 4
 
 
 def default_block_b(batch_size: int, hidden_programs: int, slots: int, direction: str) -> int:
@@ -407,8 +485,11 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
             or a block size that is not a power of 2 of its minimum.
     """
     element = torch.empty((), dtype=dtype).element_size()
-    gp = gates_padded(num_gates)
+    gp, kp = gates_padded(num_gates), k_padded(hidden_size)
     tensor_cores = dtype != torch.float32 or precision in ("tf32", "tf32x3")
+    # The products this direction runs (TF32's backward is 3xTF32: recurrence._Launch.backward_precision)
+    step_precision = backward_precision(precision) if direction == "backward" else precision
+    exchange_asked = not _EXCHANGE_FIELDS.isdisjoint(override) and "h_on_chip" not in override
     if device.type == "cuda":
         if multiprocessors is None:
             slots, smem = _device_limits(device.index if device.index is not None else torch.cuda.current_device())
@@ -423,7 +504,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         fits = resident_bytes(bb, bh, hidden_size, num_gates, element, direction) <= smem - SHARED_MEMORY_MARGIN
         resident = tensor_cores and fits and (direction == "forward" or bh >= 64)
         # 3xTF32 (strict fp32 both ways; TF32's backward, see recurrence._Launch.backward_precision)
-        x3 = (backward_precision(precision) if direction == "backward" else precision) == "tf32x3"
+        x3 = step_precision == "tf32x3"
         if x3:
             resident = resident and direction == "forward" and k_padded(hidden_size) <= X3_RESIDENT_K
         warps = 8 if bb >= 64 or (resident and direction == "backward") else 4
@@ -436,14 +517,25 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         if resident and direction == "forward":
             block_k = resident_piece(bb, element)
         stages = 4 if tensor_cores else 3
+        on_chip = override.get("h_on_chip", not exchange_asked and tensor_cores and on_chip_default(
+            hidden_size, num_gates, element, step_precision, direction, smem))
+        if on_chip:  # the fewest rows per program: batch blocks run side by side, never waiting
+            bb, bh, resident, block_k = MIN_BLOCK, kp, True, kp
+            warps = on_chip_warps(hidden_size, num_gates, step_precision)
     else:
         slots = None
         bb = max(MIN_BLOCK, next_pow2(batch_size))
         bh = max(MIN_BLOCK_H, next_pow2(hidden_size))
         resident, warps, block_k, stages = True, 4, BLOCK_K, 3
+        on_chip = override.get("h_on_chip", not exchange_asked)  # one program per batch block already
+        if on_chip:
+            bh, block_k = kp, kp
     fields = {"block_b": bb, "block_h": bh, "w_resident": resident, "num_warps": warps, "block_k": block_k,
-              "num_stages": stages}
+              "num_stages": stages, "h_on_chip": on_chip}
     plan = Plan(**{**fields, **override})
+    if plan.h_on_chip and not (plan.w_resident and plan.block_h == kp and plan.block_k == kp):
+        raise ValueError(f"h_on_chip needs resident weights and block_h = block_k = {kp} at hidden_size "
+                         f"{hidden_size}, got {plan.block_h}, {plan.block_k}")
     for name, least in (("block_b", MIN_BLOCK), ("block_h", MIN_BLOCK_H), ("block_k", MIN_BLOCK)):
         value = getattr(plan, name)
         if value < least or value != next_pow2(value):

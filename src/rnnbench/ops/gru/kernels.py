@@ -18,8 +18,9 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_columns_matmul, _gate_bias, _grid_barrier, _load_f32, _load_weight_columns, _previous_h,
-                      _program_tile, _release_counters, _resident_stack, _split_gates, _stacked_matmul, _stacked_rows, _tanh)
+from ..common import (_columns_matmul, _gate_bias, _gate_columns, _grid_barrier, _load_f32, _load_weight_columns,
+                      _on_chip_columns, _program_tile, _recurrent_matmul, _release_counters, _resident_stack,
+                      _split_gates, _stacked_rows, _tanh)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
@@ -29,7 +30,8 @@ def gru_forward_kernel(
     T, B,
     H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
-    CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+    CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
+    UPCAST: tl.constexpr,
 ):
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     gid = rows[None, :] * (3 * H) + units[:, None]  # gate r of a [B, 3H] plane
@@ -57,10 +59,9 @@ def gru_forward_kernel(
     x_n = _load_f32(x_proj_ptr, gid + 2 * H, mask)
     t = 0
     while t < T:
-        h_src, live = _previous_h(h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask, HAS_H0)
-        acc = _stacked_matmul(w, w_hh_ptr, w_rows, w_valid, h_src, rows, live,
-                              tl.zeros([4 * BLOCK_H, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
-                              W_RESIDENT, PRECISION, UPCAST)
+        acc = _recurrent_matmul(w, h, w_hh_ptr, w_rows, w_valid, h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask,
+                                tl.zeros([4 * BLOCK_H, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
+                                W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST)
         a_r, a_z, a_n, _ = _split_gates(acc, BLOCK_H, BLOCK_B)
         r = tl.sigmoid(a_r + x_r + bias_r)
         z = tl.sigmoid(a_z + x_z + bias_z)
@@ -79,10 +80,12 @@ def gru_forward_kernel(
             x_r = _load_f32(x_t, gid + 0 * H, mask)
             x_z = _load_f32(x_t, gid + 1 * H, mask)
             x_n = _load_f32(x_t, gid + 2 * H, mask)
-            _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (t + 1))
+            if not ON_CHIP:
+                _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (t + 1))
         t += 1
     tl.store(h_n_ptr + hid, h.to(h_n_ptr.dtype.element_ty), mask=mask)
-    _release_counters(counters_ptr)
+    if not ON_CHIP:
+        _release_counters(counters_ptr)
 
 
 @triton.jit
@@ -109,7 +112,7 @@ def gru_backward_kernel(
     T, B,
     H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
-    W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+    W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
 ):
     """Reverse-time recurrence. Writes ``d_gates_h [T, B, 3H]``, the gradients of the recurrent
     pre-activations ``(W_hr h, W_hz h, W_hn h + b_hn)``, and ``d_gates_x [T, B, 3H]``, those of
@@ -124,7 +127,9 @@ def gru_backward_kernel(
     plane_s = B.to(tl.int64) * (4 * H)
     out_ty = d_gates_h_ptr.dtype.element_ty
 
-    if W_RESIDENT:
+    if ON_CHIP:
+        w = _gate_columns(w_hh_t_ptr, units, unit_mask, H, 3, K_PAD)
+    elif W_RESIDENT:
         w = _load_weight_columns(w_hh_t_ptr, units, unit_mask, 0, H, 3, K_PAD, 4 * K_PAD)
     else:
         w = 0
@@ -142,19 +147,23 @@ def gru_backward_kernel(
         direct = d_h * z  # h_{t-1} also reaches h_t directly through the z gate
         dg_t = d_gates_h_ptr + t * plane_g
         dx_t = d_gates_x_ptr + t * plane_g
-        d_r, d_z = d_r.to(out_ty), d_z.to(out_ty)
+        d_r, d_z, d_hn = d_r.to(out_ty), d_z.to(out_ty), (d_n * r).to(out_ty)
         tl.store(dg_t + gid + 0 * H, d_r, mask=mask)
         tl.store(dg_t + gid + 1 * H, d_z, mask=mask)
-        tl.store(dg_t + gid + 2 * H, (d_n * r).to(out_ty), mask=mask)
+        tl.store(dg_t + gid + 2 * H, d_hn, mask=mask)
         tl.store(dx_t + gid + 0 * H, d_r, mask=mask)
         tl.store(dx_t + gid + 1 * H, d_z, mask=mask)
         tl.store(dx_t + gid + 2 * H, d_n.to(out_ty), mask=mask)
         if s + 1 < T:
             d_out, r, z, n, hn, h_prev = _saved_step(t - 1, d_out_ptr, saved_ptr, h_buf_ptr, hid, sid, mask,
                                                      plane_h, plane_s, H, HAS_D_OUT)
-        _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (s + 1))
-        d_h_rec = _columns_matmul(w, w_hh_t_ptr, units, unit_mask, dg_t, rows, row_mask, direct, H, 3, 4, K_PAD,
-                                  BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
+        if ON_CHIP:
+            d_h_rec = _on_chip_columns(w, (d_r, d_z, d_hn), direct, 3, PRECISION, UPCAST)
+        else:
+            _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (s + 1))
+            d_h_rec = _columns_matmul(w, w_hh_t_ptr, units, unit_mask, dg_t, rows, row_mask, direct, H, 3, 4, K_PAD,
+                                      BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
         s += 1
     tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)
-    _release_counters(counters_ptr)
+    if not ON_CHIP:
+        _release_counters(counters_ptr)

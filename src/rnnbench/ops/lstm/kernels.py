@@ -18,8 +18,9 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_columns_matmul, _gate_bias, _grid_barrier, _load_f32, _load_weight_columns, _previous_h,
-                      _program_tile, _release_counters, _resident_stack, _split_gates, _stacked_matmul, _stacked_rows, _tanh)
+from ..common import (_columns_matmul, _gate_bias, _gate_columns, _grid_barrier, _load_f32, _load_weight_columns,
+                      _on_chip_columns, _program_tile, _recurrent_matmul, _release_counters, _resident_stack,
+                      _split_gates, _stacked_rows, _tanh)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
@@ -29,7 +30,8 @@ def lstm_forward_kernel(
     T, B,
     H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, HAS_C0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
-    CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+    CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
+    UPCAST: tl.constexpr,
 ):
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     gid = rows[None, :] * (4 * H) + units[:, None]  # offsets of gate i into a [B, 4H] plane
@@ -58,10 +60,9 @@ def lstm_forward_kernel(
     x_o = _load_f32(x_proj_ptr, gid + 3 * H, mask)
     t = 0
     while t < T:
-        h_src, live = _previous_h(h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask, HAS_H0)
-        acc = _stacked_matmul(w, w_hh_ptr, w_rows, w_valid, h_src, rows, live,
-                              tl.zeros([4 * BLOCK_H, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
-                              W_RESIDENT, PRECISION, UPCAST)
+        acc = _recurrent_matmul(w, h, w_hh_ptr, w_rows, w_valid, h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask,
+                                tl.zeros([4 * BLOCK_H, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
+                                W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST)
         a_i, a_f, a_g, a_o = _split_gates(acc, BLOCK_H, BLOCK_B)
         i = tl.sigmoid(a_i + x_i + bias_i)
         f = tl.sigmoid(a_f + x_f + bias_f)
@@ -85,11 +86,13 @@ def lstm_forward_kernel(
             x_f = _load_f32(x_t, gid + 1 * H, mask)
             x_g = _load_f32(x_t, gid + 2 * H, mask)
             x_o = _load_f32(x_t, gid + 3 * H, mask)
-            _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (t + 1))
+            if not ON_CHIP:
+                _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (t + 1))
         t += 1
     tl.store(h_n_ptr + hid, h.to(h_n_ptr.dtype.element_ty), mask=mask)
     tl.store(c_n_ptr + hid, c.to(c_n_ptr.dtype.element_ty), mask=mask)
-    _release_counters(counters_ptr)
+    if not ON_CHIP:
+        _release_counters(counters_ptr)
 
 
 @triton.jit
@@ -118,7 +121,7 @@ def lstm_backward_kernel(
     T, B,
     H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr, HAS_D_C_N: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
-    W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+    W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
 ):
     """Reverse-time recurrence. Writes ``d_gates [T, B, 4H]`` (gradients of the pre-activations,
     in the weights' dtype), ``d_h0`` and ``d_c0`` (in their pointers' dtype). Step t needs every
@@ -130,7 +133,9 @@ def lstm_backward_kernel(
     plane_g = B.to(tl.int64) * (4 * H)
     out_ty = d_gates_ptr.dtype.element_ty
 
-    if W_RESIDENT:  # W_hh[:, our units] for all four gates, on chip for every step
+    if ON_CHIP:  # one tile per gate: each gate's gradient is its own operand
+        w = _gate_columns(w_hh_t_ptr, units, unit_mask, H, 4, K_PAD)
+    elif W_RESIDENT:  # W_hh[:, our units] for all four gates, on chip for every step
         w = _load_weight_columns(w_hh_t_ptr, units, unit_mask, 0, H, 4, K_PAD, 4 * K_PAD)
     else:
         w = 0
@@ -151,18 +156,23 @@ def lstm_backward_kernel(
         d_o = d_h * tanh_c * o * (1.0 - o)
         d_c = d_c * f
         dg_t = d_gates_ptr + t * plane_g
-        tl.store(dg_t + gid + 0 * H, d_i.to(out_ty), mask=mask)
-        tl.store(dg_t + gid + 1 * H, d_f.to(out_ty), mask=mask)
-        tl.store(dg_t + gid + 2 * H, d_g.to(out_ty), mask=mask)
-        tl.store(dg_t + gid + 3 * H, d_o.to(out_ty), mask=mask)
+        d_i, d_f, d_g, d_o = d_i.to(out_ty), d_f.to(out_ty), d_g.to(out_ty), d_o.to(out_ty)
+        tl.store(dg_t + gid + 0 * H, d_i, mask=mask)
+        tl.store(dg_t + gid + 1 * H, d_f, mask=mask)
+        tl.store(dg_t + gid + 2 * H, d_g, mask=mask)
+        tl.store(dg_t + gid + 3 * H, d_o, mask=mask)
         if s + 1 < T:  # the next step's saved values before the wait (no other program writes them)
             d_out, i, f, g, o, c, c_prev = _saved_step(t - 1, d_out_ptr, gates_ptr, c_buf_ptr, hid, gid, mask,
                                                        plane_h, plane_g, H, HAS_D_OUT)
-        _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (s + 1))
-        # dh_{t-1} = d_gates[t] @ W_hh[:, our units], all gates in one matmul
-        d_h_rec = _columns_matmul(w, w_hh_t_ptr, units, unit_mask, dg_t, rows, row_mask, zero, H, 4, 4, K_PAD,
-                                  BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
+        # dh_{t-1} = d_gates[t] @ W_hh[:, our units]
+        if ON_CHIP:
+            d_h_rec = _on_chip_columns(w, (d_i, d_f, d_g, d_o), zero, 4, PRECISION, UPCAST)
+        else:  # every program's gates from memory, all gates in one matmul
+            _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (s + 1))
+            d_h_rec = _columns_matmul(w, w_hh_t_ptr, units, unit_mask, dg_t, rows, row_mask, zero, H, 4, 4, K_PAD,
+                                      BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
         s += 1
     tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)
     tl.store(d_c0_ptr + hid, d_c.to(d_c0_ptr.dtype.element_ty), mask=mask)
-    _release_counters(counters_ptr)
+    if not ON_CHIP:
+        _release_counters(counters_ptr)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_columns_matmul, _gate_bias, _grid_barrier, _load_f32, _load_weight_columns, _previous_h,
-                      _program_tile, _release_counters, _resident_stack, _stacked_matmul, _stacked_rows, _tanh)
+from ..common import (_columns_matmul, _gate_bias, _grid_barrier, _load_f32, _load_weight_columns, _mma,
+                      _program_tile, _recurrent_matmul, _release_counters, _resident_stack, _stacked_rows, _tanh)
 
 
 @triton.jit
@@ -33,7 +33,8 @@ def rnn_forward_kernel(
     T, B,
     H: tl.constexpr, RELU: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
-    CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+    CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
+    UPCAST: tl.constexpr,
 ):
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     plane_h = B.to(tl.int64) * H
@@ -52,19 +53,20 @@ def rnn_forward_kernel(
     x = _load_f32(x_proj_ptr, hid, mask)
     t = 0
     while t < T:
-        h_src, live = _previous_h(h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask, HAS_H0)
-        a = _stacked_matmul(w, w_hh_ptr, w_rows, w_valid, h_src, rows, live, zero, H, K_PAD, BLOCK_K,
-                            CHUNKS, W_RESIDENT, PRECISION, UPCAST)
+        a = _recurrent_matmul(w, h, w_hh_ptr, w_rows, w_valid, h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask, zero,
+                              H, K_PAD, BLOCK_K, CHUNKS, W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST)
         h = _activation(a + x + bias, RELU)
         tl.store(h_buf_ptr + (t + 1) * plane_h + hid, h.to(out_ty), mask=mask)
         if SAVE:
             tl.store(saved_ptr + t * plane_h + hid, h, mask=mask)
         if t + 1 < T:
             x = _load_f32(x_proj_ptr + (t + 1) * plane_h, hid, mask)
-            _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (t + 1))
+            if not ON_CHIP:
+                _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (t + 1))
         t += 1
     tl.store(h_n_ptr + hid, h.to(h_n_ptr.dtype.element_ty), mask=mask)
-    _release_counters(counters_ptr)
+    if not ON_CHIP:
+        _release_counters(counters_ptr)
 
 
 @triton.jit
@@ -82,7 +84,7 @@ def rnn_backward_kernel(
     T, B,
     H: tl.constexpr, RELU: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
-    W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+    W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
 ):
     """Reverse-time recurrence. Writes ``d_pre [T, B, H]`` (gradient of the pre-activation, in
     the weights' dtype) and ``d_h0``. ``w_hh_t`` is ``W_hh^T`` (contiguous)."""
@@ -104,12 +106,17 @@ def rnn_backward_kernel(
         else:
             d_pre = d_h * (1.0 - h * h)
         dp_t = d_pre_ptr + t * plane_h
-        tl.store(dp_t + hid, d_pre.to(d_pre_ptr.dtype.element_ty), mask=mask)
+        d_pre = d_pre.to(d_pre_ptr.dtype.element_ty)
+        tl.store(dp_t + hid, d_pre, mask=mask)
         if s + 1 < T:
             d_out, h = _saved_step(t - 1, d_out_ptr, saved_ptr, hid, mask, plane_h, HAS_D_OUT)
-        _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (s + 1))
-        d_h_rec = _columns_matmul(w, w_hh_t_ptr, units, unit_mask, dp_t, rows, row_mask, zero, H, 1, 1, K_PAD,
-                                  BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
+        if ON_CHIP:  # every unit's d_pre is ours (the resident tile is W_hh^T[all units, all units])
+            d_h_rec = _mma(w, d_pre, zero, PRECISION, UPCAST)
+        else:
+            _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (s + 1))
+            d_h_rec = _columns_matmul(w, w_hh_t_ptr, units, unit_mask, dp_t, rows, row_mask, zero, H, 1, 1, K_PAD,
+                                      BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
         s += 1
     tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)
-    _release_counters(counters_ptr)
+    if not ON_CHIP:
+        _release_counters(counters_ptr)

@@ -1,0 +1,150 @@
+"""h on chip against h exchanged through memory, on our kernels (one GPU).
+
+    python benchmarks/on_chip.py OUT_DIR [--budget SECONDS] [--case-budget SECONDS]
+
+At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
+(``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
+matmul operand, with no exchange through memory and no grid barrier. This script runs, for each
+case, the engine's ``triton`` and ``triton-graph`` lanes under that plan and under the exchange plan
+(``plan_override(h_on_chip=False)``, the default before), beside ``torch-nn`` and
+``torch-nn-graph`` (cuDNN) on the same weights and inputs, through the engine's own pieces:
+
+- accuracy: the largest relative error over everything the training step returns (output, final
+  states, every gradient) against the float64 reference (``verify.compare``), for both plans;
+- time: the engine's forward and training steps (``Step.measure``), the two plans in the order
+  A B B A and averaged, so that drift favours neither.
+
+Cases: glample-2016's hidden 100 (RNN in fp32, tf32, bf16; LSTM in bf16), theano-cudnn-2016's
+hidden 128 in bf16 and one in fp16, and two RNNs at hidden 256 with the on-chip plan forced (past
+the default's 128 columns: is the limit right?).
+
+Writes ``OUT_DIR/on_chip.jsonl`` (the environment record, then one row per case as measured) and
+prints a table. ``--device cpu`` (with ``TRITON_INTERPRET=1``) only checks this script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+DEFAULT = ("on_chip", "exchange")  # row key of plan A, plan B
+FORCED = ("forced", "exchange")
+PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip": False}}
+# (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
+CASES = [
+    ("rnn_tanh", 20, 30, 100, 100, "fp32", DEFAULT), ("rnn_tanh", 20, 30, 100, 100, "tf32", DEFAULT),
+    ("rnn_tanh", 20, 30, 100, 100, "bf16", DEFAULT), ("lstm", 20, 30, 100, 100, "bf16", DEFAULT),
+    ("lstm", 32, 30, 128, 128, "bf16", DEFAULT), ("gru", 32, 30, 128, 128, "bf16", DEFAULT),
+    ("lstm", 128, 30, 128, 128, "bf16", DEFAULT), ("gru", 128, 30, 128, 128, "bf16", DEFAULT),
+    ("lstm", 32, 30, 128, 128, "fp16", DEFAULT),
+    ("rnn_tanh", 32, 30, 256, 256, "bf16", FORCED), ("rnn_tanh", 128, 30, 256, 256, "bf16", FORCED),
+]
+LANES_TIMED = ("triton", "triton-graph")
+
+
+def measure_case(cell, b, t, i, h, dtype, plans, budget_s, device="cuda") -> dict:
+    """One case: each plan's steps for both our lanes (built, and for the graph lane captured,
+    under that plan), cuDNN's two lanes beside them, errors and times."""
+    from rnnbench.cases import Case
+    from rnnbench.lanes import LANES
+    from rnnbench.ops.recurrence import plan_override
+    from rnnbench.precision import matmul_mode
+    from rnnbench.verify import compare
+    from rnnbench.workload import lane_step, make_inputs, reference_step
+
+    row = dict(cell=cell, batch_size=b, seq_len=t, input_size=i, hidden_size=h, dtype=dtype, plans=list(plans))
+    train = Case(cell=cell, batch_size=b, seq_len=t, input_size=i, hidden_size=h, dtype=dtype, mode="train",
+                 device=device)
+    cases = {"train": train, "forward": Case(**{**vars(train), "mode": "forward"})}
+    inputs = make_inputs(train)
+    reference = reference_step(train, inputs)
+    lanes = [name for name in ("torch-nn", "torch-nn-graph", *LANES_TIMED) if device in LANES[name].devices]
+    with matmul_mode(dtype):
+        for name in (n for n in lanes if n.startswith("torch")):
+            for which, case in cases.items():
+                row[f"{which}_ms_{name}"] = _median_ms(lane_step(LANES[name], case, inputs), budget_s)
+        steps = {}
+        for plan in plans:
+            with plan_override(**PLANS[plan]):
+                steps[plan] = {(name, which): lane_step(LANES[name], case, inputs)
+                               for name in lanes if not name.startswith("torch") for which, case in cases.items()}
+                outputs, _ = steps[plan][("triton", "train")].first_call()
+                row[f"error_{plan}"] = compare(outputs, reference, 1.0).max_rel_error
+        for key in steps[plans[0]]:
+            times = {plan: [] for plan in plans}
+            for plan in (*plans, *reversed(plans)):  # A B B A: drift favours neither
+                with plan_override(**PLANS[plan]):
+                    times[plan].append(_median_ms(steps[plan][key], budget_s))
+            for plan, ms in times.items():
+                row[f"{key[1]}_ms_{key[0]}_{plan}"] = sum(ms) / len(ms)
+    return row
+
+
+def _median_ms(step, budget_s: float) -> float:
+    _, first_ms = step.first_call()
+    return step.measure(budget_s, first_ms).median_ms
+
+
+def _table(rows: list[dict]) -> str:
+    """Per case and mode: milliseconds of cuDNN eager / graph and of our eager and graph lanes
+    under plan A and B, and the two ratios that matter (B / A: what the plan gains; cuDNN's graph
+    / our graph under A)."""
+    head = "case | mode | error A, B | torch-nn / graph ms | triton A / B ms | triton-graph A / B ms | B/A eager, graph | cuDNN graph / A graph"
+    lines = [head, " | ".join("---" for _ in head.split(" | "))]
+    for r in rows:
+        case = f"{r['cell']} B{r['batch_size']} H{r['hidden_size']} {r['dtype']}"
+        if "error" in r:
+            lines.append(f"{case} | | {r['error']}")
+            continue
+        a, b = r["plans"]
+        for mode in ("forward", "train"):
+            g = lambda lane, plan=None: r.get(f"{mode}_ms_{lane}" + (f"_{plan}" if plan else ""), float("nan"))  # noqa: E731
+            lines.append(
+                f"{case} ({a} vs {b}) | {mode} | {r[f'error_{a}']:.1e}, {r[f'error_{b}']:.1e} | "
+                f"{g('torch-nn'):.3f} / {g('torch-nn-graph'):.3f} | {g('triton', a):.3f} / {g('triton', b):.3f} | "
+                f"{g('triton-graph', a):.3f} / {g('triton-graph', b):.3f} | "
+                f"{g('triton', b) / g('triton', a):.2f}x, {g('triton-graph', b) / g('triton-graph', a):.2f}x | "
+                f"{g('torch-nn-graph') / g('triton-graph', a):.2f}x")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out_dir", type=Path)
+    parser.add_argument("--budget", type=float, default=300.0, help="seconds for the whole run")
+    parser.add_argument("--case-budget", type=float, default=0.2, help="seconds per timed measurement")
+    parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
+                        help="cpu only checks this script (TRITON_INTERPRET=1)")
+    parser.add_argument("--cases", type=int, default=len(CASES), help="the first N cases")
+    args = parser.parse_args()
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    from rnnbench.env import environment
+
+    rows, start = [], time.monotonic()
+    with open(args.out_dir / "on_chip.jsonl", "a") as out:
+        out.write(json.dumps({"record": "env", **environment()}) + "\n")
+        for case in CASES[: args.cases]:
+            if time.monotonic() - start > args.budget:
+                print(f"budget spent: skipped {case[:6]}", flush=True)
+                continue
+            try:
+                row = measure_case(*case, args.case_budget, args.device)
+            except Exception as err:  # record the case and go on
+                row = dict(zip(("cell", "batch_size", "seq_len", "input_size", "hidden_size", "dtype", "plans"), case),
+                           error=f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
+            rows.append(row)
+            out.write(json.dumps(row) + "\n")
+            out.flush()
+            print(json.dumps(row), flush=True)
+    print(_table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
