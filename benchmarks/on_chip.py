@@ -48,9 +48,10 @@ CASES = [
 LANES_TIMED = ("triton", "triton-graph")
 
 
-def measure_case(cell, b, t, i, h, dtype, plans, budget_s, device="cuda") -> dict:
+def measure_case(cell, b, t, i, h, dtype, plans, budget_s, device="cuda", order="ABBA") -> dict:
     """One case: each plan's steps for both our lanes (built, and for the graph lane captured,
-    under that plan), cuDNN's two lanes beside them, errors and times."""
+    under that plan), cuDNN's two lanes beside them, errors and times. ``order``: the sequence in
+    which the plans are timed (A the first of ``plans``); each plan's time is the mean of its turns."""
     from rnnbench.cases import Case
     from rnnbench.lanes import LANES
     from rnnbench.ops.recurrence import plan_override
@@ -78,7 +79,7 @@ def measure_case(cell, b, t, i, h, dtype, plans, budget_s, device="cuda") -> dic
                 row[f"error_{plan}"] = compare(outputs, reference, 1.0).max_rel_error
         for key in steps[plans[0]]:
             times = {plan: [] for plan in plans}
-            for plan in (*plans, *reversed(plans)):  # A B B A: drift favours neither
+            for plan in (plans["AB".index(turn)] for turn in order):  # A B B A: drift favours neither
                 with plan_override(**PLANS[plan]):
                     times[plan].append(_median_ms(steps[plan][key], budget_s))
             for plan, ms in times.items():
@@ -121,20 +122,25 @@ def main() -> int:
     parser.add_argument("--case-budget", type=float, default=0.2, help="seconds per timed measurement")
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
                         help="cpu only checks this script (TRITON_INTERPRET=1)")
-    parser.add_argument("--cases", type=int, default=len(CASES), help="the first N cases")
+    parser.add_argument("--cases", type=str, default="", help="which cases: indices into CASES, e.g. 0,1,2 (default all)")
+    parser.add_argument("--order", default="ABBA", help="the order the two plans are timed in, e.g. BAABABBA")
     args = parser.parse_args()
+    if set(args.order) - set("AB") or not {"A", "B"} <= set(args.order):
+        parser.error(f"--order takes A and B only, each at least once, got {args.order!r}")
+    chosen = [CASES[int(k)] for k in args.cases.split(",")] if args.cases else CASES
     args.out_dir.mkdir(parents=True, exist_ok=True)
     from rnnbench.env import environment
 
     rows, start = [], time.monotonic()
     with open(args.out_dir / "on_chip.jsonl", "a") as out:
         out.write(json.dumps({"record": "env", **environment()}) + "\n")
-        for case in CASES[: args.cases]:
+        for case in chosen:
             if time.monotonic() - start > args.budget:
                 print(f"budget spent: skipped {case[:6]}", flush=True)
                 continue
             try:
-                row = measure_case(*case, args.case_budget, args.device)
+                row = measure_case(*case, args.case_budget, args.device, args.order)
+                row["order"] = args.order
             except Exception as err:  # record the case and go on
                 row = dict(zip(("cell", "batch_size", "seq_len", "input_size", "hidden_size", "dtype", "plans"), case),
                            error=f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
