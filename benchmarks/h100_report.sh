@@ -40,6 +40,10 @@ every_lane=("$dir"/glample-2016.jsonl "$dir"/theano-cudnn-2016.jsonl "$dir"/fast
   echo "## The issue's cases after less Python per call, in a run of their own (triton-lane-4/)"
   echo
   "$rnnbench" report "$dir"/triton-lane-4/glample-3dtypes.jsonl "$dir"/triton-lane-4/theano-depth1.jsonl
+  echo
+  echo "## glample-2016 after h on chip for small RNNs, in a run of its own (triton-lane-5/)"
+  echo
+  "$rnnbench" report "$dir"/triton-lane-5/glample-3dtypes.jsonl
 } > "$dir"/REPORT.md
 "$rnnbench" report "${every_lane[@]}" --plot "$dir"/speedup.png > /dev/null
 echo "wrote $dir/REPORT.md and $dir/speedup.png"
