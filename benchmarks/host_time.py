@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from triton_dev import _host_ms  # noqa: E402  (one way to time a call's host work, shared)
+from triton_dev import _host_ms, _modules  # noqa: E402  (shared: one timer of host work, the lanes' modules)
 
 # (cell, batch, seq, input, hidden, dtype): theano-cudnn-2016 depth 1, glample-2016, flashrnn-2024.
 CASES = [("lstm", 32, 30, 512, 512, "bf16"), ("gru", 32, 30, 512, 512, "bf16"), ("lstm", 20, 30, 100, 100, "fp32"),
@@ -87,18 +87,6 @@ def _steps(module, x):
     return forward, train
 
 
-def _modules(cell, i, h, dtype):
-    import torch
-
-    import rnnbench.nn as ours
-
-    torch.manual_seed(0)
-    ref = getattr(torch.nn, cell.upper())(i, h).cuda().to(dtype)
-    mine = getattr(ours, cell.upper())(i, h, backend="triton").cuda().to(dtype)
-    mine.load_state_dict(ref.state_dict())
-    return ref, mine
-
-
 def launch_part() -> list[dict]:
     import torch
     from triton.testing import do_bench
@@ -110,7 +98,7 @@ def launch_part() -> list[dict]:
     torch.backends.cuda.matmul.allow_tf32 = False
     for cell, b, t, i, h, dt in CASES:
         dtype = _torch_dtype(dt)
-        ref, mine = _modules(cell, i, h, dtype)
+        ref, mine = _modules(cell, i, h, dt)
         x = torch.randn(t, b, i, device="cuda", dtype=dtype)
         row = dict(part="launch", case=f"{cell} B{b} T{t} H{h} {dt}")
         # The forward kernel's launch alone, on prebuilt tensors.
@@ -175,7 +163,7 @@ def barrier_part() -> list[dict]:
     torch.backends.cuda.matmul.allow_tf32 = False
     for cell, b, t, i, h, dt in KERNEL_CASES:
         dtype = _torch_dtype(dt)
-        _, mine = _modules(cell, i, h, dtype)
+        _, mine = _modules(cell, i, h, dt)
         x = torch.randn(t, b, i, device="cuda", dtype=dtype)
         fwd, train = _steps(mine, x)
         row = dict(part="kernels", case=f"{cell} B{b} T{t} H{h} {dt}")
@@ -216,7 +204,7 @@ def profile_part() -> list[dict]:
     rows = []
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
     for cell, b, t, i, h, dt in PROFILE_CASES:
-        ref, mine = _modules(cell, i, h, _torch_dtype(dt))
+        ref, mine = _modules(cell, i, h, dt)
         x = torch.randn(t, b, i, device="cuda", dtype=_torch_dtype(dt))
         row = dict(part="profile", case=f"{cell} B{b} T{t} H{h} {dt}")
         for name, module in (("triton", mine), ("torch_nn", ref)):

@@ -52,6 +52,7 @@ TIMING = [
     ("lstm", 128, 30, 1024, 1024, ("bf16",)),
     ("lstm", 20, 30, 100, 100, ("fp32",)),
     ("lstm", 20, 30, 100, 500, ("fp32",)),
+    ("rnn_tanh", 20, 30, 100, 100, ("fp32", "tf32", "bf16")),
 ]
 CORRECTNESS_PLANS = [dict(), dict(block_h=16, block_b=16, w_resident=False), dict(block_h=32, w_resident=True, block_b=16),
                      dict(block_h=4, w_resident=False, block_k=16), dict(block_h=64, w_resident=True)]
@@ -182,15 +183,15 @@ def task_correctness(cell: str, *dtypes: str) -> list[dict]:
 
 
 def _modules(cell, i, h, dtype):
+    """torch.nn's layer and ours on the same weights, built as the engine's lanes build them
+    (``torch-nn``, ``triton``): every cell, RNN included."""
     import torch
 
-    from rnnbench import nn as rnn
+    from rnnbench.lanes.torch_nn import build_torch_nn
+    from rnnbench.lanes.triton import build_triton
 
     torch.manual_seed(0)
-    if cell == "lstm":
-        theirs, ours = torch.nn.LSTM(i, h), rnn.LSTM(i, h, backend="triton")
-    else:
-        theirs, ours = torch.nn.GRU(i, h), rnn.GRU(i, h, backend="triton")
+    theirs, ours = build_torch_nn(cell, i, h, 1), build_triton(cell, i, h, 1)
     ours.load_state_dict(theirs.state_dict())
     return theirs.to(DEVICE, _torch_dtype(dtype)), ours.to(DEVICE, _torch_dtype(dtype))
 

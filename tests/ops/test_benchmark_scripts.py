@@ -1,0 +1,63 @@
+"""The kernel benchmark scripts still run: each on the CPU under the interpreter, one small case,
+in a process of its own (the scripts import the kernels themselves). Their GPU runs are recorded
+under benchmarks/results/h100/."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rnnbench.cases import CELLS
+from rnnbench.precision import tolerance
+from rnnbench.verify import relative_error
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.usefixtures("interpreter")
+
+
+def _run(script: str, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT / "src")}
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_on_chip_compares_both_plans_on_one_case(tmp_path):
+    proc = _run("on_chip.py", str(tmp_path), "--device", "cpu", "--cases", "0", "--case-budget", "0.01",
+                "--order", "ABBA")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    env, row = [json.loads(line) for line in (tmp_path / "on_chip.jsonl").read_text().splitlines()]
+    assert env["record"] == "env" and "error" not in row, row
+    a, b = row["plans"]
+    for plan in (a, b):  # both plans verified against float64 and timed, both modes
+        assert row[f"error_{plan}"] <= tolerance(row["cell"], row["dtype"])
+        assert row[f"forward_ms_triton_{plan}"] > 0 and row[f"train_ms_triton_{plan}"] > 0
+    assert f"{row['cell']} B{row['batch_size']} H{row['hidden_size']}" in proc.stdout  # the table
+
+
+def test_on_chip_refuses_a_bad_order_before_measuring(tmp_path):
+    proc = _run("on_chip.py", str(tmp_path), "--device", "cpu", "--order", "AC")
+    assert proc.returncode == 2 and "--order takes A and B only" in proc.stderr
+    assert not (tmp_path / "on_chip.jsonl").exists()
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_triton_dev_builds_the_cell_asked_for(cell, monkeypatch):
+    """Its module pair comes from the lanes' builders: the cell asked for (it once built a GRU for
+    every cell but the LSTM), ours on the kernels, the same weights and outputs."""
+    import torch
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import triton_dev
+
+    monkeypatch.setattr(triton_dev, "DEVICE", "cpu")
+    theirs, ours = triton_dev._modules(cell, 8, 16, "fp32")
+    assert theirs.mode == ours.mode == {"lstm": "LSTM", "gru": "GRU"}.get(cell, cell.upper())
+    assert ours.backend == "triton"
+    x = torch.randn(5, 3, 8)
+    with torch.no_grad():
+        assert relative_error(ours(x)[0], theirs(x)[0].double()) <= tolerance(cell, "fp32")
