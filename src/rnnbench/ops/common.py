@@ -479,15 +479,21 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
       the resident RNN backward, sm_90), and 128-wide streamed backward chunks spilled 72-112 bytes;
     - strict fp32 on FMA units (``precision="ieee"``): the smallest ``block_h`` (more programs,
       less arithmetic each) and weights always streamed: a resident FMA operand is moved into
-      registers whole and spills (seen: 4 KB of local memory per thread at hidden 100).
+      registers whole and spills (seen: 4 KB of local memory per thread at hidden 100);
+    - h on chip (:attr:`Plan.h_on_chip`) instead, where :func:`on_chip_default` allows it (tensor
+      cores, stacked tiles of at most :data:`ON_CHIP_MAX_ROWS` rows that fit): 16 batch rows and
+      every unit per program, :func:`on_chip_warps` warps.
 
-    Under the interpreter one program owns all hidden units of its batch block.
+    Under the interpreter one program owns all hidden units of its batch block, on chip unless an
+    override asks for a tile or weight path (``block_h``, ``block_k``, ``w_resident``) without
+    ``h_on_chip``.
     ``multiprocessors`` stands in for the CUDA device's count (to plan for a GPU not present).
 
     Raises:
         ValueError: a plan whose programs cannot all be resident (more programs than
             multiprocessors on CUDA, more than one program per batch block under the interpreter),
-            or a block size that is not a power of 2 of its minimum.
+            a block size that is not a power of 2 of its minimum, or an on-chip plan whose tile
+            is not one resident piece of every unit or does not fit in shared memory.
     """
     element = torch.empty((), dtype=dtype).element_size()
     gp, kp = gates_padded(num_gates), k_padded(hidden_size)
