@@ -44,6 +44,10 @@ every_lane=("$dir"/glample-2016.jsonl "$dir"/theano-cudnn-2016.jsonl "$dir"/fast
   echo "## glample-2016 after h on chip for small RNNs, in a run of its own (triton-lane-5/)"
   echo
   "$rnnbench" report "$dir"/triton-lane-5/glample-3dtypes.jsonl
+  echo
+  echo "## Every seed suite and theano's depth-1 cases after h on chip, in a run of their own (triton-lane-5/)"
+  echo
+  "$rnnbench" report "$dir"/triton-lane-5/seeds.jsonl "$dir"/triton-lane-5/theano-depth1.jsonl
 } > "$dir"/REPORT.md
 "$rnnbench" report "${every_lane[@]}" --plot "$dir"/speedup.png > /dev/null
 echo "wrote $dir/REPORT.md and $dir/speedup.png"
