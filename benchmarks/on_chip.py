@@ -25,13 +25,14 @@ prints a table. ``--device cpu`` (with ``TRITON_INTERPRET=1``) only checks this 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from ab import check_order, in_turns, median_ms, run_cases  # noqa: E402
 
 DEFAULT = ("on_chip", "exchange")  # row key of plan A, plan B
 FORCED = ("forced", "exchange")
@@ -69,7 +70,7 @@ def measure_case(cell, b, t, i, h, dtype, plans, budget_s, device="cuda", order=
     with matmul_mode(dtype):
         for name in (n for n in lanes if n.startswith("torch")):
             for which, case in cases.items():
-                row[f"{which}_ms_{name}"] = _median_ms(lane_step(LANES[name], case, inputs), budget_s)
+                row[f"{which}_ms_{name}"] = median_ms(lane_step(LANES[name], case, inputs), budget_s)
         steps = {}
         for plan in plans:
             with plan_override(**PLANS[plan]):
@@ -78,18 +79,11 @@ def measure_case(cell, b, t, i, h, dtype, plans, budget_s, device="cuda", order=
                 outputs, _ = steps[plan][("triton", "train")].first_call()
                 row[f"error_{plan}"] = compare(outputs, reference, 1.0).max_rel_error
         for key in steps[plans[0]]:
-            times = {plan: [] for plan in plans}
-            for plan in (plans["AB".index(turn)] for turn in order):  # A B B A: drift favours neither
-                with plan_override(**PLANS[plan]):
-                    times[plan].append(_median_ms(steps[plan][key], budget_s))
+            times = in_turns({plan: steps[plan][key] for plan in plans}, lambda plan: plan_override(**PLANS[plan]),
+                             budget_s, order)
             for plan, ms in times.items():
-                row[f"{key[1]}_ms_{key[0]}_{plan}"] = sum(ms) / len(ms)
+                row[f"{key[1]}_ms_{key[0]}_{plan}"] = ms
     return row
-
-
-def _median_ms(step, budget_s: float) -> float:
-    _, first_ms = step.first_call()
-    return step.measure(budget_s, first_ms).median_ms
 
 
 def _table(rows: list[dict]) -> str:
@@ -125,29 +119,13 @@ def main() -> int:
     parser.add_argument("--cases", type=str, default="", help="which cases: indices into CASES, e.g. 0,1,2 (default all)")
     parser.add_argument("--order", default="ABBA", help="the order the two plans are timed in, e.g. BAABABBA")
     args = parser.parse_args()
-    if set(args.order) - set("AB") or not {"A", "B"} <= set(args.order):
-        parser.error(f"--order takes A and B only, each at least once, got {args.order!r}")
+    if check_order(args.order):
+        parser.error(check_order(args.order))
     chosen = [CASES[int(k)] for k in args.cases.split(",")] if args.cases else CASES
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    from rnnbench.env import environment
-
-    rows, start = [], time.monotonic()
-    with open(args.out_dir / "on_chip.jsonl", "a") as out:
-        out.write(json.dumps({"record": "env", **environment()}) + "\n")
-        for case in chosen:
-            if time.monotonic() - start > args.budget:
-                print(f"budget spent: skipped {case[:6]}", flush=True)
-                continue
-            try:
-                row = measure_case(*case, args.case_budget, args.device, args.order)
-                row["order"] = args.order
-            except Exception as err:  # record the case and go on
-                row = dict(zip(("cell", "batch_size", "seq_len", "input_size", "hidden_size", "dtype", "plans"), case),
-                           error=f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
-            rows.append(row)
-            out.write(json.dumps(row) + "\n")
-            out.flush()
-            print(json.dumps(row), flush=True)
+    fields = ("cell", "batch_size", "seq_len", "input_size", "hidden_size", "dtype", "plans")
+    rows = run_cases(args.out_dir / "on_chip.jsonl", chosen, fields,
+                     lambda case: {**measure_case(*case, args.case_budget, args.device, args.order), "order": args.order},
+                     args.budget)
     print(_table(rows))
     return 0
 

@@ -24,13 +24,14 @@ measured) and prints a table.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from ab import in_turns, median_ms, run_cases  # noqa: E402
 
 # (cell, batch_size, seq_len, input_size, hidden_size, num_layers): glample-2016, theano-cudnn-2016,
 # fastrnns; smallest first so that a run out of budget keeps the most cases.
@@ -69,19 +70,11 @@ def measure_case(cell, b, t, i, h, layers, budget_s, device="cuda") -> dict:
                 outputs, _ = steps[key]["train"].first_call()
                 row[f"error_{key}"] = compare(outputs, reference, 1.0).max_rel_error
         for which in cases:
-            row[f"{which}_ms_torch-nn"] = _median_ms(steps["torch-nn"][which], budget_s)
-            times = {"ieee": [], "tf32x3": []}
-            for mode in ("ieee", "tf32x3", "tf32x3", "ieee"):  # A B B A: drift favours neither
-                with strict_fp32(mode):
-                    times[mode].append(_median_ms(steps[mode][which], budget_s))
+            row[f"{which}_ms_torch-nn"] = median_ms(steps["torch-nn"][which], budget_s)
+            times = in_turns({mode: steps[mode][which] for mode in ("ieee", "tf32x3")}, strict_fp32, budget_s)
             for mode, ms in times.items():
-                row[f"{which}_ms_{mode}"] = sum(ms) / len(ms)
+                row[f"{which}_ms_{mode}"] = ms
     return row
-
-
-def _median_ms(step, budget_s: float) -> float:
-    _, first_ms = step.first_call()
-    return step.measure(budget_s, first_ms).median_ms
 
 
 def _table(rows: list[dict]) -> str:
@@ -110,25 +103,9 @@ def main() -> int:
                         help="cpu only checks this script (TRITON_INTERPRET=1)")
     parser.add_argument("--cases", type=int, default=len(CASES), help="the first N cases")
     args = parser.parse_args()
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    from rnnbench.env import environment
-
-    rows, start = [], time.monotonic()
-    with open(args.out_dir / "strict_fp32.jsonl", "a") as out:
-        out.write(json.dumps({"record": "env", **environment()}) + "\n")  # the machine the rows ran on
-        for case in CASES[: args.cases]:
-            if time.monotonic() - start > args.budget:
-                print(f"budget spent: skipped {case}", flush=True)
-                continue
-            try:
-                row = measure_case(*case, args.case_budget, args.device)
-            except Exception as err:  # record the case and go on
-                row = dict(zip(("cell", "batch_size", "seq_len", "input_size", "hidden_size", "num_layers"), case),
-                           error=f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
-            rows.append(row)
-            out.write(json.dumps(row) + "\n")
-            out.flush()
-            print(json.dumps(row), flush=True)
+    fields = ("cell", "batch_size", "seq_len", "input_size", "hidden_size", "num_layers")
+    rows = run_cases(args.out_dir / "strict_fp32.jsonl", CASES[: args.cases], fields,
+                     lambda case: measure_case(*case, args.case_budget, args.device), args.budget)
     print(_table(rows))
     return 0
 

@@ -61,3 +61,13 @@ def test_triton_dev_builds_the_cell_asked_for(cell, monkeypatch):
     x = torch.randn(5, 3, 8)
     with torch.no_grad():
         assert relative_error(ours(x)[0], theirs(x)[0].double()) <= tolerance(cell, "fp32")
+
+
+def test_strict_fp32_times_both_modes_on_one_case(tmp_path):
+    proc = _run("strict_fp32.py", str(tmp_path), "--device", "cpu", "--cases", "1", "--case-budget", "0.01")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    env, row = [json.loads(line) for line in (tmp_path / "strict_fp32.jsonl").read_text().splitlines()]
+    assert env["record"] == "env" and "error" not in row, row
+    for key in ("torch-nn", "ieee", "tf32x3"):
+        assert row[f"error_{key}"] <= tolerance(row["cell"], "fp32")
+        assert row[f"forward_ms_{key}"] > 0 and row[f"train_ms_{key}"] > 0

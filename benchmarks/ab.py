@@ -1,0 +1,70 @@
+"""Shared by the A/B benchmarks of our kernels (``on_chip.py``, ``strict_fp32.py``): two settings
+of the same lane timed in turns in one process, and a run over cases that records as it goes.
+
+- :func:`median_ms`: one engine step timed as the engine times it (``Step.measure``).
+- :func:`in_turns`: each setting's steps timed in a given order of turns (A B B A by default) and
+  averaged, so that drift over the run (clocks, the allocator's pools, the host's load) favours
+  neither.
+- :func:`run_cases`: the environment record first, then one JSON row per case as it is measured;
+  a case that raises becomes a row with its error, and cases past the time budget are skipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from pathlib import Path
+from typing import Callable
+
+
+def median_ms(step, budget_s: float) -> float:
+    """Median ms per call of an engine ``Step`` (first call, then ``Step.measure``)."""
+    _, first_ms = step.first_call()
+    return step.measure(budget_s, first_ms).median_ms
+
+
+def in_turns(steps: dict[str, object], setting: Callable[[str], contextlib.AbstractContextManager], budget_s: float,
+             order: str = "ABBA") -> dict[str, float]:
+    """Mean of each setting's median ms over its turns. ``steps`` maps two setting names (A, B in
+    that order) to their steps; ``setting(name)`` is the context each turn runs in; ``order`` is
+    the sequence of turns, letters A and B."""
+    names = list(steps)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for turn in order:
+        name = names["AB".index(turn)]
+        with setting(name):
+            times[name].append(median_ms(steps[name], budget_s))
+    return {name: sum(ms) / len(ms) for name, ms in times.items()}
+
+
+def check_order(order: str) -> str | None:
+    """None if ``order`` is a usable sequence of turns, else why not (one line)."""
+    if set(order) - set("AB") or not {"A", "B"} <= set(order):
+        return f"--order takes A and B only, each at least once, got {order!r}"
+    return None
+
+
+def run_cases(path: Path, cases: list[tuple], fields: tuple[str, ...], measure: Callable[[tuple], dict],
+              budget_s: float) -> list[dict]:
+    """Measure every case, appending the environment record and then each row to ``path`` (and
+    printing it) as it comes; returns the rows. ``fields`` name a case's items for an error row."""
+    from rnnbench.env import environment
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows, start = [], time.monotonic()
+    with open(path, "a") as out:
+        out.write(json.dumps({"record": "env", **environment()}) + "\n")  # the machine the rows ran on
+        for case in cases:
+            if time.monotonic() - start > budget_s:
+                print(f"budget spent: skipped {case}", flush=True)
+                continue
+            try:
+                row = measure(case)
+            except Exception as err:  # record the case and go on
+                row = dict(zip(fields, case), error=f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
+            rows.append(row)
+            out.write(json.dumps(row) + "\n")
+            out.flush()
+            print(json.dumps(row), flush=True)
+    return rows
