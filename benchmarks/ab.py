@@ -11,11 +11,25 @@ of the same lane timed in turns in one process, and a run over cases that record
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import time
 from pathlib import Path
 from typing import Callable
+
+
+def parser(doc: str, budget_s: float) -> argparse.ArgumentParser:
+    """The options every A/B script takes: OUT_DIR, ``--budget`` (seconds for the whole run),
+    ``--case-budget`` (seconds per timed measurement), ``--device`` (``cpu`` only checks the script,
+    under ``TRITON_INTERPRET=1``)."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("out_dir", type=Path)
+    p.add_argument("--budget", type=float, default=budget_s, help="seconds for the whole run")
+    p.add_argument("--case-budget", type=float, default=0.2, help="seconds per timed measurement")
+    p.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
+                   help="cpu only checks this script (TRITON_INTERPRET=1)")
+    return p
 
 
 def median_ms(step, budget_s: float) -> float:

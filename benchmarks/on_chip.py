@@ -24,7 +24,6 @@ prints a table. ``--device cpu`` (with ``TRITON_INTERPRET=1``) only checks this 
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -32,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from ab import check_order, in_turns, median_ms, run_cases  # noqa: E402
+from ab import parser as ab_parser, check_order, in_turns, median_ms, run_cases  # noqa: E402
 
 DEFAULT = ("on_chip", "exchange")  # row key of plan A, plan B
 FORCED = ("forced", "exchange")
@@ -110,12 +109,7 @@ def _table(rows: list[dict]) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out_dir", type=Path)
-    parser.add_argument("--budget", type=float, default=300.0, help="seconds for the whole run")
-    parser.add_argument("--case-budget", type=float, default=0.2, help="seconds per timed measurement")
-    parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
-                        help="cpu only checks this script (TRITON_INTERPRET=1)")
+    parser = ab_parser(__doc__, 300.0)
     parser.add_argument("--cases", type=str, default="", help="which cases: indices into CASES, e.g. 0,1,2 (default all)")
     parser.add_argument("--order", default="ABBA", help="the order the two plans are timed in, e.g. BAABABBA")
     args = parser.parse_args()

@@ -23,7 +23,6 @@ measured) and prints a table.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -31,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from ab import in_turns, median_ms, run_cases  # noqa: E402
+from ab import parser as ab_parser, in_turns, median_ms, run_cases  # noqa: E402
 
 # (cell, batch_size, seq_len, input_size, hidden_size, num_layers): glample-2016, theano-cudnn-2016,
 # fastrnns; smallest first so that a run out of budget keeps the most cases.
@@ -95,12 +94,7 @@ def _table(rows: list[dict]) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out_dir", type=Path)
-    parser.add_argument("--budget", type=float, default=240.0, help="seconds for the whole run")
-    parser.add_argument("--case-budget", type=float, default=0.2, help="seconds per timed measurement")
-    parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
-                        help="cpu only checks this script (TRITON_INTERPRET=1)")
+    parser = ab_parser(__doc__, 240.0)
     parser.add_argument("--cases", type=int, default=len(CASES), help="the first N cases")
     args = parser.parse_args()
     fields = ("cell", "batch_size", "seq_len", "input_size", "hidden_size", "num_layers")
