@@ -271,6 +271,10 @@ def test_default_plans_for_the_h100():
     # Not on chip: taller tiles (the RNN past 128 units; the LSTM and GRU past 32: 512 rows at 100
     # were slower); the LSTM's and GRU's 3xTF32 (TF32's backward, strict fp32); FMA products.
     assert not plan(32, 256, 1, torch.bfloat16).h_on_chip
+    # More batch rows than 16 per multiprocessor: the exchange plan's wider batch blocks, not a refusal.
+    assert plan(132 * 16, 100, 1, torch.bfloat16).h_on_chip
+    p = plan(132 * 16 + 1, 100, 1, torch.bfloat16)
+    assert not p.h_on_chip and p.block_b == 64
     assert not plan(32, 100, 4, torch.bfloat16).h_on_chip
     assert plan(32, 32, 4, torch.float32, "tf32").h_on_chip
     assert not plan(32, 32, 4, torch.float32, "tf32", "backward").h_on_chip

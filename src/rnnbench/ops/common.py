@@ -528,8 +528,9 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         if resident and direction == "forward":
             block_k = resident_piece(bb, element)
         stages = 4 if tensor_cores else 3
+        # (Past 16 x multiprocessors batch rows its programs could not all be resident: exchange.)
         on_chip = override.get("h_on_chip", not exchange_asked and tensor_cores and on_chip_default(
-            hidden_size, num_gates, element, step_precision, direction, smem))
+            hidden_size, num_gates, element, step_precision, direction, smem) and -(-batch_size // MIN_BLOCK) <= slots)
         if on_chip:  # the fewest rows per program: batch blocks run side by side, never waiting
             bb, bh, resident, block_k = MIN_BLOCK, kp, True, kp
             warps = on_chip_warps(hidden_size, num_gates, step_precision)
