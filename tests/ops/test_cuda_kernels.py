@@ -119,6 +119,18 @@ def test_layer_with_h_on_chip(cell, dtype, hidden_size):
     assert all(not buf.any() for buf in recurrence._COUNTERS.values())
 
 
+def test_more_batch_rows_than_on_chip_programs_can_hold():
+    """Past 16 batch rows per multiprocessor the on-chip plan's programs could not all be resident:
+    the default plan is then the exchange plan with wider batch blocks, and the call runs."""
+    from rnnbench.ops import recurrence
+
+    batch = 16 * SMS + 1
+    launch = recurrence.layer_launch("rnn_tanh", batch, 100, torch.bfloat16, torch.device("cuda"))
+    assert not launch.forward.h_on_chip
+    assert recurrence.layer_launch("rnn_tanh", 16 * SMS, 100, torch.bfloat16, torch.device("cuda")).forward.h_on_chip
+    check_layer("rnn_tanh", "bf16", _layer("rnn_tanh", batch, 5, 8, 100))
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("cell", CELLS)
 def test_layer_without_initial_states(cell, dtype):
