@@ -9,9 +9,9 @@ rounding matters. This script emulates the reverse product ``dh_{t-1} = d_gates_
 float64 with TF32 operands (fp32 with the low 13 mantissa bits cleared, as tensor cores read them)
 for: neither operand rounded, both (plain TF32), only ``W_hh`` (splitting the gradients), only the
 gradients (splitting ``W_hh``: two products); the forward and every other product exact. It prints
-the relative error of the gradients to h0, x and W_hh against the exact backward, for glample-2016's
-LSTM and RNN (batch 20, seq 30, input 100, hidden 100 and 500; loss on the last step and the final
-states, as glample's cases).
+the relative error of the gradients to h0, x and W_hh against the exact backward, for an LSTM, a GRU
+and an RNN at glample-2016's sizes (batch 20, seq 30, input 100, hidden 100 and 500; loss on the
+last step and the final states, as glample's cases).
 """
 
 from __future__ import annotations
@@ -57,6 +57,13 @@ def layer(cell, x, h0, c0, w_ih, w_hh, b, round_w, round_g):
     """One layer, the recurrent product through :class:`RecurrentProduct`; returns (h_T, c_T)."""
     h, c = h0, c0
     for t in range(x.shape[0]):
+        if cell == "gru":  # torch.nn's GRU: the reset gate applied after the recurrent product
+            x_r, x_z, x_n = (x[t] @ w_ih.T + b).chunk(3, dim=1)
+            h_r, h_z, h_n = RecurrentProduct.apply(h, w_hh, round_w, round_g).chunk(3, dim=1)
+            r, z = torch.sigmoid(x_r + h_r), torch.sigmoid(x_z + h_z)
+            n = torch.tanh(x_n + r * h_n)
+            h = (1 - z) * n + z * h
+            continue
         pre = x[t] @ w_ih.T + b + RecurrentProduct.apply(h, w_hh, round_w, round_g)
         if cell == "lstm":
             i, f, g, o = pre.chunk(4, dim=1)
@@ -69,7 +76,7 @@ def layer(cell, x, h0, c0, w_ih, w_hh, b, round_w, round_g):
 
 def gradients(cell, batch, seq, inputs, hidden, mode, seed=0):
     gen = torch.Generator().manual_seed(seed)
-    gates = 4 if cell == "lstm" else 1
+    gates = {"lstm": 4, "gru": 3}.get(cell, 1)
     bound = hidden ** -0.5
     u = lambda *s: ((torch.rand(s, generator=gen, dtype=torch.float64) * 2 - 1) * bound)  # noqa: E731
     x = torch.randn(seq, batch, inputs, generator=gen, dtype=torch.float64).requires_grad_()
@@ -85,7 +92,7 @@ def gradients(cell, batch, seq, inputs, hidden, mode, seed=0):
 def main() -> int:
     print("relative error against the exact backward (float64 emulation); tolerance of tf32: 1e-2")
     print("case | mode | grad_h0 | grad_x | grad_w_hh")
-    for cell in ("lstm", "rnn_tanh"):
+    for cell in ("lstm", "gru", "rnn_tanh"):
         for hidden in (100, 500):
             exact = gradients(cell, 20, 30, 100, hidden, "exact")
             for mode in list(MODES)[1:]:
