@@ -71,3 +71,21 @@ def test_strict_fp32_times_both_modes_on_one_case(tmp_path):
     for key in ("torch-nn", "ieee", "tf32x3"):
         assert row[f"error_{key}"] <= tolerance(row["cell"], "fp32")
         assert row[f"forward_ms_{key}"] > 0 and row[f"train_ms_{key}"] > 0
+
+
+def test_tf32_backward_emulation_rounds_what_it_says():
+    """The emulation's TF32 drops exactly the low 13 mantissa bits, and each mode perturbs the
+    gradients (by less than TF32's tolerance at this size) where exact mode does not."""
+    import torch
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import tf32_backward_error as emu
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    x = torch.tensor([1 + 2 ** -10 + 2 ** -11, -3.0, 2 ** -30], dtype=torch.float64)
+    assert emu.tf32(x).tolist() == [1 + 2 ** -10, -3.0, 2 ** -30]
+    exact = emu.gradients("gru", 3, 4, 5, 7, "exact")
+    for mode in list(emu.MODES)[1:]:
+        got = emu.gradients("gru", 3, 4, 5, 7, mode)
+        assert 0 < relative_error(got[0], exact[0]) < 1e-2, mode
