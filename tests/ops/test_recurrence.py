@@ -173,17 +173,19 @@ def test_reference_is_the_judge_and_can_fail():
     assert relative_error(good[0], bad[0]) > 1e-3
 
 
-def test_tf32_backward_runs_its_products_as_3xtf32():
-    """Plain TF32 in the reverse recurrence missed the reference (H100); half types and strict
-    fp32 keep their precision both ways."""
+def test_rnn_tf32_backward_runs_its_products_as_3xtf32():
+    """Plain TF32 in the RNN's reverse recurrence missed the reference (H100), the LSTM's and
+    GRU's did not; half types and strict fp32 keep their precision both ways."""
     from rnnbench.ops.common import Plan
-    from rnnbench.ops.recurrence import _Launch
+    from rnnbench.ops.recurrence import _Launch, layer_launch
 
     plan = Plan(block_b=16, block_h=16, w_resident=False)
-    tf32 = _Launch(plan, plan, "tf32", False, 64)
-    assert (tf32.forward_meta["PRECISION"], tf32.backward_meta["PRECISION"]) == ("tf32", "tf32x3")
-    ieee = _Launch(plan, plan, "ieee", False, 64)
+    for gates, backward in ((1, "tf32x3"), (3, "tf32"), (4, "tf32")):
+        tf32 = _Launch(plan, plan, "tf32", False, 64, gates)
+        assert (tf32.forward_meta["PRECISION"], tf32.backward_meta["PRECISION"]) == ("tf32", backward)
+    ieee = _Launch(plan, plan, "ieee", False, 64, 1)
     assert (ieee.forward_meta["PRECISION"], ieee.backward_meta["PRECISION"]) == ("ieee", "ieee")
+    assert layer_launch("rnn_relu", 3, 37, torch.float32, torch.device("cpu")).num_gates == 1
 
 
 def test_plan_validation():
@@ -247,9 +249,12 @@ def test_default_plans_for_the_h100():
     assert not plan(20, 500, 4, torch.float32, "tf32x3").w_resident
     p = plan(20, 500, 4, torch.float32, "tf32x3", "backward")
     assert (p.block_h, p.w_resident, p.block_k) == (16, False, 64)
-    # TF32's backward runs 3xTF32 too: a resident RNN backward would spill there, unlike fp16's.
+    # The RNN's TF32 backward runs 3xTF32 too: resident it would spill there, unlike fp16's. The
+    # LSTM's and GRU's stay plain TF32, streamed in chunks of 128.
     assert not plan(32, 512, 1, torch.float32, "tf32", "backward").w_resident
     assert plan(32, 512, 1, torch.float32, "tf32", "backward").block_k == 64
+    assert plan(32, 512, 4, torch.float32, "tf32", "backward").block_k == 128
+    assert plan(32, 512, 3, torch.float32, "tf32", "backward").block_k == 128
     # TF32 on tensor cores: resident while the weights and a staged piece of h fit in shared memory.
     assert plan(32, 512, 4, torch.float32, "tf32").w_resident
     assert not plan(16, 1024, 4, torch.float32, "tf32").w_resident  # 64 x 1024 fp32 weights: 256 KB
@@ -269,15 +274,15 @@ def test_default_plans_for_the_h100():
             if gates == 1:
                 assert p.num_warps == (8 if direction == "backward" and precision == "tf32" else warps)
     # Not on chip: taller tiles (the RNN past 128 units; the LSTM and GRU past 32: 512 rows at 100
-    # were slower); the LSTM's and GRU's 3xTF32 (TF32's backward, strict fp32); FMA products.
+    # were slower); the LSTM's and GRU's 3xTF32 (strict fp32); FMA products.
     assert not plan(32, 256, 1, torch.bfloat16).h_on_chip
     # More batch rows than 16 per multiprocessor: the exchange plan's wider batch blocks, not a refusal.
     assert plan(132 * 16, 100, 1, torch.bfloat16).h_on_chip
     p = plan(132 * 16 + 1, 100, 1, torch.bfloat16)
     assert not p.h_on_chip and p.block_b == 64
     assert not plan(32, 100, 4, torch.bfloat16).h_on_chip
-    assert plan(32, 32, 4, torch.float32, "tf32").h_on_chip
-    assert not plan(32, 32, 4, torch.float32, "tf32", "backward").h_on_chip
+    assert plan(32, 32, 4, torch.float32, "tf32").h_on_chip and plan(32, 32, 4, torch.float32, "tf32", "backward").h_on_chip
+    assert not plan(32, 32, 4, torch.float32, "tf32x3", "backward").h_on_chip
     assert not plan(20, 100, 1, torch.float32, "ieee").h_on_chip
 
 

@@ -143,7 +143,7 @@ def main(argv: list[str]) -> int:
                      f"progs={math.prod(plan.grid(batch, hidden))}")
             try:
                 compiled = compile_kernel(cell, direction, dtype, hidden, plan,
-                                          backward_precision(precision) if direction == "backward" else precision)
+                                          backward_precision(precision, GATES[cell]) if direction == "backward" else precision)
                 print(f"ok    {label} {resource_usage(compiled)}", flush=True)
                 if out_dir:
                     stem = label.split()[0]

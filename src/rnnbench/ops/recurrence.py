@@ -127,11 +127,12 @@ class _Launch:
     precision: str
     upcast: bool
     hidden_size: int
+    num_gates: int
 
     @property
     def backward_precision(self) -> str:
         """The reverse recurrence's dot precision (:func:`~rnnbench.ops.common.backward_precision`)."""
-        return backward_precision(self.precision)
+        return backward_precision(self.precision, self.num_gates)
 
     @functools.cached_property
     def forward_meta(self) -> dict:
@@ -159,7 +160,7 @@ class _Launch:
 def _cached_launch(cell, batch_size, hidden_size, dtype, device, precision, override) -> _Launch:
     plans = [_cached_plan(cell, batch_size, hidden_size, dtype, device, precision, d, override)
              for d in ("forward", "backward")]
-    return _Launch(*plans, precision, upcast_dot(dtype), hidden_size)
+    return _Launch(*plans, precision, upcast_dot(dtype), hidden_size, NUM_GATES[cell])
 
 
 # One counter buffer per (device, stream): see _counters.
