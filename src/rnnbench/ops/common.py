@@ -472,7 +472,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
       compiler hoists into registers, where 64 KB of weights spill (2.3 KB per thread seen);
       otherwise streamed from L2;
     - 3xTF32 (``precision="tf32x3"``: strict fp32 on tensor cores, three products per step; and
-      the backward of ``tf32``): the TF32 plans, but the forward's weights resident only up to
+      the RNN's backward in ``tf32``): the TF32 plans, but the forward's weights resident only up to
       :data:`X3_RESIDENT_K` columns and the backward's never, in chunks of 64: the split of a
       resident operand into its TF32 high part and remainder is hoisted out of the loop into
       registers (spilled: 2.4 KB per thread for the LSTM forward at hidden 500, 0.4-3.4 KB for
@@ -514,7 +514,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         bh = override.get("block_h", bh)
         fits = resident_bytes(bb, bh, hidden_size, num_gates, element, direction) <= smem - SHARED_MEMORY_MARGIN
         resident = tensor_cores and fits and (direction == "forward" or bh >= 64)
-        # 3xTF32 (strict fp32 both ways; TF32's backward, see recurrence._Launch.backward_precision)
+        # 3xTF32 (strict fp32 both ways; the RNN's TF32 backward: backward_precision)
         x3 = step_precision == "tf32x3"
         if x3:
             resident = resident and direction == "forward" and k_padded(hidden_size) <= X3_RESIDENT_K
