@@ -14,6 +14,7 @@ register counts would describe a kernel that never runs). Must run without ``TRI
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import subprocess
@@ -122,6 +123,19 @@ def resource_usage(compiled) -> dict:
     ops = Counter(m.group(1) for m in re.finditer(r"\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9]*)", sass(compiled)))
     usage.update({op.lower(): ops.get(op, 0) for op in ("HGMMA", "HMMA", "FFMA", "LDL", "STL")})
     return usage
+
+
+def variant_usage(cell: str, direction: str, dtype: torch.dtype, batch: int, hidden: int, precision: str,
+                  plan_fields: dict, changes: dict) -> tuple[Plan, dict]:
+    """The plan for an H100 (132 multiprocessors) that ``choose_plan`` makes with ``plan_fields``
+    (checked like any override), then ``changes`` (Plan fields) applied unchecked, and the
+    :func:`resource_usage` of that kernel compiled for sm_90 with the direction's products
+    (``precision`` is the forward's): for comparing a plan with rejected ones."""
+    plan = choose_plan(batch, hidden, GATES[cell], dtype, torch.device("cuda"), multiprocessors=132,
+                       precision=precision, direction=direction, **plan_fields)
+    plan = dataclasses.replace(plan, **changes)
+    products = backward_precision(precision, GATES[cell]) if direction == "backward" else precision
+    return plan, resource_usage(compile_kernel(cell, direction, dtype, hidden, plan, products))
 
 
 def main(argv: list[str]) -> int:
