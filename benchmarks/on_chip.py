@@ -115,7 +115,10 @@ def main() -> int:
     args = parser.parse_args()
     if check_order(args.order):
         parser.error(check_order(args.order))
-    chosen = [CASES[int(k)] for k in args.cases.split(",")] if args.cases else CASES
+    try:
+        chosen = [CASES[int(k)] for k in args.cases.split(",")] if args.cases else CASES
+    except (ValueError, IndexError):
+        parser.error(f"--cases takes indices 0 to {len(CASES) - 1}, comma-separated; got {args.cases!r}")
     fields = ("cell", "batch_size", "seq_len", "input_size", "hidden_size", "dtype", "plans")
     rows = run_cases(args.out_dir / "on_chip.jsonl", chosen, fields,
                      lambda case: {**measure_case(*case, args.case_budget, args.device, args.order), "order": args.order},

@@ -97,6 +97,8 @@ def main() -> int:
     parser = ab_parser(__doc__, 240.0)
     parser.add_argument("--cases", type=int, default=len(CASES), help="the first N cases")
     args = parser.parse_args()
+    if not 1 <= args.cases <= len(CASES):
+        parser.error(f"--cases takes 1 to {len(CASES)}; got {args.cases}")
     fields = ("cell", "batch_size", "seq_len", "input_size", "hidden_size", "num_layers")
     rows = run_cases(args.out_dir / "strict_fp32.jsonl", CASES[: args.cases], fields,
                      lambda case: measure_case(*case, args.case_budget, args.device), args.budget)

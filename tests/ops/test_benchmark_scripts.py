@@ -39,10 +39,16 @@ def test_on_chip_compares_both_plans_on_one_case(tmp_path):
     assert f"{row['cell']} B{row['batch_size']} H{row['hidden_size']}" in proc.stdout  # the table
 
 
-def test_on_chip_refuses_a_bad_order_before_measuring(tmp_path):
-    proc = _run("on_chip.py", str(tmp_path), "--device", "cpu", "--order", "AC")
-    assert proc.returncode == 2 and "--order takes A and B only" in proc.stderr
-    assert not (tmp_path / "on_chip.jsonl").exists()
+@pytest.mark.parametrize("script, args, message", [
+    ("on_chip.py", ("--order", "AC"), "--order takes A and B only"),
+    ("on_chip.py", ("--cases", "99"), "--cases takes indices"),
+    ("on_chip.py", ("--cases", "one"), "--cases takes indices"),
+    ("strict_fp32.py", ("--cases", "-3"), "--cases takes 1 to"),
+])
+def test_bad_options_are_refused_in_one_line_before_measuring(tmp_path, script, args, message):
+    proc = _run(script, str(tmp_path), "--device", "cpu", *args)
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+    assert not list(tmp_path.iterdir())
 
 
 @pytest.mark.parametrize("cell", CELLS)
