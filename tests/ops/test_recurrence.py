@@ -220,9 +220,9 @@ def test_default_plans_for_the_h100():
 
     cuda = torch.device("cuda")
 
-    def plan(batch, hidden, gates, dtype, precision="ieee", direction="forward"):
+    def plan(batch, hidden, gates, dtype, precision="ieee", direction="forward", **override):
         return choose_plan(batch, hidden, gates, dtype, cuda, multiprocessors=132, precision=precision,
-                           direction=direction)
+                           direction=direction, **override)
 
     # FlashRNN's LSTM: 4 gates x 16 units = a 64-row tile (one wgmma, one warpgroup) of 48 programs,
     # held in three pieces of 256 columns (96 KB: no padding to 1024).
@@ -276,6 +276,10 @@ def test_default_plans_for_the_h100():
     # Not on chip: taller tiles (the RNN past 128 units; the LSTM and GRU past 32: 512 rows at 100
     # were slower); the LSTM's and GRU's 3xTF32 (strict fp32); FMA products.
     assert not plan(32, 256, 1, torch.bfloat16).h_on_chip
+    # A forced on-chip tile that does not fit in shared memory is refused (fp32 LSTM at 100: 256 KB).
+    with pytest.raises(ValueError, match="does not fit in shared memory"):
+        plan(20, 100, 4, torch.float32, "tf32", h_on_chip=True)
+    assert plan(20, 100, 4, torch.bfloat16, h_on_chip=True).h_on_chip  # 128 KB: fits
     # More batch rows than 16 per multiprocessor: the exchange plan's wider batch blocks, not a refusal.
     assert plan(132 * 16, 100, 1, torch.bfloat16).h_on_chip
     p = plan(132 * 16 + 1, 100, 1, torch.bfloat16)
