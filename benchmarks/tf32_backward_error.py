@@ -23,6 +23,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from rnnbench.reference import cell_step  # noqa: E402
 from rnnbench.verify import relative_error  # noqa: E402
 
 MODES = {"exact": (False, False), "plain TF32": (True, True), "W rounded, gradients split": (True, False),
@@ -54,24 +55,13 @@ class RecurrentProduct(torch.autograd.Function):
 
 
 def layer(cell, x, h0, c0, w_ih, w_hh, b, round_w, round_g):
-    """One layer, the recurrent product through :class:`RecurrentProduct`; returns (h_T, c_T)."""
-    h, c = h0, c0
+    """One layer by ``reference.cell_step``, its recurrent product through
+    :class:`RecurrentProduct`; returns (h_T, c_T)."""
+    product = lambda h, w: RecurrentProduct.apply(h, w, round_w, round_g)  # noqa: E731
+    state = (h0, c0) if cell == "lstm" else h0
     for t in range(x.shape[0]):
-        if cell == "gru":  # torch.nn's GRU: the reset gate applied after the recurrent product
-            x_r, x_z, x_n = (x[t] @ w_ih.T + b).chunk(3, dim=1)
-            h_r, h_z, h_n = RecurrentProduct.apply(h, w_hh, round_w, round_g).chunk(3, dim=1)
-            r, z = torch.sigmoid(x_r + h_r), torch.sigmoid(x_z + h_z)
-            n = torch.tanh(x_n + r * h_n)
-            h = (1 - z) * n + z * h
-            continue
-        pre = x[t] @ w_ih.T + b + RecurrentProduct.apply(h, w_hh, round_w, round_g)
-        if cell == "lstm":
-            i, f, g, o = pre.chunk(4, dim=1)
-            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
-            h = torch.sigmoid(o) * torch.tanh(c)
-        else:
-            h = torch.tanh(pre)
-    return h, c
+        state = cell_step(cell, x[t], state, w_ih, w_hh, b, torch.zeros_like(b), recurrent=product)
+    return state if cell == "lstm" else (state, c0)
 
 
 def gradients(cell, batch, seq, inputs, hidden, mode, seed=0):

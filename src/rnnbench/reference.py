@@ -34,24 +34,29 @@ def canonical_weights(case: Case, generator: torch.Generator) -> dict[str, torch
     return weights
 
 
-def cell_step(cell: str, x: torch.Tensor, state, w_ih, w_hh, b_ih, b_hh):
+def _product(h: torch.Tensor, w_hh: torch.Tensor) -> torch.Tensor:
+    return h @ w_hh.T
+
+
+def cell_step(cell: str, x: torch.Tensor, state, w_ih, w_hh, b_ih, b_hh, recurrent=_product):
     """One step of one layer. ``x`` is ``[B, I]``; ``state`` is ``h`` ``[B, H]``, or ``(h, c)``
-    for LSTM. Returns the new state in the same form."""
+    for LSTM. Returns the new state in the same form. ``recurrent(h, w_hh)`` is the recurrent
+    product ``h W_hh^T`` (replaceable, to study its rounding: benchmarks/tf32_backward_error.py)."""
     if cell == "lstm":
         h, c = state
-        gates = x @ w_ih.T + b_ih + h @ w_hh.T + b_hh
+        gates = x @ w_ih.T + b_ih + recurrent(h, w_hh) + b_hh
         i, f, g, o = gates.chunk(4, dim=1)
         c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
         return torch.sigmoid(o) * torch.tanh(c), c
     if cell == "gru":
         h = state
         x_r, x_z, x_n = (x @ w_ih.T + b_ih).chunk(3, dim=1)
-        h_r, h_z, h_n = (h @ w_hh.T + b_hh).chunk(3, dim=1)
+        h_r, h_z, h_n = (recurrent(h, w_hh) + b_hh).chunk(3, dim=1)
         r = torch.sigmoid(x_r + h_r)
         z = torch.sigmoid(x_z + h_z)
         n = torch.tanh(x_n + r * h_n)
         return (1 - z) * n + z * h
-    pre = x @ w_ih.T + b_ih + state @ w_hh.T + b_hh
+    pre = x @ w_ih.T + b_ih + recurrent(state, w_hh) + b_hh
     return torch.tanh(pre) if cell == "rnn_tanh" else torch.relu(pre)
 
 
