@@ -324,6 +324,32 @@ def test_floor_kernels_run_as_one_program():
             assert relative_error(h_buf[t + 1], expected) < 1e-5
 
 
+@pytest.mark.parametrize("gates", [1, 4])
+def test_chain_floor_runs_the_on_chip_step(gates):
+    """The on-chip floor computes h_{t+1} = tanh(first gate of h_t W^T + x_t) whichever way its
+    parts are switched: input one or two steps ahead, every h_t stored or only the last."""
+    from rnnbench.ops.floor import chain_floor
+
+    gen = torch.Generator().manual_seed(1)
+    T, B, H = 5, 3, 37
+    w = torch.randn(gates * H, H, generator=gen) * H ** -0.5
+    x = torch.randn(T, B, H, generator=gen)
+    start = torch.randn(B, H, generator=gen)
+    expected = [start.double()]
+    for t in range(T):
+        expected.append(torch.tanh(expected[-1] @ w[:H].double().T + x[t].double()))
+    for x_ahead in (1, 2):
+        for store in (True, False):
+            h_buf = torch.zeros(T + 1, B, H)
+            h_buf[0] = start
+            chain_floor(h_buf, w, x, act=1, x_ahead=x_ahead, store=store)
+            checked = range(1, T + 1) if store else [T]
+            for t in checked:
+                assert relative_error(h_buf[t], expected[t]) < 1e-5, (x_ahead, store, t)
+    with pytest.raises(ValueError, match="x_ahead"):
+        chain_floor(h_buf, w, x, x_ahead=3)
+
+
 def test_kernels_compile_for_h100():
     """The real compiler (front end, optimiser, ptxas) accepts every kernel for sm_90, in a process
     of its own since this one interprets them."""
