@@ -1,6 +1,6 @@
-"""h on chip against h exchanged through memory, on our kernels (one GPU).
+"""h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -18,7 +18,12 @@ Cases: glample-2016's hidden 100 (RNN in fp32, tf32, bf16; LSTM in bf16), theano
 hidden 128 in bf16 and one in fp16, and two RNNs at hidden 256 with the on-chip plan forced (past
 the default's 128 columns: is the limit right?).
 
-Writes ``OUT_DIR/on_chip.jsonl`` (the environment record, then one row per case as measured) and
+``--compare fast_activations`` runs the same measurements with the MUFU's tanh (``fast``, the
+default for bf16, fp16 and TF32 forwards: ``Plan.fast_activations``) against the exact activations
+(``exact``), on glample-2016's and theano-cudnn-2016's small cases, FlashRNN's, and the LSTM and
+GRU at hidden 100-128 in bf16 forced on chip against the exchange plan (both with fast activations).
+
+Writes ``OUT_DIR/<compare>.jsonl`` (the environment record, then one row per case as measured) and
 prints a table. ``--device cpu`` (with ``TRITON_INTERPRET=1``) only checks this script.
 """
 
@@ -35,7 +40,9 @@ from ab import parser as ab_parser, check_order, in_turns, median_ms, run_cases 
 
 DEFAULT = ("on_chip", "exchange")  # row key of plan A, plan B
 FORCED = ("forced", "exchange")
-PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip": False}}
+FAST = ("fast", "exact")
+PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip": False}, "fast": {},
+         "exact": {"fast_activations": False}}
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
     ("rnn_tanh", 20, 30, 100, 100, "fp32", DEFAULT), ("rnn_tanh", 20, 30, 100, 100, "tf32", DEFAULT),
@@ -45,6 +52,16 @@ CASES = [
     ("lstm", 32, 30, 128, 128, "fp16", DEFAULT),
     ("rnn_tanh", 32, 30, 256, 256, "bf16", FORCED), ("rnn_tanh", 128, 30, 256, 256, "bf16", FORCED),
 ]
+FAST_CASES = [
+    ("rnn_tanh", 20, 30, 100, 100, "tf32", FAST), ("rnn_tanh", 20, 30, 100, 100, "bf16", FAST),
+    ("lstm", 20, 30, 100, 100, "tf32", FAST), ("lstm", 20, 30, 100, 100, "bf16", FAST),
+    ("lstm", 32, 30, 128, 128, "tf32", FAST), ("gru", 32, 30, 128, 128, "tf32", FAST),
+    ("lstm", 32, 30, 512, 512, "bf16", FAST), ("lstm", 16, 1024, 768, 768, "bf16", FAST),
+    ("lstm", 16, 1024, 768, 768, "fp16", FAST),
+    ("lstm", 20, 30, 100, 100, "bf16", FORCED), ("lstm", 32, 30, 128, 128, "bf16", FORCED),
+    ("gru", 32, 30, 128, 128, "bf16", FORCED),
+]
+COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 
 
@@ -110,17 +127,19 @@ def _table(rows: list[dict]) -> str:
 
 def main() -> int:
     parser = ab_parser(__doc__, 300.0)
-    parser.add_argument("--cases", type=str, default="", help="which cases: indices into CASES, e.g. 0,1,2 (default all)")
+    parser.add_argument("--compare", default="on_chip", choices=tuple(COMPARISONS), help="which A/B and its cases")
+    parser.add_argument("--cases", type=str, default="", help="which cases: indices into the comparison's, e.g. 0,1,2 (default all)")
     parser.add_argument("--order", default="ABBA", help="the order the two plans are timed in, e.g. BAABABBA")
     args = parser.parse_args()
     if check_order(args.order):
         parser.error(check_order(args.order))
+    cases = COMPARISONS[args.compare]
     try:
-        chosen = [CASES[int(k)] for k in args.cases.split(",")] if args.cases else CASES
+        chosen = [cases[int(k)] for k in args.cases.split(",")] if args.cases else cases
     except (ValueError, IndexError):
-        parser.error(f"--cases takes indices 0 to {len(CASES) - 1}, comma-separated; got {args.cases!r}")
+        parser.error(f"--cases takes indices 0 to {len(cases) - 1}, comma-separated; got {args.cases!r}")
     fields = ("cell", "batch_size", "seq_len", "input_size", "hidden_size", "dtype", "plans")
-    rows = run_cases(args.out_dir / "on_chip.jsonl", chosen, fields,
+    rows = run_cases(args.out_dir / f"{args.compare}.jsonl", chosen, fields,
                      lambda case: {**measure_case(*case, args.case_budget, args.device, args.order), "order": args.order},
                      args.budget)
     print(_table(rows))

@@ -8,7 +8,7 @@ switched on one at a time -- the matmul alone, then the store of ``h_t``, the ac
 the MUFU's ``tanh.approx``), the step's input loaded one or two steps ahead, all of them -- beside
 the real forward kernel under its default plan on the same shape. Each is replayed from a CUDA
 graph at two sequence lengths, so per step is the difference over the extra steps (no launch, no
-prologue). ``--device cpu`` (under ``TRITON_INTERPRET=1``) only checks the script: three steps, no
+prologue); the real kernel also with the exact activations (``plan_override(fast_activations=False)``). ``--device cpu`` (under ``TRITON_INTERPRET=1``) only checks the script: three steps, no
 timing worth reading.
 
 Writes ``OUT_DIR/on_chip_anatomy.json`` (environment and rows) and prints a table (µs per step).
@@ -85,11 +85,13 @@ def case_rows(cell: str, batch: int, hidden: int, dtype: str, device: str, lengt
             return lambda: chain_floor(h_buf, w, xs, precision=precision, upcast=device == "cpu", num_warps=warps, **kw)
         return make
 
-    def kernel(n):
-        xp = x_proj[:n].contiguous()
-        with matmul_mode(dtype):
-            launch = recurrence.layer_launch(cell, batch, hidden, torch_dtype, torch.device(device))
-        return lambda: recurrence.recurrence_forward(cell, xp, w, bias, bias, None, None, launch, False)
+    def kernel(override):
+        def make(n):
+            xp = x_proj[:n].contiguous()
+            with matmul_mode(dtype), recurrence.plan_override(**override):
+                launch = recurrence.layer_launch(cell, batch, hidden, torch_dtype, torch.device(device))
+            return lambda: recurrence.recurrence_forward(cell, xp, w, bias, bias, None, None, launch, False)
+        return make
 
     row = {"cell": cell, "batch_size": batch, "hidden_size": hidden, "dtype": dtype, "precision": precision,
            "num_warps": warps, "lengths": list(lengths), "us_per_step": {}}
@@ -97,15 +99,17 @@ def case_rows(cell: str, batch: int, hidden: int, dtype: str, device: str, lengt
         if device == "cpu" and name in CPU_ONLY_SKIPS:
             continue
         row["us_per_step"][name] = per_step_us(floor(args))
-    row["us_per_step"]["kernel"] = per_step_us(kernel)
+    row["us_per_step"]["kernel"] = per_step_us(kernel({}))
+    row["us_per_step"]["kernel, exact act"] = per_step_us(kernel({"fast_activations": False}))
     with matmul_mode(dtype):
         row["kernel_plan"] = recurrence.layer_launch(cell, batch, hidden, torch_dtype, torch.device(device)).forward.__dict__
     return row
 
 
 def table(rows: list[dict]) -> str:
-    names = list(VARIANTS) + ["kernel"]
-    lines = ["µs per step (graph replay, difference of two lengths); kernel = the real forward, default plan",
+    names = list(VARIANTS) + ["kernel", "kernel, exact act"]
+    lines = ["µs per step (graph replay, difference of two lengths); kernel = the real forward, default plan "
+             "(exact act: with fast_activations off)",
              "case | " + " | ".join(names)]
     for r in rows:
         if "error" in r:

@@ -39,6 +39,27 @@ def test_on_chip_compares_both_plans_on_one_case(tmp_path):
     assert f"{row['cell']} B{row['batch_size']} H{row['hidden_size']}" in proc.stdout  # the table
 
 
+def test_on_chip_runs_the_fast_activations_comparison(tmp_path):
+    proc = _run("on_chip.py", str(tmp_path), "--device", "cpu", "--compare", "fast_activations", "--cases", "1",
+                "--case-budget", "0.01", "--order", "AB")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    env, row = [json.loads(line) for line in (tmp_path / "fast_activations.jsonl").read_text().splitlines()]
+    assert row["plans"] == ["fast", "exact"] and "error" not in row, row
+    assert max(row["error_fast"], row["error_exact"]) <= tolerance(row["cell"], row["dtype"])
+    assert row["forward_ms_triton_exact"] > 0
+
+
+def test_on_chip_anatomy_times_every_part_and_the_kernel(tmp_path):
+    proc = _run("on_chip_anatomy.py", str(tmp_path), "--device", "cpu")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    record = json.loads((tmp_path / "on_chip_anatomy.json").read_text())
+    (row,) = record["rows"]
+    assert "error" not in row and record["env"]
+    assert set(row["us_per_step"]) == {"matmul", "+store", "+tanh", "+x 1 ahead", "+x 2 ahead", "all, x 1 ahead",
+                                       "all, x 2 ahead", "kernel", "kernel, exact act"}  # no inline PTX on the CPU
+    assert f"{row['cell']} B{row['batch_size']} H{row['hidden_size']}" in proc.stdout
+
+
 @pytest.mark.parametrize("script, args, message", [
     ("on_chip.py", ("--order", "AC"), "--order takes A and B only"),
     ("on_chip.py", ("--cases", "99"), "--cases takes indices"),

@@ -290,6 +290,30 @@ def test_default_plans_for_the_h100():
     assert not plan(20, 100, 1, torch.float32, "ieee").h_on_chip
 
 
+def test_fast_activations_where_the_products_round_as_coarsely():
+    """The MUFU's tanh (relative error about 2^-11) in the forward of bf16, fp16 and TF32, never
+    in strict fp32, never backward, never under the interpreter (inline PTX); and the forward
+    kernel is told so."""
+    from rnnbench.ops.common import choose_plan
+    from rnnbench.ops.recurrence import _Launch
+
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    for dtype, precision, fast in ((torch.bfloat16, "ieee", True), (torch.float16, "ieee", True),
+                                   (torch.float32, "tf32", True), (torch.float32, "tf32x3", False),
+                                   (torch.float32, "ieee", False)):
+        for hidden in (100, 512):  # on chip and exchanged
+            for gates in (1, 4):
+                forward, backward = (choose_plan(20, hidden, gates, dtype, cuda, multiprocessors=132, precision=precision,
+                                                 direction=d) for d in ("forward", "backward"))
+                assert (forward.fast_activations, backward.fast_activations) == (fast, False), (dtype, precision)
+                launch = _Launch(forward, backward, precision, False, hidden, gates)
+                assert launch.forward_meta["FAST_ACT"] == fast and "FAST_ACT" not in launch.backward_meta
+        assert not choose_plan(20, 100, 1, dtype, cpu, precision=precision).fast_activations
+    assert not choose_plan(20, 100, 1, torch.bfloat16, cuda, multiprocessors=132, fast_activations=False).fast_activations
+    with pytest.raises(ValueError, match="fast_activations needs CUDA"):
+        choose_plan(3, 37, 1, torch.bfloat16, cpu, fast_activations=True)
+
+
 def test_refusals_are_one_line():
     from rnnbench.ops.recurrence import recurrent_layer, refusal
 
@@ -371,6 +395,11 @@ def test_kernels_compile_for_h100():
     assert proc.stdout.count("ok ") == kernels, proc.stdout
     # No register spills on these plans (local memory in a per-step loop costs microseconds).
     assert proc.stdout.count("'stack': 0,") == kernels, proc.stdout
+    # The MUFU's tanh exactly in the forward kernels whose plan asks for fast activations.
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("ok ")]
+    assert any(" fast=1 " in line for line in lines) and any(" fast=0 " in line for line in lines)
+    for line in lines:
+        assert (" fast=1 " in line) == ("'mufu_tanh': 0" not in line), line
 
 
 def test_strict_fp32_runs_as_3xtf32_on_cuda_unless_asked_for_ieee(monkeypatch):

@@ -75,7 +75,7 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
     block_k, chunks = k_chunks(hidden_size, plan.block_k)
     constexprs = dict(H=hidden_size, BLOCK_B=plan.block_b, BLOCK_H=plan.block_h, BLOCK_K=block_k,
                       K_PAD=kp, CHUNKS=chunks, W_RESIDENT=plan.w_resident, ON_CHIP=plan.h_on_chip, PRECISION=precision,
-                      UPCAST=False, SAVE=save, RELU=False, HAS_BIAS=True, HAS_H0=True, HAS_C0=True, HAS_D_OUT=True,
+                      UPCAST=False, FAST_ACT=plan.fast_activations, SAVE=save, RELU=False, HAS_BIAS=True, HAS_H0=True, HAS_C0=True, HAS_D_OUT=True,
                       HAS_D_H_N=True, HAS_D_C_N=True)
     constexprs = {k: v for k, v in constexprs.items() if k in names}
     signature, attrs = {}, {}
@@ -108,8 +108,8 @@ def sass(compiled) -> str:
 
 def resource_usage(compiled) -> dict:
     """Registers per thread, stack (spill) bytes and shared memory bytes; the matrix instructions
-    in the SASS (``hgmma`` = Hopper wgmma, ``hmma`` = mma.sync, ``ffma`` = FMA) and local-memory
-    accesses (``ldl``/``stl``: spills)."""
+    in the SASS (``hgmma`` = Hopper wgmma, ``hmma`` = mma.sync, ``ffma`` = FMA), local-memory
+    accesses (``ldl``/``stl``: spills) and the MUFU's tanh (``mufu_tanh``: fast activations)."""
     usage = {"shared": compiled.metadata.shared}
     if not _tool("cuobjdump").exists():
         return usage
@@ -120,8 +120,10 @@ def resource_usage(compiled) -> dict:
                               text=True).stdout
     found = dict(re.findall(r"(REG|STACK):(\d+)", text))
     usage.update({k.lower(): int(v) for k, v in found.items()})
-    ops = Counter(m.group(1) for m in re.finditer(r"\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9]*)", sass(compiled)))
+    code = sass(compiled)
+    ops = Counter(m.group(1) for m in re.finditer(r"\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9]*)", code))
     usage.update({op.lower(): ops.get(op, 0) for op in ("HGMMA", "HMMA", "FFMA", "LDL", "STL")})
+    usage["mufu_tanh"] = code.count("MUFU.TANH")  # Plan.fast_activations
     return usage
 
 
@@ -153,7 +155,7 @@ def main(argv: list[str]) -> int:
                                direction=direction)
             label = (f"{cell}-{direction}-{str(dtype).removeprefix('torch.')}-B{batch}-H{hidden}-{precision} "
                      f"bb={plan.block_b} bh={plan.block_h} res={int(plan.w_resident)} bk={plan.block_k} "
-                     f"w={plan.num_warps} st={plan.num_stages} chip={int(plan.h_on_chip)} "
+                     f"w={plan.num_warps} st={plan.num_stages} chip={int(plan.h_on_chip)} fast={int(plan.fast_activations)} "
                      f"progs={math.prod(plan.grid(batch, hidden))}")
             try:
                 compiled = compile_kernel(cell, direction, dtype, hidden, plan,

@@ -80,6 +80,35 @@ def _tanh(x):
 
 
 @triton.jit
+def _tanh_approx(x):
+    """tanh on the multi-function unit: PTX ``tanh.approx.f32`` (sm_75 and later), one instruction,
+    largest relative error about 2^-11 (PTX ISA, "tanh"). CUDA only (inline PTX: the interpreter
+    cannot run it)."""
+    return tl.inline_asm_elementwise("tanh.approx.f32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True, pack=1)
+
+
+@triton.jit
+def _act_tanh(x, FAST: tl.constexpr):
+    """tanh, on the MUFU (:func:`_tanh_approx`) when ``FAST``, else :func:`_tanh`."""
+    if FAST:
+        y = _tanh_approx(x)
+    else:
+        y = _tanh(x)
+    return y
+
+
+@triton.jit
+def _act_sigmoid(x, FAST: tl.constexpr):
+    """The logistic sigmoid; when ``FAST`` as ``(1 + tanh(x / 2)) / 2`` on the MUFU (absolute error
+    about 2^-12), else ``tl.sigmoid``."""
+    if FAST:
+        y = 0.5 * _tanh_approx(0.5 * x) + 0.5
+    else:
+        y = tl.sigmoid(x)
+    return y
+
+
+@triton.jit
 def _mma(a, b, acc, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
     """acc + a @ b with fp32 accumulation. UPCAST widens the operands first: the CPU interpreter
     multiplies bfloat16 tiles wrongly, and bf16 x bf16 products are exact in fp32 anyway."""
@@ -369,6 +398,9 @@ class Plan:
             matmul operand (h forward, the gate gradients backward) never leaves its registers:
             no exchange through memory, no grid barrier. For small hidden sizes, where those
             round trips are most of a step.
+        fast_activations: the forward computes its gate nonlinearities on the multi-function unit
+            (:func:`_tanh_approx`, relative error about 2^-11) instead of from ``exp`` and a
+            division: see :func:`fast_activations`.
     """
 
     block_b: int
@@ -378,6 +410,7 @@ class Plan:
     num_warps: int = 4
     num_stages: int = 3
     h_on_chip: bool = False
+    fast_activations: bool = False
 
     def grid(self, batch_size: int, hidden_size: int) -> tuple[int, int]:
         """(programs over hidden units, programs over batch rows)."""
@@ -542,9 +575,12 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         on_chip = override.get("h_on_chip", not exchange_asked)  # one program per batch block already
         if on_chip:
             bh, block_k = kp, kp
+    fast = device.type == "cuda" and direction == "forward" and fast_activations(dtype, precision)
     fields = {"block_b": bb, "block_h": bh, "w_resident": resident, "num_warps": warps, "block_k": block_k,
-              "num_stages": stages, "h_on_chip": on_chip}
+              "num_stages": stages, "h_on_chip": on_chip, "fast_activations": fast}
     plan = Plan(**{**fields, **override})
+    if plan.fast_activations and device.type != "cuda":
+        raise ValueError("fast_activations needs CUDA (inline PTX, which the interpreter cannot run)")
     if plan.h_on_chip and not (plan.w_resident and plan.block_h == kp and plan.block_k == kp):
         raise ValueError(f"h_on_chip needs resident weights and block_h = block_k = {kp} at hidden_size "
                          f"{hidden_size}, got {plan.block_h}, {plan.block_k}")
@@ -583,6 +619,17 @@ def dot_precision(dtype: torch.dtype, strict_fp32: str = STRICT_FP32_DEFAULT) ->
     if torch.backends.cuda.matmul.allow_tf32:
         return "tf32"
     return strict_fp32
+
+
+def fast_activations(dtype: torch.dtype, precision: str) -> bool:
+    """Whether a forward in ``dtype`` with products in ``precision`` computes its nonlinearities on
+    the multi-function unit (``tanh.approx.f32``, relative error about 2^-11): wherever the
+    products themselves already round to 2^-11 or coarser -- bf16 (2^-9), fp16 (2^-11) and TF32
+    (2^-11) operands -- but not strict fp32. On the H100 the exact tanh (``exp`` and a division)
+    cost 0.27-0.35 us of a 1.3-1.6 us on-chip RNN step at hidden 100, the MUFU's 0.07
+    (``benchmarks/on_chip_anatomy.py``). The backward reads the saved activations; it computes
+    none of its own but the LSTM's ``tanh(c)``, which stays exact."""
+    return dtype != torch.float32 or precision == "tf32"
 
 
 def backward_precision(precision: str, num_gates: int) -> str:

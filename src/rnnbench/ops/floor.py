@@ -21,7 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .common import (_grid_barrier, _load_f32, _mma, _tanh, _release_counters, _resident_stack, _split_gates, _stacked_matmul, _stacked_rows,
+from .common import (_grid_barrier, _load_f32, _mma, _tanh, _tanh_approx, _release_counters, _resident_stack, _split_gates, _stacked_matmul, _stacked_rows,
                      gates_padded, k_chunks, k_padded, next_pow2)
 
 
@@ -66,13 +66,6 @@ def _dot_floor_kernel(h_buf_ptr, w_ptr, counters_ptr, T, B, H: tl.constexpr, GAT
             _grid_barrier(counters_ptr, tl.num_programs(0) * (t + 1))
         t += 1
     _release_counters(counters_ptr)
-
-
-@triton.jit
-def _tanh_approx(x):
-    """The MUFU's ``tanh.approx.f32`` (sm_75+, relative error about 2^-11): CUDA only, to measure
-    what the activation costs, not for results."""
-    return tl.inline_asm_elementwise("tanh.approx.f32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True, pack=1)
 
 
 @triton.jit(do_not_specialize=["T", "B"])

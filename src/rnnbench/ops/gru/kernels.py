@@ -18,9 +18,9 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_columns_matmul, _gate_bias, _gate_columns, _grid_barrier, _load_f32, _load_weight_columns,
-                      _on_chip_columns, _program_tile, _recurrent_matmul, _release_counters, _resident_stack,
-                      _split_gates, _stacked_rows, _tanh)
+from ..common import (_act_sigmoid, _act_tanh, _columns_matmul, _gate_bias, _gate_columns, _grid_barrier, _load_f32,
+                      _load_weight_columns, _on_chip_columns, _program_tile, _recurrent_matmul, _release_counters,
+                      _resident_stack, _split_gates, _stacked_rows)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
@@ -31,7 +31,7 @@ def gru_forward_kernel(
     H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
-    UPCAST: tl.constexpr,
+    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr,
 ):
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     gid = rows[None, :] * (3 * H) + units[:, None]  # gate r of a [B, 3H] plane
@@ -63,10 +63,10 @@ def gru_forward_kernel(
                                 tl.zeros([4 * BLOCK_H, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
                                 W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST)
         a_r, a_z, a_n, _ = _split_gates(acc, BLOCK_H, BLOCK_B)
-        r = tl.sigmoid(a_r + x_r + bias_r)
-        z = tl.sigmoid(a_z + x_z + bias_z)
+        r = _act_sigmoid(a_r + x_r + bias_r, FAST_ACT)
+        z = _act_sigmoid(a_z + x_z + bias_z, FAST_ACT)
         hn = a_n + bias_hn
-        n = _tanh(x_n + bias_xn + r * hn)
+        n = _act_tanh(x_n + bias_xn + r * hn, FAST_ACT)
         h = n + z * (h - n)
         tl.store(h_buf_ptr + (t + 1) * plane_h + hid, h.to(out_ty), mask=mask)
         if SAVE:

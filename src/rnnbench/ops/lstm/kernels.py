@@ -18,9 +18,9 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_columns_matmul, _gate_bias, _gate_columns, _grid_barrier, _load_f32, _load_weight_columns,
-                      _on_chip_columns, _program_tile, _recurrent_matmul, _release_counters, _resident_stack,
-                      _split_gates, _stacked_rows, _tanh)
+from ..common import (_act_sigmoid, _act_tanh, _columns_matmul, _gate_bias, _gate_columns, _grid_barrier, _load_f32,
+                      _load_weight_columns, _on_chip_columns, _program_tile, _recurrent_matmul, _release_counters,
+                      _resident_stack, _split_gates, _stacked_rows, _tanh)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
@@ -31,7 +31,7 @@ def lstm_forward_kernel(
     H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, HAS_C0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
-    UPCAST: tl.constexpr,
+    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr,
 ):
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     gid = rows[None, :] * (4 * H) + units[:, None]  # offsets of gate i into a [B, 4H] plane
@@ -64,12 +64,12 @@ def lstm_forward_kernel(
                                 tl.zeros([4 * BLOCK_H, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
                                 W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST)
         a_i, a_f, a_g, a_o = _split_gates(acc, BLOCK_H, BLOCK_B)
-        i = tl.sigmoid(a_i + x_i + bias_i)
-        f = tl.sigmoid(a_f + x_f + bias_f)
-        g = _tanh(a_g + x_g + bias_g)
-        o = tl.sigmoid(a_o + x_o + bias_o)
+        i = _act_sigmoid(a_i + x_i + bias_i, FAST_ACT)
+        f = _act_sigmoid(a_f + x_f + bias_f, FAST_ACT)
+        g = _act_tanh(a_g + x_g + bias_g, FAST_ACT)
+        o = _act_sigmoid(a_o + x_o + bias_o, FAST_ACT)
         c = f * c + i * g
-        h = o * _tanh(c)
+        h = o * _act_tanh(c, FAST_ACT)
         tl.store(h_buf_ptr + (t + 1) * plane_h + hid, h.to(out_ty), mask=mask)
         if SAVE:
             s_t = gates_ptr + t * plane_g

@@ -13,16 +13,16 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_columns_matmul, _gate_bias, _grid_barrier, _load_f32, _load_weight_columns, _mma,
-                      _program_tile, _recurrent_matmul, _release_counters, _resident_stack, _stacked_rows, _tanh)
+from ..common import (_act_tanh, _columns_matmul, _gate_bias, _grid_barrier, _load_f32, _load_weight_columns, _mma,
+                      _program_tile, _recurrent_matmul, _release_counters, _resident_stack, _stacked_rows)
 
 
 @triton.jit
-def _activation(x, RELU: tl.constexpr):
+def _activation(x, RELU: tl.constexpr, FAST: tl.constexpr):
     if RELU:
         y = tl.maximum(x, 0.0)
     else:
-        y = _tanh(x)
+        y = _act_tanh(x, FAST)
     return y
 
 
@@ -34,7 +34,7 @@ def rnn_forward_kernel(
     H: tl.constexpr, RELU: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
-    UPCAST: tl.constexpr,
+    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr,
 ):
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     plane_h = B.to(tl.int64) * H
@@ -55,7 +55,7 @@ def rnn_forward_kernel(
     while t < T:
         a = _recurrent_matmul(w, h, w_hh_ptr, w_rows, w_valid, h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask, zero,
                               H, K_PAD, BLOCK_K, CHUNKS, W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST)
-        h = _activation(a + x + bias, RELU)
+        h = _activation(a + x + bias, RELU, FAST_ACT)
         tl.store(h_buf_ptr + (t + 1) * plane_h + hid, h.to(out_ty), mask=mask)
         if SAVE:
             tl.store(saved_ptr + t * plane_h + hid, h, mask=mask)
