@@ -119,6 +119,34 @@ def test_layer_with_h_on_chip(cell, dtype, hidden_size):
     assert all(not buf.any() for buf in recurrence._COUNTERS.values())
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("cell", CELLS)
+def test_fast_activations_are_live_and_accurate(cell, dtype):
+    """The default forward of bf16, fp16 and TF32 computes its nonlinearities on the MUFU: its
+    output differs from the exact activations' (``fast_activations=False``) by about the MUFU's
+    2^-11 and both match the float64 reference; strict fp32 is bit for bit the same either way (no
+    fast path). On chip (hidden 37) and exchanged (hidden 300)."""
+    from rnnbench.ops import recurrence
+
+    for hidden in (37, 300):
+        tensors = _layer(cell, 20, 9, 5, hidden)
+        with matmul_mode(dtype):
+            fast = recurrence.layer_launch(cell, 20, hidden, TORCH_DTYPE[dtype], torch.device("cuda")).forward
+            assert fast.fast_activations == (dtype != "fp32")
+            check_layer(cell, dtype, tensors)
+            x = [None if t is None else t.to("cuda", TORCH_DTYPE[dtype]) for t in tensors]
+            with torch.no_grad():
+                out_fast = recurrent_layer(cell, *x)[0]
+                with plan_override(fast_activations=False):
+                    out_exact = recurrent_layer(cell, *x)[0]
+                    check_layer(cell, dtype, tensors)
+        diff = relative_error(out_fast, out_exact)
+        if dtype == "fp32" or cell == "rnn_relu":  # no tanh or sigmoid on the fast path there
+            assert diff == 0.0
+        else:
+            assert 0.0 < diff < tolerance(cell, dtype), diff
+
+
 def test_more_batch_rows_than_on_chip_programs_can_hold():
     """Past 16 batch rows per multiprocessor the on-chip plan's programs could not all be resident:
     the default plan is then the exchange plan with wider batch blocks, and the call runs."""
