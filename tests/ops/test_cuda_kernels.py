@@ -144,7 +144,11 @@ def test_fast_activations_are_live_and_accurate(cell, dtype):
         diff = relative_error(out_fast, out_exact)
         if dtype == "fp32" or cell == "rnn_relu":  # no tanh or sigmoid on the fast path there
             assert diff == 0.0
-        else:
+        elif dtype == "bf16" and cell == "rnn_tanh":
+            # h is rounded to bf16 (2^-9) every step and nothing else carries state: the MUFU's
+            # differences, mostly far below 2^-11, vanished in the rounding on the H100 (diff 0).
+            assert diff < tolerance(cell, dtype), diff
+        else:  # the LSTM's fp32 cell state and the GRU's fp32 h carry them; TF32 and fp16 resolve them
             assert 0.0 < diff < tolerance(cell, dtype), diff
 
 
