@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|input_ahead] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -17,10 +17,6 @@ case, the engine's ``triton`` and ``triton-graph`` lanes under that plan and und
 Cases: glample-2016's hidden 100 (RNN in fp32, tf32, bf16; LSTM in bf16), theano-cudnn-2016's
 hidden 128 in bf16 and one in fp16, and two RNNs at hidden 256 with the on-chip plan forced (past
 the default's 128 columns: is the limit right?).
-
-``--compare input_ahead`` compares the RNN's forward loading its input two steps ahead (the
-default, ``Plan.input_ahead``) with one, on glample-2016's RNNs (hidden 100 on chip, 500 exchanged) in
-fp32 (3xTF32), TF32 and bf16.
 
 ``--compare fast_activations`` runs the same measurements with the MUFU's tanh (``fast``, the
 default for bf16, fp16 and TF32 forwards: ``Plan.fast_activations``) against the exact activations
@@ -45,9 +41,8 @@ from ab import parser as ab_parser, check_order, in_turns, median_ms, run_cases 
 DEFAULT = ("on_chip", "exchange")  # row key of plan A, plan B
 FORCED = ("forced", "exchange")
 FAST = ("fast", "exact")
-AHEAD = ("two_ahead", "one_ahead")
 PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip": False}, "fast": {},
-         "exact": {"fast_activations": False}, "two_ahead": {}, "one_ahead": {"input_ahead": 1}}
+         "exact": {"fast_activations": False}}
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
     ("rnn_tanh", 20, 30, 100, 100, "fp32", DEFAULT), ("rnn_tanh", 20, 30, 100, 100, "tf32", DEFAULT),
@@ -66,8 +61,7 @@ FAST_CASES = [
     ("lstm", 20, 30, 100, 100, "bf16", FORCED), ("lstm", 32, 30, 128, 128, "bf16", FORCED),
     ("gru", 32, 30, 128, 128, "bf16", FORCED),
 ]
-AHEAD_CASES = [("rnn_tanh", 20, 30, h, h, dtype, AHEAD) for h in (100, 500) for dtype in ("fp32", "tf32", "bf16")]
-COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "input_ahead": AHEAD_CASES}
+COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 
 

@@ -25,7 +25,7 @@ GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 # (batch, seq, input, hidden): batch 1 and 3, seq 1 and 7, hidden 37 and 100, input != hidden
 SHAPES = [(1, 1, 3, 37), (3, 7, 5, 37), (1, 7, 100, 100)]
 PLANS = {"on_chip": {}, "exchange": {"h_on_chip": False}, "resident_pieces": {"block_k": 16},
-         "streamed": {"w_resident": False, "block_k": 16}, "input_one_ahead": {"input_ahead": 1}}
+         "streamed": {"w_resident": False, "block_k": 16}}
 FP32_TOLERANCE = tolerance("lstm", "fp32")
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -312,25 +312,6 @@ def test_fast_activations_where_the_products_round_as_coarsely():
     assert not choose_plan(20, 100, 1, torch.bfloat16, cuda, multiprocessors=132, fast_activations=False).fast_activations
     with pytest.raises(ValueError, match="fast_activations needs CUDA"):
         choose_plan(3, 37, 1, torch.bfloat16, cpu, fast_activations=True)
-
-
-def test_the_rnn_loads_its_input_two_steps_ahead():
-    """The RNN's forward loads x_proj two steps ahead by default (and is told so); the LSTM and
-    GRU one (their kernels have no other way), and asking them for two is refused."""
-    from rnnbench.ops.common import choose_plan
-    from rnnbench.ops.recurrence import _Launch
-
-    cuda, cpu = torch.device("cuda"), torch.device("cpu")
-    for device in (cuda, cpu):
-        for gates, ahead in ((1, 2), (3, 1), (4, 1)):
-            p = choose_plan(20, 100, gates, torch.float32, device, multiprocessors=132, precision="tf32")
-            assert p.input_ahead == ahead
-            meta = _Launch(p, p, "tf32", False, 100, gates).forward_meta
-            assert meta.get("X_AHEAD") == (2 if gates == 1 else None)
-    assert choose_plan(20, 100, 1, torch.float32, cpu, input_ahead=1).input_ahead == 1
-    for gates, ahead in ((4, 2), (1, 3)):
-        with pytest.raises(ValueError, match="input_ahead"):
-            choose_plan(20, 100, gates, torch.float32, cpu, input_ahead=ahead)
 
 
 def test_refusals_are_one_line():

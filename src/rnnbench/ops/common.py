@@ -63,11 +63,6 @@ X3_RESIDENT_K = 128
 # GRU at hidden 100-128, bf16) 0.69-0.94x forward, 0.83-1.02x training; the RNN at hidden 256
 # (256 rows) 0.80-1.00x forward, 0.91-1.14x training.
 ON_CHIP_MAX_ROWS = 128
-# The RNN's forward loads its input projection this many steps ahead (Plan.input_ahead). In the
-# on-chip floor (benchmarks/on_chip_anatomy.py, H100) two ahead instead of one took a 3xTF32 step at
-# hidden 100 from 1.99-2.01 to 1.39-1.40 us and a TF32 one from 1.75-1.78 to 1.65-1.67; bf16 was
-# unchanged (1.29-1.31 against 1.31-1.33); the LSTM's floor at hidden 32 gained nothing.
-RNN_INPUT_AHEAD = 2
 # Plan overrides that pick a tile or weight path: given without h_on_chip, they mean the exchange plan.
 _EXCHANGE_FIELDS = frozenset({"block_h", "block_k", "w_resident"})
 
@@ -406,8 +401,6 @@ class Plan:
         fast_activations: the forward computes its gate nonlinearities on the multi-function unit
             (:func:`_tanh_approx`, relative error about 2^-11) instead of from ``exp`` and a
             division: see :func:`fast_activations`.
-        input_ahead: how many steps ahead the forward loads its input projection ``x_proj``: 1,
-            or 2 (the RNN kernel only: :data:`RNN_INPUT_AHEAD`).
     """
 
     block_b: int
@@ -418,7 +411,6 @@ class Plan:
     num_stages: int = 3
     h_on_chip: bool = False
     fast_activations: bool = False
-    input_ahead: int = 1
 
     def grid(self, batch_size: int, hidden_size: int) -> tuple[int, int]:
         """(programs over hidden units, programs over batch rows)."""
@@ -585,11 +577,8 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
             bh, block_k = kp, kp
     fast = device.type == "cuda" and direction == "forward" and fast_activations(dtype, precision)
     fields = {"block_b": bb, "block_h": bh, "w_resident": resident, "num_warps": warps, "block_k": block_k,
-              "num_stages": stages, "h_on_chip": on_chip, "fast_activations": fast,
-              "input_ahead": RNN_INPUT_AHEAD if num_gates == 1 else 1}
+              "num_stages": stages, "h_on_chip": on_chip, "fast_activations": fast}
     plan = Plan(**{**fields, **override})
-    if plan.input_ahead not in (1, 2) or (plan.input_ahead == 2 and num_gates != 1):
-        raise ValueError(f"input_ahead is 1, or 2 for the RNN's single gate; got {plan.input_ahead} with {num_gates} gates")
     if plan.fast_activations and device.type != "cuda":
         raise ValueError("fast_activations needs CUDA (inline PTX, which the interpreter cannot run)")
     if plan.h_on_chip and not (plan.w_resident and plan.block_h == kp and plan.block_k == kp):

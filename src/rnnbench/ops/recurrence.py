@@ -153,8 +153,6 @@ class _Launch:
                     UPCAST=self.upcast, num_warps=plan.num_warps, num_stages=plan.num_stages)
         if forward:
             meta.update(CHUNKS=chunks, FAST_ACT=plan.fast_activations)
-            if self.num_gates == 1:
-                meta["X_AHEAD"] = plan.input_ahead
         return meta
 
 

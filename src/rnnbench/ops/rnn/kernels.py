@@ -34,7 +34,7 @@ def rnn_forward_kernel(
     H: tl.constexpr, RELU: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
-    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, X_AHEAD: tl.constexpr,
+    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr,
 ):
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     plane_h = B.to(tl.int64) * H
@@ -51,8 +51,6 @@ def rnn_forward_kernel(
     if SAVE:
         tl.store(h_buf_ptr + hid, h.to(out_ty), mask=mask)
     x = _load_f32(x_proj_ptr, hid, mask)
-    if X_AHEAD == 2:  # step 1's input too (step 0's again when T == 1: never used)
-        x_next = _load_f32(x_proj_ptr + tl.minimum(1, T - 1) * plane_h, hid, mask)
     t = 0
     while t < T:
         a = _recurrent_matmul(w, h, w_hh_ptr, w_rows, w_valid, h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask, zero,
@@ -62,11 +60,7 @@ def rnn_forward_kernel(
         if SAVE:
             tl.store(saved_ptr + t * plane_h + hid, h, mask=mask)
         if t + 1 < T:
-            if X_AHEAD == 2:  # the load of step t + 2 has a whole step to land (past the end: a repeat)
-                x = x_next
-                x_next = _load_f32(x_proj_ptr + tl.minimum(t + 2, T - 1) * plane_h, hid, mask)
-            else:
-                x = _load_f32(x_proj_ptr + (t + 1) * plane_h, hid, mask)
+            x = _load_f32(x_proj_ptr + (t + 1) * plane_h, hid, mask)
             if not ON_CHIP:
                 _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (t + 1))
         t += 1
