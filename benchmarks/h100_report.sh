@@ -52,6 +52,14 @@ every_lane=("$dir"/glample-2016.jsonl "$dir"/theano-cudnn-2016.jsonl "$dir"/fast
   echo "## TF32 after plain TF32 in the LSTM's and GRU's backward, in a run of its own (triton-lane-5/tf32-backward/)"
   echo
   "$rnnbench" report "$dir"/triton-lane-5/tf32-backward/glample-tf32.jsonl "$dir"/triton-lane-5/tf32-backward/theano-depth1-tf32.jsonl
+  echo
+  echo "## The issue's cases after fast activations, in a run of their own (triton-lane-6/)"
+  echo
+  "$rnnbench" report "$dir"/triton-lane-6/glample-3dtypes.jsonl "$dir"/triton-lane-6/theano-depth1.jsonl
+  echo
+  echo "## Every seed suite after fast activations, in a run of its own (triton-lane-6/)"
+  echo
+  "$rnnbench" report "$dir"/triton-lane-6/seeds.jsonl
 } > "$dir"/REPORT.md
 "$rnnbench" report "${every_lane[@]}" --plot "$dir"/speedup.png > /dev/null
 echo "wrote $dir/REPORT.md and $dir/speedup.png"

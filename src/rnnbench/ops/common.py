@@ -61,7 +61,8 @@ X3_RESIDENT_K = 128
 # tile. Measured on the H100 against the exchange plan, kernel time (benchmarks/on_chip.py): the
 # RNN at hidden 100 (128 rows) 1.23-1.36x faster forward, 1.27-1.50x training; 512 rows (LSTM and
 # GRU at hidden 100-128, bf16) 0.69-0.94x forward, 0.83-1.02x training; the RNN at hidden 256
-# (256 rows) 0.80-1.00x forward, 0.91-1.14x training.
+# (256 rows) 0.80-1.00x forward, 0.91-1.14x training. With fast activations the 512-row LSTM and GRU
+# tiles still lost: 0.78-0.95x forward, 0.86-0.93x training (triton-lane-6/fast_activations.jsonl).
 ON_CHIP_MAX_ROWS = 128
 # Plan overrides that pick a tile or weight path: given without h_on_chip, they mean the exchange plan.
 _EXCHANGE_FIELDS = frozenset({"block_h", "block_k", "w_resident"})
@@ -626,8 +627,10 @@ def fast_activations(dtype: torch.dtype, precision: str) -> bool:
     the multi-function unit (``tanh.approx.f32``, relative error about 2^-11): wherever the
     products themselves already round to 2^-11 or coarser -- bf16 (2^-9), fp16 (2^-11) and TF32
     (2^-11) operands -- but not strict fp32. On the H100 the exact tanh (``exp`` and a division)
-    cost 0.27-0.35 us of a 1.3-1.6 us on-chip RNN step at hidden 100, the MUFU's 0.07
-    (``benchmarks/on_chip_anatomy.py``). The backward reads the saved activations; it computes
+    cost 0.34-0.38 us of a 1.3-1.6 us on-chip RNN step at hidden 100, the MUFU's 0.05-0.07; the
+    kernel's step went from 1.61 to 1.37 us (TF32) and 1.36 to 1.06 (bf16), errors against
+    float64 unchanged to two digits (``benchmarks/on_chip_anatomy.py``, ``on_chip.py --compare
+    fast_activations``, ``results/h100/triton-lane-6``). The backward reads the saved activations; it computes
     none of its own but the LSTM's ``tanh(c)``, which stays exact."""
     return dtype != torch.float32 or precision == "tf32"
 
