@@ -8,7 +8,8 @@ switched on one at a time -- the matmul alone, then the store of ``h_t``, the ac
 the MUFU's ``tanh.approx``), the step's input loaded one or two steps ahead, all of them -- beside
 the real forward kernel under its default plan on the same shape. Each is replayed from a CUDA
 graph at two sequence lengths, so per step is the difference over the extra steps (no launch, no
-prologue); the real kernel also with the exact activations (``plan_override(fast_activations=False)``). ``--device cpu`` (under ``TRITON_INTERPRET=1``) only checks the script: three steps, no
+prologue); the real kernel also with the exact activations (``plan_override(fast_activations=False)``).
+``--device cpu`` (under ``TRITON_INTERPRET=1``) only checks the script: three steps, no
 timing worth reading.
 
 Writes ``OUT_DIR/on_chip_anatomy.json`` (environment and rows) and prints a table (µs per step).
@@ -102,7 +103,8 @@ def case_rows(cell: str, batch: int, hidden: int, dtype: str, device: str, lengt
     row["us_per_step"]["kernel"] = per_step_us(kernel({}))
     row["us_per_step"]["kernel, exact act"] = per_step_us(kernel({"fast_activations": False}))
     with matmul_mode(dtype):
-        row["kernel_plan"] = recurrence.layer_launch(cell, batch, hidden, torch_dtype, torch.device(device)).forward.__dict__
+        launch = recurrence.layer_launch(cell, batch, hidden, torch_dtype, torch.device(device))
+    row["kernel_plan"] = launch.forward.__dict__
     return row
 
 

@@ -303,13 +303,14 @@ def test_fast_activations_where_the_products_round_as_coarsely():
                                    (torch.float32, "ieee", False)):
         for hidden in (100, 512):  # on chip and exchanged
             for gates in (1, 4):
-                forward, backward = (choose_plan(20, hidden, gates, dtype, cuda, multiprocessors=132, precision=precision,
-                                                 direction=d) for d in ("forward", "backward"))
+                forward, backward = (choose_plan(20, hidden, gates, dtype, cuda, multiprocessors=132,
+                                                 precision=precision, direction=d) for d in ("forward", "backward"))
                 assert (forward.fast_activations, backward.fast_activations) == (fast, False), (dtype, precision)
                 launch = _Launch(forward, backward, precision, False, hidden, gates)
                 assert launch.forward_meta["FAST_ACT"] == fast and "FAST_ACT" not in launch.backward_meta
         assert not choose_plan(20, 100, 1, dtype, cpu, precision=precision).fast_activations
-    assert not choose_plan(20, 100, 1, torch.bfloat16, cuda, multiprocessors=132, fast_activations=False).fast_activations
+    exact = choose_plan(20, 100, 1, torch.bfloat16, cuda, multiprocessors=132, fast_activations=False)
+    assert not exact.fast_activations
     with pytest.raises(ValueError, match="fast_activations needs CUDA"):
         choose_plan(3, 37, 1, torch.bfloat16, cpu, fast_activations=True)
 

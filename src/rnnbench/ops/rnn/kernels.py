@@ -51,6 +51,8 @@ def rnn_forward_kernel(
     if SAVE:
         tl.store(h_buf_ptr + hid, h.to(out_ty), mask=mask)
     x = _load_f32(x_proj_ptr, hid, mask)
+    if ON_CHIP:  # the next step's input too: see the loop's end
+        x_next = _load_f32(x_proj_ptr + tl.minimum(1, T - 1) * plane_h, hid, mask)
     t = 0
     while t < T:
         a = _recurrent_matmul(w, h, w_hh_ptr, w_rows, w_valid, h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask, zero,
@@ -59,9 +61,17 @@ def rnn_forward_kernel(
         tl.store(h_buf_ptr + (t + 1) * plane_h + hid, h.to(out_ty), mask=mask)
         if SAVE:
             tl.store(saved_ptr + t * plane_h + hid, h, mask=mask)
-        if t + 1 < T:
-            x = _load_f32(x_proj_ptr + (t + 1) * plane_h, hid, mask)
-            if not ON_CHIP:
+        if ON_CHIP:
+            # The input two steps ahead, loaded unconditionally (past the end: the last step's
+            # again). Loaded inside the `t + 1 < T` branch instead, as the exchange plan must (its
+            # barrier is there), an on-chip step was 1.7x (TF32) and 1.4x (3xTF32) longer at
+            # hidden 100 on the H100, bf16 the same, outputs bit for bit equal
+            # (results/h100/triton-lane-6/README.md, "Loads outside the branch").
+            x = x_next
+            x_next = _load_f32(x_proj_ptr + tl.minimum(t + 2, T - 1) * plane_h, hid, mask)
+        else:
+            if t + 1 < T:
+                x = _load_f32(x_proj_ptr + (t + 1) * plane_h, hid, mask)
                 _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (t + 1))
         t += 1
     tl.store(h_n_ptr + hid, h.to(h_n_ptr.dtype.element_ty), mask=mask)
@@ -97,6 +107,8 @@ def rnn_backward_kernel(
     zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
     d_h_rec = _load_f32(d_h_n_ptr, hid, mask) if HAS_D_H_N else zero
     d_out, h = _saved_step(T - 1, d_out_ptr, saved_ptr, hid, mask, plane_h, HAS_D_OUT)
+    if ON_CHIP:  # two steps ahead, unconditionally, as the forward loads its input
+        d_out_next, h_next = _saved_step(tl.maximum(T - 2, 0), d_out_ptr, saved_ptr, hid, mask, plane_h, HAS_D_OUT)
     s = 0
     while s < T:
         t = T - 1 - s
@@ -108,11 +120,13 @@ def rnn_backward_kernel(
         dp_t = d_pre_ptr + t * plane_h
         d_pre = d_pre.to(d_pre_ptr.dtype.element_ty)
         tl.store(dp_t + hid, d_pre, mask=mask)
-        if s + 1 < T:
-            d_out, h = _saved_step(t - 1, d_out_ptr, saved_ptr, hid, mask, plane_h, HAS_D_OUT)
         if ON_CHIP:  # every unit's d_pre is ours (the resident tile is W_hh^T[all units, all units])
+            d_out, h = d_out_next, h_next
+            d_out_next, h_next = _saved_step(tl.maximum(t - 2, 0), d_out_ptr, saved_ptr, hid, mask, plane_h, HAS_D_OUT)
             d_h_rec = _mma(w, d_pre, zero, PRECISION, UPCAST)
         else:
+            if s + 1 < T:
+                d_out, h = _saved_step(t - 1, d_out_ptr, saved_ptr, hid, mask, plane_h, HAS_D_OUT)
             _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (s + 1))
             d_h_rec = _columns_matmul(w, w_hh_t_ptr, units, unit_mask, dp_t, rows, row_mask, zero, H, 1, 1, K_PAD,
                                       BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
