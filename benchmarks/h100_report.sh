@@ -57,6 +57,10 @@ every_lane=("$dir"/glample-2016.jsonl "$dir"/theano-cudnn-2016.jsonl "$dir"/fast
   echo
   "$rnnbench" report "$dir"/triton-lane-6/glample-3dtypes.jsonl "$dir"/triton-lane-6/theano-depth1.jsonl
   echo
+  echo "## glample-2016 after the on-chip RNN's loads moved out of the branch, in a run of its own (triton-lane-6/)"
+  echo
+  "$rnnbench" report "$dir"/triton-lane-6/glample-3dtypes-6f76605.jsonl
+  echo
   echo "## Every seed suite after fast activations, in a run of its own (triton-lane-6/)"
   echo
   "$rnnbench" report "$dir"/triton-lane-6/seeds.jsonl
