@@ -128,7 +128,8 @@ def _table(rows: list[dict]) -> str:
 def main() -> int:
     parser = ab_parser(__doc__, 300.0)
     parser.add_argument("--compare", default="on_chip", choices=tuple(COMPARISONS), help="which A/B and its cases")
-    parser.add_argument("--cases", type=str, default="", help="which cases: indices into the comparison's, e.g. 0,1,2 (default all)")
+    parser.add_argument("--cases", type=str, default="",
+                        help="which cases: indices into the comparison's, e.g. 0,1,2 (default all)")
     parser.add_argument("--order", default="ABBA", help="the order the two plans are timed in, e.g. BAABABBA")
     args = parser.parse_args()
     if check_order(args.order):

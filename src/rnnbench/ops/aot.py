@@ -155,7 +155,8 @@ def main(argv: list[str]) -> int:
                                direction=direction)
             label = (f"{cell}-{direction}-{str(dtype).removeprefix('torch.')}-B{batch}-H{hidden}-{precision} "
                      f"bb={plan.block_b} bh={plan.block_h} res={int(plan.w_resident)} bk={plan.block_k} "
-                     f"w={plan.num_warps} st={plan.num_stages} chip={int(plan.h_on_chip)} fast={int(plan.fast_activations)} "
+                     f"w={plan.num_warps} st={plan.num_stages} chip={int(plan.h_on_chip)} "
+                     f"fast={int(plan.fast_activations)} "
                      f"progs={math.prod(plan.grid(batch, hidden))}")
             try:
                 compiled = compile_kernel(cell, direction, dtype, hidden, plan,

@@ -630,8 +630,8 @@ def fast_activations(dtype: torch.dtype, precision: str) -> bool:
     cost 0.34-0.38 us of a 1.3-1.6 us on-chip RNN step at hidden 100, the MUFU's 0.05-0.07; the
     kernel's step went from 1.61 to 1.37 us (TF32) and 1.36 to 1.06 (bf16), errors against
     float64 unchanged to two digits (``benchmarks/on_chip_anatomy.py``, ``on_chip.py --compare
-    fast_activations``, ``results/h100/triton-lane-6``). The backward reads the saved activations; it computes
-    none of its own but the LSTM's ``tanh(c)``, which stays exact."""
+    fast_activations``, ``results/h100/triton-lane-6``). The backward reads the saved
+    activations; it computes none of its own but the LSTM's ``tanh(c)``, which stays exact."""
     return dtype != torch.float32 or precision == "tf32"
 
 
