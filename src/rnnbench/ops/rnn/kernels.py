@@ -65,8 +65,8 @@ def rnn_forward_kernel(
             # The input two steps ahead, loaded unconditionally (past the end: the last step's
             # again). Loaded inside the `t + 1 < T` branch instead, as the exchange plan must (its
             # barrier is there), an on-chip step was 1.7x (TF32) and 1.4x (3xTF32) longer at
-            # hidden 100 on the H100, bf16 the same, outputs bit for bit equal
-            # (results/h100/triton-lane-6/README.md, "Loads outside the branch").
+            # hidden 100 on the H100, bf16 the same; forward errors against float64 the same to
+            # every digit (results/h100/triton-lane-6/README.md, "Loads outside the branch").
             x = x_next
             x_next = _load_f32(x_proj_ptr + tl.minimum(t + 2, T - 1) * plane_h, hid, mask)
         else:
