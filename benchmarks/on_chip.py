@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -23,6 +23,12 @@ default for bf16, fp16 and TF32 forwards: ``Plan.fast_activations``) against the
 (``exact``), on glample-2016's and theano-cudnn-2016's small cases, FlashRNN's, and the LSTM and
 GRU at hidden 100-128 in bf16 forced on chip against the exchange plan (both with fast activations).
 
+``--compare split_k`` runs the LSTM's split-K backward (``Plan.split_k``: the forward's programs,
+each multiplying its own units' gate gradients by its own rows of W_hh into partials that the
+programs sum after the barrier) against the transpose backward (each program reads every
+program's gate gradients and its units' columns of W_hh), on the LSTM training cases of
+glample-2016, theano-cudnn-2016 (depth 1) and flashrnn-2024.
+
 Writes ``OUT_DIR/<compare>.jsonl`` (the environment record, then one row per case as measured) and
 prints a table. ``--device cpu`` (with ``TRITON_INTERPRET=1``) only checks this script.
 """
@@ -41,8 +47,9 @@ from ab import parser as ab_parser, check_order, in_turns, median_ms, run_cases 
 DEFAULT = ("on_chip", "exchange")  # row key of plan A, plan B
 FORCED = ("forced", "exchange")
 FAST = ("fast", "exact")
+SPLIT = ("split_k", "transpose")
 PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip": False}, "fast": {},
-         "exact": {"fast_activations": False}}
+         "exact": {"fast_activations": False}, "split_k": {"split_k": True}, "transpose": {"split_k": False}}
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
     ("rnn_tanh", 20, 30, 100, 100, "fp32", DEFAULT), ("rnn_tanh", 20, 30, 100, 100, "tf32", DEFAULT),
@@ -61,7 +68,20 @@ FAST_CASES = [
     ("lstm", 20, 30, 100, 100, "bf16", FORCED), ("lstm", 32, 30, 128, 128, "bf16", FORCED),
     ("gru", 32, 30, 128, 128, "bf16", FORCED),
 ]
-COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES}
+# The LSTM's training cases of every suite that has them, and FlashRNN's (the forward is the same
+# under both plans: its rows are the control).
+SPLIT_CASES = [
+    ("lstm", 16, 1024, 768, 768, "bf16", SPLIT), ("lstm", 16, 1024, 768, 768, "fp16", SPLIT),
+    ("lstm", 20, 30, 100, 100, "fp32", SPLIT), ("lstm", 20, 30, 100, 100, "tf32", SPLIT),
+    ("lstm", 20, 30, 500, 500, "tf32", SPLIT),
+    ("lstm", 20, 30, 500, 500, "fp32", SPLIT), ("lstm", 20, 30, 500, 500, "bf16", SPLIT),
+    ("lstm", 32, 30, 128, 128, "tf32", SPLIT), ("lstm", 128, 30, 128, 128, "tf32", SPLIT),
+    ("lstm", 32, 30, 512, 512, "bf16", SPLIT), ("lstm", 32, 30, 512, 512, "tf32", SPLIT),
+    ("lstm", 128, 30, 512, 512, "bf16", SPLIT), ("lstm", 128, 30, 512, 512, "tf32", SPLIT),
+    ("lstm", 32, 30, 1024, 1024, "bf16", SPLIT), ("lstm", 32, 30, 1024, 1024, "tf32", SPLIT),
+    ("lstm", 128, 30, 1024, 1024, "bf16", SPLIT), ("lstm", 128, 30, 1024, 1024, "tf32", SPLIT),
+]
+COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 
 

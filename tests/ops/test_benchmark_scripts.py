@@ -49,6 +49,16 @@ def test_on_chip_runs_the_fast_activations_comparison(tmp_path):
     assert row["forward_ms_triton_exact"] > 0
 
 
+def test_on_chip_runs_the_split_k_comparison(tmp_path):
+    proc = _run("on_chip.py", str(tmp_path), "--device", "cpu", "--compare", "split_k", "--cases", "2",
+                "--case-budget", "0.01", "--order", "AB")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    env, row = [json.loads(line) for line in (tmp_path / "split_k.jsonl").read_text().splitlines()]
+    assert row["plans"] == ["split_k", "transpose"] and row["cell"] == "lstm" and "error" not in row, row
+    assert max(row["error_split_k"], row["error_transpose"]) <= tolerance(row["cell"], row["dtype"])
+    assert row["train_ms_triton_split_k"] > 0 and row["train_ms_triton_transpose"] > 0
+
+
 def test_on_chip_anatomy_times_every_part_and_the_kernel(tmp_path):
     proc = _run("on_chip_anatomy.py", str(tmp_path), "--device", "cpu")
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -25,6 +25,18 @@ def test_hidden_units_split_across_programs(cell, resident):
         check_layer(cell, make_layer(cell, (20, 5, 4, 37)), "fp32", tolerance(cell, "fp32"))
 
 
+@pytest.mark.parametrize("resident", [True, False], ids=["resident", "streamed"])
+@pytest.mark.parametrize("block_h, shape", [(16, (20, 5, 4, 37)), (4, (3, 4, 4, 37))], ids=["3x16-units", "10x4-units"])
+def test_split_k_backward_sums_every_programs_partials(block_h, shape, resident):
+    """The LSTM's split-K backward (``Plan.split_k``) over several programs: each writes a partial
+    dh of every unit, and each sums its units' partials from all of them after the barrier (two
+    batch blocks at batch 20; 10 programs of 4 units, more than one plane per load of the sum)."""
+    from rnnbench.ops.recurrence import plan_override
+
+    with plan_override(block_h=block_h, block_b=16, w_resident=resident, block_k=16, split_k=True):
+        check_layer("lstm", make_layer("lstm", shape), "fp32", tolerance("lstm", "fp32"))
+
+
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
 def test_small_tiles_streamed(cell):
     """4 hidden units per program (a 16-row stacked tile, the strict-fp32 plan on a GPU): hidden 37

@@ -28,19 +28,20 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from .common import Plan, backward_precision, choose_plan, k_chunks, k_padded
+from .common import Plan, backward_precision, choose_plan, k_chunks, k_padded, partial_planes_per_load
 from .gru.kernels import gru_backward_kernel, gru_forward_kernel
-from .lstm.kernels import lstm_backward_kernel, lstm_forward_kernel
+from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
 
 POINTER = {torch.float32: "*fp32", torch.bfloat16: "*bf16", torch.float16: "*fp16"}
-F32_POINTERS = {"c_buf_ptr", "gates_ptr", "saved_ptr"}  # fp32 whatever the dtype (saved for backward)
+F32_POINTERS = {"c_buf_ptr", "gates_ptr", "saved_ptr", "partials_ptr"}  # fp32 whatever the dtype (saved for backward)
 GATES = {"lstm": 4, "gru": 3, "rnn": 1}
 
 KERNELS = {
     ("lstm", "forward"): lstm_forward_kernel, ("lstm", "backward"): lstm_backward_kernel,
     ("gru", "forward"): gru_forward_kernel, ("gru", "backward"): gru_backward_kernel,
     ("rnn", "forward"): rnn_forward_kernel, ("rnn", "backward"): rnn_backward_kernel,
+    ("lstm", "backward", "split_k"): lstm_backward_split_k_kernel,
 }
 # (cell, dtype, batch, hidden, precision): the shapes benchmarks/triton_dev.py times.
 BENCHMARK_SHAPES = [
@@ -69,11 +70,14 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
     """Compile one kernel for ``sm_<capability>``; returns Triton's CompiledKernel (``.asm`` holds
     ``ttgir``, ``ptx``, ``cubin``; ``.metadata.shared`` the shared memory in bytes). ``cell`` is
     ``lstm``, ``gru`` or ``rnn``."""
-    fn = KERNELS[(cell, direction)]
+    split_k = direction == "backward" and plan.split_k
+    fn = KERNELS[(cell, direction, "split_k") if split_k else (cell, direction)]
     names = fn.arg_names
     kp = k_padded(hidden_size)
-    block_k, chunks = k_chunks(hidden_size, plan.block_k)
+    # The split-K backward's pieces are block_k units high, however wide h is padded.
+    block_k, chunks = (plan.block_k, -(-hidden_size // plan.block_k)) if split_k else k_chunks(hidden_size, plan.block_k)
     constexprs = dict(H=hidden_size, BLOCK_B=plan.block_b, BLOCK_H=plan.block_h, BLOCK_K=block_k,
+                      BLOCK_P=partial_planes_per_load(plan, hidden_size),
                       K_PAD=kp, CHUNKS=chunks, W_RESIDENT=plan.w_resident, ON_CHIP=plan.h_on_chip, PRECISION=precision,
                       UPCAST=False, FAST_ACT=plan.fast_activations, SAVE=save, RELU=False, HAS_BIAS=True, HAS_H0=True,
                       HAS_C0=True, HAS_D_OUT=True, HAS_D_H_N=True, HAS_D_C_N=True)

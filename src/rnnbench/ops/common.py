@@ -306,6 +306,66 @@ def _split_gates(acc, BLOCK_H: tl.constexpr, BLOCK_B: tl.constexpr):
 
 
 @triton.jit
+def _stack_gates(g0, g1, g2, g3, BLOCK_H: tl.constexpr, BLOCK_B: tl.constexpr):
+    """The inverse of :func:`_split_gates`: four ``[BLOCK_H, BLOCK_B]`` tiles as one ``[4 *
+    BLOCK_H, BLOCK_B]`` tile, gate g at rows ``g * BLOCK_H ..`` (the stacked layout)."""
+    a = tl.join(tl.join(g0, g2), tl.join(g1, g3))  # [.., hi bit, lo bit] of the gate index
+    return tl.reshape(tl.permute(a, (2, 3, 0, 1)), [4 * BLOCK_H, BLOCK_B])
+
+
+@triton.jit
+def _load_stacked_weights_t(w_ptr, w_rows, w_valid, k0, H: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Tile ``[BLOCK_K, GP * BLOCK_H]``: the transpose of :func:`_load_stacked_weights`' tile,
+    ``W_hh[w_rows, k0 : k0 + BLOCK_K]^T`` (read transposed from ``W_hh`` itself, no copy)."""
+    k = k0 + tl.arange(0, BLOCK_K)
+    return tl.load(w_ptr + k[:, None] + w_rows[None, :] * H, mask=(k < H)[:, None] & w_valid[None, :], other=0.0)
+
+
+@triton.jit
+def _resident_stack_t(w_ptr, w_rows, w_valid, H: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr):
+    """The split-K backward's resident weights: ``W_stack^T`` as a tuple of ``CHUNKS`` pieces
+    ``[BLOCK_K, GP * BLOCK_H]`` (units ``i * BLOCK_K ..``), each the left operand of one matmul."""
+    pieces = ()
+    for i in tl.static_range(CHUNKS):
+        pieces = pieces + (_load_stacked_weights_t(w_ptr, w_rows, w_valid, i * BLOCK_K, H, BLOCK_K),)
+    return pieces
+
+
+@triton.jit
+def _partials_matmul(pieces, w_ptr, w_rows, w_valid, grads, part_ptr, rows, row_mask, H: tl.constexpr,
+                     BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr,
+                     PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+    """Split-K backward: this program's share of every unit's ``dh_{t-1}``, ``W_stack^T @ grads``
+    (``grads`` the stacked gate gradients of its own units ``[GP * BLOCK_H, BLOCK_B]``, in the
+    weights' dtype), written in fp32 to the ``[B, H]`` plane at ``part_ptr`` ``BLOCK_K`` units at
+    a time. ``pieces``: the resident ``W_stack^T`` pieces ``[BLOCK_K, GP * BLOCK_H]``; otherwise
+    re-read from L2 each step."""
+    for i in tl.static_range(CHUNKS):
+        if W_RESIDENT:
+            wk = pieces[i]
+        else:
+            wk = _load_stacked_weights_t(w_ptr, w_rows, w_valid, i * BLOCK_K, H, BLOCK_K)
+        k = i * BLOCK_K + tl.arange(0, BLOCK_K)
+        part = _mma(wk, grads, tl.zeros([BLOCK_K, grads.shape[1]], dtype=tl.float32), PRECISION, UPCAST)
+        tl.store(part_ptr + rows[None, :] * H + k[:, None], part, mask=(k < H)[:, None] & row_mask[None, :])
+
+
+@triton.jit
+def _sum_partials(part_ptr, programs: tl.constexpr, plane_h, hid, mask, BLOCK_P: tl.constexpr):
+    """Split-K backward, after the barrier: this program's units' ``dh_{t-1}`` ``[BLOCK_H,
+    BLOCK_B]`` fp32, the sum of the ``programs`` partial planes ``[B, H]`` at ``part_ptr`` (one
+    per program of the batch block), ``BLOCK_P`` planes per load, every load issued at once
+    (unrolled). Read through L2 (``.cg``): other programs wrote them."""
+    acc = tl.zeros(hid.shape, dtype=tl.float32)
+    for p0 in tl.static_range(0, programs, BLOCK_P):
+        p = p0 + tl.arange(0, BLOCK_P)
+        offsets = p[:, None, None].to(tl.int64) * plane_h + hid[None, :, :]
+        live = (p < programs)[:, None, None] & mask[None, :, :]
+        acc += tl.sum(tl.load(part_ptr + offsets, mask=live, other=0.0, cache_modifier=".cg"), axis=0)
+    return acc
+
+
+@triton.jit
 def _gate_bias(b_ih_ptr, b_hh_ptr, offsets, mask, HAS_BIAS: tl.constexpr, BOTH: tl.constexpr):
     """``b_ih[offsets] (+ b_hh[offsets] if BOTH)`` in fp32 as a ``[BLOCK_H, 1]`` column (0
     without bias)."""
@@ -402,6 +462,13 @@ class Plan:
         fast_activations: the forward computes its gate nonlinearities on the multi-function unit
             (:func:`_tanh_approx`, relative error about 2^-11) instead of from ``exp`` and a
             division: see :func:`fast_activations`.
+        split_k: backward (the LSTM's, so far) on the forward's split instead of the transpose:
+            each program multiplies its own units' gate gradients by its own rows of ``W_hh`` (the
+            forward's stacked tile, transposed and resident when it fits) into a partial
+            ``dh_{t-1}`` of every unit, and after the barrier sums its units' partials from every
+            program (a split-K matmul, K spread over the programs). ``block_k`` is then the height
+            of one partial's matmul (64: a wgmma). The transpose plan instead reads every program's
+            gate gradients and its units' columns of ``W_hh`` from L2 each step.
     """
 
     block_b: int
@@ -412,6 +479,7 @@ class Plan:
     num_stages: int = 3
     h_on_chip: bool = False
     fast_activations: bool = False
+    split_k: bool = False
 
     def grid(self, batch_size: int, hidden_size: int) -> tuple[int, int]:
         """(programs over hidden units, programs over batch rows)."""
@@ -531,6 +599,8 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     """
     element = torch.empty((), dtype=dtype).element_size()
     gp, kp = gates_padded(num_gates), k_padded(hidden_size)
+    if direction == "forward":
+        override.pop("split_k", None)  # a backward choice: the forward plan is the same either way
     tensor_cores = dtype != torch.float32 or precision in ("tf32", "tf32x3")
     # The products this direction runs (the RNN's TF32 backward is 3xTF32: backward_precision)
     step_precision = backward_precision(precision, num_gates) if direction == "backward" else precision
@@ -579,9 +649,16 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     fast = device.type == "cuda" and direction == "forward" and fast_activations(dtype, precision)
     fields = {"block_b": bb, "block_h": bh, "w_resident": resident, "num_warps": warps, "block_k": block_k,
               "num_stages": stages, "h_on_chip": on_chip, "fast_activations": fast}
+    if direction == "backward" and override.get("split_k", False):
+        if num_gates != 4:
+            raise ValueError("split_k is the LSTM's backward only, so far")
+        fields.update(_split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision,
+                                      step_precision, override))
     plan = Plan(**{**fields, **override})
     if plan.fast_activations and device.type != "cuda":
         raise ValueError("fast_activations needs CUDA (inline PTX, which the interpreter cannot run)")
+    if plan.split_k and plan.h_on_chip:
+        raise ValueError("split_k and h_on_chip exclude each other (an on-chip backward exchanges nothing)")
     if plan.h_on_chip and not (plan.w_resident and plan.block_h == kp and plan.block_k == kp):
         raise ValueError(f"h_on_chip needs resident weights and block_h = block_k = {kp} at hidden_size "
                          f"{hidden_size}, got {plan.block_h}, {plan.block_k}")
@@ -600,6 +677,37 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         raise ValueError(f"{nh * nb} programs cannot all be resident on {slots} multiprocessors "
                          f"(batch_size {batch_size}, hidden_size {hidden_size})")
     return plan
+
+
+def partial_planes_per_load(plan: Plan, hidden_size: int) -> int:
+    """The split-K backward's ``BLOCK_P``: partial planes summed per load, at most 4096 fp32 values
+    (32 registers per thread at 4 warps) and no more than the programs of a batch block."""
+    return min(max(1, 4096 // (plan.block_h * plan.block_b)), next_pow2(-(-hidden_size // plan.block_h)))
+
+
+def _split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, step_precision,
+                    override) -> dict:
+    """The split-K backward's plan fields (:attr:`Plan.split_k`): the forward's programs (its
+    ``block_b`` and ``block_h``, exchange plan), partial matmuls 64 units high (a wgmma) or
+    ``block_k`` under the interpreter, ``W_stack^T`` resident where it and the staged gradients fit
+    in shared memory (never for 3xTF32, whose resident split lands in registers), 4 warps (8 for
+    64 batch rows: 4 spilled 32 bytes per thread at batch 128, hidden 1024, bf16, sm_90)."""
+    tiles = {k: override[k] for k in ("block_b", "block_h") if k in override}
+    forward = choose_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, "forward",
+                          h_on_chip=False, **tiles)
+    element = torch.empty((), dtype=dtype).element_size()
+    block_k = BLOCK_K
+    rows = gates_padded(num_gates) * forward.block_h
+    pieces = -(-hidden_size // block_k) * block_k
+    if device.type == "cuda":
+        smem = H100_SHARED_MEMORY if multiprocessors is not None else _device_limits(
+            device.index if device.index is not None else torch.cuda.current_device())[1]
+        resident = (step_precision != "tf32x3"
+                    and (pieces + forward.block_b) * rows * element <= smem - SHARED_MEMORY_MARGIN)
+    else:
+        resident = True
+    return {"block_b": forward.block_b, "block_h": forward.block_h, "w_resident": resident, "block_k": block_k,
+            "num_warps": 8 if forward.block_b >= 64 else 4, "num_stages": 3, "h_on_chip": False, "split_k": True}
 
 
 STRICT_FP32_DEFAULT = "tf32x3"  # the products of float32 with TF32 off (see dot_precision)

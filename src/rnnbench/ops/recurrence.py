@@ -30,13 +30,14 @@ import torch
 from triton.runtime import driver
 
 from .common import (INTERPRET, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, choose_plan,
-                     dot_precision, k_chunks, k_padded, upcast_dot)
+                     dot_precision, k_chunks, k_padded, partial_planes_per_load, upcast_dot)
 from .gru.kernels import gru_backward_kernel, gru_forward_kernel
 from .launch import KernelLauncher
-from .lstm.kernels import lstm_backward_kernel, lstm_forward_kernel
+from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
 
 _LSTM_FORWARD, _LSTM_BACKWARD = KernelLauncher(lstm_forward_kernel), KernelLauncher(lstm_backward_kernel)
+_LSTM_BACKWARD_SPLIT_K = KernelLauncher(lstm_backward_split_k_kernel)
 _GRU_FORWARD, _GRU_BACKWARD = KernelLauncher(gru_forward_kernel), KernelLauncher(gru_backward_kernel)
 _RNN_FORWARD, _RNN_BACKWARD = KernelLauncher(rnn_forward_kernel), KernelLauncher(rnn_backward_kernel)
 
@@ -147,6 +148,12 @@ class _Launch:
     def _meta(self, plan: Plan, forward: bool) -> dict:
         block_k, chunks = k_chunks(self.hidden_size, plan.block_k)
         precision = self.precision if forward else self.backward_precision
+        if plan.split_k and not forward:
+            return dict(H=self.hidden_size, BLOCK_B=plan.block_b, BLOCK_H=plan.block_h, BLOCK_K=plan.block_k,
+                        CHUNKS=-(-self.hidden_size // plan.block_k),
+                        BLOCK_P=partial_planes_per_load(plan, self.hidden_size), W_RESIDENT=plan.w_resident,
+                        PRECISION=precision, UPCAST=self.upcast, num_warps=plan.num_warps,
+                        num_stages=plan.num_stages)
         meta = dict(H=self.hidden_size, BLOCK_B=plan.block_b, BLOCK_H=plan.block_h, BLOCK_K=block_k,
                     K_PAD=k_padded(self.hidden_size), W_RESIDENT=plan.w_resident, ON_CHIP=plan.h_on_chip,
                     PRECISION=precision,
@@ -241,11 +248,19 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
     plan_ = launch.backward
     grid = plan_.grid(B, H)
     counters, stream = _counters(grid[1], dev)
-    w_hh_t = w_hh.t().contiguous()  # our units' columns of W_hh as contiguous rows
     d_h0 = torch.empty(B, H, device=dev, dtype=dtype)
     flags = dict(HAS_D_OUT=d_out is not None, HAS_D_H_N=d_h_n is not None, **launch.backward_meta)
     d_out = h_buf if d_out is None else d_out  # unused pointer when absent
     d_h_n = d_h0 if d_h_n is None else d_h_n
+    if plan_.split_k:  # the LSTM's (choose_plan refuses the others): W_hh as it is, partials of dh
+        d_gates = torch.empty(T, B, 4 * H, device=dev, dtype=dtype)
+        d_c0 = torch.empty_like(d_h0)
+        partials = torch.empty(2, grid[0], B, H, device=dev, dtype=torch.float32)
+        _LSTM_BACKWARD_SPLIT_K(grid, d_out, d_h_n, d_c0 if d_c_n is None else d_c_n, saved, c_buf, w_hh, d_gates,
+                               d_h0, d_c0, partials, counters, T, B, HAS_D_C_N=d_c_n is not None, **flags,
+                               stream=stream)
+        return d_gates, d_gates, d_h0, d_c0
+    w_hh_t = w_hh.t().contiguous()  # our units' columns of W_hh as contiguous rows
     if cell == "lstm":
         d_gates = torch.empty(T, B, 4 * H, device=dev, dtype=dtype)
         d_c0 = torch.empty_like(d_h0)

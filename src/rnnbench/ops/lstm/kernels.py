@@ -19,8 +19,9 @@ import triton
 import triton.language as tl
 
 from ..common import (_act_sigmoid, _act_tanh, _columns_matmul, _gate_bias, _gate_columns, _grid_barrier, _load_f32,
-                      _load_weight_columns, _on_chip_columns, _program_tile, _recurrent_matmul, _release_counters,
-                      _resident_stack, _split_gates, _stacked_rows, _tanh)
+                      _load_weight_columns, _on_chip_columns, _partials_matmul, _program_tile, _recurrent_matmul,
+                      _release_counters, _resident_stack, _resident_stack_t, _split_gates, _stack_gates,
+                      _stacked_rows, _sum_partials, _tanh)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
@@ -114,6 +115,27 @@ def _saved_step(t, d_out_ptr, gates_ptr, c_buf_ptr, hid, gid, mask, plane_h, pla
     return d_out, i, f, g, o, c, c_prev
 
 
+@triton.jit
+def _cell_step_back(d_h, d_c, i, f, g, o, c, c_prev, dg_t, gid, mask, H: tl.constexpr):
+    """One reverse step of the cell for this program's tile: from ``d_h`` (the gradient reaching
+    h_t) and ``d_c`` (reaching c_t from step t+1), the pre-activation gradients, stored at
+    ``dg_t`` (the ``[B, 4H]`` plane of step t) and returned in its dtype, and the ``d_c`` that
+    reaches c_{t-1}. Returns ``(d_i, d_f, d_g, d_o, d_c)``."""
+    tanh_c = _tanh(c)
+    d_c = d_c + d_h * o * (1.0 - tanh_c * tanh_c)
+    d_i = d_c * g * i * (1.0 - i)
+    d_f = d_c * c_prev * f * (1.0 - f)
+    d_g = d_c * i * (1.0 - g * g)
+    d_o = d_h * tanh_c * o * (1.0 - o)
+    out_ty = dg_t.dtype.element_ty
+    d_i, d_f, d_g, d_o = d_i.to(out_ty), d_f.to(out_ty), d_g.to(out_ty), d_o.to(out_ty)
+    tl.store(dg_t + gid + 0 * H, d_i, mask=mask)
+    tl.store(dg_t + gid + 1 * H, d_f, mask=mask)
+    tl.store(dg_t + gid + 2 * H, d_g, mask=mask)
+    tl.store(dg_t + gid + 3 * H, d_o, mask=mask)
+    return d_i, d_f, d_g, d_o, d_c * f
+
+
 @triton.jit(do_not_specialize=["T", "B"])
 def lstm_backward_kernel(
     d_out_ptr, d_h_n_ptr, d_c_n_ptr, gates_ptr, c_buf_ptr, w_hh_t_ptr, d_gates_ptr, d_h0_ptr, d_c0_ptr,
@@ -131,7 +153,6 @@ def lstm_backward_kernel(
     gid = rows[None, :] * (4 * H) + units[:, None]
     plane_h = B.to(tl.int64) * H
     plane_g = B.to(tl.int64) * (4 * H)
-    out_ty = d_gates_ptr.dtype.element_ty
 
     if ON_CHIP:  # one tile per gate: each gate's gradient is its own operand
         w = _gate_columns(w_hh_t_ptr, units, unit_mask, H, 4, K_PAD)
@@ -147,20 +168,8 @@ def lstm_backward_kernel(
     s = 0
     while s < T:
         t = T - 1 - s
-        d_h = d_h_rec + d_out
-        tanh_c = _tanh(c)
-        d_c = d_c + d_h * o * (1.0 - tanh_c * tanh_c)
-        d_i = d_c * g * i * (1.0 - i)
-        d_f = d_c * c_prev * f * (1.0 - f)
-        d_g = d_c * i * (1.0 - g * g)
-        d_o = d_h * tanh_c * o * (1.0 - o)
-        d_c = d_c * f
         dg_t = d_gates_ptr + t * plane_g
-        d_i, d_f, d_g, d_o = d_i.to(out_ty), d_f.to(out_ty), d_g.to(out_ty), d_o.to(out_ty)
-        tl.store(dg_t + gid + 0 * H, d_i, mask=mask)
-        tl.store(dg_t + gid + 1 * H, d_f, mask=mask)
-        tl.store(dg_t + gid + 2 * H, d_g, mask=mask)
-        tl.store(dg_t + gid + 3 * H, d_o, mask=mask)
+        d_i, d_f, d_g, d_o, d_c = _cell_step_back(d_h_rec + d_out, d_c, i, f, g, o, c, c_prev, dg_t, gid, mask, H)
         if s + 1 < T:  # the next step's saved values before the wait (no other program writes them)
             d_out, i, f, g, o, c, c_prev = _saved_step(t - 1, d_out_ptr, gates_ptr, c_buf_ptr, hid, gid, mask,
                                                        plane_h, plane_g, H, HAS_D_OUT)
@@ -176,3 +185,56 @@ def lstm_backward_kernel(
     tl.store(d_c0_ptr + hid, d_c.to(d_c0_ptr.dtype.element_ty), mask=mask)
     if not ON_CHIP:
         _release_counters(counters_ptr)
+
+
+@triton.jit(do_not_specialize=["T", "B"])
+def lstm_backward_split_k_kernel(
+    d_out_ptr, d_h_n_ptr, d_c_n_ptr, gates_ptr, c_buf_ptr, w_hh_ptr, d_gates_ptr, d_h0_ptr, d_c0_ptr,
+    partials_ptr, counters_ptr,
+    T, B,
+    H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr, HAS_D_C_N: tl.constexpr,
+    BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
+    BLOCK_P: tl.constexpr, W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+):
+    """Reverse-time recurrence on the forward's split (``Plan.split_k``): each program multiplies
+    its own units' gate gradients by its own rows of ``W_hh`` (the forward's stacked tile,
+    transposed: ``W_stack^T``, resident when it fits) into a partial ``dh_{t-1}`` of every unit,
+    writes it to ``partials [2, programs, B, H]`` (fp32; two slots by step parity, so a fast
+    program never overwrites what a slow one still sums), and after the barrier sums the
+    partials of its own units -- a split-K matmul whose K is spread over the programs. Same
+    outputs as :func:`lstm_backward_kernel`; ``w_hh`` is ``W_hh`` itself (``[4H, H]``)."""
+    pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
+    gid = rows[None, :] * (4 * H) + units[:, None]
+    plane_h = B.to(tl.int64) * H
+    plane_g = B.to(tl.int64) * (4 * H)
+    programs: tl.constexpr = (H + BLOCK_H - 1) // BLOCK_H  # per batch block: tl.num_programs(0)
+    w_ty = w_hh_ptr.dtype.element_ty
+
+    w_rows, w_valid = _stacked_rows(pid_h, H, 4, 4, BLOCK_H)
+    if W_RESIDENT:
+        w = _resident_stack_t(w_hh_ptr, w_rows, w_valid, H, BLOCK_K, CHUNKS)
+    else:
+        w = 0
+    zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
+    d_h_rec = _load_f32(d_h_n_ptr, hid, mask) if HAS_D_H_N else zero  # reaching h_t from step t+1
+    d_c = _load_f32(d_c_n_ptr, hid, mask) if HAS_D_C_N else zero
+    d_out, i, f, g, o, c, c_prev = _saved_step(T - 1, d_out_ptr, gates_ptr, c_buf_ptr, hid, gid, mask, plane_h,
+                                               plane_g, H, HAS_D_OUT)
+    s = 0
+    while s < T:
+        t = T - 1 - s
+        dg_t = d_gates_ptr + t * plane_g
+        d_i, d_f, d_g, d_o, d_c = _cell_step_back(d_h_rec + d_out, d_c, i, f, g, o, c, c_prev, dg_t, gid, mask, H)
+        if s + 1 < T:  # the next step's saved values before the wait (no other program writes them)
+            d_out, i, f, g, o, c, c_prev = _saved_step(t - 1, d_out_ptr, gates_ptr, c_buf_ptr, hid, gid, mask,
+                                                       plane_h, plane_g, H, HAS_D_OUT)
+        slot = partials_ptr + (s % 2) * programs * plane_h
+        grads = _stack_gates(d_i.to(w_ty), d_f.to(w_ty), d_g.to(w_ty), d_o.to(w_ty), BLOCK_H, BLOCK_B)
+        _partials_matmul(w, w_hh_ptr, w_rows, w_valid, grads, slot + pid_h * plane_h, rows, row_mask, H, BLOCK_K,
+                         CHUNKS, W_RESIDENT, PRECISION, UPCAST)
+        _grid_barrier(counters_ptr + pid_b, programs * (s + 1))
+        d_h_rec = _sum_partials(slot, programs, plane_h, hid, mask, BLOCK_P)
+        s += 1
+    tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)
+    tl.store(d_c0_ptr + hid, d_c.to(d_c0_ptr.dtype.element_ty), mask=mask)
+    _release_counters(counters_ptr)
