@@ -30,7 +30,7 @@ def test_hidden_units_split_across_programs(cell, resident):
 def test_split_k_backward_sums_every_programs_partials(block_h, shape, resident):
     """The LSTM's split-K backward (``Plan.split_k``) over several programs: each writes a partial
     dh of every unit, and each sums its units' partials from all of them after the barrier (two
-    batch blocks at batch 20; 10 programs of 4 units, more than one plane per load of the sum)."""
+    batch blocks at batch 20; 10 programs of 4 units)."""
     from rnnbench.ops.recurrence import plan_override
 
     with plan_override(block_h=block_h, block_b=16, w_resident=resident, block_k=16, split_k=True):

@@ -28,7 +28,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from .common import Plan, backward_precision, choose_plan, k_chunks, k_padded, partial_planes_per_load
+from .common import Plan, backward_precision, choose_plan, k_chunks, k_padded
 from .gru.kernels import gru_backward_kernel, gru_forward_kernel
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
@@ -77,7 +77,6 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
     # The split-K backward's pieces are block_k units high, however wide h is padded.
     block_k, chunks = (plan.block_k, -(-hidden_size // plan.block_k)) if split_k else k_chunks(hidden_size, plan.block_k)
     constexprs = dict(H=hidden_size, BLOCK_B=plan.block_b, BLOCK_H=plan.block_h, BLOCK_K=block_k,
-                      BLOCK_P=partial_planes_per_load(plan, hidden_size),
                       K_PAD=kp, CHUNKS=chunks, W_RESIDENT=plan.w_resident, ON_CHIP=plan.h_on_chip, PRECISION=precision,
                       UPCAST=False, FAST_ACT=plan.fast_activations, SAVE=save, RELU=False, HAS_BIAS=True, HAS_H0=True,
                       HAS_C0=True, HAS_D_OUT=True, HAS_D_H_N=True, HAS_D_C_N=True)

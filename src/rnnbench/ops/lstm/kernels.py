@@ -194,7 +194,7 @@ def lstm_backward_split_k_kernel(
     T, B,
     H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr, HAS_D_C_N: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
-    BLOCK_P: tl.constexpr, W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+    W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
 ):
     """Reverse-time recurrence on the forward's split (``Plan.split_k``): each program multiplies
     its own units' gate gradients by its own rows of ``W_hh`` (the forward's stacked tile,
@@ -233,7 +233,7 @@ def lstm_backward_split_k_kernel(
         _partials_matmul(w, w_hh_ptr, w_rows, w_valid, grads, slot + pid_h * plane_h, rows, row_mask, H, BLOCK_K,
                          CHUNKS, W_RESIDENT, PRECISION, UPCAST)
         _grid_barrier(counters_ptr + pid_b, programs * (s + 1))
-        d_h_rec = _sum_partials(slot, programs, plane_h, hid, mask, BLOCK_P)
+        d_h_rec = _sum_partials(slot, programs, plane_h, hid, mask)
         s += 1
     tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)
     tl.store(d_c0_ptr + hid, d_c.to(d_c0_ptr.dtype.element_ty), mask=mask)
