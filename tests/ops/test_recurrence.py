@@ -229,8 +229,20 @@ def test_default_plans_for_the_h100():
     p = plan(16, 768, 4, torch.bfloat16)
     assert (p.block_h, p.block_b, p.w_resident, p.num_warps, p.grid(16, 768)) == (16, 16, True, 4, (48, 1))
     assert p.block_k == 256
-    # Its backward: a 16-row weight tile would go through mma.sync (spills): streamed.
-    assert not plan(16, 768, 4, torch.bfloat16, direction="backward").w_resident
+    # Its backward is split-K on the forward's programs, W_stack^T resident (96 KB), partials 64
+    # units high; the transpose backward's 16-row weight tile would go through mma.sync (spills):
+    # streamed.
+    p = plan(16, 768, 4, torch.bfloat16, direction="backward")
+    assert (p.split_k, p.w_resident, p.block_k, p.grid(16, 768)) == (True, True, 64, (48, 1))
+    assert not plan(16, 768, 4, torch.bfloat16, direction="backward", split_k=False).w_resident
+    # Split-K is the LSTM's default up to hidden 768 on tensor cores (1024 was slower), not the
+    # GRU's or the RNN's (no kernel), not on FMA products, and it may be turned off.
+    assert not plan(16, 1024, 4, torch.bfloat16, direction="backward").split_k
+    assert not plan(16, 768, 3, torch.bfloat16, direction="backward").split_k
+    assert not plan(20, 500, 4, torch.float32, direction="backward").split_k  # strict fp32 on FMA units
+    assert plan(20, 500, 4, torch.float32, "tf32x3", "backward").split_k
+    with pytest.raises(ValueError, match="LSTM's backward only"):
+        plan(16, 768, 3, torch.bfloat16, direction="backward", split_k=True)
     # Strict fp32 runs on FMA units: smallest tiles, most programs, weights streamed.
     p = plan(20, 500, 4, torch.float32)
     assert (p.block_h, p.w_resident, p.grid(20, 500)) == (4, False, (125, 1))  # 2 x 125 would not fit
@@ -241,7 +253,8 @@ def test_default_plans_for_the_h100():
     assert plan(32, 512, 4, torch.bfloat16).grid(32, 512) == (32, 2)
     assert plan(128, 512, 4, torch.bfloat16).grid(128, 512) == (32, 4)
     assert plan(128, 1024, 4, torch.bfloat16).grid(128, 1024) == (64, 2)
-    assert plan(32, 512, 4, torch.bfloat16, direction="backward").block_b == 32
+    assert plan(32, 512, 3, torch.bfloat16, direction="backward").block_b == 32
+    assert plan(32, 512, 4, torch.bfloat16, direction="backward").block_b == 16  # split-K: the forward's
     # Strict fp32 as 3xTF32 (the default on CUDA): tensor-core tiles; the forward resident only up
     # to 128 columns (the operand's split is held in registers), the backward streamed in 64s.
     p = plan(20, 100, 4, torch.float32, "tf32x3")
@@ -253,7 +266,7 @@ def test_default_plans_for_the_h100():
     # LSTM's and GRU's stay plain TF32, streamed in chunks of 128.
     assert not plan(32, 512, 1, torch.float32, "tf32", "backward").w_resident
     assert plan(32, 512, 1, torch.float32, "tf32", "backward").block_k == 64
-    assert plan(32, 512, 4, torch.float32, "tf32", "backward").block_k == 128
+    assert plan(32, 1024, 4, torch.float32, "tf32", "backward").block_k == 128
     assert plan(32, 512, 3, torch.float32, "tf32", "backward").block_k == 128
     # TF32 on tensor cores: resident while the weights and a staged piece of h fit in shared memory.
     assert plan(32, 512, 4, torch.float32, "tf32").w_resident

@@ -58,8 +58,10 @@ BENCHMARK_SHAPES = [
 # Every kernel once, and each path: resident wgmma forward with a streamed mma.sync backward (LSTM
 # bf16 at 768), strict fp32 streamed on FMA units both ways (GRU), strict fp32 as 3xTF32 streamed
 # both ways (LSTM at 500) and resident forward (LSTM at 100); h on chip both ways (RNN fp16 at 4
-# warps, RNN 3xTF32 and LSTM bf16 at 8).
+# warps, RNN 3xTF32 and LSTM bf16 at 8); the LSTM's split-K backward resident (bf16 at 768) and streamed
+# (3xTF32), its transpose backward at 1024 (bf16).
 QUICK_SHAPES = [("lstm", torch.bfloat16, 16, 768, "ieee"), ("gru", torch.float32, 20, 100, "ieee"),
+                ("lstm", torch.bfloat16, 16, 1024, "ieee"),
                 ("rnn", torch.float16, 3, 37, "ieee"), ("lstm", torch.float32, 20, 500, "tf32x3"),
                 ("lstm", torch.float32, 20, 100, "tf32x3"), ("rnn", torch.float32, 20, 100, "tf32x3"),
                 ("lstm", torch.bfloat16, 20, 100, "ieee")]
@@ -159,7 +161,7 @@ def main(argv: list[str]) -> int:
             label = (f"{cell}-{direction}-{str(dtype).removeprefix('torch.')}-B{batch}-H{hidden}-{precision} "
                      f"bb={plan.block_b} bh={plan.block_h} res={int(plan.w_resident)} bk={plan.block_k} "
                      f"w={plan.num_warps} st={plan.num_stages} chip={int(plan.h_on_chip)} "
-                     f"fast={int(plan.fast_activations)} "
+                     f"fast={int(plan.fast_activations)} split={int(plan.split_k)} "
                      f"progs={math.prod(plan.grid(batch, hidden))}")
             try:
                 compiled = compile_kernel(cell, direction, dtype, hidden, plan,
