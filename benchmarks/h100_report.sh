@@ -64,6 +64,14 @@ every_lane=("$dir"/glample-2016.jsonl "$dir"/theano-cudnn-2016.jsonl "$dir"/fast
   echo "## Every seed suite after fast activations, in a run of its own (triton-lane-6/)"
   echo
   "$rnnbench" report "$dir"/triton-lane-6/seeds.jsonl
+  echo
+  echo "## The issue's cases after the LSTM's split-K backward, in a run of their own (triton-lane-7/)"
+  echo
+  "$rnnbench" report "$dir"/triton-lane-7/glample-3dtypes.jsonl "$dir"/triton-lane-7/theano-depth1.jsonl
+  echo
+  echo "## Every seed suite after the LSTM's split-K backward, in a run of its own (triton-lane-7/)"
+  echo
+  "$rnnbench" report "$dir"/triton-lane-7/seeds.jsonl
 } > "$dir"/REPORT.md
 "$rnnbench" report "${every_lane[@]}" --plot "$dir"/speedup.png > /dev/null
 echo "wrote $dir/REPORT.md and $dir/speedup.png"

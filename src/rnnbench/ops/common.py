@@ -66,7 +66,7 @@ X3_RESIDENT_K = 128
 ON_CHIP_MAX_ROWS = 128
 # The LSTM's backward runs split-K (Plan.split_k) by default up to this hidden size on CUDA. Graphed
 # training against the transpose backward on the H100 (benchmarks/on_chip.py --compare split_k,
-# results/h100/triton-lane-7): 1.05-1.56x faster at every case of hidden 100-768 (FlashRNN bf16
+# results/h100/triton-lane-7): 1.07-1.56x faster at every case of hidden 100-768 (FlashRNN bf16
 # 1.23x, fp16 1.21x; strict fp32 1.30-1.56x), 0.73-0.92x at hidden 1024 but for bf16 at batch 32
 # (1.05x): the partials every program writes and reads grow as hidden^2 x batch, 64 MB a step at
 # batch 128, and in TF32 the transposed weights no longer fit on chip.
