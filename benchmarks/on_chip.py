@@ -23,11 +23,12 @@ default for bf16, fp16 and TF32 forwards: ``Plan.fast_activations``) against the
 (``exact``), on glample-2016's and theano-cudnn-2016's small cases, FlashRNN's, and the LSTM and
 GRU at hidden 100-128 in bf16 forced on chip against the exchange plan (both with fast activations).
 
-``--compare split_k`` runs the LSTM's split-K backward (``Plan.split_k``: the forward's programs,
+``--compare split_k`` runs the split-K backward (``Plan.split_k``: the forward's programs,
 each multiplying its own units' gate gradients by its own rows of W_hh into partials that the
 programs sum after the barrier) against the transpose backward (each program reads every
 program's gate gradients and its units' columns of W_hh), on the LSTM training cases of
-glample-2016, theano-cudnn-2016 (depth 1), fastrnns and flashrnn-2024 in their dtypes and the issue's.
+glample-2016, theano-cudnn-2016 (depth 1), fastrnns and flashrnn-2024 in their dtypes and the issue's,
+then theano-cudnn-2016's GRU (depth 1).
 
 Writes ``OUT_DIR/<compare>.jsonl`` (the environment record, then one row per case as measured) and
 prints a table. ``--device cpu`` (with ``TRITON_INTERPRET=1``) only checks this script.
@@ -85,6 +86,14 @@ SPLIT_CASES = [
     ("lstm", 32, 30, 128, 128, "fp32", SPLIT), ("lstm", 128, 30, 128, 128, "fp32", SPLIT),
     ("lstm", 32, 30, 512, 512, "fp32", SPLIT), ("lstm", 128, 30, 1024, 1024, "fp32", SPLIT),
     ("lstm", 64, 100, 512, 512, "fp32", SPLIT),
+    ("gru", 32, 30, 128, 128, "bf16", SPLIT), ("gru", 32, 30, 128, 128, "tf32", SPLIT),
+    ("gru", 128, 30, 128, 128, "bf16", SPLIT), ("gru", 128, 30, 128, 128, "tf32", SPLIT),
+    ("gru", 32, 30, 512, 512, "bf16", SPLIT), ("gru", 32, 30, 512, 512, "tf32", SPLIT),
+    ("gru", 128, 30, 512, 512, "bf16", SPLIT), ("gru", 128, 30, 512, 512, "tf32", SPLIT),
+    ("gru", 32, 30, 1024, 1024, "bf16", SPLIT), ("gru", 32, 30, 1024, 1024, "tf32", SPLIT),
+    ("gru", 128, 30, 1024, 1024, "bf16", SPLIT), ("gru", 128, 30, 1024, 1024, "tf32", SPLIT),
+    ("gru", 32, 30, 128, 128, "fp32", SPLIT), ("gru", 128, 30, 128, 128, "fp32", SPLIT),
+    ("gru", 32, 30, 512, 512, "fp32", SPLIT),
 ]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES}
 LANES_TIMED = ("triton", "triton-graph")

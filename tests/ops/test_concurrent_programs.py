@@ -9,7 +9,7 @@ import pytest
 
 from rnnbench.precision import tolerance
 
-from test_recurrence import CELLS, check_layer, make_layer
+from test_recurrence import CELLS, SPLIT_K_CELLS, check_layer, make_layer
 
 pytestmark = pytest.mark.usefixtures("concurrent_programs")
 
@@ -27,14 +27,15 @@ def test_hidden_units_split_across_programs(cell, resident):
 
 @pytest.mark.parametrize("resident", [True, False], ids=["resident", "streamed"])
 @pytest.mark.parametrize("block_h, shape", [(16, (20, 5, 4, 37)), (4, (3, 4, 4, 37))], ids=["3x16-units", "10x4-units"])
-def test_split_k_backward_sums_every_programs_partials(block_h, shape, resident):
-    """The LSTM's split-K backward (``Plan.split_k``) over several programs: each writes a partial
-    dh of every unit, and each sums its units' partials from all of them after the barrier (two
-    batch blocks at batch 20; 10 programs of 4 units)."""
+@pytest.mark.parametrize("cell", SPLIT_K_CELLS)
+def test_split_k_backward_sums_every_programs_partials(cell, block_h, shape, resident):
+    """The split-K backward (``Plan.split_k``) over several programs: each writes a partial dh of
+    every unit, and each sums its units' partials from all of them after the barrier (two batch
+    blocks at batch 20; 10 programs of 4 units)."""
     from rnnbench.ops.recurrence import plan_override
 
     with plan_override(block_h=block_h, block_b=16, w_resident=resident, block_k=16, split_k=True):
-        check_layer("lstm", make_layer("lstm", shape), "fp32", tolerance("lstm", "fp32"))
+        check_layer(cell, make_layer(cell, shape), "fp32", tolerance(cell, "fp32"))
 
 
 @pytest.mark.parametrize("cell", ["lstm", "gru"])

@@ -108,19 +108,20 @@ def test_lstm_transpose_backward_on_many_programs(dtype, resident):
 @pytest.mark.parametrize("batch, seq, hidden", [(20, 9, 100), (16, 40, 768), (64, 30, 1024)])
 @pytest.mark.parametrize("resident", [True, False], ids=["resident", "streamed"])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_lstm_split_k_backward(dtype, resident, batch, seq, hidden):
-    """The LSTM's split-K backward (``Plan.split_k``) on its default tiles: 7 to 64 programs per
-    batch block, each writing a partial dh of every unit and summing its own units' partials after
-    the barrier; W_hh^T resident where it fits, or re-read each step. The counters end at zero."""
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_split_k_backward(cell, dtype, resident, batch, seq, hidden):
+    """The split-K backward (``Plan.split_k``) on its default tiles: 7 to 64 programs per batch
+    block, each writing a partial dh of every unit and summing its own units' partials after the
+    barrier; W_hh^T resident where it fits, or re-read each step. The counters end at zero."""
     from rnnbench.ops import recurrence
 
     with matmul_mode(dtype), plan_override(split_k=True):
-        backward = recurrence.layer_launch("lstm", batch, hidden, TORCH_DTYPE[dtype], torch.device("cuda")).backward
+        backward = recurrence.layer_launch(cell, batch, hidden, TORCH_DTYPE[dtype], torch.device("cuda")).backward
         assert backward.split_k and backward.grid(batch, hidden)[0] > 1
         if resident and not backward.w_resident:
             pytest.skip("W_hh^T does not fit in shared memory here (or 3xTF32)")
         with plan_override(w_resident=resident):
-            check_layer("lstm", dtype, _layer("lstm", batch, seq, 5, hidden))
+            check_layer(cell, dtype, _layer(cell, batch, seq, 5, hidden))
     torch.cuda.synchronize()
     assert all(not buf.any() for buf in recurrence._COUNTERS.values())
 

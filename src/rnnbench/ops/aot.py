@@ -29,7 +29,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from .common import Plan, backward_precision, choose_plan, k_chunks, k_padded
-from .gru.kernels import gru_backward_kernel, gru_forward_kernel
+from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
 
@@ -42,6 +42,7 @@ KERNELS = {
     ("gru", "forward"): gru_forward_kernel, ("gru", "backward"): gru_backward_kernel,
     ("rnn", "forward"): rnn_forward_kernel, ("rnn", "backward"): rnn_backward_kernel,
     ("lstm", "backward", "split_k"): lstm_backward_split_k_kernel,
+    ("gru", "backward", "split_k"): gru_backward_split_k_kernel,
 }
 # (cell, dtype, batch, hidden, precision): the shapes benchmarks/triton_dev.py times.
 BENCHMARK_SHAPES = [

@@ -468,7 +468,7 @@ class Plan:
         fast_activations: the forward computes its gate nonlinearities on the multi-function unit
             (:func:`_tanh_approx`, relative error about 2^-11) instead of from ``exp`` and a
             division: see :func:`fast_activations`.
-        split_k: backward (the LSTM's, so far) on the forward's split instead of the transpose:
+        split_k: backward (the LSTM's and GRU's, so far) on the forward's split instead of the transpose:
             each program multiplies its own units' gate gradients by its own rows of ``W_hh`` (the
             forward's stacked tile, transposed and resident when it fits) into a partial
             ``dh_{t-1}`` of every unit, and after the barrier sums its units' partials from every
@@ -661,8 +661,8 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     split_default = (device.type == "cuda" and num_gates == 4 and tensor_cores and not on_chip
                      and hidden_size <= SPLIT_K_MAX_HIDDEN)
     if direction == "backward" and override.get("split_k", split_default):
-        if num_gates != 4:
-            raise ValueError("split_k is the LSTM's backward only, so far")
+        if num_gates not in (3, 4):
+            raise ValueError("split_k is the LSTM's and GRU's backward only, so far")
         fields.update(_split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision,
                                       step_precision, override))
     plan = Plan(**{**fields, **override})

@@ -31,7 +31,7 @@ from triton.runtime import driver
 
 from .common import (INTERPRET, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, choose_plan,
                      dot_precision, k_chunks, k_padded, upcast_dot)
-from .gru.kernels import gru_backward_kernel, gru_forward_kernel
+from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
 from .launch import KernelLauncher
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
@@ -39,6 +39,7 @@ from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
 _LSTM_FORWARD, _LSTM_BACKWARD = KernelLauncher(lstm_forward_kernel), KernelLauncher(lstm_backward_kernel)
 _LSTM_BACKWARD_SPLIT_K = KernelLauncher(lstm_backward_split_k_kernel)
 _GRU_FORWARD, _GRU_BACKWARD = KernelLauncher(gru_forward_kernel), KernelLauncher(gru_backward_kernel)
+_GRU_BACKWARD_SPLIT_K = KernelLauncher(gru_backward_split_k_kernel)
 _RNN_FORWARD, _RNN_BACKWARD = KernelLauncher(rnn_forward_kernel), KernelLauncher(rnn_backward_kernel)
 
 NUM_GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
@@ -251,14 +252,20 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
     flags = dict(HAS_D_OUT=d_out is not None, HAS_D_H_N=d_h_n is not None, **launch.backward_meta)
     d_out = h_buf if d_out is None else d_out  # unused pointer when absent
     d_h_n = d_h0 if d_h_n is None else d_h_n
-    if plan_.split_k:  # the LSTM's (choose_plan refuses the others): W_hh as it is, partials of dh
-        d_gates = torch.empty(T, B, 4 * H, device=dev, dtype=dtype)
-        d_c0 = torch.empty_like(d_h0)
+    if plan_.split_k:  # the LSTM's and GRU's (choose_plan refuses the RNN's): W_hh as it is, partials of dh
         partials = torch.empty(2, grid[0], B, H, device=dev, dtype=torch.float32)
-        _LSTM_BACKWARD_SPLIT_K(grid, d_out, d_h_n, d_c0 if d_c_n is None else d_c_n, saved, c_buf, w_hh, d_gates,
-                               d_h0, d_c0, partials, counters, T, B, HAS_D_C_N=d_c_n is not None, **flags,
-                               stream=stream)
-        return d_gates, d_gates, d_h0, d_c0
+        if cell == "lstm":
+            d_gates = torch.empty(T, B, 4 * H, device=dev, dtype=dtype)
+            d_c0 = torch.empty_like(d_h0)
+            _LSTM_BACKWARD_SPLIT_K(grid, d_out, d_h_n, d_c0 if d_c_n is None else d_c_n, saved, c_buf, w_hh, d_gates,
+                                   d_h0, d_c0, partials, counters, T, B, HAS_D_C_N=d_c_n is not None, **flags,
+                                   stream=stream)
+            return d_gates, d_gates, d_h0, d_c0
+        d_gates_h = torch.empty(T, B, 3 * H, device=dev, dtype=dtype)
+        d_gates_x = torch.empty_like(d_gates_h)
+        _GRU_BACKWARD_SPLIT_K(grid, d_out, d_h_n, saved, h_buf, w_hh, d_gates_h, d_gates_x, d_h0, partials, counters,
+                              T, B, **flags, stream=stream)
+        return d_gates_x, d_gates_h, d_h0, None
     w_hh_t = w_hh.t().contiguous()  # our units' columns of W_hh as contiguous rows
     if cell == "lstm":
         d_gates = torch.empty(T, B, 4 * H, device=dev, dtype=dtype)

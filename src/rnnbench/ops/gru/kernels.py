@@ -19,8 +19,9 @@ import triton
 import triton.language as tl
 
 from ..common import (_act_sigmoid, _act_tanh, _columns_matmul, _gate_bias, _gate_columns, _grid_barrier, _load_f32,
-                      _load_weight_columns, _on_chip_columns, _program_tile, _recurrent_matmul, _release_counters,
-                      _resident_stack, _split_gates, _stacked_rows)
+                      _load_weight_columns, _on_chip_columns, _partials_matmul, _program_tile, _recurrent_matmul,
+                      _release_counters, _resident_stack, _resident_stack_t, _split_gates, _stack_gates,
+                      _stacked_rows, _sum_partials)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
@@ -105,6 +106,27 @@ def _saved_step(t, d_out_ptr, saved_ptr, h_buf_ptr, hid, sid, mask, plane_h, pla
     return d_out, r, z, n, hn, h_prev
 
 
+@triton.jit
+def _cell_step_back(d_h, r, z, n, hn, h_prev, dg_t, dx_t, gid, mask, H: tl.constexpr):
+    """One reverse step of the cell for this program's tile: from ``d_h`` (the gradient reaching
+    h_t), the gradients of the recurrent pre-activations, stored at ``dg_t``, and of the input-side
+    ones (n without the factor r), stored at ``dx_t`` (the ``[B, 3H]`` planes of step t), in their
+    dtype. Returns ``(d_r, d_z, d_hn, direct)``: the recurrent ones in that dtype (the operands of
+    the recurrent matmul) and ``direct``, the fp32 part of ``dh_{t-1}`` through the z gate."""
+    out_ty = dg_t.dtype.element_ty
+    d_n = d_h * (1.0 - z) * (1.0 - n * n)  # through tanh: gradient of n's pre-activation
+    d_z = d_h * (h_prev - n) * z * (1.0 - z)
+    d_r = d_n * hn * r * (1.0 - r)
+    d_r, d_z, d_hn = d_r.to(out_ty), d_z.to(out_ty), (d_n * r).to(out_ty)
+    tl.store(dg_t + gid + 0 * H, d_r, mask=mask)
+    tl.store(dg_t + gid + 1 * H, d_z, mask=mask)
+    tl.store(dg_t + gid + 2 * H, d_hn, mask=mask)
+    tl.store(dx_t + gid + 0 * H, d_r, mask=mask)
+    tl.store(dx_t + gid + 1 * H, d_z, mask=mask)
+    tl.store(dx_t + gid + 2 * H, d_n.to(out_ty), mask=mask)
+    return d_r, d_z, d_hn, d_h * z  # h_{t-1} also reaches h_t directly through the z gate
+
+
 @triton.jit(do_not_specialize=["T", "B"])
 def gru_backward_kernel(
     d_out_ptr, d_h_n_ptr, saved_ptr, h_buf_ptr, w_hh_t_ptr, d_gates_h_ptr, d_gates_x_ptr, d_h0_ptr,
@@ -125,7 +147,6 @@ def gru_backward_kernel(
     plane_h = B.to(tl.int64) * H
     plane_g = B.to(tl.int64) * (3 * H)
     plane_s = B.to(tl.int64) * (4 * H)
-    out_ty = d_gates_h_ptr.dtype.element_ty
 
     if ON_CHIP:
         w = _gate_columns(w_hh_t_ptr, units, unit_mask, H, 3, K_PAD)
@@ -140,20 +161,9 @@ def gru_backward_kernel(
     s = 0
     while s < T:
         t = T - 1 - s
-        d_h = d_h_rec + d_out
-        d_n = d_h * (1.0 - z) * (1.0 - n * n)  # through tanh: gradient of n's pre-activation
-        d_z = d_h * (h_prev - n) * z * (1.0 - z)
-        d_r = d_n * hn * r * (1.0 - r)
-        direct = d_h * z  # h_{t-1} also reaches h_t directly through the z gate
         dg_t = d_gates_h_ptr + t * plane_g
-        dx_t = d_gates_x_ptr + t * plane_g
-        d_r, d_z, d_hn = d_r.to(out_ty), d_z.to(out_ty), (d_n * r).to(out_ty)
-        tl.store(dg_t + gid + 0 * H, d_r, mask=mask)
-        tl.store(dg_t + gid + 1 * H, d_z, mask=mask)
-        tl.store(dg_t + gid + 2 * H, d_hn, mask=mask)
-        tl.store(dx_t + gid + 0 * H, d_r, mask=mask)
-        tl.store(dx_t + gid + 1 * H, d_z, mask=mask)
-        tl.store(dx_t + gid + 2 * H, d_n.to(out_ty), mask=mask)
+        d_r, d_z, d_hn, direct = _cell_step_back(d_h_rec + d_out, r, z, n, hn, h_prev, dg_t,
+                                                 d_gates_x_ptr + t * plane_g, gid, mask, H)
         if s + 1 < T:
             d_out, r, z, n, hn, h_prev = _saved_step(t - 1, d_out_ptr, saved_ptr, h_buf_ptr, hid, sid, mask,
                                                      plane_h, plane_s, H, HAS_D_OUT)
@@ -167,3 +177,55 @@ def gru_backward_kernel(
     tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)
     if not ON_CHIP:
         _release_counters(counters_ptr)
+
+
+@triton.jit(do_not_specialize=["T", "B"])
+def gru_backward_split_k_kernel(
+    d_out_ptr, d_h_n_ptr, saved_ptr, h_buf_ptr, w_hh_ptr, d_gates_h_ptr, d_gates_x_ptr, d_h0_ptr, partials_ptr,
+    counters_ptr,
+    T, B,
+    H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr,
+    BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
+    W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+):
+    """Reverse-time recurrence on the forward's split (``Plan.split_k``; see
+    ``lstm_backward_split_k_kernel``): each program's share of every unit's ``dh_{t-1}`` is
+    ``W_stack^T`` (its own rows of W_hh, the fourth gate block zeros) times its own units' recurrent
+    gate gradients ``(d_r, d_z, d_hn)``, summed by the units' owners after the barrier, plus the
+    owner's direct path through z. Same outputs as :func:`gru_backward_kernel`; ``w_hh`` is
+    ``W_hh`` itself (``[3H, H]``)."""
+    pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
+    gid = rows[None, :] * (3 * H) + units[:, None]
+    sid = rows[None, :] * (4 * H) + units[:, None]
+    plane_h = B.to(tl.int64) * H
+    plane_g = B.to(tl.int64) * (3 * H)
+    plane_s = B.to(tl.int64) * (4 * H)
+    programs: tl.constexpr = (H + BLOCK_H - 1) // BLOCK_H  # per batch block: tl.num_programs(0)
+    w_ty = w_hh_ptr.dtype.element_ty
+
+    w_rows, w_valid = _stacked_rows(pid_h, H, 3, 4, BLOCK_H)
+    if W_RESIDENT:
+        w = _resident_stack_t(w_hh_ptr, w_rows, w_valid, H, BLOCK_K, CHUNKS)
+    else:
+        w = 0
+    zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
+    d_h_rec = _load_f32(d_h_n_ptr, hid, mask) if HAS_D_H_N else zero
+    d_out, r, z, n, hn, h_prev = _saved_step(T - 1, d_out_ptr, saved_ptr, h_buf_ptr, hid, sid, mask, plane_h,
+                                             plane_s, H, HAS_D_OUT)
+    s = 0
+    while s < T:
+        t = T - 1 - s
+        d_r, d_z, d_hn, direct = _cell_step_back(d_h_rec + d_out, r, z, n, hn, h_prev, d_gates_h_ptr + t * plane_g,
+                                                 d_gates_x_ptr + t * plane_g, gid, mask, H)
+        if s + 1 < T:
+            d_out, r, z, n, hn, h_prev = _saved_step(t - 1, d_out_ptr, saved_ptr, h_buf_ptr, hid, sid, mask,
+                                                     plane_h, plane_s, H, HAS_D_OUT)
+        slot = partials_ptr + (s % 2) * programs * plane_h
+        grads = _stack_gates(d_r.to(w_ty), d_z.to(w_ty), d_hn.to(w_ty), zero.to(w_ty), BLOCK_H, BLOCK_B)
+        _partials_matmul(w, w_hh_ptr, w_rows, w_valid, grads, slot + pid_h * plane_h, rows, row_mask, H, BLOCK_K,
+                         CHUNKS, W_RESIDENT, PRECISION, UPCAST)
+        _grid_barrier(counters_ptr + pid_b, programs * (s + 1))
+        d_h_rec = direct + _sum_partials(slot, programs, plane_h, hid, mask)
+        s += 1
+    tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)
+    _release_counters(counters_ptr)
