@@ -98,11 +98,12 @@ def test_layer_on_many_programs(cell, dtype, block_h, resident):
 
 @pytest.mark.parametrize("resident", [True, False], ids=["resident", "streamed"])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_lstm_transpose_backward_on_many_programs(dtype, resident):
-    """The LSTM's transpose backward (split-K off; the default past hidden 768): hidden 100 over 7
-    programs, batch 20 over two batch blocks (the other cells' backward is only this kind)."""
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_transpose_backward_on_many_programs(cell, dtype, resident):
+    """The LSTM's and GRU's transpose backward (split-K off; their default past hidden 768, and the
+    RNN's only kind): hidden 100 over 7 programs, batch 20 over two batch blocks."""
     with plan_override(block_h=16, block_b=16, w_resident=resident, split_k=False):
-        check_layer("lstm", dtype, _layer("lstm", 20, 9, 5, 100))
+        check_layer(cell, dtype, _layer(cell, 20, 9, 5, 100))
 
 
 @pytest.mark.parametrize("batch, seq, hidden", [(20, 9, 100), (16, 40, 768), (64, 30, 1024)])

@@ -238,10 +238,11 @@ def test_default_plans_for_the_h100():
     p = plan(16, 768, 4, torch.bfloat16, direction="backward")
     assert (p.split_k, p.w_resident, p.block_k, p.grid(16, 768)) == (True, True, 64, (48, 1))
     assert not plan(16, 768, 4, torch.bfloat16, direction="backward", split_k=False).w_resident
-    # Split-K is the LSTM's default up to hidden 768 on tensor cores (1024 was slower), not the
-    # GRU's or the RNN's (no kernel), not on FMA products, and it may be turned off.
+    # Split-K is the LSTM's and GRU's default up to hidden 768 on tensor cores (1024 was slower),
+    # not the RNN's (no kernel), not on FMA products, and it may be turned off.
     assert not plan(16, 1024, 4, torch.bfloat16, direction="backward").split_k
-    assert not plan(16, 768, 3, torch.bfloat16, direction="backward").split_k
+    assert plan(32, 512, 3, torch.bfloat16, direction="backward").split_k
+    assert not plan(32, 512, 1, torch.bfloat16, direction="backward").split_k
     assert not plan(20, 500, 4, torch.float32, direction="backward").split_k  # strict fp32 on FMA units
     assert plan(20, 500, 4, torch.float32, "tf32x3", "backward").split_k
     with pytest.raises(ValueError, match="LSTM's and GRU's backward only"):
@@ -256,7 +257,7 @@ def test_default_plans_for_the_h100():
     assert plan(32, 512, 4, torch.bfloat16).grid(32, 512) == (32, 2)
     assert plan(128, 512, 4, torch.bfloat16).grid(128, 512) == (32, 4)
     assert plan(128, 1024, 4, torch.bfloat16).grid(128, 1024) == (64, 2)
-    assert plan(32, 512, 3, torch.bfloat16, direction="backward").block_b == 32
+    assert plan(32, 512, 3, torch.bfloat16, direction="backward", split_k=False).block_b == 32
     assert plan(32, 512, 4, torch.bfloat16, direction="backward").block_b == 16  # split-K: the forward's
     # Strict fp32 as 3xTF32 (the default on CUDA): tensor-core tiles; the forward resident only up
     # to 128 columns (the operand's split is held in registers), the backward streamed in 64s.
@@ -270,7 +271,7 @@ def test_default_plans_for_the_h100():
     assert not plan(32, 512, 1, torch.float32, "tf32", "backward").w_resident
     assert plan(32, 512, 1, torch.float32, "tf32", "backward").block_k == 64
     assert plan(32, 1024, 4, torch.float32, "tf32", "backward").block_k == 128
-    assert plan(32, 512, 3, torch.float32, "tf32", "backward").block_k == 128
+    assert plan(32, 1024, 3, torch.float32, "tf32", "backward").block_k == 128
     # TF32 on tensor cores: resident while the weights and a staged piece of h fit in shared memory.
     assert plan(32, 512, 4, torch.float32, "tf32").w_resident
     assert not plan(16, 1024, 4, torch.float32, "tf32").w_resident  # 64 x 1024 fp32 weights: 256 KB

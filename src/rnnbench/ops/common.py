@@ -64,12 +64,13 @@ X3_RESIDENT_K = 128
 # (256 rows) 0.80-1.00x forward, 0.91-1.14x training. With fast activations the 512-row LSTM and GRU
 # tiles still lost: 0.78-0.95x forward, 0.86-0.93x training (triton-lane-6/fast_activations.jsonl).
 ON_CHIP_MAX_ROWS = 128
-# The LSTM's backward runs split-K (Plan.split_k) by default up to this hidden size on CUDA. Graphed
-# training against the transpose backward on the H100 (benchmarks/on_chip.py --compare split_k,
-# results/h100/triton-lane-7): 1.07-1.56x faster at every case of hidden 100-768 (FlashRNN bf16
-# 1.23x, fp16 1.21x; strict fp32 1.30-1.56x), 0.73-0.92x at hidden 1024 but for bf16 at batch 32
-# (1.05x): the partials every program writes and reads grow as hidden^2 x batch, 64 MB a step at
-# batch 128, and in TF32 the transposed weights no longer fit on chip.
+# The LSTM's and GRU's backward run split-K (Plan.split_k) by default up to this hidden size on CUDA.
+# Graphed training against the transpose backward on the H100 (benchmarks/on_chip.py --compare
+# split_k, results/h100/triton-lane-7): the LSTM 1.07-1.56x faster at every case of hidden 100-768
+# (FlashRNN bf16 1.23x, fp16 1.21x; strict fp32 1.30-1.56x), the GRU 1.05-1.39x at hidden 128-512;
+# at hidden 1024 0.67-0.92x but for bf16 at batch 32 (LSTM 1.05x, GRU 1.17x): the partials every
+# program writes and reads grow as hidden^2 x batch, 64 MB a step at batch 128, and in TF32 the
+# transposed weights no longer fit on chip.
 SPLIT_K_MAX_HIDDEN = 768
 # Plan overrides that pick a tile or weight path: given without h_on_chip, they mean the exchange plan.
 _EXCHANGE_FIELDS = frozenset({"block_h", "block_k", "w_resident"})
@@ -588,7 +589,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     - strict fp32 on FMA units (``precision="ieee"``): the smallest ``block_h`` (more programs,
       less arithmetic each) and weights always streamed: a resident FMA operand is moved into
       registers whole and spills (seen: 4 KB of local memory per thread at hidden 100);
-    - the LSTM's backward on tensor cores up to :data:`SPLIT_K_MAX_HIDDEN` (not on chip): split-K
+    - the LSTM's and GRU's backward on tensor cores up to :data:`SPLIT_K_MAX_HIDDEN` (not on chip): split-K
       (:attr:`Plan.split_k`, :func:`_split_k_fields`): the forward's programs, each multiplying its
       own units' gate gradients by its own rows of ``W_hh`` into partials summed after the barrier;
     - h on chip (:attr:`Plan.h_on_chip`) instead, where :func:`on_chip_default` allows it (tensor
@@ -658,7 +659,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     fast = device.type == "cuda" and direction == "forward" and fast_activations(dtype, precision)
     fields = {"block_b": bb, "block_h": bh, "w_resident": resident, "num_warps": warps, "block_k": block_k,
               "num_stages": stages, "h_on_chip": on_chip, "fast_activations": fast}
-    split_default = (device.type == "cuda" and num_gates == 4 and tensor_cores and not on_chip
+    split_default = (device.type == "cuda" and num_gates in (3, 4) and tensor_cores and not on_chip
                      and hidden_size <= SPLIT_K_MAX_HIDDEN)
     if direction == "backward" and override.get("split_k", split_default):
         if num_gates not in (3, 4):
