@@ -72,6 +72,10 @@ every_lane=("$dir"/glample-2016.jsonl "$dir"/theano-cudnn-2016.jsonl "$dir"/fast
   echo "## Every seed suite after the LSTM's split-K backward, in a run of its own (triton-lane-7/)"
   echo
   "$rnnbench" report "$dir"/triton-lane-7/seeds.jsonl
+  echo
+  echo "## Theano's depth-1 cases and every seed suite after the GRU's split-K backward, in a run of their own (triton-lane-7/, d8d8a63; the seed run stopped 2 rows short)"
+  echo
+  "$rnnbench" report "$dir"/triton-lane-7/theano-depth1-d8d8a63.jsonl "$dir"/triton-lane-7/seeds-d8d8a63.jsonl
 } > "$dir"/REPORT.md
 "$rnnbench" report "${every_lane[@]}" --plot "$dir"/speedup.png > /dev/null
 echo "wrote $dir/REPORT.md and $dir/speedup.png"
