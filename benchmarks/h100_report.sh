@@ -5,6 +5,15 @@
 set -euo pipefail
 rnnbench=${1:-rnnbench}
 dir=benchmarks/results/h100
+# One section of REPORT.md: a blank line, a heading, then the report of the files given (one run).
+section() {
+  local title=$1
+  shift
+  echo
+  echo "## $title"
+  echo
+  "$rnnbench" report "$@"
+}
 every_lane=("$dir"/glample-2016.jsonl "$dir"/theano-cudnn-2016.jsonl "$dir"/fastrnns.jsonl "$dir"/flashrnn-2024.jsonl "$dir"/varlen.jsonl)
 {
   echo "# rnnbench on an NVIDIA H100"
@@ -12,70 +21,22 @@ every_lane=("$dir"/glample-2016.jsonl "$dir"/theano-cudnn-2016.jsonl "$dir"/fast
   echo "Every lane, one run per suite (\`bash benchmarks/frameworks_gpu.sh\`; the \`triton\` rows are the first round of the kernels):"
   echo
   "$rnnbench" report "${every_lane[@]}"
-  echo
-  echo "## The second round of the Triton kernels, in a run of its own (triton-lane.jsonl)"
-  echo
-  "$rnnbench" report "$dir"/triton-lane.jsonl
-  echo
-  echo "## TFLOP/s against the matmul peak measured in the same run (matmul-peak.jsonl)"
-  echo
-  "$rnnbench" report "$dir"/matmul-peak.jsonl
-  echo
-  echo "## Triton after the plan change, TF32 and bf16, in a run of its own (triton-lane-2/)"
-  echo
-  "$rnnbench" report "$dir"/triton-lane-2/*.jsonl
-  echo
-  echo "## triton-graph beside torch-nn-graph, in a run of its own (triton-graph/)"
-  echo
-  "$rnnbench" report "$dir"/triton-graph/*.jsonl
-  echo
-  echo "## The 3xTF32 backward, glample in TF32, in a run of its own (triton-3xtf32/)"
-  echo
-  "$rnnbench" report "$dir"/triton-3xtf32/*.jsonl
-  echo
-  echo "## Strict fp32 as 3xTF32, every seed suite with four lanes, in a run of its own (triton-lane-4/)"
-  echo
-  "$rnnbench" report "$dir"/triton-lane-4/seeds.jsonl
-  echo
-  echo "## The issue's cases after less Python per call, in a run of their own (triton-lane-4/)"
-  echo
-  "$rnnbench" report "$dir"/triton-lane-4/glample-3dtypes.jsonl "$dir"/triton-lane-4/theano-depth1.jsonl
-  echo
-  echo "## glample-2016 after h on chip for small RNNs, in a run of its own (triton-lane-5/)"
-  echo
-  "$rnnbench" report "$dir"/triton-lane-5/glample-3dtypes.jsonl
-  echo
-  echo "## Every seed suite and theano's depth-1 cases after h on chip, in a run of their own (triton-lane-5/)"
-  echo
-  "$rnnbench" report "$dir"/triton-lane-5/seeds.jsonl "$dir"/triton-lane-5/theano-depth1.jsonl
-  echo
-  echo "## TF32 after plain TF32 in the LSTM's and GRU's backward, in a run of its own (triton-lane-5/tf32-backward/)"
-  echo
-  "$rnnbench" report "$dir"/triton-lane-5/tf32-backward/glample-tf32.jsonl "$dir"/triton-lane-5/tf32-backward/theano-depth1-tf32.jsonl
-  echo
-  echo "## The issue's cases after fast activations, in a run of their own (triton-lane-6/)"
-  echo
-  "$rnnbench" report "$dir"/triton-lane-6/glample-3dtypes.jsonl "$dir"/triton-lane-6/theano-depth1.jsonl
-  echo
-  echo "## glample-2016 after the on-chip RNN's loads moved out of the branch, in a run of its own (triton-lane-6/)"
-  echo
-  "$rnnbench" report "$dir"/triton-lane-6/glample-3dtypes-6f76605.jsonl
-  echo
-  echo "## Every seed suite after fast activations, in a run of its own (triton-lane-6/)"
-  echo
-  "$rnnbench" report "$dir"/triton-lane-6/seeds.jsonl
-  echo
-  echo "## The issue's cases after the LSTM's split-K backward, in a run of their own (triton-lane-7/)"
-  echo
-  "$rnnbench" report "$dir"/triton-lane-7/glample-3dtypes.jsonl "$dir"/triton-lane-7/theano-depth1.jsonl
-  echo
-  echo "## Every seed suite after the LSTM's split-K backward, in a run of its own (triton-lane-7/)"
-  echo
-  "$rnnbench" report "$dir"/triton-lane-7/seeds.jsonl
-  echo
-  echo "## Theano's depth-1 cases and every seed suite after the GRU's split-K backward, in a run of their own (triton-lane-7/, d8d8a63; the seed run stopped 2 rows short)"
-  echo
-  "$rnnbench" report "$dir"/triton-lane-7/theano-depth1-d8d8a63.jsonl "$dir"/triton-lane-7/seeds-d8d8a63.jsonl
+  section "The second round of the Triton kernels, in a run of its own (triton-lane.jsonl)" "$dir"/triton-lane.jsonl
+  section "TFLOP/s against the matmul peak measured in the same run (matmul-peak.jsonl)" "$dir"/matmul-peak.jsonl
+  section "Triton after the plan change, TF32 and bf16, in a run of its own (triton-lane-2/)" "$dir"/triton-lane-2/*.jsonl
+  section "triton-graph beside torch-nn-graph, in a run of its own (triton-graph/)" "$dir"/triton-graph/*.jsonl
+  section "The 3xTF32 backward, glample in TF32, in a run of its own (triton-3xtf32/)" "$dir"/triton-3xtf32/*.jsonl
+  section "Strict fp32 as 3xTF32, every seed suite with four lanes, in a run of its own (triton-lane-4/)" "$dir"/triton-lane-4/seeds.jsonl
+  section "The issue's cases after less Python per call, in a run of their own (triton-lane-4/)" "$dir"/triton-lane-4/glample-3dtypes.jsonl "$dir"/triton-lane-4/theano-depth1.jsonl
+  section "glample-2016 after h on chip for small RNNs, in a run of its own (triton-lane-5/)" "$dir"/triton-lane-5/glample-3dtypes.jsonl
+  section "Every seed suite and theano's depth-1 cases after h on chip, in a run of their own (triton-lane-5/)" "$dir"/triton-lane-5/seeds.jsonl "$dir"/triton-lane-5/theano-depth1.jsonl
+  section "TF32 after plain TF32 in the LSTM's and GRU's backward, in a run of its own (triton-lane-5/tf32-backward/)" "$dir"/triton-lane-5/tf32-backward/glample-tf32.jsonl "$dir"/triton-lane-5/tf32-backward/theano-depth1-tf32.jsonl
+  section "The issue's cases after fast activations, in a run of their own (triton-lane-6/)" "$dir"/triton-lane-6/glample-3dtypes.jsonl "$dir"/triton-lane-6/theano-depth1.jsonl
+  section "glample-2016 after the on-chip RNN's loads moved out of the branch, in a run of its own (triton-lane-6/)" "$dir"/triton-lane-6/glample-3dtypes-6f76605.jsonl
+  section "Every seed suite after fast activations, in a run of its own (triton-lane-6/)" "$dir"/triton-lane-6/seeds.jsonl
+  section "The issue's cases after the LSTM's split-K backward, in a run of their own (triton-lane-7/)" "$dir"/triton-lane-7/glample-3dtypes.jsonl "$dir"/triton-lane-7/theano-depth1.jsonl
+  section "Every seed suite after the LSTM's split-K backward, in a run of its own (triton-lane-7/)" "$dir"/triton-lane-7/seeds.jsonl
+  section "Theano's depth-1 cases and every seed suite after the GRU's split-K backward, in a run of their own (triton-lane-7/, d8d8a63; the seed run stopped 2 rows short)" "$dir"/triton-lane-7/theano-depth1-d8d8a63.jsonl "$dir"/triton-lane-7/seeds-d8d8a63.jsonl
 } > "$dir"/REPORT.md
 "$rnnbench" report "${every_lane[@]}" --plot "$dir"/speedup.png > /dev/null
 echo "wrote $dir/REPORT.md and $dir/speedup.png"

@@ -28,7 +28,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from .common import Plan, backward_precision, choose_plan, k_chunks, k_padded
+from .common import Plan, backward_precision, choose_plan, k_chunks, k_padded, split_k_pieces
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
@@ -78,7 +78,8 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
     names = fn.arg_names
     kp = k_padded(hidden_size)
     # The split-K backward's pieces are block_k units high, however wide h is padded.
-    block_k, chunks = (plan.block_k, -(-hidden_size // plan.block_k)) if split_k else k_chunks(hidden_size, plan.block_k)
+    block_k, chunks = (plan.block_k, split_k_pieces(hidden_size, plan.block_k)) if split_k else k_chunks(
+        hidden_size, plan.block_k)
     constexprs = dict(H=hidden_size, BLOCK_B=plan.block_b, BLOCK_H=plan.block_h, BLOCK_K=block_k,
                       K_PAD=kp, CHUNKS=chunks, W_RESIDENT=plan.w_resident, ON_CHIP=plan.h_on_chip, PRECISION=precision,
                       UPCAST=False, FAST_ACT=plan.fast_activations, SAVE=save, RELU=False, HAS_BIAS=True, HAS_H0=True,

@@ -359,6 +359,24 @@ def _partials_matmul(pieces, w_ptr, w_rows, w_valid, grads, part_ptr, rows, row_
 
 
 @triton.jit
+def _split_k_exchange(pieces, w_ptr, w_rows, w_valid, grads, partials_ptr, s, programs: tl.constexpr, counter_ptr,
+                      plane_h, rows, row_mask, hid, mask, H: tl.constexpr, BLOCK_K: tl.constexpr,
+                      CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr,
+                      UPCAST: tl.constexpr):
+    """Reverse step ``s`` of a split-K backward: this program's partials from its stacked gate
+    gradients ``grads`` (:func:`_partials_matmul`) into slot ``s % 2`` of ``partials [2, programs,
+    B, H]``, the barrier, then the sum of its own units' slices (:func:`_sum_partials`), the part
+    of ``dh_{t-1}`` that passes through ``W_hh``. Two slots by step parity: a program writes step
+    s+1's partials only after the barrier of step s, which every program reaches only after summing
+    step s-1's, so nothing still being read is overwritten."""
+    slot = partials_ptr + (s % 2) * programs * plane_h
+    _partials_matmul(pieces, w_ptr, w_rows, w_valid, grads, slot + tl.program_id(0) * plane_h, rows, row_mask, H,
+                     BLOCK_K, CHUNKS, W_RESIDENT, PRECISION, UPCAST)
+    _grid_barrier(counter_ptr, programs * (s + 1))
+    return _sum_partials(slot, programs, plane_h, hid, mask)
+
+
+@triton.jit
 def _sum_partials(part_ptr, programs: tl.constexpr, plane_h, hid, mask):
     """Split-K backward, after the barrier: this program's units' ``dh_{t-1}`` ``[BLOCK_H,
     BLOCK_B]`` fp32, the sum of the ``programs`` partial planes ``[B, H]`` at ``part_ptr`` (one
@@ -691,6 +709,12 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     return plan
 
 
+def split_k_pieces(hidden_size: int, block_k: int) -> int:
+    """The split-K backward's partial matmuls per step: pieces of ``block_k`` units covering
+    ``hidden_size`` (not padded to a power of 2, unlike :func:`k_chunks`)."""
+    return -(-hidden_size // block_k)
+
+
 def _split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, step_precision,
                     override) -> dict:
     """The split-K backward's plan fields (:attr:`Plan.split_k`): the forward's programs (its
@@ -704,7 +728,7 @@ def _split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiproc
     element = torch.empty((), dtype=dtype).element_size()
     block_k = BLOCK_K
     rows = gates_padded(num_gates) * forward.block_h
-    pieces = -(-hidden_size // block_k) * block_k
+    pieces = split_k_pieces(hidden_size, block_k) * block_k
     if device.type == "cuda":
         smem = H100_SHARED_MEMORY if multiprocessors is not None else _device_limits(
             device.index if device.index is not None else torch.cuda.current_device())[1]

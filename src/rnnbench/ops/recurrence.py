@@ -30,7 +30,7 @@ import torch
 from triton.runtime import driver
 
 from .common import (INTERPRET, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, choose_plan,
-                     dot_precision, k_chunks, k_padded, upcast_dot)
+                     dot_precision, k_chunks, k_padded, split_k_pieces, upcast_dot)
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
 from .launch import KernelLauncher
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
@@ -151,7 +151,7 @@ class _Launch:
         precision = self.precision if forward else self.backward_precision
         if plan.split_k and not forward:
             return dict(H=self.hidden_size, BLOCK_B=plan.block_b, BLOCK_H=plan.block_h, BLOCK_K=plan.block_k,
-                        CHUNKS=-(-self.hidden_size // plan.block_k), W_RESIDENT=plan.w_resident,
+                        CHUNKS=split_k_pieces(self.hidden_size, plan.block_k), W_RESIDENT=plan.w_resident,
                         PRECISION=precision, UPCAST=self.upcast, num_warps=plan.num_warps,
                         num_stages=plan.num_stages)
         meta = dict(H=self.hidden_size, BLOCK_B=plan.block_b, BLOCK_H=plan.block_h, BLOCK_K=block_k,

@@ -19,9 +19,9 @@ import triton
 import triton.language as tl
 
 from ..common import (_act_sigmoid, _act_tanh, _columns_matmul, _gate_bias, _gate_columns, _grid_barrier, _load_f32,
-                      _load_weight_columns, _on_chip_columns, _partials_matmul, _program_tile, _recurrent_matmul,
-                      _release_counters, _resident_stack, _resident_stack_t, _split_gates, _stack_gates,
-                      _stacked_rows, _sum_partials)
+                      _load_weight_columns, _on_chip_columns, _program_tile, _recurrent_matmul, _release_counters,
+                      _resident_stack, _resident_stack_t, _split_gates, _split_k_exchange, _stack_gates,
+                      _stacked_rows)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
@@ -201,7 +201,6 @@ def gru_backward_split_k_kernel(
     plane_g = B.to(tl.int64) * (3 * H)
     plane_s = B.to(tl.int64) * (4 * H)
     programs: tl.constexpr = (H + BLOCK_H - 1) // BLOCK_H  # per batch block: tl.num_programs(0)
-    w_ty = w_hh_ptr.dtype.element_ty
 
     w_rows, w_valid = _stacked_rows(pid_h, H, 3, 4, BLOCK_H)
     if W_RESIDENT:
@@ -220,12 +219,10 @@ def gru_backward_split_k_kernel(
         if s + 1 < T:
             d_out, r, z, n, hn, h_prev = _saved_step(t - 1, d_out_ptr, saved_ptr, h_buf_ptr, hid, sid, mask,
                                                      plane_h, plane_s, H, HAS_D_OUT)
-        slot = partials_ptr + (s % 2) * programs * plane_h
-        grads = _stack_gates(d_r.to(w_ty), d_z.to(w_ty), d_hn.to(w_ty), zero.to(w_ty), BLOCK_H, BLOCK_B)
-        _partials_matmul(w, w_hh_ptr, w_rows, w_valid, grads, slot + pid_h * plane_h, rows, row_mask, H, BLOCK_K,
-                         CHUNKS, W_RESIDENT, PRECISION, UPCAST)
-        _grid_barrier(counters_ptr + pid_b, programs * (s + 1))
-        d_h_rec = direct + _sum_partials(slot, programs, plane_h, hid, mask)
+        grads = _stack_gates(d_r, d_z, d_hn, zero.to(d_r.dtype), BLOCK_H, BLOCK_B)  # fourth block: no gate
+        d_h_rec = direct + _split_k_exchange(w, w_hh_ptr, w_rows, w_valid, grads, partials_ptr, s, programs,
+                                             counters_ptr + pid_b, plane_h, rows, row_mask, hid, mask, H, BLOCK_K,
+                                             CHUNKS, W_RESIDENT, PRECISION, UPCAST)
         s += 1
     tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)
     _release_counters(counters_ptr)

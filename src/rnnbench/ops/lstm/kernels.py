@@ -19,9 +19,9 @@ import triton
 import triton.language as tl
 
 from ..common import (_act_sigmoid, _act_tanh, _columns_matmul, _gate_bias, _gate_columns, _grid_barrier, _load_f32,
-                      _load_weight_columns, _on_chip_columns, _partials_matmul, _program_tile, _recurrent_matmul,
-                      _release_counters, _resident_stack, _resident_stack_t, _split_gates, _stack_gates,
-                      _stacked_rows, _sum_partials, _tanh)
+                      _load_weight_columns, _on_chip_columns, _program_tile, _recurrent_matmul, _release_counters,
+                      _resident_stack, _resident_stack_t, _split_gates, _split_k_exchange, _stack_gates,
+                      _stacked_rows, _tanh)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
@@ -199,8 +199,8 @@ def lstm_backward_split_k_kernel(
     """Reverse-time recurrence on the forward's split (``Plan.split_k``): each program multiplies
     its own units' gate gradients by its own rows of ``W_hh`` (the forward's stacked tile,
     transposed: ``W_stack^T``, resident when it fits) into a partial ``dh_{t-1}`` of every unit,
-    writes it to ``partials [2, programs, B, H]`` (fp32; two slots by step parity, so a fast
-    program never overwrites what a slow one still sums), and after the barrier sums the
+    writes it to ``partials [2, programs, B, H]`` (fp32; two slots by step parity:
+    :func:`_split_k_exchange`), and after the barrier sums the
     partials of its own units -- a split-K matmul whose K is spread over the programs. Same
     outputs as :func:`lstm_backward_kernel`; ``w_hh`` is ``W_hh`` itself (``[4H, H]``)."""
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
@@ -208,7 +208,6 @@ def lstm_backward_split_k_kernel(
     plane_h = B.to(tl.int64) * H
     plane_g = B.to(tl.int64) * (4 * H)
     programs: tl.constexpr = (H + BLOCK_H - 1) // BLOCK_H  # per batch block: tl.num_programs(0)
-    w_ty = w_hh_ptr.dtype.element_ty
 
     w_rows, w_valid = _stacked_rows(pid_h, H, 4, 4, BLOCK_H)
     if W_RESIDENT:
@@ -228,12 +227,10 @@ def lstm_backward_split_k_kernel(
         if s + 1 < T:  # the next step's saved values before the wait (no other program writes them)
             d_out, i, f, g, o, c, c_prev = _saved_step(t - 1, d_out_ptr, gates_ptr, c_buf_ptr, hid, gid, mask,
                                                        plane_h, plane_g, H, HAS_D_OUT)
-        slot = partials_ptr + (s % 2) * programs * plane_h
-        grads = _stack_gates(d_i.to(w_ty), d_f.to(w_ty), d_g.to(w_ty), d_o.to(w_ty), BLOCK_H, BLOCK_B)
-        _partials_matmul(w, w_hh_ptr, w_rows, w_valid, grads, slot + pid_h * plane_h, rows, row_mask, H, BLOCK_K,
-                         CHUNKS, W_RESIDENT, PRECISION, UPCAST)
-        _grid_barrier(counters_ptr + pid_b, programs * (s + 1))
-        d_h_rec = _sum_partials(slot, programs, plane_h, hid, mask)
+        grads = _stack_gates(d_i, d_f, d_g, d_o, BLOCK_H, BLOCK_B)  # in d_gates' dtype, the weights'
+        d_h_rec = _split_k_exchange(w, w_hh_ptr, w_rows, w_valid, grads, partials_ptr, s, programs,
+                                    counters_ptr + pid_b, plane_h, rows, row_mask, hid, mask, H, BLOCK_K, CHUNKS,
+                                    W_RESIDENT, PRECISION, UPCAST)
         s += 1
     tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)
     tl.store(d_c0_ptr + hid, d_c.to(d_c0_ptr.dtype.element_ty), mask=mask)
