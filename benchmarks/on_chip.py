@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -30,6 +30,10 @@ program's gate gradients and its units' columns of W_hh), on the LSTM training c
 glample-2016, theano-cudnn-2016 (depth 1), fastrnns and flashrnn-2024 in their dtypes and the issue's,
 then theano-cudnn-2016's GRU (depth 1).
 
+``--compare split_k_rows`` runs the split-K backward with its partials' matmuls 128 or 256 units
+high (``plan_override(backward_block_k=...)``) against 64, and at hidden 1024 against the transpose
+backward.
+
 Writes ``OUT_DIR/<compare>.jsonl`` (the environment record, then one row per case as measured) and
 prints a table. ``--device cpu`` (with ``TRITON_INTERPRET=1``) only checks this script.
 """
@@ -50,7 +54,8 @@ FORCED = ("forced", "exchange")
 FAST = ("fast", "exact")
 SPLIT = ("split_k", "transpose")
 PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip": False}, "fast": {},
-         "exact": {"fast_activations": False}, "split_k": {"split_k": True}, "transpose": {"split_k": False}}
+         "exact": {"fast_activations": False}, "split_k": {"split_k": True}, "transpose": {"split_k": False},
+         **{f"rows{k}": {"split_k": True, "backward_block_k": k} for k in (64, 128, 256)}}
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
     ("rnn_tanh", 20, 30, 100, 100, "fp32", DEFAULT), ("rnn_tanh", 20, 30, 100, 100, "tf32", DEFAULT),
@@ -91,7 +96,25 @@ SPLIT_CASES = [
     ("gru", 32, 30, 128, 128, "fp32", SPLIT), ("gru", 128, 30, 128, 128, "fp32", SPLIT),
     ("gru", 32, 30, 512, 512, "fp32", SPLIT),
 ]
-COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES}
+# The split-K backward's partial matmuls 128 or 256 units high (fewer waits for a wgmma result
+# before its store: 3 instead of 12 a step at FlashRNN's shape) against 64, where the transposed
+# weights are resident; at hidden 1024, taller partials against the transpose backward (the default there).
+TALL, TALLER = ("rows128", "rows64"), ("rows256", "rows64")
+ROWS_CASES = [
+    ("lstm", 16, 1024, 768, 768, "bf16", TALLER), ("lstm", 16, 1024, 768, 768, "fp16", TALLER),
+    ("lstm", 20, 30, 500, 500, "tf32", TALLER), ("lstm", 20, 30, 500, 500, "bf16", TALLER),
+    ("lstm", 32, 30, 512, 512, "bf16", TALLER), ("lstm", 32, 30, 512, 512, "tf32", TALLER),
+    ("gru", 32, 30, 512, 512, "bf16", TALLER), ("gru", 32, 30, 512, 512, "tf32", TALLER),
+    ("lstm", 32, 30, 128, 128, "tf32", TALL), ("lstm", 128, 30, 128, 128, "tf32", TALL),
+    ("lstm", 128, 30, 512, 512, "bf16", TALL), ("lstm", 128, 30, 512, 512, "tf32", TALL),
+    ("lstm", 128, 30, 512, 512, "bf16", TALLER), ("gru", 128, 30, 512, 512, "bf16", TALLER),
+    ("lstm", 32, 30, 1024, 1024, "bf16", ("rows256", "transpose")),
+    ("lstm", 128, 30, 1024, 1024, "bf16", ("rows128", "transpose")),
+    ("gru", 32, 30, 1024, 1024, "bf16", ("rows256", "transpose")),
+    ("gru", 128, 30, 1024, 1024, "bf16", ("rows128", "transpose")),
+    ("lstm", 32, 30, 1024, 1024, "tf32", ("rows128", "transpose")),
+]
+COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 
 

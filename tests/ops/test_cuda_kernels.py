@@ -127,6 +127,21 @@ def test_split_k_backward(cell, dtype, resident, batch, seq, hidden):
     assert all(not buf.any() for buf in recurrence._COUNTERS.values())
 
 
+@pytest.mark.parametrize("batch, seq, hidden", [(20, 9, 100), (16, 40, 768)])
+@pytest.mark.parametrize("rows", [128, 256])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_split_k_backward_with_taller_partials(cell, dtype, rows, batch, seq, hidden):
+    """The split-K backward with its partials' matmuls ``rows`` units high (one covering hidden 100,
+    masked past it; three or six at 768): each program stores fewer, larger tiles of partials."""
+    from rnnbench.ops import recurrence
+
+    with matmul_mode(dtype), plan_override(split_k=True, backward_block_k=rows):
+        backward = recurrence.layer_launch(cell, batch, hidden, TORCH_DTYPE[dtype], torch.device("cuda")).backward
+        assert backward.split_k and backward.block_k == rows and backward.grid(batch, hidden)[0] > 1
+        check_layer(cell, dtype, _layer(cell, batch, seq, 5, hidden))
+
+
 @pytest.mark.parametrize("hidden_size", [20, 37, 100])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("cell", CELLS)

@@ -247,6 +247,9 @@ def test_default_plans_for_the_h100():
     assert plan(20, 500, 4, torch.float32, "tf32x3", "backward").split_k
     with pytest.raises(ValueError, match="LSTM's and GRU's backward only"):
         plan(16, 768, 1, torch.bfloat16, direction="backward", split_k=True)
+    # A field named backward_<field> sets the backward plan's alone (the forward stays the default).
+    assert plan(16, 768, 4, torch.bfloat16, backward_block_k=128) == plan(16, 768, 4, torch.bfloat16)
+    assert plan(16, 768, 4, torch.bfloat16, direction="backward", backward_block_k=128).block_k == 128
     # Strict fp32 runs on FMA units: smallest tiles, most programs, weights streamed.
     p = plan(20, 500, 4, torch.float32)
     assert (p.block_h, p.w_resident, p.grid(20, 500)) == (4, False, (125, 1))  # 2 x 125 would not fit

@@ -52,7 +52,8 @@ _STRICT_FP32: contextvars.ContextVar[str] = contextvars.ContextVar("rnnbench_str
 def plan_override(**fields):
     """Within the block, every launch (forward and backward) uses these
     :class:`~rnnbench.ops.common.Plan` fields (``block_b``, ``block_h``, ``w_resident``,
-    ``block_k``, ``num_warps``, ``num_stages``): for tests and tuning."""
+    ``block_k``, ``num_warps``, ``num_stages``): for tests and tuning. A field named
+    ``backward_<field>`` (``backward_block_k=256``) sets the backward's plan alone."""
     token = _PLAN_OVERRIDE.set(tuple(sorted({**dict(_PLAN_OVERRIDE.get()), **fields}.items())))
     try:
         yield
