@@ -98,7 +98,8 @@ SPLIT_CASES = [
 ]
 # The split-K backward's partial matmuls 128 or 256 units high (fewer waits for a wgmma result
 # before its store: 3 instead of 12 a step at FlashRNN's shape) against 64, where the transposed
-# weights are resident; at hidden 1024, taller partials against the transpose backward (the default there).
+# weights are resident; at hidden 1024, taller partials against the transpose backward (the default
+# there before); last (indices 19-21), one partial as wide as hidden 100-128 against two, in bf16.
 TALL, TALLER = ("rows128", "rows64"), ("rows256", "rows64")
 ROWS_CASES = [
     ("lstm", 16, 1024, 768, 768, "bf16", TALLER), ("lstm", 16, 1024, 768, 768, "fp16", TALLER),
@@ -113,6 +114,8 @@ ROWS_CASES = [
     ("gru", 32, 30, 1024, 1024, "bf16", ("rows256", "transpose")),
     ("gru", 128, 30, 1024, 1024, "bf16", ("rows128", "transpose")),
     ("lstm", 32, 30, 1024, 1024, "tf32", ("rows128", "transpose")),
+    ("lstm", 20, 30, 100, 100, "bf16", TALL), ("lstm", 32, 30, 128, 128, "bf16", TALL),
+    ("gru", 32, 30, 128, 128, "bf16", TALL),
 ]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES}
 LANES_TIMED = ("triton", "triton-graph")

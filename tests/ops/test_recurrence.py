@@ -232,15 +232,26 @@ def test_default_plans_for_the_h100():
     p = plan(16, 768, 4, torch.bfloat16)
     assert (p.block_h, p.block_b, p.w_resident, p.num_warps, p.grid(16, 768)) == (16, 16, True, 4, (48, 1))
     assert p.block_k == 256
-    # Its backward is split-K on the forward's programs, W_stack^T resident (96 KB), partials 64
-    # units high; the transpose backward's 16-row weight tile would go through mma.sync (spills):
-    # streamed.
+    # Its backward is split-K on the forward's programs, W_stack^T resident (96 KB), partials 256
+    # units high (16-bit weights, 16 batch rows); the transpose backward's 16-row weight tile would
+    # go through mma.sync (spills): streamed.
     p = plan(16, 768, 4, torch.bfloat16, direction="backward")
-    assert (p.split_k, p.w_resident, p.block_k, p.grid(16, 768)) == (True, True, 64, (48, 1))
+    assert (p.split_k, p.w_resident, p.block_k, p.grid(16, 768)) == (True, True, 256, (48, 1))
     assert not plan(16, 768, 4, torch.bfloat16, direction="backward", split_k=False).w_resident
-    # Split-K is the LSTM's and GRU's default up to hidden 768 on tensor cores (1024 was slower),
-    # not the RNN's (no kernel), not on FMA products, and it may be turned off.
-    assert not plan(16, 1024, 4, torch.bfloat16, direction="backward").split_k
+    # Partials 64 units high for fp32 weights (TF32 spilled) and at 32 batch rows; at most the
+    # padded width at small hidden sizes.
+    assert plan(16, 768, 4, torch.float32, "tf32", "backward").block_k == 64
+    assert plan(128, 512, 4, torch.bfloat16, direction="backward").block_k == 64
+    assert plan(20, 100, 4, torch.float16, direction="backward").block_k == 128
+    # Split-K is the LSTM's and GRU's default up to hidden 768 on tensor cores, and up to 1024 with
+    # tall partials (16-bit at batch 32: 1024 at batch 128, or in TF32, was slower than the
+    # transpose), not the RNN's (no kernel), not on FMA products, and it may be turned off.
+    assert plan(32, 1024, 4, torch.bfloat16, direction="backward").split_k
+    assert plan(32, 1024, 3, torch.float16, direction="backward").block_k == 256
+    assert not plan(128, 1024, 4, torch.bfloat16, direction="backward").split_k
+    assert not plan(32, 1024, 4, torch.float32, "tf32", "backward").split_k
+    assert not plan(32, 2048, 4, torch.bfloat16, direction="backward").split_k
+    assert plan(128, 1024, 4, torch.bfloat16, direction="backward", split_k=True).split_k
     assert plan(32, 512, 3, torch.bfloat16, direction="backward").split_k
     assert not plan(32, 512, 1, torch.bfloat16, direction="backward").split_k
     assert not plan(20, 500, 4, torch.float32, direction="backward").split_k  # strict fp32 on FMA units

@@ -72,6 +72,17 @@ ON_CHIP_MAX_ROWS = 128
 # program writes and reads grow as hidden^2 x batch, 64 MB a step at batch 128, and in TF32 the
 # transposed weights no longer fit on chip.
 SPLIT_K_MAX_HIDDEN = 768
+# Where the weights are 16-bit and a program holds 16 batch rows, the split-K backward multiplies
+# its partials 256 units at a time, not 64 (a [256, 16] fp32 result is 32 registers a thread at 4
+# warps): each step waits for a wgmma's result before storing it 3 times at hidden 768, not 12.
+# Graphed training on the H100 against 64 units (results/h100/triton-lane-8): FlashRNN bf16 and
+# fp16 1.07x, theano's LSTM and GRU at batch 32, hidden 512, bf16 1.09-1.11x, glample's LSTM at
+# hidden 500 bf16 1.03x. Not for fp32 weights (TF32: spilled 16-32 bytes a thread, 0.99-1.07x) nor
+# 32 batch rows (128 units high: 1.00x bf16, 0.95x TF32 with spills; 256: 0.94-0.99x).
+SPLIT_K_TALL_ROWS = 256
+# With those tall partials the split-K backward beats the transpose up to hidden 1024 (graphed
+# training at batch 32, bf16: LSTM 1.27x, GRU 1.19x; at batch 128, 64 rows a program, it lost).
+SPLIT_K_TALL_MAX_HIDDEN = 1024
 # Plan overrides that pick a tile or weight path: given without h_on_chip, they mean the exchange plan.
 _EXCHANGE_FIELDS = frozenset({"block_h", "block_k", "w_resident"})
 
@@ -607,7 +618,8 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     - strict fp32 on FMA units (``precision="ieee"``): the smallest ``block_h`` (more programs,
       less arithmetic each) and weights always streamed: a resident FMA operand is moved into
       registers whole and spills (seen: 4 KB of local memory per thread at hidden 100);
-    - the LSTM's and GRU's backward on tensor cores up to :data:`SPLIT_K_MAX_HIDDEN` (not on chip): split-K
+    - the LSTM's and GRU's backward on tensor cores up to :data:`SPLIT_K_MAX_HIDDEN`, or
+      :data:`SPLIT_K_TALL_MAX_HIDDEN` with tall partials (not on chip): split-K
       (:attr:`Plan.split_k`, :func:`_split_k_fields`): the forward's programs, each multiplying its
       own units' gate gradients by its own rows of ``W_hh`` into partials summed after the barrier;
     - h on chip (:attr:`Plan.h_on_chip`) instead, where :func:`on_chip_default` allows it (tensor
@@ -683,13 +695,15 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     fast = device.type == "cuda" and direction == "forward" and fast_activations(dtype, precision)
     fields = {"block_b": bb, "block_h": bh, "w_resident": resident, "num_warps": warps, "block_k": block_k,
               "num_stages": stages, "h_on_chip": on_chip, "fast_activations": fast}
-    split_default = (device.type == "cuda" and num_gates in (3, 4) and tensor_cores and not on_chip
-                     and hidden_size <= SPLIT_K_MAX_HIDDEN)
-    if direction == "backward" and override.get("split_k", split_default):
+    split = override.get("split_k")  # None: the default's choice
+    if direction == "backward" and (split or split is None and device.type == "cuda" and num_gates in (3, 4)
+                                    and tensor_cores and not on_chip):
         if num_gates not in (3, 4):
             raise ValueError("split_k is the LSTM's and GRU's backward only, so far")
-        fields.update(_split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision,
-                                      step_precision, override))
+        split_fields = _split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision,
+                                       step_precision, override)
+        if split or _split_k_pays(hidden_size, split_fields):
+            fields.update(split_fields)
     plan = Plan(**{**fields, **override})
     if plan.fast_activations and device.type != "cuda":
         raise ValueError("fast_activations needs CUDA (inline PTX, which the interpreter cannot run)")
@@ -721,27 +735,36 @@ def split_k_pieces(hidden_size: int, block_k: int) -> int:
     return -(-hidden_size // block_k)
 
 
+def _split_k_pays(hidden_size: int, fields: dict) -> bool:
+    """Whether the default backward is split-K on these split-K fields (measured against the
+    transpose backward: :data:`SPLIT_K_MAX_HIDDEN`, :data:`SPLIT_K_TALL_MAX_HIDDEN`; tall partials
+    are only planned with resident weights)."""
+    tall = fields["block_k"] == SPLIT_K_TALL_ROWS
+    return hidden_size <= SPLIT_K_MAX_HIDDEN or (tall and hidden_size <= SPLIT_K_TALL_MAX_HIDDEN)
+
+
 def _split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, step_precision,
                     override) -> dict:
     """The split-K backward's plan fields (:attr:`Plan.split_k`): the forward's programs (its
-    ``block_b`` and ``block_h``, exchange plan), partial matmuls 64 units high (a wgmma) or
-    ``block_k`` under the interpreter, ``W_stack^T`` resident where it and the staged gradients fit
-    in shared memory (never for 3xTF32, whose resident split lands in registers), 4 warps (8 for
-    64 batch rows: 4 spilled 32 bytes per thread at batch 128, hidden 1024, bf16, sm_90)."""
+    ``block_b`` and ``block_h``, exchange plan), ``W_stack^T`` resident where it and the staged
+    gradients fit in shared memory (never for 3xTF32, whose resident split lands in registers),
+    partial matmuls 64 units high (a wgmma), or :data:`SPLIT_K_TALL_ROWS` (at most the padded
+    width) for resident 16-bit weights at 16 batch rows, 4 warps (8 for 64 batch rows: 4 spilled
+    32 bytes per thread at batch 128, hidden 1024, bf16, sm_90)."""
     tiles = {k: override[k] for k in ("block_b", "block_h") if k in override}
     forward = choose_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, "forward",
                           h_on_chip=False, **tiles)
     element = torch.empty((), dtype=dtype).element_size()
-    block_k = BLOCK_K
     rows = gates_padded(num_gates) * forward.block_h
-    pieces = split_k_pieces(hidden_size, block_k) * block_k
-    if device.type == "cuda":
-        smem = H100_SHARED_MEMORY if multiprocessors is not None else _device_limits(
-            device.index if device.index is not None else torch.cuda.current_device())[1]
-        resident = (step_precision != "tf32x3"
-                    and (pieces + forward.block_b) * rows * element <= smem - SHARED_MEMORY_MARGIN)
-    else:
-        resident = True
+    cuda = device.type == "cuda"
+    smem = (H100_SHARED_MEMORY if multiprocessors is not None or not cuda else _device_limits(
+        device.index if device.index is not None else torch.cuda.current_device())[1]) - SHARED_MEMORY_MARGIN
+    tall = cuda and element == 2 and forward.block_b == MIN_BLOCK
+    for block_k in ((min(SPLIT_K_TALL_ROWS, k_padded(hidden_size)), BLOCK_K) if tall else (BLOCK_K,)):
+        pieces = split_k_pieces(hidden_size, block_k) * block_k
+        resident = not cuda or (step_precision != "tf32x3" and (pieces + forward.block_b) * rows * element <= smem)
+        if resident:
+            break
     return {"block_b": forward.block_b, "block_h": forward.block_h, "w_resident": resident, "block_k": block_k,
             "num_warps": 8 if forward.block_b >= 64 else 4, "num_stages": 3, "h_on_chip": False, "split_k": True}
 
