@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -34,6 +34,9 @@ then theano-cudnn-2016's GRU (depth 1).
 high (``plan_override(backward_block_k=...)``) against 64, and at hidden 1024 against the transpose
 backward.
 
+``--compare split_k_half`` stores the split-K partials in 16 bits (``Plan.half_partials``)
+against fp32, and at batch 128, hidden 1024 runs split-K so against the transpose backward.
+
 Writes ``OUT_DIR/<compare>.jsonl`` (the environment record, then one row per case as measured) and
 prints a table. ``--device cpu`` (with ``TRITON_INTERPRET=1``) only checks this script.
 """
@@ -55,7 +58,9 @@ FAST = ("fast", "exact")
 SPLIT = ("split_k", "transpose")
 PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip": False}, "fast": {},
          "exact": {"fast_activations": False}, "split_k": {"split_k": True}, "transpose": {"split_k": False},
-         **{f"rows{k}": {"split_k": True, "backward_block_k": k} for k in (64, 128, 256)}}
+         **{f"rows{k}": {"split_k": True, "backward_block_k": k} for k in (64, 128, 256)},
+         "half": {"backward_half_partials": True}, "full": {},
+         "split_half": {"split_k": True, "backward_half_partials": True}}
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
     ("rnn_tanh", 20, 30, 100, 100, "fp32", DEFAULT), ("rnn_tanh", 20, 30, 100, 100, "tf32", DEFAULT),
@@ -117,7 +122,21 @@ ROWS_CASES = [
     ("lstm", 20, 30, 100, 100, "bf16", TALL), ("lstm", 32, 30, 128, 128, "bf16", TALL),
     ("gru", 32, 30, 128, 128, "bf16", TALL),
 ]
-COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES}
+# The split-K partials stored in 16 bits (Plan.half_partials: half the bytes written and read each
+# step) against fp32, on the default split-K plans; at batch 128, hidden 1024 (where the fp32
+# partials outgrow L2) split-K with them against the transpose backward, the default there.
+HALF = ("half", "full")
+HALF_CASES = [
+    ("lstm", 16, 1024, 768, 768, "bf16", HALF), ("lstm", 16, 1024, 768, 768, "fp16", HALF),
+    ("lstm", 32, 30, 512, 512, "bf16", HALF), ("lstm", 128, 30, 512, 512, "bf16", HALF),
+    ("gru", 32, 30, 512, 512, "bf16", HALF), ("gru", 128, 30, 512, 512, "bf16", HALF),
+    ("lstm", 32, 30, 1024, 1024, "bf16", HALF), ("gru", 32, 30, 1024, 1024, "bf16", HALF),
+    ("lstm", 128, 30, 1024, 1024, "bf16", ("split_half", "transpose")),
+    ("gru", 128, 30, 1024, 1024, "bf16", ("split_half", "transpose")),
+    ("lstm", 20, 30, 500, 500, "bf16", HALF), ("lstm", 32, 30, 128, 128, "bf16", HALF),
+]
+COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
+               "split_k_half": HALF_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 
 

@@ -142,6 +142,19 @@ def test_split_k_backward_with_taller_partials(cell, dtype, rows, batch, seq, hi
         check_layer(cell, dtype, _layer(cell, batch, seq, 5, hidden))
 
 
+@pytest.mark.parametrize("batch, seq, hidden", [(20, 9, 100), (16, 40, 768), (32, 30, 1024)])
+@pytest.mark.parametrize("dtype", [d for d in DTYPES if d in ("bf16", "fp16")])
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_split_k_backward_with_half_partials(cell, dtype, batch, seq, hidden):
+    """The split-K backward with its partials stored in 16 bits (``Plan.half_partials``)."""
+    from rnnbench.ops import recurrence
+
+    with plan_override(split_k=True, backward_half_partials=True):
+        backward = recurrence.layer_launch(cell, batch, hidden, TORCH_DTYPE[dtype], torch.device("cuda")).backward
+        assert backward.split_k and backward.half_partials and backward.grid(batch, hidden)[0] > 1
+        check_layer(cell, dtype, _layer(cell, batch, seq, 5, hidden))
+
+
 @pytest.mark.parametrize("hidden_size", [20, 37, 100])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("cell", CELLS)

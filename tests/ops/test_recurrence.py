@@ -113,6 +113,20 @@ def test_layer_half_precision(cell, dtype):
     check_layer(cell, make_layer(cell, (3, 7, 5, 37)), dtype, tolerance(cell, dtype))
 
 
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("cell", SPLIT_K_CELLS)
+def test_split_k_half_partials(cell, dtype):
+    """The split-K backward with its partials stored in the weights' 16-bit dtype."""
+    from rnnbench.ops.recurrence import plan_override
+
+    from rnnbench.ops import recurrence
+
+    with plan_override(split_k=True, backward_half_partials=True):
+        backward = recurrence.layer_launch(cell, 3, 37, DTYPES[dtype], torch.device("cpu")).backward
+        assert backward.split_k and backward.half_partials
+        check_layer(cell, make_layer(cell, (3, 7, 5, 37)), dtype, tolerance(cell, dtype))
+
+
 @pytest.mark.parametrize("cell", CELLS)
 def test_layer_without_initial_states(cell):
     """h0 = c0 = None: the kernels start from zeros without a tensor of them (and still save h0 =

@@ -90,7 +90,8 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
         if name in constexprs:
             signature[name] = "constexpr"
         elif name.endswith("_ptr"):
-            signature[name] = "*i32" if name == "counters_ptr" else "*fp32" if name in F32_POINTERS else POINTER[dtype]
+            f32 = name in F32_POINTERS and not (name == "partials_ptr" and plan.half_partials)
+            signature[name] = "*i32" if name == "counters_ptr" else "*fp32" if f32 else POINTER[dtype]
             attrs[(i,)] = [["tt.divisibility", 16]]
         else:
             signature[name] = "i32"  # T, B: never specialised

@@ -356,8 +356,8 @@ def _partials_matmul(pieces, w_ptr, w_rows, w_valid, grads, part_ptr, rows, row_
                      PRECISION: tl.constexpr, UPCAST: tl.constexpr):
     """Split-K backward: this program's share of every unit's ``dh_{t-1}``, ``W_stack^T @ grads``
     (``grads`` the stacked gate gradients of its own units ``[GP * BLOCK_H, BLOCK_B]``, in the
-    weights' dtype), written in fp32 to the ``[B, H]`` plane at ``part_ptr`` ``BLOCK_K`` units at
-    a time. ``pieces``: the resident ``W_stack^T`` pieces ``[BLOCK_K, GP * BLOCK_H]``; otherwise
+    weights' dtype), accumulated in fp32 and written in the plane's dtype (fp32, or 16 bits:
+    ``Plan.half_partials``) to the ``[B, H]`` plane at ``part_ptr`` ``BLOCK_K`` units at a time. ``pieces``: the resident ``W_stack^T`` pieces ``[BLOCK_K, GP * BLOCK_H]``; otherwise
     re-read from L2 each step."""
     for i in tl.static_range(CHUNKS):
         if W_RESIDENT:
@@ -366,7 +366,8 @@ def _partials_matmul(pieces, w_ptr, w_rows, w_valid, grads, part_ptr, rows, row_
             wk = _load_stacked_weights_t(w_ptr, w_rows, w_valid, i * BLOCK_K, H, BLOCK_K)
         k = i * BLOCK_K + tl.arange(0, BLOCK_K)
         part = _mma(wk, grads, tl.zeros([BLOCK_K, grads.shape[1]], dtype=tl.float32), PRECISION, UPCAST)
-        tl.store(part_ptr + rows[None, :] * H + k[:, None], part, mask=(k < H)[:, None] & row_mask[None, :])
+        tl.store(part_ptr + rows[None, :] * H + k[:, None], part.to(part_ptr.dtype.element_ty),
+                 mask=(k < H)[:, None] & row_mask[None, :])
 
 
 @triton.jit
@@ -397,7 +398,7 @@ def _sum_partials(part_ptr, programs: tl.constexpr, plane_h, hid, mask):
     in a row, each waiting for its load). Read through L2 (``.cg``): other programs wrote them."""
     acc = tl.zeros(hid.shape, dtype=tl.float32)
     for p in tl.static_range(programs):
-        acc += tl.load(part_ptr + p * plane_h + hid, mask=mask, other=0.0, cache_modifier=".cg")
+        acc += tl.load(part_ptr + p * plane_h + hid, mask=mask, other=0.0, cache_modifier=".cg").to(tl.float32)
     return acc
 
 
@@ -505,6 +506,8 @@ class Plan:
             program (a split-K matmul, K spread over the programs). ``block_k`` is then the height
             of one partial's matmul (64: a wgmma). The transpose plan instead reads every program's
             gate gradients and its units' columns of ``W_hh`` from L2 each step.
+        half_partials: split-K only: the partials stored in the weights' dtype (bf16, fp16: half
+            the bytes written and read each step; summed in fp32 all the same) instead of fp32.
     """
 
     block_b: int
@@ -516,6 +519,7 @@ class Plan:
     h_on_chip: bool = False
     fast_activations: bool = False
     split_k: bool = False
+    half_partials: bool = False
 
     def grid(self, batch_size: int, hidden_size: int) -> tuple[int, int]:
         """(programs over hidden units, programs over batch rows)."""

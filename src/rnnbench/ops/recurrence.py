@@ -254,7 +254,7 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
     d_out = h_buf if d_out is None else d_out  # unused pointer when absent
     d_h_n = d_h0 if d_h_n is None else d_h_n
     if plan_.split_k:  # the LSTM's and GRU's (choose_plan refuses the RNN's): W_hh as it is, partials of dh
-        partials = torch.empty(2, grid[0], B, H, device=dev, dtype=torch.float32)
+        partials = torch.empty(2, grid[0], B, H, device=dev, dtype=dtype if plan_.half_partials else torch.float32)
         if cell == "lstm":
             d_gates = torch.empty(T, B, 4 * H, device=dev, dtype=dtype)
             d_c0 = torch.empty_like(d_h0)

@@ -199,7 +199,7 @@ def lstm_backward_split_k_kernel(
     """Reverse-time recurrence on the forward's split (``Plan.split_k``): each program multiplies
     its own units' gate gradients by its own rows of ``W_hh`` (the forward's stacked tile,
     transposed: ``W_stack^T``, resident when it fits) into a partial ``dh_{t-1}`` of every unit,
-    writes it to ``partials [2, programs, B, H]`` (fp32; two slots by step parity:
+    writes it to ``partials [2, programs, B, H]`` (fp32 or 16-bit; two slots by step parity:
     :func:`_split_k_exchange`), and after the barrier sums the
     partials of its own units -- a split-K matmul whose K is spread over the programs. Same
     outputs as :func:`lstm_backward_kernel`; ``w_hh`` is ``W_hh`` itself (``[4H, H]``)."""
