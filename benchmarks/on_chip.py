@@ -59,7 +59,7 @@ SPLIT = ("split_k", "transpose")
 PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip": False}, "fast": {},
          "exact": {"fast_activations": False}, "split_k": {"split_k": True}, "transpose": {"split_k": False},
          **{f"rows{k}": {"split_k": True, "backward_block_k": k} for k in (64, 128, 256)},
-         "half": {"backward_half_partials": True}, "full": {},
+         "half": {"backward_half_partials": True}, "full": {"backward_half_partials": False},
          "split_half": {"split_k": True, "backward_half_partials": True}}
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [

@@ -257,15 +257,18 @@ def test_default_plans_for_the_h100():
     assert plan(16, 768, 4, torch.float32, "tf32", "backward").block_k == 64
     assert plan(128, 512, 4, torch.bfloat16, direction="backward").block_k == 64
     assert plan(20, 100, 4, torch.float16, direction="backward").block_k == 128
-    # Split-K is the LSTM's and GRU's default up to hidden 768 on tensor cores, and up to 1024 with
-    # tall partials (16-bit at batch 32: 1024 at batch 128, or in TF32, was slower than the
-    # transpose), not the RNN's (no kernel), not on FMA products, and it may be turned off.
+    # 16-bit weights keep 16-bit partials; fp32's stay fp32.
+    assert plan(16, 768, 4, torch.float16, direction="backward").half_partials
+    assert not plan(16, 768, 4, torch.float32, "tf32", "backward").half_partials
+    # Split-K is the LSTM's and GRU's default up to hidden 768 on tensor cores, and up to 1024 for
+    # 16-bit weights (TF32 at 1024 was slower than the transpose), not the RNN's (no kernel), not
+    # on FMA products, and it may be turned off.
     assert plan(32, 1024, 4, torch.bfloat16, direction="backward").split_k
     assert plan(32, 1024, 3, torch.float16, direction="backward").block_k == 256
-    assert not plan(128, 1024, 4, torch.bfloat16, direction="backward").split_k
+    assert plan(128, 1024, 4, torch.bfloat16, direction="backward").split_k
     assert not plan(32, 1024, 4, torch.float32, "tf32", "backward").split_k
     assert not plan(32, 2048, 4, torch.bfloat16, direction="backward").split_k
-    assert plan(128, 1024, 4, torch.bfloat16, direction="backward", split_k=True).split_k
+    assert plan(32, 1024, 4, torch.float32, "tf32", "backward", split_k=True).split_k
     assert plan(32, 512, 3, torch.bfloat16, direction="backward").split_k
     assert not plan(32, 512, 1, torch.bfloat16, direction="backward").split_k
     assert not plan(20, 500, 4, torch.float32, direction="backward").split_k  # strict fp32 on FMA units

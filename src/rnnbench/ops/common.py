@@ -80,9 +80,14 @@ SPLIT_K_MAX_HIDDEN = 768
 # hidden 500 bf16 1.03x. Not for fp32 weights (TF32: spilled 16-32 bytes a thread, 0.99-1.07x) nor
 # 32 batch rows (128 units high: 1.00x bf16, 0.95x TF32 with spills; 256: 0.94-0.99x).
 SPLIT_K_TALL_ROWS = 256
-# With those tall partials the split-K backward beats the transpose up to hidden 1024 (graphed
-# training at batch 32, bf16: LSTM 1.27x, GRU 1.19x; at batch 128, 64 rows a program, it lost).
-SPLIT_K_TALL_MAX_HIDDEN = 1024
+# 16-bit weights keep their split-K partials in 16 bits too (Plan.half_partials: half the bytes
+# written and read each step, still summed in fp32): graphed training on the H100 1.03-1.11x
+# faster than fp32 partials (FlashRNN bf16 1.06x, fp16 1.05x; errors against float64 3.6e-3
+# instead of 3.1e-3 in bf16, tolerance 6e-2). With both, 16-bit split-K beats the transpose
+# backward up to hidden 1024: in bf16 at batch 32 the LSTM 1.27x and the GRU 1.19x with tall fp32
+# partials; at batch 128 (64 rows a program, partials 64 high) 1.12x and 1.00x with 16-bit ones,
+# where with fp32 partials it lost (0.73-0.92x).
+SPLIT_K_16BIT_MAX_HIDDEN = 1024
 # Plan overrides that pick a tile or weight path: given without h_on_chip, they mean the exchange plan.
 _EXCHANGE_FIELDS = frozenset({"block_h", "block_k", "w_resident"})
 
@@ -623,7 +628,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
       less arithmetic each) and weights always streamed: a resident FMA operand is moved into
       registers whole and spills (seen: 4 KB of local memory per thread at hidden 100);
     - the LSTM's and GRU's backward on tensor cores up to :data:`SPLIT_K_MAX_HIDDEN`, or
-      :data:`SPLIT_K_TALL_MAX_HIDDEN` with tall partials (not on chip): split-K
+      :data:`SPLIT_K_16BIT_MAX_HIDDEN` for 16-bit weights (not on chip): split-K
       (:attr:`Plan.split_k`, :func:`_split_k_fields`): the forward's programs, each multiplying its
       own units' gate gradients by its own rows of ``W_hh`` into partials summed after the barrier;
     - h on chip (:attr:`Plan.h_on_chip`) instead, where :func:`on_chip_default` allows it (tensor
@@ -706,7 +711,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
             raise ValueError("split_k is the LSTM's and GRU's backward only, so far")
         split_fields = _split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision,
                                        step_precision, override)
-        if split or _split_k_pays(hidden_size, split_fields):
+        if split or hidden_size <= (SPLIT_K_16BIT_MAX_HIDDEN if element == 2 else SPLIT_K_MAX_HIDDEN):
             fields.update(split_fields)
     plan = Plan(**{**fields, **override})
     if plan.fast_activations and device.type != "cuda":
@@ -739,22 +744,15 @@ def split_k_pieces(hidden_size: int, block_k: int) -> int:
     return -(-hidden_size // block_k)
 
 
-def _split_k_pays(hidden_size: int, fields: dict) -> bool:
-    """Whether the default backward is split-K on these split-K fields (measured against the
-    transpose backward: :data:`SPLIT_K_MAX_HIDDEN`, :data:`SPLIT_K_TALL_MAX_HIDDEN`; tall partials
-    are only planned with resident weights)."""
-    tall = fields["block_k"] == SPLIT_K_TALL_ROWS
-    return hidden_size <= SPLIT_K_MAX_HIDDEN or (tall and hidden_size <= SPLIT_K_TALL_MAX_HIDDEN)
-
-
 def _split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, step_precision,
                     override) -> dict:
     """The split-K backward's plan fields (:attr:`Plan.split_k`): the forward's programs (its
     ``block_b`` and ``block_h``, exchange plan), ``W_stack^T`` resident where it and the staged
     gradients fit in shared memory (never for 3xTF32, whose resident split lands in registers),
     partial matmuls 64 units high (a wgmma), or :data:`SPLIT_K_TALL_ROWS` (at most the padded
-    width) for resident 16-bit weights at 16 batch rows, 4 warps (8 for 64 batch rows: 4 spilled
-    32 bytes per thread at batch 128, hidden 1024, bf16, sm_90)."""
+    width) for resident 16-bit weights at 16 batch rows, partials in 16 bits for 16-bit weights,
+    4 warps (8 for 64 batch rows: 4 spilled 32 bytes per thread at batch 128, hidden
+    1024, bf16, sm_90)."""
     tiles = {k: override[k] for k in ("block_b", "block_h") if k in override}
     forward = choose_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, "forward",
                           h_on_chip=False, **tiles)
@@ -770,7 +768,8 @@ def _split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiproc
         if resident:
             break
     return {"block_b": forward.block_b, "block_h": forward.block_h, "w_resident": resident, "block_k": block_k,
-            "num_warps": 8 if forward.block_b >= 64 else 4, "num_stages": 3, "h_on_chip": False, "split_k": True}
+            "num_warps": 8 if forward.block_b >= 64 else 4, "num_stages": 3, "h_on_chip": False, "split_k": True,
+            "half_partials": element == 2}
 
 
 STRICT_FP32_DEFAULT = "tf32x3"  # the products of float32 with TF32 off (see dot_precision)
