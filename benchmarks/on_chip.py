@@ -79,27 +79,34 @@ FAST_CASES = [
     ("lstm", 20, 30, 100, 100, "bf16", FORCED), ("lstm", 32, 30, 128, 128, "bf16", FORCED),
     ("gru", 32, 30, 128, 128, "bf16", FORCED),
 ]
+
+
+def _case(cell: str, batch_size: int, hidden_size: int, dtype: str, plans: tuple, seq_len: int = 30) -> tuple:
+    """A case of the split-K comparisons: input_size = hidden_size, seq_len 30 unless given."""
+    return (cell, batch_size, seq_len, hidden_size, hidden_size, dtype, plans)
+
+
 # The LSTM's training cases of every suite that has them, and FlashRNN's, then theano's depth-1 GRU
 # grid and three fp32 GRUs (indices 26-40); the forward is the same under both plans: its rows are
 # the control.
 SPLIT_CASES = [
-    ("lstm", 16, 1024, 768, 768, "bf16", SPLIT), ("lstm", 16, 1024, 768, 768, "fp16", SPLIT),
-    ("lstm", 20, 30, 100, 100, "fp32", SPLIT), ("lstm", 20, 30, 100, 100, "tf32", SPLIT),
-    ("lstm", 20, 30, 500, 500, "tf32", SPLIT),
-    ("lstm", 20, 30, 500, 500, "fp32", SPLIT), ("lstm", 20, 30, 500, 500, "bf16", SPLIT),
-    ("lstm", 32, 30, 128, 128, "tf32", SPLIT), ("lstm", 128, 30, 128, 128, "tf32", SPLIT),
-    ("lstm", 32, 30, 512, 512, "bf16", SPLIT), ("lstm", 32, 30, 512, 512, "tf32", SPLIT),
-    ("lstm", 128, 30, 512, 512, "bf16", SPLIT), ("lstm", 128, 30, 512, 512, "tf32", SPLIT),
-    ("lstm", 32, 30, 1024, 1024, "bf16", SPLIT), ("lstm", 32, 30, 1024, 1024, "tf32", SPLIT),
-    ("lstm", 128, 30, 1024, 1024, "bf16", SPLIT), ("lstm", 128, 30, 1024, 1024, "tf32", SPLIT),
-    ("lstm", 20, 30, 100, 100, "bf16", SPLIT), ("lstm", 32, 30, 128, 128, "bf16", SPLIT),
-    ("lstm", 128, 30, 128, 128, "bf16", SPLIT), ("lstm", 32, 30, 128, 128, "fp16", SPLIT),
-    ("lstm", 32, 30, 128, 128, "fp32", SPLIT), ("lstm", 128, 30, 128, 128, "fp32", SPLIT),
-    ("lstm", 32, 30, 512, 512, "fp32", SPLIT), ("lstm", 128, 30, 1024, 1024, "fp32", SPLIT),
-    ("lstm", 64, 100, 512, 512, "fp32", SPLIT),
-] + [("gru", b, 30, h, h, dtype, SPLIT) for h in (128, 512, 1024) for b in (32, 128) for dtype in ("bf16", "tf32")] + [
-    ("gru", 32, 30, 128, 128, "fp32", SPLIT), ("gru", 128, 30, 128, 128, "fp32", SPLIT),
-    ("gru", 32, 30, 512, 512, "fp32", SPLIT),
+    _case("lstm", 16, 768, "bf16", SPLIT, seq_len=1024), _case("lstm", 16, 768, "fp16", SPLIT, seq_len=1024),
+    _case("lstm", 20, 100, "fp32", SPLIT), _case("lstm", 20, 100, "tf32", SPLIT),
+    _case("lstm", 20, 500, "tf32", SPLIT),
+    _case("lstm", 20, 500, "fp32", SPLIT), _case("lstm", 20, 500, "bf16", SPLIT),
+    _case("lstm", 32, 128, "tf32", SPLIT), _case("lstm", 128, 128, "tf32", SPLIT),
+    _case("lstm", 32, 512, "bf16", SPLIT), _case("lstm", 32, 512, "tf32", SPLIT),
+    _case("lstm", 128, 512, "bf16", SPLIT), _case("lstm", 128, 512, "tf32", SPLIT),
+    _case("lstm", 32, 1024, "bf16", SPLIT), _case("lstm", 32, 1024, "tf32", SPLIT),
+    _case("lstm", 128, 1024, "bf16", SPLIT), _case("lstm", 128, 1024, "tf32", SPLIT),
+    _case("lstm", 20, 100, "bf16", SPLIT), _case("lstm", 32, 128, "bf16", SPLIT),
+    _case("lstm", 128, 128, "bf16", SPLIT), _case("lstm", 32, 128, "fp16", SPLIT),
+    _case("lstm", 32, 128, "fp32", SPLIT), _case("lstm", 128, 128, "fp32", SPLIT),
+    _case("lstm", 32, 512, "fp32", SPLIT), _case("lstm", 128, 1024, "fp32", SPLIT),
+    _case("lstm", 64, 512, "fp32", SPLIT, seq_len=100),
+] + [_case("gru", b, h, dtype, SPLIT) for h in (128, 512, 1024) for b in (32, 128) for dtype in ("bf16", "tf32")] + [
+    _case("gru", 32, 128, "fp32", SPLIT), _case("gru", 128, 128, "fp32", SPLIT),
+    _case("gru", 32, 512, "fp32", SPLIT),
 ]
 # The split-K backward's partial matmuls 128 or 256 units high (fewer waits for a wgmma result
 # before its store: 3 instead of 12 a step at FlashRNN's shape) against 64, where the transposed
@@ -107,33 +114,33 @@ SPLIT_CASES = [
 # there before); last (indices 19-21), one partial as wide as hidden 100-128 against two, in bf16.
 TALL, TALLER = ("rows128", "rows64"), ("rows256", "rows64")
 ROWS_CASES = [
-    ("lstm", 16, 1024, 768, 768, "bf16", TALLER), ("lstm", 16, 1024, 768, 768, "fp16", TALLER),
-    ("lstm", 20, 30, 500, 500, "tf32", TALLER), ("lstm", 20, 30, 500, 500, "bf16", TALLER),
-    ("lstm", 32, 30, 512, 512, "bf16", TALLER), ("lstm", 32, 30, 512, 512, "tf32", TALLER),
-    ("gru", 32, 30, 512, 512, "bf16", TALLER), ("gru", 32, 30, 512, 512, "tf32", TALLER),
-    ("lstm", 32, 30, 128, 128, "tf32", TALL), ("lstm", 128, 30, 128, 128, "tf32", TALL),
-    ("lstm", 128, 30, 512, 512, "bf16", TALL), ("lstm", 128, 30, 512, 512, "tf32", TALL),
-    ("lstm", 128, 30, 512, 512, "bf16", TALLER), ("gru", 128, 30, 512, 512, "bf16", TALLER),
-    ("lstm", 32, 30, 1024, 1024, "bf16", ("rows256", "transpose")),
-    ("lstm", 128, 30, 1024, 1024, "bf16", ("rows128", "transpose")),
-    ("gru", 32, 30, 1024, 1024, "bf16", ("rows256", "transpose")),
-    ("gru", 128, 30, 1024, 1024, "bf16", ("rows128", "transpose")),
-    ("lstm", 32, 30, 1024, 1024, "tf32", ("rows128", "transpose")),
-    ("lstm", 20, 30, 100, 100, "bf16", TALL), ("lstm", 32, 30, 128, 128, "bf16", TALL),
-    ("gru", 32, 30, 128, 128, "bf16", TALL),
+    _case("lstm", 16, 768, "bf16", TALLER, seq_len=1024), _case("lstm", 16, 768, "fp16", TALLER, seq_len=1024),
+    _case("lstm", 20, 500, "tf32", TALLER), _case("lstm", 20, 500, "bf16", TALLER),
+    _case("lstm", 32, 512, "bf16", TALLER), _case("lstm", 32, 512, "tf32", TALLER),
+    _case("gru", 32, 512, "bf16", TALLER), _case("gru", 32, 512, "tf32", TALLER),
+    _case("lstm", 32, 128, "tf32", TALL), _case("lstm", 128, 128, "tf32", TALL),
+    _case("lstm", 128, 512, "bf16", TALL), _case("lstm", 128, 512, "tf32", TALL),
+    _case("lstm", 128, 512, "bf16", TALLER), _case("gru", 128, 512, "bf16", TALLER),
+    _case("lstm", 32, 1024, "bf16", ("rows256", "transpose")),
+    _case("lstm", 128, 1024, "bf16", ("rows128", "transpose")),
+    _case("gru", 32, 1024, "bf16", ("rows256", "transpose")),
+    _case("gru", 128, 1024, "bf16", ("rows128", "transpose")),
+    _case("lstm", 32, 1024, "tf32", ("rows128", "transpose")),
+    _case("lstm", 20, 100, "bf16", TALL), _case("lstm", 32, 128, "bf16", TALL),
+    _case("gru", 32, 128, "bf16", TALL),
 ]
 # The split-K partials stored in 16 bits (Plan.half_partials: half the bytes written and read each
 # step) against fp32, on the default split-K plans; at batch 128, hidden 1024 (where the fp32
 # partials outgrow L2) split-K with them against the transpose backward, the default there.
 HALF = ("half", "full")
 HALF_CASES = [
-    ("lstm", 16, 1024, 768, 768, "bf16", HALF), ("lstm", 16, 1024, 768, 768, "fp16", HALF),
-    ("lstm", 32, 30, 512, 512, "bf16", HALF), ("lstm", 128, 30, 512, 512, "bf16", HALF),
-    ("gru", 32, 30, 512, 512, "bf16", HALF), ("gru", 128, 30, 512, 512, "bf16", HALF),
-    ("lstm", 32, 30, 1024, 1024, "bf16", HALF), ("gru", 32, 30, 1024, 1024, "bf16", HALF),
-    ("lstm", 128, 30, 1024, 1024, "bf16", ("split_half", "transpose")),
-    ("gru", 128, 30, 1024, 1024, "bf16", ("split_half", "transpose")),
-    ("lstm", 20, 30, 500, 500, "bf16", HALF), ("lstm", 32, 30, 128, 128, "bf16", HALF),
+    _case("lstm", 16, 768, "bf16", HALF, seq_len=1024), _case("lstm", 16, 768, "fp16", HALF, seq_len=1024),
+    _case("lstm", 32, 512, "bf16", HALF), _case("lstm", 128, 512, "bf16", HALF),
+    _case("gru", 32, 512, "bf16", HALF), _case("gru", 128, 512, "bf16", HALF),
+    _case("lstm", 32, 1024, "bf16", HALF), _case("gru", 32, 1024, "bf16", HALF),
+    _case("lstm", 128, 1024, "bf16", ("split_half", "transpose")),
+    _case("gru", 128, 1024, "bf16", ("split_half", "transpose")),
+    _case("lstm", 20, 500, "bf16", HALF), _case("lstm", 32, 128, "bf16", HALF),
 ]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
                "split_k_half": HALF_CASES}
