@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -37,6 +37,9 @@ backward.
 ``--compare split_k_half`` stores the split-K partials in 16 bits (``Plan.half_partials``)
 against fp32, and at batch 128, hidden 1024 runs split-K so against the transpose backward.
 
+``--compare split_k_warps`` runs taller split-K partials with 8 warps (at 32 and 64 batch rows a
+program, where 4 warps spilled, and at 16) against the default plan.
+
 Writes ``OUT_DIR/<compare>.jsonl`` (the environment record, then one row per case as measured) and
 prints a table. ``--device cpu`` (with ``TRITON_INTERPRET=1``) only checks this script.
 """
@@ -60,7 +63,8 @@ PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip":
          "exact": {"fast_activations": False}, "split_k": {"split_k": True}, "transpose": {"split_k": False},
          **{f"rows{k}": {"split_k": True, "backward_block_k": k} for k in (64, 128, 256)},
          "half": {"backward_half_partials": True}, "full": {"backward_half_partials": False},
-         "split_half": {"split_k": True, "backward_half_partials": True}}
+         "split_half": {"split_k": True, "backward_half_partials": True}, "default": {},
+         **{f"rows{k}w8": {"split_k": True, "backward_block_k": k, "backward_num_warps": 8} for k in (128, 256)}}
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
     ("rnn_tanh", 20, 30, 100, 100, "fp32", DEFAULT), ("rnn_tanh", 20, 30, 100, 100, "tf32", DEFAULT),
@@ -142,8 +146,17 @@ HALF_CASES = [
     _case("gru", 128, 1024, "bf16", ("split_half", "transpose")),
     _case("lstm", 20, 500, "bf16", HALF), _case("lstm", 32, 128, "bf16", HALF),
 ]
+# Taller split-K partials at 32 and 64 batch rows a program (where 4 warps spilled) with 8 warps,
+# and at 16 rows with 8 warps, against the default plan.
+WARPS_CASES = [
+    _case("lstm", 128, 512, "bf16", ("rows256w8", "default")), _case("gru", 128, 512, "bf16", ("rows256w8", "default")),
+    _case("lstm", 128, 128, "bf16", ("rows128w8", "default")), _case("lstm", 128, 512, "tf32", ("rows256w8", "default")),
+    _case("lstm", 128, 1024, "bf16", ("rows128", "default")), _case("gru", 128, 1024, "bf16", ("rows128", "default")),
+    _case("lstm", 16, 768, "bf16", ("rows256w8", "default"), seq_len=1024),
+    _case("lstm", 32, 512, "bf16", ("rows256w8", "default")),
+]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
-               "split_k_half": HALF_CASES}
+               "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 
 
