@@ -362,8 +362,9 @@ def _partials_matmul(pieces, w_ptr, w_rows, w_valid, grads, part_ptr, rows, row_
     """Split-K backward: this program's share of every unit's ``dh_{t-1}``, ``W_stack^T @ grads``
     (``grads`` the stacked gate gradients of its own units ``[GP * BLOCK_H, BLOCK_B]``, in the
     weights' dtype), accumulated in fp32 and written in the plane's dtype (fp32, or 16 bits:
-    ``Plan.half_partials``) to the ``[B, H]`` plane at ``part_ptr`` ``BLOCK_K`` units at a time. ``pieces``: the resident ``W_stack^T`` pieces ``[BLOCK_K, GP * BLOCK_H]``; otherwise
-    re-read from L2 each step."""
+    ``Plan.half_partials``) to the ``[B, H]`` plane at ``part_ptr`` ``BLOCK_K`` units at a time.
+    ``pieces``: the resident ``W_stack^T`` pieces ``[BLOCK_K, GP * BLOCK_H]``; otherwise re-read
+    from L2 each step."""
     for i in tl.static_range(CHUNKS):
         if W_RESIDENT:
             wk = pieces[i]
@@ -651,7 +652,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     gp, kp = gates_padded(num_gates), k_padded(hidden_size)
     # Backward-only choices: split_k, and any field named backward_<field> (the forward plan is the
     # same either way, so the two directions can be compared under one override).
-    backward_only = {k.removeprefix("backward_"): override.pop(k) for k in [k for k in override if k.startswith("backward_")]}
+    backward_only = {k.removeprefix("backward_"): override.pop(k) for k in list(override) if k.startswith("backward_")}
     if direction == "forward":
         override.pop("split_k", None)
     else:
