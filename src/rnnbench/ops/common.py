@@ -510,8 +510,9 @@ class Plan:
             forward's stacked tile, transposed and resident when it fits) into a partial
             ``dh_{t-1}`` of every unit, and after the barrier sums its units' partials from every
             program (a split-K matmul, K spread over the programs). ``block_k`` is then the height
-            of one partial's matmul (64: a wgmma). The transpose plan instead reads every program's
-            gate gradients and its units' columns of ``W_hh`` from L2 each step.
+            of one partial's matmul (64, a wgmma, or :data:`SPLIT_K_TALL_ROWS`). The transpose
+            plan instead reads every program's gate gradients and its units' columns of ``W_hh``
+            from L2 each step.
         half_partials: split-K only: the partials stored in the weights' dtype (bf16, fp16: half
             the bytes written and read each step; summed in fp32 all the same) instead of fp32.
     """
