@@ -135,7 +135,8 @@ ROWS_CASES = [
 ]
 # The split-K partials stored in 16 bits (Plan.half_partials: half the bytes written and read each
 # step) against fp32, on the default split-K plans; at batch 128, hidden 1024 (where the fp32
-# partials outgrow L2) split-K with them against the transpose backward, the default there.
+# partials outgrow L2) split-K with them against the transpose backward, the default there then;
+# last (indices 12-15), fp16 at hidden 1024: the default (split-K, 16-bit partials) against the transpose.
 HALF = ("half", "full")
 HALF_CASES = [
     _case("lstm", 16, 768, "bf16", HALF, seq_len=1024), _case("lstm", 16, 768, "fp16", HALF, seq_len=1024),
@@ -145,7 +146,7 @@ HALF_CASES = [
     _case("lstm", 128, 1024, "bf16", ("split_half", "transpose")),
     _case("gru", 128, 1024, "bf16", ("split_half", "transpose")),
     _case("lstm", 20, 500, "bf16", HALF), _case("lstm", 32, 128, "bf16", HALF),
-]
+] + [_case(cell, b, 1024, "fp16", ("default", "transpose")) for cell in ("lstm", "gru") for b in (32, 128)]
 # Taller split-K partials at 32 and 64 batch rows a program (where 4 warps spilled) with 8 warps,
 # and at 16 rows with 8 warps, against the default plan.
 WARPS_CASES = [
