@@ -117,7 +117,8 @@ def sass(compiled) -> str:
 def resource_usage(compiled) -> dict:
     """Registers per thread, stack (spill) bytes and shared memory bytes; the matrix instructions
     in the SASS (``hgmma`` = Hopper wgmma, ``hmma`` = mma.sync, ``ffma`` = FMA), local-memory
-    accesses (``ldl``/``stl``: spills) and the MUFU's tanh (``mufu_tanh``: fast activations)."""
+    accesses (``ldl``/``stl``: spills), the MUFU's tanh (``mufu_tanh``: fast activations) and the
+    waits for wgmma results (``wgmma_waits``: ``WARPGROUP.DEPBAR``)."""
     usage = {"shared": compiled.metadata.shared}
     if not _tool("cuobjdump").exists():
         return usage
@@ -132,6 +133,7 @@ def resource_usage(compiled) -> dict:
     ops = Counter(m.group(1) for m in re.finditer(r"\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9]*)", code))
     usage.update({op.lower(): ops.get(op, 0) for op in ("HGMMA", "HMMA", "FFMA", "LDL", "STL")})
     usage["mufu_tanh"] = code.count("MUFU.TANH")  # Plan.fast_activations
+    usage["wgmma_waits"] = code.count("WARPGROUP.DEPBAR")  # a chain of wgmma waited for before use
     return usage
 
 

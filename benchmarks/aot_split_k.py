@@ -1,0 +1,47 @@
+"""Why the split-K backward's partials are as tall as they are: chosen and rejected plans, compiled.
+
+    python benchmarks/aot_split_k.py > OUT.txt      (no GPU needed; a few minutes with Triton's cache cold)
+
+Each line is one split-K backward kernel compiled for sm_90 by ``rnnbench.ops.aot`` (registers,
+spill bytes as ``stack``, shared memory, matrix instructions, ``wgmma_waits``: the waits for a
+wgmma's result in the SASS) with partial matmuls 64, 128 or 256 units high (``block_k``) at 4 or 8
+warps: the plans ``benchmarks/on_chip.py --compare split_k_rows`` and ``split_k_warps`` timed.
+``default`` marks the split-K plan ``choose_plan`` makes now (split-K asked for where the default
+backward is the transpose: TF32 at hidden 1024).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+import torch  # noqa: E402
+
+from rnnbench.ops.aot import variant_usage  # noqa: E402
+
+BF16, FP32 = torch.bfloat16, torch.float32
+# (cell, dtype, batch_size, hidden_size, forward precision): the A/Bs' cases.
+SHAPES = [("lstm", BF16, 16, 768, "ieee"), ("lstm", FP32, 20, 500, "tf32"), ("gru", BF16, 32, 512, "ieee"),
+          ("gru", FP32, 32, 512, "tf32"), ("lstm", FP32, 128, 128, "tf32"), ("lstm", FP32, 128, 512, "tf32"),
+          ("lstm", BF16, 128, 512, "ieee"), ("gru", BF16, 128, 512, "ieee"), ("lstm", BF16, 32, 1024, "ieee"),
+          ("gru", BF16, 32, 1024, "ieee"), ("lstm", BF16, 128, 1024, "ieee"), ("lstm", FP32, 32, 1024, "tf32")]
+# (partials' height, warps), None: the plan's own.
+HEIGHTS = [(64, None), (128, None), (256, None), (128, 8), (256, 8)]
+
+
+def main() -> int:
+    for cell, dtype, batch, hidden, precision in SHAPES:  # planned for an H100 without touching a GPU
+        default, _ = variant_usage(cell, "backward", dtype, batch, hidden, precision, {"split_k": True}, {})
+        for block_k, warps in HEIGHTS:
+            fields = {"split_k": True, "backward_block_k": block_k} | ({"backward_num_warps": warps} if warps else {})
+            plan, usage = variant_usage(cell, "backward", dtype, batch, hidden, precision, fields, {})
+            label = "default" if plan == default else "rejected"
+            print(f"{label:8s} {cell} {str(dtype).removeprefix('torch.')} {precision} B{batch} H{hidden} {plan} {usage}",
+                  flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
