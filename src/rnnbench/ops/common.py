@@ -557,6 +557,14 @@ def _device_limits(index: int) -> tuple[int, int]:
     return props.multi_processor_count, getattr(props, "shared_memory_per_block_optin", H100_SHARED_MEMORY)
 
 
+def _limits(device: torch.device, multiprocessors: int | None) -> tuple[int, int]:
+    """``(multiprocessors, shared memory per block)`` of the CUDA ``device``, or an H100's with
+    ``multiprocessors`` of them when planning for a GPU not present."""
+    if multiprocessors is not None:
+        return multiprocessors, H100_SHARED_MEMORY
+    return _device_limits(device.index if device.index is not None else torch.cuda.current_device())
+
+
 def on_chip_bytes(block_b: int, hidden_size: int, num_gates: int, element: int, direction: str) -> int:
     """Shared memory of an on-chip step (:attr:`Plan.h_on_chip`): forward, the stacked tile
     ``gates_padded * K_PAD`` rows by ``K_PAD``; backward, one ``K_PAD`` square per real gate; plus
@@ -664,10 +672,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     step_precision = backward_precision(precision, num_gates) if direction == "backward" else precision
     exchange_asked = not _EXCHANGE_FIELDS.isdisjoint(override) and "h_on_chip" not in override
     if device.type == "cuda":
-        if multiprocessors is None:
-            slots, smem = _device_limits(device.index if device.index is not None else torch.cuda.current_device())
-        else:
-            slots, smem = multiprocessors, H100_SHARED_MEMORY
+        slots, smem = _limits(device, multiprocessors)
         bh = max(MIN_BLOCK_H, 64 // gp) if tensor_cores else MIN_BLOCK_H
         bb = override.get("block_b", default_block_b(batch_size, triton.cdiv(hidden_size, bh), slots, direction))
         nb = triton.cdiv(batch_size, bb)
@@ -762,8 +767,7 @@ def _split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiproc
     element = torch.empty((), dtype=dtype).element_size()
     rows = gates_padded(num_gates) * forward.block_h
     cuda = device.type == "cuda"
-    smem = (H100_SHARED_MEMORY if multiprocessors is not None or not cuda else _device_limits(
-        device.index if device.index is not None else torch.cuda.current_device())[1]) - SHARED_MEMORY_MARGIN
+    smem = _limits(device, multiprocessors)[1] - SHARED_MEMORY_MARGIN if cuda else 0
     tall = cuda and element == 2 and forward.block_b == MIN_BLOCK
     for block_k in ((min(SPLIT_K_TALL_ROWS, k_padded(hidden_size)), BLOCK_K) if tall else (BLOCK_K,)):
         pieces = split_k_pieces(hidden_size, block_k) * block_k
