@@ -184,6 +184,17 @@ def _program_tile(B, H: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_H: tl.constex
 
 
 @triton.jit
+def _back_tile(B, H: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, GATES: tl.constexpr):
+    """A backward kernel's tile: :func:`_program_tile`'s values, then ``gid`` (the tile's offsets into
+    a ``[B, GATES * H]`` plane of gate gradients) and the sizes of a ``[B, H]`` and of a ``[B,
+    GATES * H]`` plane (int64: a step's offset is ``t`` times them)."""
+    pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
+    gid = rows[None, :] * (GATES * H) + units[:, None]
+    return (pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid, gid, B.to(tl.int64) * H,
+            B.to(tl.int64) * (GATES * H))
+
+
+@triton.jit
 def _previous_h(h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask, HAS_H0: tl.constexpr):
     """Where step ``t`` reads ``h_{t-1}`` and which batch rows are live: slot ``t`` of the
     exchange buffer, except at ``t == 0``, where h0 is read where it lies (or, without h0, no row

@@ -18,10 +18,10 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_act_sigmoid, _act_tanh, _columns_matmul, _gate_bias, _gate_columns, _grid_barrier, _load_f32,
-                      _load_weight_columns, _on_chip_columns, _program_tile, _recurrent_matmul, _release_counters,
-                      _resident_stack, _resident_stack_t, _split_gates, _split_k_exchange, _stack_gates,
-                      _stacked_rows)
+from ..common import (_act_sigmoid, _act_tanh, _back_tile, _columns_matmul, _gate_bias, _gate_columns, _grid_barrier,
+                      _load_f32, _load_weight_columns, _on_chip_columns, _program_tile, _recurrent_matmul,
+                      _release_counters, _resident_stack, _resident_stack_t, _split_gates, _split_k_exchange,
+                      _stack_gates, _stacked_rows)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
@@ -107,6 +107,19 @@ def _saved_step(t, d_out_ptr, saved_ptr, h_buf_ptr, hid, sid, mask, plane_h, pla
 
 
 @triton.jit
+def _back_start(T, d_out_ptr, d_h_n_ptr, saved_ptr, h_buf_ptr, hid, sid, mask, plane_h, plane_s, H: tl.constexpr,
+                HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr):
+    """Before a backward kernel's first step: a zero tile, the gradient reaching h_T from past the
+    sequence (zeros when absent) and step T-1's saved values (:func:`_saved_step`).
+    Returns ``(zero, d_h, d_out, r, z, n, hn, h_prev)``, fp32 ``[BLOCK_H, BLOCK_B]``."""
+    zero = tl.zeros(hid.shape, dtype=tl.float32)
+    d_h = _load_f32(d_h_n_ptr, hid, mask) if HAS_D_H_N else zero
+    d_out, r, z, n, hn, h_prev = _saved_step(T - 1, d_out_ptr, saved_ptr, h_buf_ptr, hid, sid, mask, plane_h,
+                                             plane_s, H, HAS_D_OUT)
+    return zero, d_h, d_out, r, z, n, hn, h_prev
+
+
+@triton.jit
 def _cell_step_back(d_h, r, z, n, hn, h_prev, dg_t, dx_t, gid, mask, H: tl.constexpr):
     """One reverse step of the cell for this program's tile: from ``d_h`` (the gradient reaching
     h_t), the gradients of the recurrent pre-activations, stored at ``dg_t``, and of the input-side
@@ -141,11 +154,9 @@ def gru_backward_kernel(
     the input-side ones ``(W_ir x, W_iz x, W_in x)``: the same r and z, but n without the factor r.
     Both in the weights' dtype, written here so that no copy joins them afterwards; and ``d_h0``.
     ``w_hh_t`` is ``W_hh^T`` (``[H, 3H]``, contiguous)."""
-    pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
-    gid = rows[None, :] * (3 * H) + units[:, None]
-    sid = rows[None, :] * (4 * H) + units[:, None]
-    plane_h = B.to(tl.int64) * H
-    plane_g = B.to(tl.int64) * (3 * H)
+    pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid, gid, plane_h, plane_g = _back_tile(B, H, BLOCK_B,
+                                                                                                  BLOCK_H, 3)
+    sid = rows[None, :] * (4 * H) + units[:, None]  # the saved activations' [B, 4H] plane
     plane_s = B.to(tl.int64) * (4 * H)
 
     if ON_CHIP:
@@ -154,10 +165,8 @@ def gru_backward_kernel(
         w = _load_weight_columns(w_hh_t_ptr, units, unit_mask, 0, H, 3, K_PAD, 4 * K_PAD)
     else:
         w = 0
-    zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
-    d_h_rec = _load_f32(d_h_n_ptr, hid, mask) if HAS_D_H_N else zero
-    d_out, r, z, n, hn, h_prev = _saved_step(T - 1, d_out_ptr, saved_ptr, h_buf_ptr, hid, sid, mask, plane_h,
-                                             plane_s, H, HAS_D_OUT)
+    zero, d_h_rec, d_out, r, z, n, hn, h_prev = _back_start(T, d_out_ptr, d_h_n_ptr, saved_ptr, h_buf_ptr, hid, sid,
+                                                            mask, plane_h, plane_s, H, HAS_D_OUT, HAS_D_H_N)
     s = 0
     while s < T:
         t = T - 1 - s
@@ -194,11 +203,9 @@ def gru_backward_split_k_kernel(
     gate gradients ``(d_r, d_z, d_hn)``, summed by the units' owners after the barrier, plus the
     owner's direct path through z. Same outputs as :func:`gru_backward_kernel`; ``w_hh`` is
     ``W_hh`` itself (``[3H, H]``)."""
-    pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
-    gid = rows[None, :] * (3 * H) + units[:, None]
-    sid = rows[None, :] * (4 * H) + units[:, None]
-    plane_h = B.to(tl.int64) * H
-    plane_g = B.to(tl.int64) * (3 * H)
+    pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid, gid, plane_h, plane_g = _back_tile(B, H, BLOCK_B,
+                                                                                                  BLOCK_H, 3)
+    sid = rows[None, :] * (4 * H) + units[:, None]  # the saved activations' [B, 4H] plane
     plane_s = B.to(tl.int64) * (4 * H)
     programs: tl.constexpr = (H + BLOCK_H - 1) // BLOCK_H  # per batch block: tl.num_programs(0)
 
@@ -207,10 +214,8 @@ def gru_backward_split_k_kernel(
         w = _resident_stack_t(w_hh_ptr, w_rows, w_valid, H, BLOCK_K, CHUNKS)
     else:
         w = 0
-    zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
-    d_h_rec = _load_f32(d_h_n_ptr, hid, mask) if HAS_D_H_N else zero
-    d_out, r, z, n, hn, h_prev = _saved_step(T - 1, d_out_ptr, saved_ptr, h_buf_ptr, hid, sid, mask, plane_h,
-                                             plane_s, H, HAS_D_OUT)
+    zero, d_h_rec, d_out, r, z, n, hn, h_prev = _back_start(T, d_out_ptr, d_h_n_ptr, saved_ptr, h_buf_ptr, hid, sid,
+                                                            mask, plane_h, plane_s, H, HAS_D_OUT, HAS_D_H_N)
     s = 0
     while s < T:
         t = T - 1 - s

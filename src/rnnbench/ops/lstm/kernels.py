@@ -18,10 +18,10 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_act_sigmoid, _act_tanh, _columns_matmul, _gate_bias, _gate_columns, _grid_barrier, _load_f32,
-                      _load_weight_columns, _on_chip_columns, _program_tile, _recurrent_matmul, _release_counters,
-                      _resident_stack, _resident_stack_t, _split_gates, _split_k_exchange, _stack_gates,
-                      _stacked_rows, _tanh)
+from ..common import (_act_sigmoid, _act_tanh, _back_tile, _columns_matmul, _gate_bias, _gate_columns, _grid_barrier,
+                      _load_f32, _load_weight_columns, _on_chip_columns, _program_tile, _recurrent_matmul,
+                      _release_counters, _resident_stack, _resident_stack_t, _split_gates, _split_k_exchange,
+                      _stack_gates, _stacked_rows, _tanh)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
@@ -116,6 +116,20 @@ def _saved_step(t, d_out_ptr, gates_ptr, c_buf_ptr, hid, gid, mask, plane_h, pla
 
 
 @triton.jit
+def _back_start(T, d_out_ptr, d_h_n_ptr, d_c_n_ptr, gates_ptr, c_buf_ptr, hid, gid, mask, plane_h, plane_g,
+                H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr, HAS_D_C_N: tl.constexpr):
+    """Before a backward kernel's first step: a zero tile, the gradients reaching h_T and c_T from
+    past the sequence (zeros when absent) and step T-1's saved values (:func:`_saved_step`).
+    Returns ``(zero, d_h, d_c, d_out, i, f, g, o, c, c_prev)``, fp32 ``[BLOCK_H, BLOCK_B]``."""
+    zero = tl.zeros(hid.shape, dtype=tl.float32)
+    d_h = _load_f32(d_h_n_ptr, hid, mask) if HAS_D_H_N else zero
+    d_c = _load_f32(d_c_n_ptr, hid, mask) if HAS_D_C_N else zero
+    d_out, i, f, g, o, c, c_prev = _saved_step(T - 1, d_out_ptr, gates_ptr, c_buf_ptr, hid, gid, mask, plane_h,
+                                               plane_g, H, HAS_D_OUT)
+    return zero, d_h, d_c, d_out, i, f, g, o, c, c_prev
+
+
+@triton.jit
 def _cell_step_back(d_h, d_c, i, f, g, o, c, c_prev, dg_t, gid, mask, H: tl.constexpr):
     """One reverse step of the cell for this program's tile: from ``d_h`` (the gradient reaching
     h_t) and ``d_c`` (reaching c_t from step t+1), the pre-activation gradients, stored at
@@ -149,10 +163,8 @@ def lstm_backward_kernel(
     in the weights' dtype), ``d_h0`` and ``d_c0`` (in their pointers' dtype). Step t needs every
     program's ``d_gates[t]`` to form ``dh_{t-1} = d_gates[t] @ W_hh``, hence the barrier.
     ``w_hh_t`` is ``W_hh^T`` (``[H, 4H]``, contiguous: our units' columns of W_hh are its rows)."""
-    pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
-    gid = rows[None, :] * (4 * H) + units[:, None]
-    plane_h = B.to(tl.int64) * H
-    plane_g = B.to(tl.int64) * (4 * H)
+    pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid, gid, plane_h, plane_g = _back_tile(B, H, BLOCK_B,
+                                                                                                  BLOCK_H, 4)
 
     if ON_CHIP:  # one tile per gate: each gate's gradient is its own operand
         w = _gate_columns(w_hh_t_ptr, units, unit_mask, H, 4, K_PAD)
@@ -160,11 +172,9 @@ def lstm_backward_kernel(
         w = _load_weight_columns(w_hh_t_ptr, units, unit_mask, 0, H, 4, K_PAD, 4 * K_PAD)
     else:
         w = 0
-    zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
-    d_h_rec = _load_f32(d_h_n_ptr, hid, mask) if HAS_D_H_N else zero  # reaching h_t from step t+1
-    d_c = _load_f32(d_c_n_ptr, hid, mask) if HAS_D_C_N else zero
-    d_out, i, f, g, o, c, c_prev = _saved_step(T - 1, d_out_ptr, gates_ptr, c_buf_ptr, hid, gid, mask, plane_h,
-                                               plane_g, H, HAS_D_OUT)
+    zero, d_h_rec, d_c, d_out, i, f, g, o, c, c_prev = _back_start(T, d_out_ptr, d_h_n_ptr, d_c_n_ptr, gates_ptr,
+                                                                   c_buf_ptr, hid, gid, mask, plane_h, plane_g, H,
+                                                                   HAS_D_OUT, HAS_D_H_N, HAS_D_C_N)
     s = 0
     while s < T:
         t = T - 1 - s
@@ -203,10 +213,8 @@ def lstm_backward_split_k_kernel(
     :func:`_split_k_exchange`), and after the barrier sums the
     partials of its own units -- a split-K matmul whose K is spread over the programs. Same
     outputs as :func:`lstm_backward_kernel`; ``w_hh`` is ``W_hh`` itself (``[4H, H]``)."""
-    pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
-    gid = rows[None, :] * (4 * H) + units[:, None]
-    plane_h = B.to(tl.int64) * H
-    plane_g = B.to(tl.int64) * (4 * H)
+    pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid, gid, plane_h, plane_g = _back_tile(B, H, BLOCK_B,
+                                                                                                  BLOCK_H, 4)
     programs: tl.constexpr = (H + BLOCK_H - 1) // BLOCK_H  # per batch block: tl.num_programs(0)
 
     w_rows, w_valid = _stacked_rows(pid_h, H, 4, 4, BLOCK_H)
@@ -214,11 +222,9 @@ def lstm_backward_split_k_kernel(
         w = _resident_stack_t(w_hh_ptr, w_rows, w_valid, H, BLOCK_K, CHUNKS)
     else:
         w = 0
-    zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
-    d_h_rec = _load_f32(d_h_n_ptr, hid, mask) if HAS_D_H_N else zero  # reaching h_t from step t+1
-    d_c = _load_f32(d_c_n_ptr, hid, mask) if HAS_D_C_N else zero
-    d_out, i, f, g, o, c, c_prev = _saved_step(T - 1, d_out_ptr, gates_ptr, c_buf_ptr, hid, gid, mask, plane_h,
-                                               plane_g, H, HAS_D_OUT)
+    zero, d_h_rec, d_c, d_out, i, f, g, o, c, c_prev = _back_start(T, d_out_ptr, d_h_n_ptr, d_c_n_ptr, gates_ptr,
+                                                                   c_buf_ptr, hid, gid, mask, plane_h, plane_g, H,
+                                                                   HAS_D_OUT, HAS_D_H_N, HAS_D_C_N)
     s = 0
     while s < T:
         t = T - 1 - s
