@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|poll] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -40,11 +40,6 @@ against fp32, and at batch 128, hidden 1024 runs split-K so against the transpos
 ``--compare split_k_warps`` runs taller split-K partials with 8 warps (at 32 and 64 batch rows a
 program, where 4 warps spilled, and at 16) against the default plan.
 
-``--compare poll`` runs the polled forward (``Plan.poll``: each program re-reads h_{t-1} until none
-of it is the sentinel written at launch, one barrier per launch) against the barrier every step, on
-the forward exchange plan's cases of every suite (FlashRNN's, glample's, theano's, fastrnns') in
-their dtypes and the issue's. The backward is the same under both plans.
-
 Writes ``OUT_DIR/<compare>.jsonl`` (the environment record, then one row per case as measured) and
 prints a table. ``--device cpu`` (with ``TRITON_INTERPRET=1``) only checks this script.
 """
@@ -69,7 +64,6 @@ PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip":
          **{f"rows{k}": {"split_k": True, "backward_block_k": k} for k in (64, 128, 256)},
          "half": {"backward_half_partials": True}, "full": {"backward_half_partials": False},
          "split_half": {"split_k": True, "backward_half_partials": True}, "default": {},
-         "poll": {"poll": True}, "barrier": {"poll": False},
          **{f"rows{k}w8": {"split_k": True, "backward_block_k": k, "backward_num_warps": 8} for k in (128, 256)}}
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
@@ -163,20 +157,8 @@ WARPS_CASES = [
     _case("lstm", 16, 768, "bf16", ("rows256w8", "default"), seq_len=1024),
     _case("lstm", 32, 512, "bf16", ("rows256w8", "default")),
 ]
-# The forward exchange plan's cases: FlashRNN's, glample's and fastrnns' LSTM, theano's depth-1 grid
-# at hidden 128-1024 in bf16 and TF32, and the strict fp32 ones under 0.9x of torch-nn (triton-lane-8).
-POLL = ("poll", "barrier")
-POLL_CASES = [
-    _case("lstm", 16, 768, "bf16", POLL, seq_len=1024), _case("lstm", 16, 768, "fp16", POLL, seq_len=1024),
-    _case("lstm", 20, 500, "bf16", POLL), _case("lstm", 20, 500, "tf32", POLL), _case("rnn_tanh", 20, 500, "tf32", POLL),
-    _case("lstm", 64, 512, "fp32", POLL, seq_len=100),
-] + [_case(cell, b, h, dtype, POLL) for cell in ("lstm", "gru") for h in (128, 512, 1024) for b in (32, 128)
-     for dtype in ("bf16", "tf32")] + [
-    _case("gru", 32, 128, "fp32", POLL), _case("gru", 128, 128, "fp32", POLL), _case("lstm", 32, 128, "fp32", POLL),
-    _case("gru", 128, 1024, "fp32", POLL),
-]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
-               "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES, "poll": POLL_CASES}
+               "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 
 

@@ -26,18 +26,6 @@ def test_hidden_units_split_across_programs(cell, resident):
 
 
 @pytest.mark.parametrize("resident", [True, False], ids=["resident", "streamed"])
-@pytest.mark.parametrize("cell", CELLS)
-def test_polled_exchange_across_programs(cell, resident):
-    """The polled forward (``Plan.poll``): no barrier per step, each program re-reads every other
-    program's h_{t-1} until none of it is the sentinel, over 3 hidden programs and 2 batch blocks
-    that run side by side (a reader that took a sentinel would carry a NaN into the output)."""
-    from rnnbench.ops.recurrence import plan_override
-
-    with plan_override(block_h=16, block_b=16, w_resident=resident, block_k=16, poll=True):
-        check_layer(cell, make_layer(cell, (20, 6, 4, 37)), "fp32", tolerance(cell, "fp32"))
-
-
-@pytest.mark.parametrize("resident", [True, False], ids=["resident", "streamed"])
 @pytest.mark.parametrize("block_h, shape", [(16, (20, 5, 4, 37)), (4, (3, 4, 4, 37))], ids=["3x16-units", "10x4-units"])
 @pytest.mark.parametrize("cell", SPLIT_K_CELLS)
 def test_split_k_backward_sums_every_programs_partials(cell, block_h, shape, resident):

@@ -155,21 +155,6 @@ def test_split_k_backward_with_half_partials(cell, dtype, batch, seq, hidden):
         check_layer(cell, dtype, _layer(cell, batch, seq, 5, hidden))
 
 
-@pytest.mark.parametrize("batch, seq, hidden", [(3, 7, 37), (20, 9, 100), (128, 6, 512), (16, 40, 768), (32, 5, 1024)])
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("cell", CELLS)
-def test_polled_forward(cell, dtype, batch, seq, hidden):
-    """The polled exchange (``Plan.poll``): no barrier per step, each program re-reads every other
-    program's h_{t-1} until none of it is the sentinel; resident and streamed weights, one to six
-    batch blocks. A reader that took a sentinel would carry a NaN into the output."""
-    from rnnbench.ops import recurrence
-
-    with matmul_mode(dtype), plan_override(poll=True):
-        forward = recurrence.layer_launch(cell, batch, hidden, TORCH_DTYPE[dtype], torch.device("cuda")).forward
-        assert forward.poll and not forward.h_on_chip
-        check_layer(cell, dtype, _layer(cell, batch, seq, 5, hidden))
-
-
 @pytest.mark.parametrize("hidden_size", [20, 37, 100])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("cell", CELLS)

@@ -89,9 +89,8 @@ SPLIT_K_TALL_ROWS = 256
 # where with fp32 partials it lost (0.73-0.92x). In fp16 with both: 1.31-1.40x at batch 32,
 # 1.01-1.12x at 128.
 SPLIT_K_16BIT_MAX_HIDDEN = 1024
-# Plan overrides that pick a tile, weight path or exchange: given without h_on_chip, they mean the
-# exchange plan.
-_EXCHANGE_FIELDS = frozenset({"block_h", "block_k", "w_resident", "poll"})
+# Plan overrides that pick a tile or weight path: given without h_on_chip, they mean the exchange plan.
+_EXCHANGE_FIELDS = frozenset({"block_h", "block_k", "w_resident"})
 
 
 @triton.jit
@@ -241,75 +240,21 @@ def _resident_stack(w_ptr, w_rows, w_valid, H: tl.constexpr, BLOCK_K: tl.constex
 
 
 @triton.jit
-def _pending(x):
-    """1 (int32) where ``x`` still holds :func:`_mark_pending`'s sentinel, the all-ones word (a NaN
-    whose pattern no arithmetic on an NVIDIA GPU produces: its NaN results are canonical,
-    0x7FFFFFFF, and 0x7FFF once converted to 16 bits), else 0."""
-    if x.dtype.primitive_bitwidth == 16:
-        bits = x.to(tl.int16, bitcast=True)
-    else:
-        bits = x.to(tl.int32, bitcast=True)
-    return (bits == -1).to(tl.int32)
-
-
-@triton.jit
-def _mark_pending(h_buf_ptr, counter_ptr, T, plane_h, hid, mask, BLOCK_H: tl.constexpr, BLOCK_B: tl.constexpr):
-    """Polled exchange (:attr:`Plan.poll`), before the time loop: write the sentinel (all ones, see
-    :func:`_pending`) over this program's tile of the slots other programs will poll, ``h_buf[1 ..
-    T-1]`` (step t's ``h_{t-1}``), so a reader can tell a value not yet written from one that is;
-    then the launch's one grid barrier (arrival 1 at ``counter_ptr``), after which every sentinel
-    is in memory before any value that replaces it. No barrier per step."""
-    ty = h_buf_ptr.dtype.element_ty
-    if ty.primitive_bitwidth == 16:
-        sentinel = tl.full([BLOCK_H, BLOCK_B], -1, tl.int16).to(ty, bitcast=True)
-    else:
-        sentinel = tl.full([BLOCK_H, BLOCK_B], -1, tl.int32).to(ty, bitcast=True)
-    for s in range(1, T):
-        tl.store(h_buf_ptr + s * plane_h + hid, sentinel, mask=mask)
-    _grid_barrier(counter_ptr, tl.num_programs(0))
-
-
-@triton.jit
-def _load_h(h_ptr, rows, row_live, c0, wait, H: tl.constexpr, K_PAD: tl.constexpr, BLOCK_K: tl.constexpr,
-            POLL: tl.constexpr):
-    """Columns ``c0 .. c0 + BLOCK_K`` of the ``[B, H]`` plane at ``h_ptr`` as a ``[BLOCK_B,
-    BLOCK_K]`` tile (0 past H and in rows not ``row_live``). Polled (``POLL`` and ``wait``: a slot
-    other programs are writing this step), read volatile and read again until no element is the
-    sentinel (:func:`_pending`): each value waits for its own writer, with no barrier and no fence
-    on either side (a 16- or 32-bit store is seen whole or not at all; every step's slot is fresh
-    memory, so no value a reader takes can be overwritten). Otherwise a plain read through L2
-    after the step's barrier (:func:`_load_gate_padded`)."""
-    if POLL:
-        c = c0 + tl.arange(0, BLOCK_K)
-        offsets = rows[:, None] * H + c[None, :]
-        live = row_live[:, None] & (c < H)[None, :]
-        h = tl.load(h_ptr + offsets, mask=live, other=0.0, volatile=True)
-        if wait:
-            while tl.max(_pending(h)) > 0:
-                h = tl.load(h_ptr + offsets, mask=live, other=0.0, volatile=True)
-    else:
-        h = _load_gate_padded(h_ptr, H, rows, row_live, c0, H, 1, K_PAD, BLOCK_K)
-    return h
-
-
-@triton.jit
 def _stacked_matmul(pieces, w_ptr, w_rows, w_valid, h_ptr, rows, row_live, acc,
                     H: tl.constexpr, K_PAD: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
-                    W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
-                    POLL: tl.constexpr = False, wait=False):
+                    W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
     """Forward: ``acc + W_stack @ h^T``, ``[GP * BLOCK_H, BLOCK_B]`` fp32, where h is the ``[B, H]``
-    plane at ``h_ptr`` (rows not ``row_live`` read as 0; polled where ``POLL`` and ``wait``:
-    :func:`_load_h`). ``pieces`` is the resident stacked tile (:func:`_resident_stack`, kept in
-    shared memory by the compiler); otherwise the weights are re-read from global memory (L2) in
-    ``BLOCK_K`` chunks. Either way the reduction stops at the chunk holding unit H - 1, not at
-    K_PAD: no chunk of padding."""
+    plane at ``h_ptr`` (rows not ``row_live`` read as 0). ``pieces`` is the resident stacked tile
+    (:func:`_resident_stack`, kept in shared memory by the compiler); otherwise the weights are
+    re-read from global memory (L2) in ``BLOCK_K`` chunks. Either way the reduction stops at the
+    chunk holding unit H - 1, not at K_PAD: no chunk of padding."""
     if W_RESIDENT:
         for i in tl.static_range(CHUNKS):
-            h = _load_h(h_ptr, rows, row_live, i * BLOCK_K, wait, H, K_PAD, BLOCK_K, POLL)
+            h = _load_gate_padded(h_ptr, H, rows, row_live, i * BLOCK_K, H, 1, K_PAD, BLOCK_K)
             acc = _mma(pieces[i], tl.trans(h), acc, PRECISION, UPCAST)
     else:
         for k0 in range(0, H, BLOCK_K):
-            h = _load_h(h_ptr, rows, row_live, k0, wait, H, K_PAD, BLOCK_K, POLL)
+            h = _load_gate_padded(h_ptr, H, rows, row_live, k0, H, 1, K_PAD, BLOCK_K)
             wk = _load_stacked_weights(w_ptr, w_rows, w_valid, k0, H, BLOCK_K)
             acc = _mma(wk, tl.trans(h), acc, PRECISION, UPCAST)
     return acc
@@ -371,18 +316,17 @@ def _on_chip_columns(w, grads, acc, GATES: tl.constexpr, PRECISION: tl.constexpr
 def _recurrent_matmul(pieces, h, w_ptr, w_rows, w_valid, h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask, acc,
                       H: tl.constexpr, K_PAD: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
                       W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, HAS_H0: tl.constexpr,
-                      PRECISION: tl.constexpr, UPCAST: tl.constexpr, POLL: tl.constexpr):
+                      PRECISION: tl.constexpr, UPCAST: tl.constexpr):
     """Forward step ``t``'s ``acc + W_stack @ h_{t-1}^T``. On chip (one program holds every unit
     of its batch rows, ``BLOCK_H == K_PAD``), ``h`` itself (fp32 ``[K_PAD, BLOCK_B]``, rounded to
     the weights' dtype as the exchange buffer would hold it) is the operand; otherwise every
-    program's ``h_{t-1}`` is read back from the exchange buffer (:func:`_previous_h`), polled from
-    step 1 on where ``POLL`` (step 0 reads h0, the caller's)."""
+    program's ``h_{t-1}`` is read back from the exchange buffer (:func:`_previous_h`)."""
     if ON_CHIP:
         acc = _mma(pieces[0], h.to(pieces[0].dtype), acc, PRECISION, UPCAST)
     else:
         h_src, live = _previous_h(h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask, HAS_H0)
         acc = _stacked_matmul(pieces, w_ptr, w_rows, w_valid, h_src, rows, live, acc, H, K_PAD, BLOCK_K, CHUNKS,
-                              W_RESIDENT, PRECISION, UPCAST, POLL, t > 0)
+                              W_RESIDENT, PRECISION, UPCAST)
     return acc
 
 
@@ -583,11 +527,6 @@ class Plan:
             from L2 each step.
         half_partials: split-K only: the partials stored in the weights' dtype (bf16, fp16: half
             the bytes written and read each step; summed in fp32 all the same) instead of fp32.
-        poll: forward exchange plan only: instead of meeting at a grid barrier every step, each
-            program polls ``h_{t-1}`` itself, re-reading it until no element is a sentinel written
-            over the exchange slots at launch (:func:`_mark_pending`, :func:`_load_h`): one
-            barrier per launch, no release fence after a step's stores, and a reader waits for
-            the values it needs rather than for a counter and then the values.
     """
 
     block_b: int
@@ -600,7 +539,6 @@ class Plan:
     fast_activations: bool = False
     split_k: bool = False
     half_partials: bool = False
-    poll: bool = False
 
     def grid(self, batch_size: int, hidden_size: int) -> tuple[int, int]:
         """(programs over hidden units, programs over batch rows)."""
@@ -720,11 +658,10 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
       every unit per program, :func:`on_chip_warps` warps.
 
     Under the interpreter one program owns all hidden units of its batch block, on chip unless an
-    override asks for a tile, weight path or exchange (``block_h``, ``block_k``, ``w_resident``,
-    ``poll``) without ``h_on_chip``.
+    override asks for a tile or weight path (``block_h``, ``block_k``, ``w_resident``) without
+    ``h_on_chip``.
     ``multiprocessors`` stands in for the CUDA device's count (to plan for a GPU not present).
-    An override named ``backward_<field>`` applies to the backward plan only, as ``split_k`` does;
-    ``poll`` applies to the forward plan only.
+    An override named ``backward_<field>`` applies to the backward plan only, as ``split_k`` does.
 
     Raises:
         ValueError: a plan whose programs cannot all be resident (more programs than
@@ -740,7 +677,6 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     if direction == "forward":
         override.pop("split_k", None)
     else:
-        override.pop("poll", None)
         override.update(backward_only)
     tensor_cores = dtype != torch.float32 or precision in ("tf32", "tf32x3")
     # The products this direction runs (the RNN's TF32 backward is 3xTF32: backward_precision)
@@ -801,8 +737,6 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         raise ValueError("fast_activations needs CUDA (inline PTX, which the interpreter cannot run)")
     if plan.split_k and plan.h_on_chip:
         raise ValueError("split_k and h_on_chip exclude each other (an on-chip backward exchanges nothing)")
-    if plan.poll and plan.h_on_chip:
-        raise ValueError("poll and h_on_chip exclude each other (on chip nothing is exchanged)")
     if plan.h_on_chip and not (plan.w_resident and plan.block_h == kp and plan.block_k == kp):
         raise ValueError(f"h_on_chip needs resident weights and block_h = block_k = {kp} at hidden_size "
                          f"{hidden_size}, got {plan.block_h}, {plan.block_k}")

@@ -160,7 +160,7 @@ class _Launch:
                     PRECISION=precision,
                     UPCAST=self.upcast, num_warps=plan.num_warps, num_stages=plan.num_stages)
         if forward:
-            meta.update(CHUNKS=chunks, FAST_ACT=plan.fast_activations, POLL=plan.poll)
+            meta.update(CHUNKS=chunks, FAST_ACT=plan.fast_activations)
         return meta
 
 

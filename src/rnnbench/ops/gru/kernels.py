@@ -19,7 +19,7 @@ import triton
 import triton.language as tl
 
 from ..common import (_act_sigmoid, _act_tanh, _back_tile, _columns_matmul, _gate_bias, _gate_columns, _grid_barrier,
-                      _load_f32, _load_weight_columns, _mark_pending, _on_chip_columns, _program_tile, _recurrent_matmul,
+                      _load_f32, _load_weight_columns, _on_chip_columns, _program_tile, _recurrent_matmul,
                       _release_counters, _resident_stack, _resident_stack_t, _split_gates, _split_k_exchange,
                       _stack_gates, _stacked_rows)
 
@@ -32,7 +32,7 @@ def gru_forward_kernel(
     H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
-    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, POLL: tl.constexpr,
+    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr,
 ):
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     gid = rows[None, :] * (3 * H) + units[:, None]  # gate r of a [B, 3H] plane
@@ -58,13 +58,11 @@ def gru_forward_kernel(
     x_r = _load_f32(x_proj_ptr, gid + 0 * H, mask)
     x_z = _load_f32(x_proj_ptr, gid + 1 * H, mask)
     x_n = _load_f32(x_proj_ptr, gid + 2 * H, mask)
-    if POLL:  # the slots other programs poll marked unwritten; no barrier per step from here on
-        _mark_pending(h_buf_ptr, counters_ptr + pid_b, T, plane_h, hid, mask, BLOCK_H, BLOCK_B)
     t = 0
     while t < T:
         acc = _recurrent_matmul(w, h, w_hh_ptr, w_rows, w_valid, h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask,
                                 tl.zeros([4 * BLOCK_H, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
-                                W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST, POLL)
+                                W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST)
         a_r, a_z, a_n, _ = _split_gates(acc, BLOCK_H, BLOCK_B)
         r = _act_sigmoid(a_r + x_r + bias_r, FAST_ACT)
         z = _act_sigmoid(a_z + x_z + bias_z, FAST_ACT)
@@ -83,7 +81,7 @@ def gru_forward_kernel(
             x_r = _load_f32(x_t, gid + 0 * H, mask)
             x_z = _load_f32(x_t, gid + 1 * H, mask)
             x_n = _load_f32(x_t, gid + 2 * H, mask)
-            if not (ON_CHIP or POLL):
+            if not ON_CHIP:
                 _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (t + 1))
         t += 1
     tl.store(h_n_ptr + hid, h.to(h_n_ptr.dtype.element_ty), mask=mask)

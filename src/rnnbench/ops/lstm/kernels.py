@@ -19,7 +19,7 @@ import triton
 import triton.language as tl
 
 from ..common import (_act_sigmoid, _act_tanh, _back_tile, _columns_matmul, _gate_bias, _gate_columns, _grid_barrier,
-                      _load_f32, _load_weight_columns, _mark_pending, _on_chip_columns, _program_tile, _recurrent_matmul,
+                      _load_f32, _load_weight_columns, _on_chip_columns, _program_tile, _recurrent_matmul,
                       _release_counters, _resident_stack, _resident_stack_t, _split_gates, _split_k_exchange,
                       _stack_gates, _stacked_rows, _tanh)
 
@@ -32,7 +32,7 @@ def lstm_forward_kernel(
     H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, HAS_C0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
-    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, POLL: tl.constexpr,
+    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr,
 ):
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     gid = rows[None, :] * (4 * H) + units[:, None]  # offsets of gate i into a [B, 4H] plane
@@ -59,13 +59,11 @@ def lstm_forward_kernel(
     x_f = _load_f32(x_proj_ptr, gid + 1 * H, mask)
     x_g = _load_f32(x_proj_ptr, gid + 2 * H, mask)
     x_o = _load_f32(x_proj_ptr, gid + 3 * H, mask)
-    if POLL:  # the slots other programs poll marked unwritten; no barrier per step from here on
-        _mark_pending(h_buf_ptr, counters_ptr + pid_b, T, plane_h, hid, mask, BLOCK_H, BLOCK_B)
     t = 0
     while t < T:
         acc = _recurrent_matmul(w, h, w_hh_ptr, w_rows, w_valid, h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask,
                                 tl.zeros([4 * BLOCK_H, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
-                                W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST, POLL)
+                                W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST)
         a_i, a_f, a_g, a_o = _split_gates(acc, BLOCK_H, BLOCK_B)
         i = _act_sigmoid(a_i + x_i + bias_i, FAST_ACT)
         f = _act_sigmoid(a_f + x_f + bias_f, FAST_ACT)
@@ -89,7 +87,7 @@ def lstm_forward_kernel(
             x_f = _load_f32(x_t, gid + 1 * H, mask)
             x_g = _load_f32(x_t, gid + 2 * H, mask)
             x_o = _load_f32(x_t, gid + 3 * H, mask)
-            if not (ON_CHIP or POLL):
+            if not ON_CHIP:
                 _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (t + 1))
         t += 1
     tl.store(h_n_ptr + hid, h.to(h_n_ptr.dtype.element_ty), mask=mask)

@@ -14,7 +14,7 @@ import triton
 import triton.language as tl
 
 from ..common import (_act_tanh, _columns_matmul, _gate_bias, _grid_barrier, _load_f32, _load_weight_columns, _mma,
-                      _mark_pending, _program_tile, _recurrent_matmul, _release_counters, _resident_stack, _stacked_rows)
+                      _program_tile, _recurrent_matmul, _release_counters, _resident_stack, _stacked_rows)
 
 
 @triton.jit
@@ -34,7 +34,7 @@ def rnn_forward_kernel(
     H: tl.constexpr, RELU: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
-    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, POLL: tl.constexpr,
+    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr,
 ):
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     plane_h = B.to(tl.int64) * H
@@ -53,12 +53,10 @@ def rnn_forward_kernel(
     x = _load_f32(x_proj_ptr, hid, mask)
     if ON_CHIP:  # the next step's input too: see the loop's end
         x_next = _load_f32(x_proj_ptr + tl.minimum(1, T - 1) * plane_h, hid, mask)
-    if POLL:  # the slots other programs poll marked unwritten; no barrier per step from here on
-        _mark_pending(h_buf_ptr, counters_ptr + pid_b, T, plane_h, hid, mask, BLOCK_H, BLOCK_B)
     t = 0
     while t < T:
         a = _recurrent_matmul(w, h, w_hh_ptr, w_rows, w_valid, h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask, zero,
-                              H, K_PAD, BLOCK_K, CHUNKS, W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST, POLL)
+                              H, K_PAD, BLOCK_K, CHUNKS, W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST)
         h = _activation(a + x + bias, RELU, FAST_ACT)
         tl.store(h_buf_ptr + (t + 1) * plane_h + hid, h.to(out_ty), mask=mask)
         if SAVE:
@@ -74,8 +72,7 @@ def rnn_forward_kernel(
         else:
             if t + 1 < T:
                 x = _load_f32(x_proj_ptr + (t + 1) * plane_h, hid, mask)
-                if not POLL:
-                    _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (t + 1))
+                _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (t + 1))
         t += 1
     tl.store(h_n_ptr + hid, h.to(h_n_ptr.dtype.element_ty), mask=mask)
     if not ON_CHIP:
