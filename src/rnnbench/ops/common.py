@@ -399,11 +399,29 @@ def _split_k_exchange(pieces, w_ptr, w_rows, w_valid, grads, partials_ptr, s, pr
     of ``dh_{t-1}`` that passes through ``W_hh``. Two slots by step parity: a program writes step
     s+1's partials only after the barrier of step s, which every program reaches only after summing
     step s-1's, so nothing still being read is overwritten."""
+    _split_k_arrive(pieces, w_ptr, w_rows, w_valid, grads, partials_ptr, s, programs, counter_ptr, plane_h, rows,
+                    row_mask, H, BLOCK_K, CHUNKS, W_RESIDENT, PRECISION, UPCAST)
+    return _split_k_sum(partials_ptr, s, programs, counter_ptr, plane_h, hid, mask)
+
+
+@triton.jit
+def _split_k_arrive(pieces, w_ptr, w_rows, w_valid, grads, partials_ptr, s, programs: tl.constexpr, counter_ptr,
+                    plane_h, rows, row_mask, H: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
+                    W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+    """The first half of :func:`_split_k_exchange`: this program's partials into slot ``s % 2``,
+    then its arrival at the barrier (:func:`_arrive`)."""
     slot = partials_ptr + (s % 2) * programs * plane_h
     _partials_matmul(pieces, w_ptr, w_rows, w_valid, grads, slot + tl.program_id(0) * plane_h, rows, row_mask, H,
                      BLOCK_K, CHUNKS, W_RESIDENT, PRECISION, UPCAST)
-    _grid_barrier(counter_ptr, programs * (s + 1))
-    return _sum_partials(slot, programs, plane_h, hid, mask)
+    _arrive(counter_ptr)
+
+
+@triton.jit
+def _split_k_sum(partials_ptr, s, programs: tl.constexpr, counter_ptr, plane_h, hid, mask):
+    """The second half of :func:`_split_k_exchange`: wait for every program's partials of step
+    ``s`` (:func:`_wait`), then sum this program's units' slices (:func:`_sum_partials`)."""
+    _wait(counter_ptr, programs * (s + 1))
+    return _sum_partials(partials_ptr + (s % 2) * programs * plane_h, programs, plane_h, hid, mask)
 
 
 @triton.jit
@@ -435,19 +453,35 @@ def _gate_bias(b_ih_ptr, b_hh_ptr, offsets, mask, HAS_BIAS: tl.constexpr, BOTH: 
 
 @triton.jit
 def _grid_barrier(counter_ptr, target):
-    """Wait until ``target`` arrivals have been counted at ``counter_ptr`` (ours included).
+    """Wait until ``target`` arrivals have been counted at ``counter_ptr`` (ours included):
+    :func:`_arrive` then :func:`_wait`."""
+    _arrive(counter_ptr)
+    _wait(counter_ptr, target)
 
-    The CTA barrier before the release makes every thread's stores of this step part of what the
-    release publishes (as CUDA cooperative groups' grid sync does); the acquire spin makes the
-    other programs' stores visible before anyone reads them. (Polling with ``ld.acquire`` instead
-    of the atomic read, by every thread or by thread 0 alone, was no faster on the H100: 0.83-1.19
-    against 0.81-0.96 µs per step, docs/kernels.md.) With one program the wait is satisfied by our
-    own arrival, so the same code runs under the interpreter; there a lone program whose count
-    falls short of the target would spin forever, so it raises instead (plain Python, which only the
-    interpreter runs: the compiler never visits a branch whose constexpr condition is false).
-    """
+
+@triton.jit
+def _arrive(counter_ptr):
+    """Count this program's arrival at ``counter_ptr``, publishing every store its threads made
+    before: the CTA barrier first makes every thread's stores part of what the release publishes
+    (as CUDA cooperative groups' grid sync does). The release waits for this thread's memory
+    operations in flight, so what need not be published (saved activations, the next step's
+    loads) is best issued after the arrival and before :func:`_wait` (``Plan.split_barrier``)."""
     tl.debug_barrier()
     tl.atomic_add(counter_ptr, 1, sem="release", scope="gpu")
+
+
+@triton.jit
+def _wait(counter_ptr, target):
+    """Wait until ``target`` arrivals have been counted at ``counter_ptr``.
+
+    The acquire spin makes the other programs' stores visible before anyone reads them. (Polling
+    with ``ld.acquire`` instead of the atomic read, by every thread or by thread 0 alone, was no
+    faster on the H100: 0.83-1.19 against 0.81-0.96 µs per step, docs/kernels.md.) With one
+    program the wait is satisfied by our own arrival, so the same code runs under the interpreter;
+    there a lone program whose count falls short of the target would spin forever, so it raises
+    instead (plain Python, which only the interpreter runs: the compiler never visits a branch
+    whose constexpr condition is false).
+    """
     if _INTERPRET:
         if tl.num_programs(0) == 1 and tl.atomic_add(counter_ptr, 0, sem="acquire", scope="gpu") < target:
             raise RuntimeError("grid barrier never satisfied: the interpreter runs programs one after "
@@ -527,6 +561,11 @@ class Plan:
             from L2 each step.
         half_partials: split-K only: the partials stored in the weights' dtype (bf16, fp16: half
             the bytes written and read each step; summed in fp32 all the same) instead of fp32.
+        split_barrier: the forward exchange plan and the split-K backward arrive at the step's
+            barrier right after storing what other programs read (h, or the partials), and only
+            then store the saved activations (forward) or gate gradients (backward) and load the
+            next step's inputs, before waiting: the release at the arrival waits for the memory
+            operations in flight, and these need not be published.
     """
 
     block_b: int
@@ -539,6 +578,7 @@ class Plan:
     fast_activations: bool = False
     split_k: bool = False
     half_partials: bool = False
+    split_barrier: bool = False
 
     def grid(self, batch_size: int, hidden_size: int) -> tuple[int, int]:
         """(programs over hidden units, programs over batch rows)."""

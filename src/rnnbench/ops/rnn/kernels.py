@@ -13,7 +13,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_act_tanh, _columns_matmul, _gate_bias, _grid_barrier, _load_f32, _load_weight_columns, _mma,
+from ..common import (_arrive, _wait, _act_tanh, _columns_matmul, _gate_bias, _grid_barrier, _load_f32, _load_weight_columns, _mma,
                       _program_tile, _recurrent_matmul, _release_counters, _resident_stack, _stacked_rows)
 
 
@@ -34,7 +34,7 @@ def rnn_forward_kernel(
     H: tl.constexpr, RELU: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
-    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr,
+    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_BARRIER: tl.constexpr,
 ):
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     plane_h = B.to(tl.int64) * H
@@ -59,6 +59,8 @@ def rnn_forward_kernel(
                               H, K_PAD, BLOCK_K, CHUNKS, W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST)
         h = _activation(a + x + bias, RELU, FAST_ACT)
         tl.store(h_buf_ptr + (t + 1) * plane_h + hid, h.to(out_ty), mask=mask)
+        if SPLIT_BARRIER and not ON_CHIP and t + 1 < T:  # h published; the rest after
+            _arrive(counters_ptr + pid_b)
         if SAVE:
             tl.store(saved_ptr + t * plane_h + hid, h, mask=mask)
         if ON_CHIP:
@@ -72,7 +74,10 @@ def rnn_forward_kernel(
         else:
             if t + 1 < T:
                 x = _load_f32(x_proj_ptr + (t + 1) * plane_h, hid, mask)
-                _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (t + 1))
+                if SPLIT_BARRIER:
+                    _wait(counters_ptr + pid_b, tl.num_programs(0) * (t + 1))
+                else:
+                    _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (t + 1))
         t += 1
     tl.store(h_n_ptr + hid, h.to(h_n_ptr.dtype.element_ty), mask=mask)
     if not ON_CHIP:
