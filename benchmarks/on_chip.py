@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_barrier] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -40,11 +40,6 @@ against fp32, and at batch 128, hidden 1024 runs split-K so against the transpos
 ``--compare split_k_warps`` runs taller split-K partials with 8 warps (at 32 and 64 batch rows a
 program, where 4 warps spilled, and at 16) against the default plan.
 
-``--compare split_barrier`` arrives at each step's barrier right after publishing h (backward: the
-partials) and only then stores the saved activations (the gate gradients) and loads the next
-step's inputs before waiting (``Plan.split_barrier``), against the one barrier after them all, on
-the exchange plan's cases of every suite in their dtypes and the issue's.
-
 Writes ``OUT_DIR/<compare>.jsonl`` (the environment record, then one row per case as measured) and
 prints a table. ``--device cpu`` (with ``TRITON_INTERPRET=1``) only checks this script.
 """
@@ -69,7 +64,6 @@ PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip":
          **{f"rows{k}": {"split_k": True, "backward_block_k": k} for k in (64, 128, 256)},
          "half": {"backward_half_partials": True}, "full": {"backward_half_partials": False},
          "split_half": {"split_k": True, "backward_half_partials": True}, "default": {},
-         "split_barrier": {"split_barrier": True}, "joint_barrier": {"split_barrier": False},
          **{f"rows{k}w8": {"split_k": True, "backward_block_k": k, "backward_num_warps": 8} for k in (128, 256)}}
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
@@ -163,21 +157,8 @@ WARPS_CASES = [
     _case("lstm", 16, 768, "bf16", ("rows256w8", "default"), seq_len=1024),
     _case("lstm", 32, 512, "bf16", ("rows256w8", "default")),
 ]
-# The exchange plan's cases: FlashRNN's, theano's depth-1 grid at hidden 512-1024 in bf16 and TF32,
-# glample's, then hidden 128 and strict fp32.
-SPLIT_BARRIER = ("split_barrier", "joint_barrier")
-SPLIT_BARRIER_CASES = [
-    _case("lstm", 16, 768, "bf16", SPLIT_BARRIER, seq_len=1024), _case("lstm", 16, 768, "fp16", SPLIT_BARRIER, seq_len=1024),
-] + [_case(cell, b, h, dtype, SPLIT_BARRIER) for dtype in ("bf16", "tf32") for cell in ("lstm", "gru")
-     for h in (512, 1024) for b in (32, 128)] + [
-    _case("lstm", 20, 500, "bf16", SPLIT_BARRIER), _case("lstm", 20, 500, "tf32", SPLIT_BARRIER),
-    _case("rnn_tanh", 20, 500, "tf32", SPLIT_BARRIER), _case("lstm", 32, 128, "tf32", SPLIT_BARRIER),
-    _case("gru", 128, 128, "tf32", SPLIT_BARRIER), _case("lstm", 64, 512, "fp32", SPLIT_BARRIER, seq_len=100),
-    _case("gru", 128, 128, "fp32", SPLIT_BARRIER), _case("gru", 128, 1024, "fp32", SPLIT_BARRIER),
-]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
-               "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES,
-               "split_barrier": SPLIT_BARRIER_CASES}
+               "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 
 

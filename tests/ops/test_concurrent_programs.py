@@ -38,20 +38,6 @@ def test_split_k_backward_sums_every_programs_partials(cell, block_h, shape, res
         check_layer(cell, make_layer(cell, shape), "fp32", tolerance(cell, "fp32"))
 
 
-@pytest.mark.parametrize("split_k", [True, False], ids=["split-k", "transpose"])
-@pytest.mark.parametrize("cell", CELLS)
-def test_split_barrier_across_programs(cell, split_k):
-    """``Plan.split_barrier``: the forward and the split-K backward arrive at the step's barrier
-    right after publishing h (the partials), then store what no other program reads and load the
-    next step's inputs, then wait; 3 programs of 16 units over two batch blocks."""
-    from rnnbench.ops.recurrence import plan_override
-
-    if split_k and cell not in SPLIT_K_CELLS:
-        pytest.skip(f"no split-K backward for {cell}")
-    with plan_override(block_h=16, block_b=16, block_k=16, split_k=split_k, split_barrier=True):
-        check_layer(cell, make_layer(cell, (20, 6, 4, 37)), "fp32", tolerance(cell, "fp32"))
-
-
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
 def test_small_tiles_streamed(cell):
     """4 hidden units per program (a 16-row stacked tile, the strict-fp32 plan on a GPU): hidden 37

@@ -155,20 +155,6 @@ def test_split_k_backward_with_half_partials(cell, dtype, batch, seq, hidden):
         check_layer(cell, dtype, _layer(cell, batch, seq, 5, hidden))
 
 
-@pytest.mark.parametrize("batch, seq, hidden", [(3, 7, 37), (20, 9, 100), (128, 6, 512), (16, 40, 768)])
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("cell", CELLS)
-def test_split_barrier(cell, dtype, batch, seq, hidden):
-    """``Plan.split_barrier``: the forward exchange plan and the split-K backward arrive at each
-    step's barrier right after publishing h (the partials) and store the rest before waiting."""
-    from rnnbench.ops import recurrence
-
-    with matmul_mode(dtype), plan_override(split_barrier=True, h_on_chip=False):
-        launch = recurrence.layer_launch(cell, batch, hidden, TORCH_DTYPE[dtype], torch.device("cuda"))
-        assert launch.forward.split_barrier and not launch.forward.h_on_chip
-        check_layer(cell, dtype, _layer(cell, batch, seq, 5, hidden))
-
-
 @pytest.mark.parametrize("hidden_size", [20, 37, 100])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("cell", CELLS)

@@ -82,7 +82,7 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
         hidden_size, plan.block_k)
     constexprs = dict(H=hidden_size, BLOCK_B=plan.block_b, BLOCK_H=plan.block_h, BLOCK_K=block_k,
                       K_PAD=kp, CHUNKS=chunks, W_RESIDENT=plan.w_resident, ON_CHIP=plan.h_on_chip, PRECISION=precision,
-                      UPCAST=False, FAST_ACT=plan.fast_activations, SPLIT_BARRIER=plan.split_barrier, SAVE=save, RELU=False, HAS_BIAS=True, HAS_H0=True,
+                      UPCAST=False, FAST_ACT=plan.fast_activations, SAVE=save, RELU=False, HAS_BIAS=True, HAS_H0=True,
                       HAS_C0=True, HAS_D_OUT=True, HAS_D_H_N=True, HAS_D_C_N=True)
     constexprs = {k: v for k, v in constexprs.items() if k in names}
     signature, attrs = {}, {}

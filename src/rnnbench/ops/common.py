@@ -389,27 +389,15 @@ def _partials_matmul(pieces, w_ptr, w_rows, w_valid, grads, part_ptr, rows, row_
 
 
 @triton.jit
-def _split_k_exchange(pieces, w_ptr, w_rows, w_valid, grads, partials_ptr, s, programs: tl.constexpr, counter_ptr,
-                      plane_h, rows, row_mask, hid, mask, H: tl.constexpr, BLOCK_K: tl.constexpr,
-                      CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr,
-                      UPCAST: tl.constexpr):
-    """Reverse step ``s`` of a split-K backward: this program's partials from its stacked gate
-    gradients ``grads`` (:func:`_partials_matmul`) into slot ``s % 2`` of ``partials [2, programs,
-    B, H]``, the barrier, then the sum of its own units' slices (:func:`_sum_partials`), the part
-    of ``dh_{t-1}`` that passes through ``W_hh``. Two slots by step parity: a program writes step
-    s+1's partials only after the barrier of step s, which every program reaches only after summing
-    step s-1's, so nothing still being read is overwritten."""
-    _split_k_arrive(pieces, w_ptr, w_rows, w_valid, grads, partials_ptr, s, programs, counter_ptr, plane_h, rows,
-                    row_mask, H, BLOCK_K, CHUNKS, W_RESIDENT, PRECISION, UPCAST)
-    return _split_k_sum(partials_ptr, s, programs, counter_ptr, plane_h, hid, mask)
-
-
-@triton.jit
 def _split_k_arrive(pieces, w_ptr, w_rows, w_valid, grads, partials_ptr, s, programs: tl.constexpr, counter_ptr,
                     plane_h, rows, row_mask, H: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
                     W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
-    """The first half of :func:`_split_k_exchange`: this program's partials into slot ``s % 2``,
-    then its arrival at the barrier (:func:`_arrive`)."""
+    """Reverse step ``s`` of a split-K backward, first half: this program's partials of every
+    unit's ``dh_{t-1}`` from its stacked gate gradients ``grads`` (:func:`_partials_matmul`) into
+    slot ``s % 2`` of ``partials [2, programs, B, H]``, then its arrival at the step's barrier
+    (:func:`_arrive`); :func:`_split_k_sum` is the second half. Two slots by step parity: a program
+    writes step s+1's partials only after the barrier of step s, which every program reaches only
+    after summing step s-1's, so nothing still being read is overwritten."""
     slot = partials_ptr + (s % 2) * programs * plane_h
     _partials_matmul(pieces, w_ptr, w_rows, w_valid, grads, slot + tl.program_id(0) * plane_h, rows, row_mask, H,
                      BLOCK_K, CHUNKS, W_RESIDENT, PRECISION, UPCAST)
@@ -418,8 +406,9 @@ def _split_k_arrive(pieces, w_ptr, w_rows, w_valid, grads, partials_ptr, s, prog
 
 @triton.jit
 def _split_k_sum(partials_ptr, s, programs: tl.constexpr, counter_ptr, plane_h, hid, mask):
-    """The second half of :func:`_split_k_exchange`: wait for every program's partials of step
-    ``s`` (:func:`_wait`), then sum this program's units' slices (:func:`_sum_partials`)."""
+    """Reverse step ``s`` of a split-K backward, second half (after :func:`_split_k_arrive`): wait
+    for every program's partials of the step (:func:`_wait`), then sum this program's units'
+    slices (:func:`_sum_partials`): the part of ``dh_{t-1}`` that passes through ``W_hh``."""
     _wait(counter_ptr, programs * (s + 1))
     return _sum_partials(partials_ptr + (s % 2) * programs * plane_h, programs, plane_h, hid, mask)
 
@@ -464,8 +453,10 @@ def _arrive(counter_ptr):
     """Count this program's arrival at ``counter_ptr``, publishing every store its threads made
     before: the CTA barrier first makes every thread's stores part of what the release publishes
     (as CUDA cooperative groups' grid sync does). The release waits for this thread's memory
-    operations in flight, so what need not be published (saved activations, the next step's
-    loads) is best issued after the arrival and before :func:`_wait` (``Plan.split_barrier``)."""
+    operations in flight, so the kernels issue what need not be published (saved activations or
+    gate gradients, the next step's loads) after the arrival and before :func:`_wait`: graphed
+    training 1.06x faster at FlashRNN's shape, 1.00-1.07x elsewhere (H100,
+    ``results/h100/triton-lane-9``)."""
     tl.debug_barrier()
     tl.atomic_add(counter_ptr, 1, sem="release", scope="gpu")
 
@@ -561,11 +552,6 @@ class Plan:
             from L2 each step.
         half_partials: split-K only: the partials stored in the weights' dtype (bf16, fp16: half
             the bytes written and read each step; summed in fp32 all the same) instead of fp32.
-        split_barrier: the forward exchange plan and the split-K backward arrive at the step's
-            barrier right after storing what other programs read (h, or the partials), and only
-            then store the saved activations (forward) or gate gradients (backward) and load the
-            next step's inputs, before waiting: the release at the arrival waits for the memory
-            operations in flight, and these need not be published.
     """
 
     block_b: int
@@ -578,7 +564,6 @@ class Plan:
     fast_activations: bool = False
     split_k: bool = False
     half_partials: bool = False
-    split_barrier: bool = False
 
     def grid(self, batch_size: int, hidden_size: int) -> tuple[int, int]:
         """(programs over hidden units, programs over batch rows)."""

@@ -153,14 +153,14 @@ class _Launch:
         if plan.split_k and not forward:
             return dict(H=self.hidden_size, BLOCK_B=plan.block_b, BLOCK_H=plan.block_h, BLOCK_K=plan.block_k,
                         CHUNKS=split_k_pieces(self.hidden_size, plan.block_k), W_RESIDENT=plan.w_resident,
-                        PRECISION=precision, UPCAST=self.upcast, SPLIT_BARRIER=plan.split_barrier,
-                        num_warps=plan.num_warps, num_stages=plan.num_stages)
+                        PRECISION=precision, UPCAST=self.upcast, num_warps=plan.num_warps,
+                        num_stages=plan.num_stages)
         meta = dict(H=self.hidden_size, BLOCK_B=plan.block_b, BLOCK_H=plan.block_h, BLOCK_K=block_k,
                     K_PAD=k_padded(self.hidden_size), W_RESIDENT=plan.w_resident, ON_CHIP=plan.h_on_chip,
                     PRECISION=precision,
                     UPCAST=self.upcast, num_warps=plan.num_warps, num_stages=plan.num_stages)
         if forward:
-            meta.update(CHUNKS=chunks, FAST_ACT=plan.fast_activations, SPLIT_BARRIER=plan.split_barrier)
+            meta.update(CHUNKS=chunks, FAST_ACT=plan.fast_activations)
         return meta
 
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_arrive, _wait, _act_sigmoid, _act_tanh, _back_tile, _columns_matmul, _gate_bias, _gate_columns, _grid_barrier,
-                      _load_f32, _load_weight_columns, _on_chip_columns, _program_tile, _recurrent_matmul,
-                      _release_counters, _resident_stack, _resident_stack_t, _split_gates, _split_k_arrive, _split_k_exchange, _split_k_sum,
-                      _stack_gates, _stacked_rows)
+from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _columns_matmul, _gate_bias, _gate_columns,
+                      _load_f32, _load_weight_columns, _on_chip_columns, _program_tile,
+                      _recurrent_matmul, _release_counters, _resident_stack, _resident_stack_t, _split_gates,
+                      _split_k_arrive, _split_k_sum, _stack_gates, _stacked_rows, _wait)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
@@ -32,7 +32,7 @@ def gru_forward_kernel(
     H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
-    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_BARRIER: tl.constexpr,
+    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr,
 ):
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     gid = rows[None, :] * (3 * H) + units[:, None]  # gate r of a [B, 3H] plane
@@ -70,7 +70,7 @@ def gru_forward_kernel(
         n = _act_tanh(x_n + bias_xn + r * hn, FAST_ACT)
         h = n + z * (h - n)
         tl.store(h_buf_ptr + (t + 1) * plane_h + hid, h.to(out_ty), mask=mask)
-        if SPLIT_BARRIER and not ON_CHIP and t + 1 < T:  # h published; the rest after
+        if not ON_CHIP and t + 1 < T:  # h published: arrive now, store and load the rest, then wait
             _arrive(counters_ptr + pid_b)
         if SAVE:
             s_t = saved_ptr + t * plane_s
@@ -83,10 +83,8 @@ def gru_forward_kernel(
             x_r = _load_f32(x_t, gid + 0 * H, mask)
             x_z = _load_f32(x_t, gid + 1 * H, mask)
             x_n = _load_f32(x_t, gid + 2 * H, mask)
-            if SPLIT_BARRIER and not ON_CHIP:
+            if not ON_CHIP:
                 _wait(counters_ptr + pid_b, tl.num_programs(0) * (t + 1))
-            elif not ON_CHIP:
-                _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (t + 1))
         t += 1
     tl.store(h_n_ptr + hid, h.to(h_n_ptr.dtype.element_ty), mask=mask)
     if not ON_CHIP:
@@ -190,13 +188,15 @@ def gru_backward_kernel(
         dg_t = d_gates_h_ptr + t * plane_g
         d_r, d_z, d_hn, direct = _cell_step_back(d_h_rec + d_out, r, z, n, hn, h_prev, dg_t,
                                                  d_gates_x_ptr + t * plane_g, gid, mask, H)
+        if not ON_CHIP:  # our gate gradients published: arrive, then the next step's loads, then wait
+            _arrive(counters_ptr + pid_b)
         if s + 1 < T:
             d_out, r, z, n, hn, h_prev = _saved_step(t - 1, d_out_ptr, saved_ptr, h_buf_ptr, hid, sid, mask,
                                                      plane_h, plane_s, H, HAS_D_OUT)
         if ON_CHIP:
             d_h_rec = _on_chip_columns(w, (d_r, d_z, d_hn), direct, 3, PRECISION, UPCAST)
         else:
-            _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (s + 1))
+            _wait(counters_ptr + pid_b, tl.num_programs(0) * (s + 1))
             d_h_rec = _columns_matmul(w, w_hh_t_ptr, units, unit_mask, dg_t, rows, row_mask, direct, H, 3, 4, K_PAD,
                                       BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
         s += 1
@@ -212,7 +212,7 @@ def gru_backward_split_k_kernel(
     T, B,
     H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
-    W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr, SPLIT_BARRIER: tl.constexpr,
+    W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
 ):
     """Reverse-time recurrence on the forward's split (``Plan.split_k``; see
     ``lstm_backward_split_k_kernel``): each program's share of every unit's ``dh_{t-1}`` is
@@ -236,28 +236,18 @@ def gru_backward_split_k_kernel(
     s = 0
     while s < T:
         t = T - 1 - s
-        if SPLIT_BARRIER:  # the partials published first; the gradients' stores and next step's loads after
-            d_r, d_z, d_hn, d_n, direct = _cell_grads(d_h_rec + d_out, r, z, n, hn, h_prev,
-                                                      d_gates_h_ptr.dtype.element_ty)
-            grads = _stack_gates(d_r, d_z, d_hn, zero.to(d_r.dtype), BLOCK_H, BLOCK_B)
-            _split_k_arrive(w, w_hh_ptr, w_rows, w_valid, grads, partials_ptr, s, programs, counters_ptr + pid_b,
-                            plane_h, rows, row_mask, H, BLOCK_K, CHUNKS, W_RESIDENT, PRECISION, UPCAST)
-            _store_grads(d_gates_h_ptr + t * plane_g, d_gates_x_ptr + t * plane_g, gid, mask, H, d_r, d_z, d_hn, d_n)
-            if s + 1 < T:
-                d_out, r, z, n, hn, h_prev = _saved_step(t - 1, d_out_ptr, saved_ptr, h_buf_ptr, hid, sid, mask,
-                                                         plane_h, plane_s, H, HAS_D_OUT)
-            d_h_rec = direct + _split_k_sum(partials_ptr, s, programs, counters_ptr + pid_b, plane_h, hid, mask)
-        else:
-            d_r, d_z, d_hn, direct = _cell_step_back(d_h_rec + d_out, r, z, n, hn, h_prev,
-                                                     d_gates_h_ptr + t * plane_g, d_gates_x_ptr + t * plane_g, gid,
-                                                     mask, H)
-            if s + 1 < T:
-                d_out, r, z, n, hn, h_prev = _saved_step(t - 1, d_out_ptr, saved_ptr, h_buf_ptr, hid, sid, mask,
-                                                         plane_h, plane_s, H, HAS_D_OUT)
-            grads = _stack_gates(d_r, d_z, d_hn, zero.to(d_r.dtype), BLOCK_H, BLOCK_B)  # fourth block: no gate
-            d_h_rec = direct + _split_k_exchange(w, w_hh_ptr, w_rows, w_valid, grads, partials_ptr, s, programs,
-                                                 counters_ptr + pid_b, plane_h, rows, row_mask, hid, mask, H,
-                                                 BLOCK_K, CHUNKS, W_RESIDENT, PRECISION, UPCAST)
+        d_r, d_z, d_hn, d_n, direct = _cell_grads(d_h_rec + d_out, r, z, n, hn, h_prev,
+                                                  d_gates_h_ptr.dtype.element_ty)
+        grads = _stack_gates(d_r, d_z, d_hn, zero.to(d_r.dtype), BLOCK_H, BLOCK_B)  # fourth block: no gate
+        # The partials published first; the gate gradients (no other program reads them) and the
+        # next step's saved values after the arrival, before the wait.
+        _split_k_arrive(w, w_hh_ptr, w_rows, w_valid, grads, partials_ptr, s, programs, counters_ptr + pid_b,
+                        plane_h, rows, row_mask, H, BLOCK_K, CHUNKS, W_RESIDENT, PRECISION, UPCAST)
+        _store_grads(d_gates_h_ptr + t * plane_g, d_gates_x_ptr + t * plane_g, gid, mask, H, d_r, d_z, d_hn, d_n)
+        if s + 1 < T:
+            d_out, r, z, n, hn, h_prev = _saved_step(t - 1, d_out_ptr, saved_ptr, h_buf_ptr, hid, sid, mask,
+                                                     plane_h, plane_s, H, HAS_D_OUT)
+        d_h_rec = direct + _split_k_sum(partials_ptr, s, programs, counters_ptr + pid_b, plane_h, hid, mask)
         s += 1
     tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)
     _release_counters(counters_ptr)

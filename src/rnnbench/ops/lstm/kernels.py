@@ -18,10 +18,10 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_arrive, _wait, _act_sigmoid, _act_tanh, _back_tile, _columns_matmul, _gate_bias, _gate_columns, _grid_barrier,
-                      _load_f32, _load_weight_columns, _on_chip_columns, _program_tile, _recurrent_matmul,
-                      _release_counters, _resident_stack, _resident_stack_t, _split_gates, _split_k_arrive, _split_k_exchange, _split_k_sum,
-                      _stack_gates, _stacked_rows, _tanh)
+from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _columns_matmul, _gate_bias, _gate_columns,
+                      _load_f32, _load_weight_columns, _on_chip_columns, _program_tile,
+                      _recurrent_matmul, _release_counters, _resident_stack, _resident_stack_t, _split_gates,
+                      _split_k_arrive, _split_k_sum, _stack_gates, _stacked_rows, _tanh, _wait)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
@@ -32,7 +32,7 @@ def lstm_forward_kernel(
     H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, HAS_C0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
-    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_BARRIER: tl.constexpr,
+    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr,
 ):
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     gid = rows[None, :] * (4 * H) + units[:, None]  # offsets of gate i into a [B, 4H] plane
@@ -72,7 +72,7 @@ def lstm_forward_kernel(
         c = f * c + i * g
         h = o * _act_tanh(c, FAST_ACT)
         tl.store(h_buf_ptr + (t + 1) * plane_h + hid, h.to(out_ty), mask=mask)
-        if SPLIT_BARRIER and not ON_CHIP and t + 1 < T:  # h published; the rest after
+        if not ON_CHIP and t + 1 < T:  # h published: arrive now, store and load the rest, then wait
             _arrive(counters_ptr + pid_b)
         if SAVE:
             s_t = gates_ptr + t * plane_g
@@ -89,10 +89,8 @@ def lstm_forward_kernel(
             x_f = _load_f32(x_t, gid + 1 * H, mask)
             x_g = _load_f32(x_t, gid + 2 * H, mask)
             x_o = _load_f32(x_t, gid + 3 * H, mask)
-            if SPLIT_BARRIER and not ON_CHIP:
+            if not ON_CHIP:
                 _wait(counters_ptr + pid_b, tl.num_programs(0) * (t + 1))
-            elif not ON_CHIP:
-                _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (t + 1))
         t += 1
     tl.store(h_n_ptr + hid, h.to(h_n_ptr.dtype.element_ty), mask=mask)
     tl.store(c_n_ptr + hid, c.to(c_n_ptr.dtype.element_ty), mask=mask)
@@ -196,6 +194,8 @@ def lstm_backward_kernel(
         t = T - 1 - s
         dg_t = d_gates_ptr + t * plane_g
         d_i, d_f, d_g, d_o, d_c = _cell_step_back(d_h_rec + d_out, d_c, i, f, g, o, c, c_prev, dg_t, gid, mask, H)
+        if not ON_CHIP:  # our gate gradients published: arrive, then the next step's loads, then wait
+            _arrive(counters_ptr + pid_b)
         if s + 1 < T:  # the next step's saved values before the wait (no other program writes them)
             d_out, i, f, g, o, c, c_prev = _saved_step(t - 1, d_out_ptr, gates_ptr, c_buf_ptr, hid, gid, mask,
                                                        plane_h, plane_g, H, HAS_D_OUT)
@@ -203,7 +203,7 @@ def lstm_backward_kernel(
         if ON_CHIP:
             d_h_rec = _on_chip_columns(w, (d_i, d_f, d_g, d_o), zero, 4, PRECISION, UPCAST)
         else:  # every program's gates from memory, all gates in one matmul
-            _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (s + 1))
+            _wait(counters_ptr + pid_b, tl.num_programs(0) * (s + 1))
             d_h_rec = _columns_matmul(w, w_hh_t_ptr, units, unit_mask, dg_t, rows, row_mask, zero, H, 4, 4, K_PAD,
                                       BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
         s += 1
@@ -220,13 +220,13 @@ def lstm_backward_split_k_kernel(
     T, B,
     H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr, HAS_D_C_N: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
-    W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr, SPLIT_BARRIER: tl.constexpr,
+    W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
 ):
     """Reverse-time recurrence on the forward's split (``Plan.split_k``): each program multiplies
     its own units' gate gradients by its own rows of ``W_hh`` (the forward's stacked tile,
     transposed: ``W_stack^T``, resident when it fits) into a partial ``dh_{t-1}`` of every unit,
     writes it to ``partials [2, programs, B, H]`` (fp32 or 16-bit; two slots by step parity:
-    :func:`_split_k_exchange`), and after the barrier sums the
+    :func:`_split_k_arrive`), and after the barrier sums the
     partials of its own units -- a split-K matmul whose K is spread over the programs. Same
     outputs as :func:`lstm_backward_kernel`; ``w_hh`` is ``W_hh`` itself (``[4H, H]``)."""
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid, gid, plane_h, plane_g = _back_tile(B, H, BLOCK_B,
@@ -245,27 +245,17 @@ def lstm_backward_split_k_kernel(
     while s < T:
         t = T - 1 - s
         dg_t = d_gates_ptr + t * plane_g
-        if SPLIT_BARRIER:  # the partials published first; d_gates and the next step's loads after
-            d_i, d_f, d_g, d_o, d_c = _cell_grads(d_h_rec + d_out, d_c, i, f, g, o, c, c_prev,
-                                                  d_gates_ptr.dtype.element_ty)
-            grads = _stack_gates(d_i, d_f, d_g, d_o, BLOCK_H, BLOCK_B)
-            _split_k_arrive(w, w_hh_ptr, w_rows, w_valid, grads, partials_ptr, s, programs, counters_ptr + pid_b,
-                            plane_h, rows, row_mask, H, BLOCK_K, CHUNKS, W_RESIDENT, PRECISION, UPCAST)
-            _store_grads(dg_t, gid, mask, H, d_i, d_f, d_g, d_o)
-            if s + 1 < T:
-                d_out, i, f, g, o, c, c_prev = _saved_step(t - 1, d_out_ptr, gates_ptr, c_buf_ptr, hid, gid, mask,
-                                                           plane_h, plane_g, H, HAS_D_OUT)
-            d_h_rec = _split_k_sum(partials_ptr, s, programs, counters_ptr + pid_b, plane_h, hid, mask)
-        else:
-            d_i, d_f, d_g, d_o, d_c = _cell_step_back(d_h_rec + d_out, d_c, i, f, g, o, c, c_prev, dg_t, gid, mask,
-                                                      H)
-            if s + 1 < T:  # the next step's saved values before the wait (no other program writes them)
-                d_out, i, f, g, o, c, c_prev = _saved_step(t - 1, d_out_ptr, gates_ptr, c_buf_ptr, hid, gid, mask,
-                                                           plane_h, plane_g, H, HAS_D_OUT)
-            grads = _stack_gates(d_i, d_f, d_g, d_o, BLOCK_H, BLOCK_B)  # in d_gates' dtype, the weights'
-            d_h_rec = _split_k_exchange(w, w_hh_ptr, w_rows, w_valid, grads, partials_ptr, s, programs,
-                                        counters_ptr + pid_b, plane_h, rows, row_mask, hid, mask, H, BLOCK_K, CHUNKS,
-                                        W_RESIDENT, PRECISION, UPCAST)
+        d_i, d_f, d_g, d_o, d_c = _cell_grads(d_h_rec + d_out, d_c, i, f, g, o, c, c_prev, dg_t.dtype.element_ty)
+        grads = _stack_gates(d_i, d_f, d_g, d_o, BLOCK_H, BLOCK_B)  # in d_gates' dtype, the weights'
+        # The partials published first; d_gates (no other program reads it) and the next step's
+        # saved values after the arrival, before the wait.
+        _split_k_arrive(w, w_hh_ptr, w_rows, w_valid, grads, partials_ptr, s, programs, counters_ptr + pid_b,
+                        plane_h, rows, row_mask, H, BLOCK_K, CHUNKS, W_RESIDENT, PRECISION, UPCAST)
+        _store_grads(dg_t, gid, mask, H, d_i, d_f, d_g, d_o)
+        if s + 1 < T:
+            d_out, i, f, g, o, c, c_prev = _saved_step(t - 1, d_out_ptr, gates_ptr, c_buf_ptr, hid, gid, mask,
+                                                       plane_h, plane_g, H, HAS_D_OUT)
+        d_h_rec = _split_k_sum(partials_ptr, s, programs, counters_ptr + pid_b, plane_h, hid, mask)
         s += 1
     tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)
     tl.store(d_c0_ptr + hid, d_c.to(d_c0_ptr.dtype.element_ty), mask=mask)

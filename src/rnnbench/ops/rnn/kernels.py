@@ -13,8 +13,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_arrive, _wait, _act_tanh, _columns_matmul, _gate_bias, _grid_barrier, _load_f32, _load_weight_columns, _mma,
-                      _program_tile, _recurrent_matmul, _release_counters, _resident_stack, _stacked_rows)
+from ..common import (_act_tanh, _arrive, _columns_matmul, _gate_bias, _load_f32, _load_weight_columns,
+                      _mma, _program_tile, _recurrent_matmul, _release_counters, _resident_stack, _stacked_rows, _wait)
 
 
 @triton.jit
@@ -34,7 +34,7 @@ def rnn_forward_kernel(
     H: tl.constexpr, RELU: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
-    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_BARRIER: tl.constexpr,
+    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr,
 ):
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     plane_h = B.to(tl.int64) * H
@@ -59,7 +59,7 @@ def rnn_forward_kernel(
                               H, K_PAD, BLOCK_K, CHUNKS, W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST)
         h = _activation(a + x + bias, RELU, FAST_ACT)
         tl.store(h_buf_ptr + (t + 1) * plane_h + hid, h.to(out_ty), mask=mask)
-        if SPLIT_BARRIER and not ON_CHIP and t + 1 < T:  # h published; the rest after
+        if not ON_CHIP and t + 1 < T:  # h published: arrive now, store and load the rest, then wait
             _arrive(counters_ptr + pid_b)
         if SAVE:
             tl.store(saved_ptr + t * plane_h + hid, h, mask=mask)
@@ -74,10 +74,7 @@ def rnn_forward_kernel(
         else:
             if t + 1 < T:
                 x = _load_f32(x_proj_ptr + (t + 1) * plane_h, hid, mask)
-                if SPLIT_BARRIER:
-                    _wait(counters_ptr + pid_b, tl.num_programs(0) * (t + 1))
-                else:
-                    _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (t + 1))
+                _wait(counters_ptr + pid_b, tl.num_programs(0) * (t + 1))
         t += 1
     tl.store(h_n_ptr + hid, h.to(h_n_ptr.dtype.element_ty), mask=mask)
     if not ON_CHIP:
@@ -129,10 +126,11 @@ def rnn_backward_kernel(
             d_out, h = d_out_next, h_next
             d_out_next, h_next = _saved_step(tl.maximum(t - 2, 0), d_out_ptr, saved_ptr, hid, mask, plane_h, HAS_D_OUT)
             d_h_rec = _mma(w, d_pre, zero, PRECISION, UPCAST)
-        else:
+        else:  # our d_pre published: arrive, then the next step's loads, then wait
+            _arrive(counters_ptr + pid_b)
             if s + 1 < T:
                 d_out, h = _saved_step(t - 1, d_out_ptr, saved_ptr, hid, mask, plane_h, HAS_D_OUT)
-            _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (s + 1))
+            _wait(counters_ptr + pid_b, tl.num_programs(0) * (s + 1))
             d_h_rec = _columns_matmul(w, w_hh_t_ptr, units, unit_mask, dp_t, rows, row_mask, zero, H, 1, 1, K_PAD,
                                       BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
         s += 1
