@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|block_h] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -40,6 +40,10 @@ against fp32, and at batch 128, hidden 1024 runs split-K so against the transpos
 ``--compare split_k_warps`` runs taller split-K partials with 8 warps (at 32 and 64 batch rows a
 program, where 4 warps spilled, and at 16) against the default plan.
 
+``--compare block_h`` gives each program 32 hidden units (half the programs, a stacked tile 128 rows
+high, both directions), at 4 warps and at 8 (one warpgroup per 64 rows), against the default's 16,
+where 16-bit weights stay resident either way.
+
 Writes ``OUT_DIR/<compare>.jsonl`` (the environment record, then one row per case as measured) and
 prints a table. ``--device cpu`` (with ``TRITON_INTERPRET=1``) only checks this script.
 """
@@ -63,7 +67,8 @@ PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip":
          "exact": {"fast_activations": False}, "split_k": {"split_k": True}, "transpose": {"split_k": False},
          **{f"rows{k}": {"split_k": True, "backward_block_k": k} for k in (64, 128, 256)},
          "half": {"backward_half_partials": True}, "full": {"backward_half_partials": False},
-         "split_half": {"split_k": True, "backward_half_partials": True}, "default": {},
+         "split_half": {"split_k": True, "backward_half_partials": True}, "default": {}, "units32": {"block_h": 32},
+         "units32w8": {"block_h": 32, "num_warps": 8},
          **{f"rows{k}w8": {"split_k": True, "backward_block_k": k, "backward_num_warps": 8} for k in (128, 256)}}
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
@@ -157,8 +162,18 @@ WARPS_CASES = [
     _case("lstm", 16, 768, "bf16", ("rows256w8", "default"), seq_len=1024),
     _case("lstm", 32, 512, "bf16", ("rows256w8", "default")),
 ]
+# Exchange-plan cases in 16 bits whose weights stay resident at 32 units a program.
+UNITS_CASES = [
+    _case("lstm", 16, 768, "bf16", ("units32", "default"), seq_len=1024),
+    _case("lstm", 16, 768, "fp16", ("units32", "default"), seq_len=1024),
+    _case("lstm", 32, 512, "bf16", ("units32", "default")), _case("gru", 32, 512, "bf16", ("units32", "default")),
+    _case("lstm", 20, 500, "bf16", ("units32", "default")),
+    _case("lstm", 128, 512, "bf16", ("units32", "default")),
+] + [_case("lstm", 16, 768, dtype, ("units32w8", "default"), seq_len=1024) for dtype in ("bf16", "fp16")] + [
+    _case(cell, 32, 512, "bf16", ("units32w8", "default")) for cell in ("lstm", "gru")]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
-               "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES}
+               "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES,
+               "block_h": UNITS_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 
 
