@@ -39,6 +39,8 @@ every_lane=("$dir"/glample-2016.jsonl "$dir"/theano-cudnn-2016.jsonl "$dir"/fast
   section "Theano's depth-1 cases and every seed suite after the GRU's split-K backward, in a run of their own (triton-lane-7/, d8d8a63; the seed run stopped 2 rows short)" "$dir"/triton-lane-7/theano-depth1-d8d8a63.jsonl "$dir"/triton-lane-7/seeds-d8d8a63.jsonl
   section "The issue's cases after taller and 16-bit split-K partials, in a run of their own (triton-lane-8/, 27b06ad)" "$dir"/triton-lane-8/glample-3dtypes-27b06ad.jsonl "$dir"/triton-lane-8/theano-depth1-27b06ad.jsonl
   section "Every seed suite after taller and 16-bit split-K partials, in a run of its own (triton-lane-8/, 27b06ad)" "$dir"/triton-lane-8/seeds-27b06ad.jsonl
+  section "The issue's cases after arriving at the barrier first, in a run of their own (triton-lane-9/, 5200a63)" "$dir"/triton-lane-9/glample-3dtypes-5200a63.jsonl "$dir"/triton-lane-9/theano-depth1-5200a63.jsonl
+  section "Every seed suite after arriving at the barrier first, in a run of its own (triton-lane-9/, 5200a63)" "$dir"/triton-lane-9/seeds-5200a63.jsonl
 } > "$dir"/REPORT.md
 "$rnnbench" report "${every_lane[@]}" --plot "$dir"/speedup.png > /dev/null
 echo "wrote $dir/REPORT.md and $dir/speedup.png"

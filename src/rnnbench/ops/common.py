@@ -658,7 +658,8 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
 
     - matmuls on tensor cores (half types, or fp32 as TF32), forward: ``block_h`` as small as
       keeps the stacked weight tile 64 rows high (``gates_padded * block_h >= 64``, the height of
-      Hopper's wgmma), weights resident (in shared memory) when they and a staged piece of h fit,
+      Hopper's wgmma; twice that was 0.63-0.95x as fast graphed on the H100, ``triton-lane-9``),
+      weights resident (in shared memory) when they and a staged piece of h fit,
       held in pieces of :func:`resident_piece` columns, at 4 warps (one warpgroup: 8 split the
       batch columns between two, each reading all the weights) unless 64 batch rows need 8;
     - backward: the weight tile is ``block_h`` rows high; resident only when that is a whole
