@@ -455,7 +455,7 @@ def _arrive(counter_ptr):
     (as CUDA cooperative groups' grid sync does). The release waits for this thread's memory
     operations in flight, so the kernels issue what need not be published (saved activations or
     gate gradients, the next step's loads) after the arrival and before :func:`_wait`: graphed
-    training 1.06x faster at FlashRNN's shape, 1.00-1.07x elsewhere (H100,
+    training 1.06x faster at FlashRNN's shape, 0.99-1.07x elsewhere (H100,
     ``results/h100/triton-lane-9``)."""
     tl.debug_barrier()
     tl.atomic_add(counter_ptr, 1, sem="release", scope="gpu")
@@ -749,15 +749,13 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     fast = device.type == "cuda" and direction == "forward" and fast_activations(dtype, precision)
     fields = {"block_b": bb, "block_h": bh, "w_resident": resident, "num_warps": warps, "block_k": block_k,
               "num_stages": stages, "h_on_chip": on_chip, "fast_activations": fast}
-    split = override.get("split_k")  # None: the default's choice
-    if direction == "backward" and (split or split is None and device.type == "cuda" and num_gates in (3, 4)
-                                    and tensor_cores and not on_chip):
+    split_default = (device.type == "cuda" and num_gates in (3, 4) and tensor_cores and not on_chip
+                     and hidden_size <= (SPLIT_K_16BIT_MAX_HIDDEN if element == 2 else SPLIT_K_MAX_HIDDEN))
+    if direction == "backward" and override.get("split_k", split_default):
         if num_gates not in (3, 4):
             raise ValueError("split_k is the LSTM's and GRU's backward only, so far")
-        split_fields = _split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision,
-                                       step_precision, override)
-        if split or hidden_size <= (SPLIT_K_16BIT_MAX_HIDDEN if element == 2 else SPLIT_K_MAX_HIDDEN):
-            fields.update(split_fields)
+        fields.update(_split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision,
+                                      step_precision, override))
     plan = Plan(**{**fields, **override})
     if plan.fast_activations and device.type != "cuda":
         raise ValueError("fast_activations needs CUDA (inline PTX, which the interpreter cannot run)")
