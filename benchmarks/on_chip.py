@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|block_h] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|block_h|piece] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -44,6 +44,11 @@ program, where 4 warps spilled, and at 16) against the default plan.
 high, both directions), at 4 warps and at 8 (one warpgroup per 64 rows), against the default's 16,
 where 16-bit weights stay resident either way.
 
+``--compare piece`` holds the forward's resident weights and stages h in pieces twice as wide as the
+default's 8 KB of h (``plan_override(forward_block_k=...)``; the backward unchanged): one wait for
+a wgmma chain per piece each step, so half the waits, where ``python -m rnnbench.ops.aot`` found
+no spills for sm_90 (and FlashRNN's shape, which spilled 8 bytes a thread and pads 768 to 1024).
+
 Writes ``OUT_DIR/<compare>.jsonl`` (the environment record, then one row per case as measured) and
 prints a table. ``--device cpu`` (with ``TRITON_INTERPRET=1``) only checks this script.
 """
@@ -69,7 +74,8 @@ PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip":
          "half": {"backward_half_partials": True}, "full": {"backward_half_partials": False},
          "split_half": {"split_k": True, "backward_half_partials": True}, "default": {}, "units32": {"block_h": 32},
          "units32w8": {"block_h": 32, "num_warps": 8},
-         **{f"rows{k}w8": {"split_k": True, "backward_block_k": k, "backward_num_warps": 8} for k in (128, 256)}}
+         **{f"rows{k}w8": {"split_k": True, "backward_block_k": k, "backward_num_warps": 8} for k in (128, 256)},
+         **{f"piece{k}": {"forward_block_k": k} for k in (128, 256, 512)}}
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
     ("rnn_tanh", 20, 30, 100, 100, "fp32", DEFAULT), ("rnn_tanh", 20, 30, 100, 100, "tf32", DEFAULT),
@@ -171,9 +177,18 @@ UNITS_CASES = [
     _case("lstm", 128, 512, "bf16", ("units32", "default")),
 ] + [_case("lstm", 16, 768, dtype, ("units32w8", "default"), seq_len=1024) for dtype in ("bf16", "fp16")] + [
     _case(cell, 32, 512, "bf16", ("units32w8", "default")) for cell in ("lstm", "gru")]
+# Resident forwards with pieces of h twice the default's 8 KB (16 KB; the default width after "vs").
+PIECE_CASES = [
+    _case("lstm", 128, 512, "bf16", ("piece256", "default")), _case("gru", 128, 512, "bf16", ("piece256", "default")),
+    _case("lstm", 32, 512, "bf16", ("piece512", "default")), _case("gru", 32, 512, "bf16", ("piece512", "default")),
+    _case("lstm", 20, 500, "bf16", ("piece512", "default")), _case("rnn_tanh", 20, 500, "bf16", ("piece512", "default")),
+    _case("lstm", 32, 1024, "bf16", ("piece512", "default")), _case("gru", 32, 1024, "bf16", ("piece512", "default")),
+    _case("lstm", 128, 512, "tf32", ("piece128", "default")), _case("lstm", 32, 512, "tf32", ("piece256", "default")),
+    _case("lstm", 16, 768, "bf16", ("piece512", "default"), seq_len=1024),
+]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
                "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES,
-               "block_h": UNITS_CASES}
+               "block_h": UNITS_CASES, "piece": PIECE_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 
 

@@ -145,12 +145,22 @@ def test_layer_without_initial_states(cell):
 
 @pytest.mark.parametrize("used", ["output", "final_states"])
 @pytest.mark.parametrize("cell", CELLS)
-def test_gradient_through_one_output(cell, used):
+def test_gradient_through_one_output(cell, used, monkeypatch):
     """A loss of the output alone (no gradient reaches h_n, c_n) or of the final states alone (no
-    output gradient): the backward kernel's absent inputs are zeros."""
+    output gradient): the absent gradients reach the backward kernel as absent (None, zeros inside
+    it; autograd materialises no zero tensors for them), and the gradients are right."""
+    from rnnbench.ops import recurrence
     from rnnbench.ops.naive import naive_layer
     from rnnbench.ops.recurrence import recurrent_layer
 
+    arrived = []
+
+    def spy(cell, d_out, d_h_n, d_c_n, *rest):
+        arrived.append(tuple(g is None for g in (d_out, d_h_n, d_c_n)))
+        return backward(cell, d_out, d_h_n, d_c_n, *rest)
+
+    backward = recurrence.recurrence_backward
+    monkeypatch.setattr(recurrence, "recurrence_backward", spy)
     tensors = make_layer(cell, (3, 7, 5, 37))
     grads = []
     for fn, dtype in ((recurrent_layer, torch.float32), (naive_layer, torch.float64)):
@@ -158,6 +168,9 @@ def test_gradient_through_one_output(cell, used):
         out, h_n, c_n = fn(cell, *leaves)
         loss = out.pow(2).sum() if used == "output" else h_n.pow(2).sum() + (0 if c_n is None else c_n.sum())
         grads.append(torch.autograd.grad(loss, [t for t in leaves if t is not None]))
+    # d_c_n: the LSTM's is absent when only the output has a loss; the other cells never have one.
+    absent = (False, True, True) if used == "output" else (True, False, cell != "lstm")
+    assert arrived == [absent]
     for got, ref in zip(*grads, strict=True):
         assert relative_error(got, ref) <= FP32_TOLERANCE
 
@@ -278,6 +291,10 @@ def test_default_plans_for_the_h100():
     # A field named backward_<field> sets the backward plan's alone (the forward stays the default).
     assert plan(16, 768, 4, torch.bfloat16, backward_block_k=128) == plan(16, 768, 4, torch.bfloat16)
     assert plan(16, 768, 4, torch.bfloat16, direction="backward", backward_block_k=128).block_k == 128
+    # And one named forward_<field> the forward's alone.
+    assert plan(16, 768, 4, torch.bfloat16, "ieee", "backward", forward_block_k=512) == plan(
+        16, 768, 4, torch.bfloat16, "ieee", "backward")
+    assert plan(16, 768, 4, torch.bfloat16, forward_block_k=512).block_k == 512
     # Strict fp32 runs on FMA units: smallest tiles, most programs, weights streamed.
     p = plan(20, 500, 4, torch.float32)
     assert (p.block_h, p.w_resident, p.grid(20, 500)) == (4, False, (125, 1))  # 2 x 125 would not fit

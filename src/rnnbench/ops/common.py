@@ -687,7 +687,8 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     override asks for a tile or weight path (``block_h``, ``block_k``, ``w_resident``) without
     ``h_on_chip``.
     ``multiprocessors`` stands in for the CUDA device's count (to plan for a GPU not present).
-    An override named ``backward_<field>`` applies to the backward plan only, as ``split_k`` does.
+    An override named ``backward_<field>`` applies to the backward plan only, as ``split_k`` does;
+    one named ``forward_<field>`` to the forward plan only.
 
     Raises:
         ValueError: a plan whose programs cannot all be resident (more programs than
@@ -697,13 +698,14 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     """
     element = torch.empty((), dtype=dtype).element_size()
     gp, kp = gates_padded(num_gates), k_padded(hidden_size)
-    # Backward-only choices: split_k, and any field named backward_<field> (the forward plan is the
-    # same either way, so the two directions can be compared under one override).
-    backward_only = {k.removeprefix("backward_"): override.pop(k) for k in list(override) if k.startswith("backward_")}
+    # One direction's choices: split_k and any field named backward_<field> for the backward, any
+    # named forward_<field> for the forward (the other direction's plan is the same either way, so
+    # one direction can be compared under one override).
+    one_way = {prefix: {k.removeprefix(prefix): override.pop(k) for k in list(override) if k.startswith(prefix)}
+               for prefix in ("forward_", "backward_")}
     if direction == "forward":
         override.pop("split_k", None)
-    else:
-        override.update(backward_only)
+    override.update(one_way[f"{direction}_"])
     tensor_cores = dtype != torch.float32 or precision in ("tf32", "tf32x3")
     # The products this direction runs (the RNN's TF32 backward is 3xTF32: backward_precision)
     step_precision = backward_precision(precision, num_gates) if direction == "backward" else precision

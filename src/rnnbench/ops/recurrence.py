@@ -53,7 +53,8 @@ def plan_override(**fields):
     """Within the block, every launch (forward and backward) uses these
     :class:`~rnnbench.ops.common.Plan` fields (``block_b``, ``block_h``, ``w_resident``,
     ``block_k``, ``num_warps``, ``num_stages``): for tests and tuning. A field named
-    ``backward_<field>`` (``backward_block_k=256``) sets the backward's plan alone."""
+    ``backward_<field>`` (``backward_block_k=256``) sets the backward's plan alone, one named
+    ``forward_<field>`` (``forward_block_k=256``) the forward's."""
     token = _PLAN_OVERRIDE.set(tuple(sorted({**dict(_PLAN_OVERRIDE.get()), **fields}.items())))
     try:
         yield
@@ -310,6 +311,9 @@ class RecurrentLayer(torch.autograd.Function):
         if save:
             ctx.save_for_backward(x, w_ih, w_hh, h_buf, saved, c_buf)
         ctx.cell, ctx.launch, ctx.has_bias = cell, launch, b_ih is not None
+        # An output without a gradient (h_n, c_n of a language model's carried state) arrives as
+        # None, not as a tensor of zeros to fill and read: the kernel takes absent ones as zeros.
+        ctx.set_materialize_grads(False)
         return out, h_n, c_n
 
     @staticmethod
@@ -333,7 +337,10 @@ class RecurrentLayer(torch.autograd.Function):
         dw_ih = flat_gx.t() @ x.reshape(T * B, -1) if need[3] else None
         dw_hh = flat_gh.t() @ h_buf[:T].reshape(T * B, H) if need[4] else None
         db_ih = flat_gx.sum(0, dtype=torch.float32).to(x.dtype) if ctx.has_bias and need[5] else None
-        db_hh = flat_gh.sum(0, dtype=torch.float32).to(x.dtype) if ctx.has_bias and need[6] else None
+        db_hh = None
+        if ctx.has_bias and need[6]:  # the same sum where both sides' gate gradients are one tensor (not the GRU)
+            same = db_ih is not None and d_gh is d_gx
+            db_hh = db_ih.clone() if same else flat_gh.sum(0, dtype=torch.float32).to(x.dtype)
         dh0 = d_h0 if need[1] else None
         dc0 = d_c0 if d_c0 is not None and need[2] else None
         return dx, dh0, dc0, dw_ih, dw_hh, db_ih, db_hh, None, None, None
