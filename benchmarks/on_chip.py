@@ -47,7 +47,9 @@ where 16-bit weights stay resident either way.
 ``--compare piece`` holds the forward's resident weights and stages h in pieces twice as wide as the
 default's 8 KB of h (``plan_override(forward_block_k=...)``; the backward unchanged): one wait for
 a wgmma chain per piece each step, so half the waits, where ``python -m rnnbench.ops.aot`` found
-no spills for sm_90 (and FlashRNN's shape, which spilled 8 bytes a thread and pads 768 to 1024).
+no spills for sm_90 (and FlashRNN's shape, which spilled 8 bytes a thread and pads 768 to 1024);
+from index 11, with 256 columns the default for 16-bit weights at 32 batch rows, the default
+against the 128 columns before.
 
 Writes ``OUT_DIR/<compare>.jsonl`` (the environment record, then one row per case as measured) and
 prints a table. ``--device cpu`` (with ``TRITON_INTERPRET=1``) only checks this script.
@@ -185,6 +187,12 @@ PIECE_CASES = [
     _case("lstm", 32, 1024, "bf16", ("piece512", "default")), _case("gru", 32, 1024, "bf16", ("piece512", "default")),
     _case("lstm", 128, 512, "tf32", ("piece128", "default")), _case("lstm", 32, 512, "tf32", ("piece256", "default")),
     _case("lstm", 16, 768, "bf16", ("piece512", "default"), seq_len=1024),
+] + [  # indices 11-18, after the rule (common.WIDE_PIECE_ROWS): the default against 128 columns at 32 rows
+    _case("lstm", 128, 512, "bf16", ("default", "piece128")), _case("gru", 128, 512, "bf16", ("default", "piece128")),
+    _case("lstm", 128, 512, "fp16", ("default", "piece128")), _case("lstm", 64, 512, "bf16", ("default", "piece128")),
+    _case("lstm", 64, 1024, "bf16", ("default", "piece128")), _case("gru", 64, 768, "bf16", ("default", "piece128")),
+    _case("rnn_tanh", 128, 1024, "bf16", ("default", "piece128")),
+    _case("lstm", 256, 256, "bf16", ("default", "piece128")),
 ]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
                "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES,

@@ -52,6 +52,11 @@ BLOCK_K = 64
 # time: a piece of h (BLOCK_B x BLOCK_K) of at most this many bytes kept ptxas from spilling at 4
 # warps (sm_90, Triton 3.6: bf16 16 x 256 and 32 x 128, fp32 16 x 128 and 32 x 64 compile clean).
 RESIDENT_PIECE_BYTES = 8 * 1024
+# Except 16-bit weights at 32 batch rows: pieces of 256 columns (16 KB of h), one wgmma chain waited
+# for per piece, so half the waits a step: 1.07-1.08x the graphed forward at batch 128, hidden 512
+# on the H100 (benchmarks/on_chip.py --compare piece, triton-lane-10). 16 KB pieces elsewhere
+# measured 0.86-1.05x (512 columns at 16 rows, TF32) and spilled (bf16 at 64 rows).
+WIDE_PIECE_ROWS = 32
 # Widest resident forward stack for 3xTF32 (strict fp32 on tensor cores): the split of a resident
 # operand lands in registers (two fp32 copies of it), which held 64 x 128 without spills and
 # spilled 2.4 KB per thread at 64 x 512 (sm_90, Triton 3.6, ops/aot.py).
@@ -571,7 +576,11 @@ class Plan:
 
 
 def resident_piece(block_b: int, element: int) -> int:
-    """Width (columns) of the pieces a resident forward tile is held and h staged in."""
+    """Width (columns) of the pieces a resident forward tile is held and h staged in: 8 KB of h
+    (:data:`RESIDENT_PIECE_BYTES`), 64 to 256 columns; 256 for 16-bit weights up to
+    :data:`WIDE_PIECE_ROWS` batch rows."""
+    if element == 2 and block_b <= WIDE_PIECE_ROWS:
+        return 256
     return max(64, min(256, RESIDENT_PIECE_BYTES // (block_b * element)))
 
 
