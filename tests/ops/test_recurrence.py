@@ -259,11 +259,12 @@ def test_default_plans_for_the_h100():
     p = plan(16, 768, 4, torch.bfloat16)
     assert (p.block_h, p.block_b, p.w_resident, p.num_warps, p.grid(16, 768)) == (16, 16, True, 4, (48, 1))
     assert p.block_k == 256
-    # Pieces of 8 KB of h, but 256 columns for 16-bit weights at 32 batch rows (measured faster);
-    # not for fp32 weights (TF32) there, nor at 64 rows (spilled).
-    assert plan(128, 512, 4, torch.bfloat16).block_k == plan(64, 512, 1, torch.float16).block_k == 256
+    # Pieces of 8 KB of h, but 256 columns for 16-bit weights at 32 batch rows up to hidden 768
+    # (measured faster); not for fp32 weights (TF32) there, nor at 64 rows or hidden 1024 (spilled).
+    assert plan(128, 512, 4, torch.bfloat16).block_k == plan(64, 768, 3, torch.float16).block_k == 256
     assert plan(128, 512, 4, torch.float32, "tf32").block_k == 64
     assert plan(128, 1024, 4, torch.bfloat16).block_k == 64
+    assert plan(64, 1024, 4, torch.bfloat16).block_k == plan(128, 1024, 1, torch.bfloat16).block_k == 128
     # Its backward is split-K on the forward's programs, W_stack^T resident (96 KB), partials 256
     # units high (16-bit weights, 16 batch rows); the transpose backward's 16-row weight tile would
     # go through mma.sync (spills): streamed.

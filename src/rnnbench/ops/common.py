@@ -52,11 +52,12 @@ BLOCK_K = 64
 # time: a piece of h (BLOCK_B x BLOCK_K) of at most this many bytes kept ptxas from spilling at 4
 # warps (sm_90, Triton 3.6: bf16 16 x 256 and 32 x 128, fp32 16 x 128 and 32 x 64 compile clean).
 RESIDENT_PIECE_BYTES = 8 * 1024
-# Except 16-bit weights at 32 batch rows: pieces of 256 columns (16 KB of h), one wgmma chain waited
-# for per piece, so half the waits a step: 1.07-1.08x the graphed forward at batch 128, hidden 512
-# on the H100 (benchmarks/on_chip.py --compare piece, triton-lane-10). 16 KB pieces elsewhere
-# measured 0.86-1.05x (512 columns at 16 rows, TF32) and spilled (bf16 at 64 rows).
-WIDE_PIECE_ROWS = 32
+# Except 16-bit weights at 32 batch rows up to hidden 768: pieces of 256 columns (16 KB of h), one
+# wgmma chain waited for per piece, so half the waits a step: 1.07-1.16x the graphed forward at
+# hidden 512-768 on the H100 (benchmarks/on_chip.py --compare piece, triton-lane-10). At hidden
+# 1024 they spilled 96-168 bytes a thread (sm_90, Triton 3.6) for 1.01-1.02x; 16 KB pieces
+# elsewhere measured 0.86-1.05x (512 columns at 16 rows, TF32) or spilled (bf16 at 64 rows).
+WIDE_PIECE_ROWS, WIDE_PIECE_MAX_HIDDEN = 32, 768
 # Widest resident forward stack for 3xTF32 (strict fp32 on tensor cores): the split of a resident
 # operand lands in registers (two fp32 copies of it), which held 64 x 128 without spills and
 # spilled 2.4 KB per thread at 64 x 512 (sm_90, Triton 3.6, ops/aot.py).
@@ -575,11 +576,11 @@ class Plan:
         return -(-hidden_size // self.block_h), -(-batch_size // self.block_b)  # (triton.cdiv costs µs per call)
 
 
-def resident_piece(block_b: int, element: int) -> int:
+def resident_piece(block_b: int, element: int, hidden_size: int) -> int:
     """Width (columns) of the pieces a resident forward tile is held and h staged in: 8 KB of h
     (:data:`RESIDENT_PIECE_BYTES`), 64 to 256 columns; 256 for 16-bit weights up to
-    :data:`WIDE_PIECE_ROWS` batch rows."""
-    if element == 2 and block_b <= WIDE_PIECE_ROWS:
+    :data:`WIDE_PIECE_ROWS` batch rows and :data:`WIDE_PIECE_MAX_HIDDEN` units."""
+    if element == 2 and block_b <= WIDE_PIECE_ROWS and hidden_size <= WIDE_PIECE_MAX_HIDDEN:
         return 256
     return max(64, min(256, RESIDENT_PIECE_BYTES // (block_b * element)))
 
@@ -591,7 +592,7 @@ def resident_bytes(block_b: int, block_h: int, hidden_size: int, num_gates: int,
     Backward: one weight tile ``GP * K_PAD`` long plus the staged gate gradients."""
     gp, kp = gates_padded(num_gates), k_padded(hidden_size)
     if direction == "forward":
-        bk, chunks = k_chunks(hidden_size, resident_piece(block_b, element))
+        bk, chunks = k_chunks(hidden_size, resident_piece(block_b, element, hidden_size))
         return (gp * block_h * chunks + block_b) * bk * element
     return (block_h + block_b) * gp * kp * element
 
@@ -741,7 +742,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         block_k = (128 if direction == "backward" and not x3 else BLOCK_K) if tensor_cores else (
             16 if direction == "backward" else 32)
         if resident and direction == "forward":
-            block_k = resident_piece(bb, element)
+            block_k = resident_piece(bb, element, hidden_size)
         stages = 4 if tensor_cores else 3
         # (Past 16 x multiprocessors batch rows its programs could not all be resident: exchange.)
         on_chip = override.get("h_on_chip", not exchange_asked and tensor_cores and on_chip_default(
