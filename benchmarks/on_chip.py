@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|block_h|piece] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|block_h|piece|stream] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -51,6 +51,11 @@ no spills for sm_90 (and FlashRNN's shape, which spilled 8 bytes a thread and pa
 from index 11, with 256 columns the default for 16-bit weights at 32 batch rows, the default
 against the 128 columns before.
 
+``--compare stream`` streams the forward's weights from L2 in 64-column chunks (Triton pipelines
+the chunk loop, ``num_stages`` deep) against the default, which holds them resident and stages h
+one piece at a time, waiting for each piece's wgmma chain before the next: at 64 batch rows a
+program the pieces are 64 columns wide, 16 waits a step at hidden 1024.
+
 Writes ``OUT_DIR/<compare>.jsonl`` (the environment record, then one row per case as measured) and
 prints a table. ``--device cpu`` (with ``TRITON_INTERPRET=1``) only checks this script.
 """
@@ -77,7 +82,8 @@ PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip":
          "split_half": {"split_k": True, "backward_half_partials": True}, "default": {}, "units32": {"block_h": 32},
          "units32w8": {"block_h": 32, "num_warps": 8},
          **{f"rows{k}w8": {"split_k": True, "backward_block_k": k, "backward_num_warps": 8} for k in (128, 256)},
-         **{f"piece{k}": {"forward_block_k": k} for k in (128, 256, 512)}}
+         **{f"piece{k}": {"forward_block_k": k} for k in (128, 256, 512)},
+         "stream": {"forward_w_resident": False, "forward_block_k": 64}}
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
     ("rnn_tanh", 20, 30, 100, 100, "fp32", DEFAULT), ("rnn_tanh", 20, 30, 100, 100, "tf32", DEFAULT),
@@ -195,9 +201,21 @@ PIECE_CASES = [
     _case("rnn_tanh", 128, 1024, "bf16", ("default", "piece128")),
     _case("lstm", 256, 256, "bf16", ("default", "piece128")),
 ]
+# Forwards whose resident weights are held in many pieces (16 at 64 rows and hidden 1024, 8 at 32
+# rows in TF32 or at hidden 1024), streamed instead; a few with 2-4 pieces for contrast.
+STREAM = ("stream", "default")
+STREAM_CASES = [
+    _case("lstm", 128, 1024, "bf16", STREAM), _case("gru", 128, 1024, "bf16", STREAM),
+    _case("lstm", 128, 1024, "fp16", STREAM), _case("lstm", 64, 1024, "bf16", STREAM),
+    _case("rnn_tanh", 128, 1024, "bf16", STREAM), _case("lstm", 128, 512, "tf32", STREAM),
+    _case("gru", 128, 512, "tf32", STREAM), _case("lstm", 32, 512, "tf32", STREAM),
+    _case("lstm", 32, 1024, "bf16", STREAM), _case("lstm", 128, 512, "bf16", STREAM),
+    _case("lstm", 64, 768, "bf16", STREAM),
+]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
                "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES,
-               "block_h": UNITS_CASES, "piece": PIECE_CASES}
+               "block_h": UNITS_CASES, "piece": PIECE_CASES,
+               "stream": STREAM_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 
 
