@@ -264,6 +264,12 @@ def test_default_plans_for_the_h100():
     assert plan(128, 512, 4, torch.bfloat16).block_k == plan(64, 768, 3, torch.float16).block_k == 256
     assert plan(128, 512, 4, torch.float32, "tf32").block_k == 64
     assert plan(128, 1024, 4, torch.bfloat16).block_k == 64
+    # 16-bit weights at 64 batch rows a program are streamed, not held in 64-column pieces; at 32
+    # rows, and for fp32 weights, they stay resident.
+    assert not plan(128, 1024, 4, torch.bfloat16).w_resident
+    assert not plan(128, 1024, 3, torch.float16).w_resident
+    assert plan(64, 1024, 4, torch.bfloat16).w_resident
+    assert plan(128, 512, 4, torch.float32, "tf32").w_resident
     assert plan(64, 1024, 4, torch.bfloat16).block_k == plan(128, 1024, 1, torch.bfloat16).block_k == 128
     # Its backward is split-K on the forward's programs, W_stack^T resident (96 KB), partials 256
     # units high (16-bit weights, 16 batch rows); the transpose backward's 16-row weight tile would

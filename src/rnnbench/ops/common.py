@@ -58,6 +58,12 @@ RESIDENT_PIECE_BYTES = 8 * 1024
 # 1024 they spilled 96-168 bytes a thread (sm_90, Triton 3.6) for 1.01-1.02x; 16 KB pieces
 # elsewhere measured 0.86-1.05x (512 columns at 16 rows, TF32) or spilled (bf16 at 64 rows).
 WIDE_PIECE_ROWS, WIDE_PIECE_MAX_HIDDEN = 32, 768
+# A 16-bit forward at this many batch rows a program streams its weights from L2 (the chunk loop,
+# which Triton pipelines) instead of holding them resident: there the pieces are 64 columns wide,
+# each waited for in turn (16 waits a step at hidden 1024). Streamed: 1.31-1.41x the graphed
+# forward at batch 128, hidden 1024 on the H100; at 16-32 rows 0.81-0.99x (benchmarks/on_chip.py
+# --compare stream, triton-lane-10). TF32 at 64 rows was not measured and stays resident.
+STREAM_FORWARD_ROWS = 64
 # Widest resident forward stack for 3xTF32 (strict fp32 on tensor cores): the split of a resident
 # operand lands in registers (two fp32 copies of it), which held 64 x 128 without spills and
 # spilled 2.4 KB per thread at 64 x 512 (sm_90, Triton 3.6, ops/aot.py).
@@ -669,9 +675,10 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     - matmuls on tensor cores (half types, or fp32 as TF32), forward: ``block_h`` as small as
       keeps the stacked weight tile 64 rows high (``gates_padded * block_h >= 64``, the height of
       Hopper's wgmma; twice that was 0.63-0.95x as fast graphed on the H100, ``triton-lane-9``),
-      weights resident (in shared memory) when they and a staged piece of h fit,
-      held in pieces of :func:`resident_piece` columns, at 4 warps (one warpgroup: 8 split the
-      batch columns between two, each reading all the weights) unless 64 batch rows need 8;
+      weights resident (in shared memory) when they and a staged piece of h fit, except 16-bit
+      weights at :data:`STREAM_FORWARD_ROWS` batch rows (streamed), held in pieces of
+      :func:`resident_piece` columns, at 4 warps (one warpgroup: 8 split the batch columns
+      between two, each reading all the weights) unless 64 batch rows need 8;
     - backward: the weight tile is ``block_h`` rows high; resident only when that is a whole
       wgmma (``block_h >= 64``, the RNN): a shorter tile goes through mma.sync, whose operands the
       compiler hoists into registers, where 64 KB of weights spill (2.3 KB per thread seen);
@@ -730,6 +737,8 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         bh = override.get("block_h", bh)
         fits = resident_bytes(bb, bh, hidden_size, num_gates, element, direction) <= smem - SHARED_MEMORY_MARGIN
         resident = tensor_cores and fits and (direction == "forward" or bh >= 64)
+        if direction == "forward" and element == 2 and bb >= STREAM_FORWARD_ROWS:
+            resident = False
         # 3xTF32 (strict fp32 both ways; the RNN's TF32 backward: backward_precision)
         x3 = step_precision == "tf32x3"
         if x3:
