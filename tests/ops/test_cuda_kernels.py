@@ -249,6 +249,16 @@ def test_widest_grid_long_sequence(cell, dtype):
     check_layer(cell, dtype, _layer(cell, 64, 300, 64, 1024))
 
 
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_streamed_forward_at_64_rows(cell, dtype):
+    """The default plan at batch 128, hidden 1024 in 16 bits: 64 batch rows a program, the forward's
+    weights streamed from L2 (common.STREAM_FORWARD_ROWS), 128 programs, 40 barriers."""
+    p = plan(cell, 128, 1024, TORCH_DTYPE[dtype], torch.device("cuda"))
+    assert (p.block_b, p.w_resident) == (64, False)
+    check_layer(cell, dtype, _layer(cell, 128, 40, 64, 1024))
+
+
 MODULES = {"lstm": (rnn.LSTM, torch.nn.LSTM, {}), "gru": (rnn.GRU, torch.nn.GRU, {}),
            "rnn_tanh": (rnn.RNN, torch.nn.RNN, {"nonlinearity": "tanh"}),
            "rnn_relu": (rnn.RNN, torch.nn.RNN, {"nonlinearity": "relu"})}
