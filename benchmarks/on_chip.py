@@ -83,7 +83,8 @@ PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip":
          "units32w8": {"block_h": 32, "num_warps": 8},
          **{f"rows{k}w8": {"split_k": True, "backward_block_k": k, "backward_num_warps": 8} for k in (128, 256)},
          **{f"piece{k}": {"forward_block_k": k} for k in (128, 256, 512)},
-         "stream": {"forward_w_resident": False, "forward_block_k": 64}}
+         "stream": {"forward_w_resident": False, "forward_block_k": 64},
+         "resident64": {"forward_w_resident": True, "forward_block_k": 64}}
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
     ("rnn_tanh", 20, 30, 100, 100, "fp32", DEFAULT), ("rnn_tanh", 20, 30, 100, 100, "tf32", DEFAULT),
@@ -211,6 +212,9 @@ STREAM_CASES = [
     _case("gru", 128, 512, "tf32", STREAM), _case("lstm", 32, 512, "tf32", STREAM),
     _case("lstm", 32, 1024, "bf16", STREAM), _case("lstm", 128, 512, "bf16", STREAM),
     _case("lstm", 64, 768, "bf16", STREAM),
+] + [  # indices 11-14, after the rule (common.STREAM_FORWARD_ROWS): other shapes it streams, against resident
+    _case(cell, b, h, "bf16", ("default", "resident64"))
+    for cell, b, h in (("lstm", 128, 768), ("lstm", 256, 512), ("gru", 512, 256), ("lstm", 256, 768))
 ]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
                "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES,
