@@ -46,8 +46,9 @@ where 16-bit weights stay resident either way.
 
 ``--compare piece`` holds the forward's resident weights and stages h in pieces twice as wide as the
 default's 8 KB of h (``plan_override(forward_block_k=...)``; the backward unchanged): one wait for
-a wgmma chain per piece each step, so half the waits, where ``python -m rnnbench.ops.aot`` found
-no spills for sm_90 (and FlashRNN's shape, which spilled 8 bytes a thread and pads 768 to 1024);
+a wgmma chain per piece each step, so half the waits, where ``rnnbench.ops.aot.variant_usage``
+(a local compile for sm_90, Triton 3.9) found no spills (and FlashRNN's shape, which spilled 8
+bytes a thread and pads 768 to 1024);
 from index 11, with 256 columns the default for 16-bit weights at 32 batch rows, the default
 against the 128 columns before.
 
