@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|block_h|piece|stream] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|block_h|piece|stream] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -39,6 +39,15 @@ against fp32, and at batch 128, hidden 1024 runs split-K so against the transpos
 
 ``--compare split_k_warps`` runs taller split-K partials with 8 warps (at 32 and 64 batch rows a
 program, where 4 warps spilled, and at 16) against the default plan.
+
+``--compare split_k_x3`` runs strict fp32's split-K backward (3xTF32 products, weights streamed
+from L2) with partials 128 units high at 8 warps (``rows128w8``: half the waits for a wgmma result,
+and the local sm_90 compile of ``rnnbench.ops.aot.variant_usage``, Triton 3.9, found no spills at
+8 warps where 4 spilled 40-176 bytes a thread) against the default's 64 at 4 warps, on the fp32
+training cases of glample-2016 and theano-cudnn-2016 (depth 1) and at hidden 500-512, then 256
+rows at 8 warps at hidden 500-512; then (indices 13-14), TF32's resident backward at 128 rows
+against 64 on theano's GRU at hidden 128; from index 15, with the rule (``common.X3_SPLIT_K_ROWS``),
+the default against 64 rows at 4 warps on shapes it covers that were not measured for it.
 
 ``--compare block_h`` gives each program 32 hidden units (half the programs, a stacked tile 128 rows
 high, both directions), at 4 warps and at 8 (one warpgroup per 64 rows), against the default's 16,
@@ -84,6 +93,7 @@ PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip":
          "units32w8": {"block_h": 32, "num_warps": 8},
          **{f"rows{k}w8": {"split_k": True, "backward_block_k": k, "backward_num_warps": 8} for k in (128, 256)},
          **{f"piece{k}": {"forward_block_k": k} for k in (128, 256, 512)},
+         "rows64w4": {"split_k": True, "backward_block_k": 64, "backward_num_warps": 4},
          "stream": {"forward_w_resident": False, "forward_block_k": 64},
          "resident64": {"forward_w_resident": True, "forward_block_k": 64}}
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
@@ -217,8 +227,26 @@ STREAM_CASES = [
     _case(cell, b, h, "bf16", ("default", "resident64"))
     for cell, b, h in (("lstm", 128, 768), ("lstm", 256, 512), ("gru", 512, 256), ("lstm", 256, 768))
 ]
+# Strict fp32's split-K backward (3xTF32, streamed) with taller partials at 8 warps, against the
+# default (64 rows, 4 warps); then TF32's resident backward at 128 rows on theano's GRU.
+X3_TALL = ("rows128w8", "default")
+X3_CASES = [
+    _case("lstm", 20, 100, "fp32", X3_TALL), _case("lstm", 32, 128, "fp32", X3_TALL),
+    _case("lstm", 128, 128, "fp32", X3_TALL), _case("gru", 32, 128, "fp32", X3_TALL),
+    _case("gru", 128, 128, "fp32", X3_TALL), _case("lstm", 20, 500, "fp32", X3_TALL),
+    _case("lstm", 32, 512, "fp32", X3_TALL), _case("gru", 32, 512, "fp32", X3_TALL),
+    _case("lstm", 128, 512, "fp32", X3_TALL), _case("gru", 128, 512, "fp32", X3_TALL),
+    _case("lstm", 20, 500, "fp32", ("rows256w8", "default")), _case("lstm", 32, 512, "fp32", ("rows256w8", "default")),
+    _case("gru", 32, 512, "fp32", ("rows256w8", "default")),
+    _case("gru", 32, 128, "tf32", ("rows128", "default")), _case("gru", 128, 128, "tf32", ("rows128", "default")),
+] + [  # indices 15-19, after the rule (common.X3_SPLIT_K_ROWS): shapes it covers that were not measured
+    # for it, the default against 64 units at 4 warps
+    _case(cell, b, h, "fp32", ("default", "rows64w4"), seq_len=t)
+    for cell, b, h, t in (("lstm", 16, 768, 100), ("lstm", 256, 256, 30), ("gru", 64, 512, 30),
+                          ("lstm", 37, 200, 30), ("gru", 48, 700, 30))
+]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
-               "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES,
+               "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES, "split_k_x3": X3_CASES,
                "block_h": UNITS_CASES, "piece": PIECE_CASES,
                "stream": STREAM_CASES}
 LANES_TIMED = ("triton", "triton-graph")

@@ -142,6 +142,20 @@ def test_split_k_backward_with_taller_partials(cell, dtype, rows, batch, seq, hi
         check_layer(cell, dtype, _layer(cell, batch, seq, 5, hidden))
 
 
+@pytest.mark.parametrize("batch, seq, hidden", [(20, 9, 500), (37, 6, 100), (100, 5, 200)])
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_strict_fp32_split_k_backward_default(cell, batch, seq, hidden):
+    """Strict fp32's default backward (3xTF32): split-K with partials 128 units high
+    (``common.X3_SPLIT_K_ROWS``, masked past hidden 500, 100 and 200) at 8 warps, on 16 and 32
+    batch rows a program, each batch ending in a partial block."""
+    from rnnbench.ops import recurrence
+
+    with matmul_mode("fp32"):
+        backward = recurrence.layer_launch(cell, batch, hidden, torch.float32, torch.device("cuda")).backward
+        assert backward.split_k and backward.block_k == 128 and backward.num_warps == 8
+        check_layer(cell, "fp32", _layer(cell, batch, seq, 5, hidden))
+
+
 @pytest.mark.parametrize("batch, seq, hidden", [(20, 9, 100), (16, 40, 768), (32, 30, 1024)])
 @pytest.mark.parametrize("dtype", [d for d in DTYPES if d in ("bf16", "fp16")])
 @pytest.mark.parametrize("cell", ["lstm", "gru"])

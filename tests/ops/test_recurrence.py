@@ -320,12 +320,25 @@ def test_default_plans_for_the_h100():
     assert plan(32, 512, 3, torch.bfloat16, direction="backward", split_k=False).block_b == 32
     assert plan(32, 512, 4, torch.bfloat16, direction="backward").block_b == 16  # split-K: the forward's
     # Strict fp32 as 3xTF32 (the default on CUDA): tensor-core tiles; the forward resident only up
-    # to 128 columns (the operand's split is held in registers), the backward streamed in 64s.
+    # to 128 columns (the operand's split is held in registers), the backward streamed, its split-K
+    # partials 128 units high at 16-32 batch rows, at 8 warps (measured faster; 4 warps spilled);
+    # 64 rows a program and widths of 64 keep the default.
     p = plan(20, 100, 4, torch.float32, "tf32x3")
     assert (p.block_h, p.w_resident, p.grid(20, 100)) == (16, True, (7, 2))
     assert not plan(20, 500, 4, torch.float32, "tf32x3").w_resident
     p = plan(20, 500, 4, torch.float32, "tf32x3", "backward")
-    assert (p.block_h, p.w_resident, p.block_k) == (16, False, 64)
+    assert (p.block_h, p.w_resident, p.block_k, p.num_warps) == (16, False, 128, 8)
+    p = plan(128, 512, 3, torch.float32, "tf32x3", "backward")
+    assert (p.block_b, p.split_k, p.block_k, p.num_warps) == (32, True, 128, 8)
+    assert (plan(20, 100, 4, torch.float32, "tf32x3", "backward").block_k
+            == plan(128, 128, 3, torch.float32, "tf32x3", "backward").block_k == 128)
+    p = plan(512, 512, 4, torch.float32, "tf32x3", "backward")
+    assert (p.block_b, p.block_k, p.num_warps) == (64, 64, 8)
+    p = plan(1, 37, 3, torch.float32, "tf32x3", "backward")
+    assert (p.block_k, p.num_warps) == (64, 4)
+    # Plain TF32 keeps 64 units high at 4 warps there (128 measured no faster).
+    p = plan(128, 128, 3, torch.float32, "tf32", "backward")
+    assert (p.split_k, p.block_k, p.num_warps) == (True, 64, 4)
     # The RNN's TF32 backward runs 3xTF32 too: resident it would spill there, unlike fp16's. The
     # LSTM's and GRU's stay plain TF32, streamed in chunks of 128.
     assert not plan(32, 512, 1, torch.float32, "tf32", "backward").w_resident

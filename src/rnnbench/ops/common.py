@@ -92,6 +92,17 @@ SPLIT_K_MAX_HIDDEN = 768
 # hidden 500 bf16 1.03x. Not for fp32 weights (TF32: spilled 16-32 bytes a thread, 0.99-1.07x) nor
 # 32 batch rows (128 units high: 1.00x bf16, 0.95x TF32 with spills; 256: 0.94-0.99x).
 SPLIT_K_TALL_ROWS = 256
+# Strict fp32's split-K backward (3xTF32, its transposed weights streamed from L2) multiplies its
+# partials this many units high (at most the padded width) at 16 or 32 batch rows a program, at 8
+# warps (one warpgroup per 64 rows of a partial): half the waits for a wgmma result, and 8 warps
+# hold a [128, 16] or [128, 32] 3xTF32 result in 171-191 registers where 4 warps spilled 40-176
+# bytes a thread (sm_90, Triton 3.9, ops/aot.py). Graphed training on the H100 against 64 units at
+# 4 warps (results/h100/triton-lane-11): 1.05-1.09x on every fp32 LSTM and GRU case of glample-2016
+# and theano-cudnn-2016 (hidden 100-512, batch 20-128). 256 units at 16 rows were 2-4% faster again
+# at hidden 500-512 but need all 255 registers and spilled at hidden 500: not taken. 64 batch rows a
+# program (batch 512) were not measured and keep 64 units.
+X3_SPLIT_K_ROWS, X3_SPLIT_K_MAX_BATCH_ROWS = 128, 32
+X3_SPLIT_K_WARPS = 8
 # 16-bit weights keep their split-K partials in 16 bits too (Plan.half_partials: half the bytes
 # written and read each step, still summed in fp32): graphed training on the H100 1.03-1.11x
 # faster than fp32 partials (FlashRNN bf16 1.06x, fp16 1.05x; errors against float64 3.6e-3
@@ -814,7 +825,8 @@ def _split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiproc
     ``block_b`` and ``block_h``, exchange plan), ``W_stack^T`` resident where it and the staged
     gradients fit in shared memory (never for 3xTF32, whose resident split lands in registers),
     partial matmuls 64 units high (a wgmma), or :data:`SPLIT_K_TALL_ROWS` (at most the padded
-    width) for resident 16-bit weights at 16 batch rows, partials in 16 bits for 16-bit weights,
+    width) for resident 16-bit weights at 16 batch rows, or :data:`X3_SPLIT_K_ROWS` for 3xTF32 at
+    16-32 rows (at :data:`X3_SPLIT_K_WARPS`), partials in 16 bits for 16-bit weights,
     4 warps (8 for 64 batch rows: 4 spilled 32 bytes per thread at batch 128, hidden
     1024, bf16, sm_90)."""
     tiles = {k: override[k] for k in ("block_b", "block_h") if k in override}
@@ -830,9 +842,12 @@ def _split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiproc
         resident = not cuda or (step_precision != "tf32x3" and (pieces + forward.block_b) * rows * element <= smem)
         if resident:
             break
+    warps = 8 if forward.block_b >= 64 else 4
+    if (cuda and step_precision == "tf32x3" and forward.block_b <= X3_SPLIT_K_MAX_BATCH_ROWS
+            and k_padded(hidden_size) >= X3_SPLIT_K_ROWS):
+        block_k, warps = X3_SPLIT_K_ROWS, X3_SPLIT_K_WARPS
     return {"block_b": forward.block_b, "block_h": forward.block_h, "w_resident": resident, "block_k": block_k,
-            "num_warps": 8 if forward.block_b >= 64 else 4, "num_stages": 3, "h_on_chip": False, "split_k": True,
-            "half_partials": element == 2}
+            "num_warps": warps, "num_stages": 3, "h_on_chip": False, "split_k": True, "half_partials": element == 2}
 
 
 STRICT_FP32_DEFAULT = "tf32x3"  # the products of float32 with TF32 off (see dot_precision)
