@@ -43,6 +43,7 @@ every_lane=("$dir"/glample-2016.jsonl "$dir"/theano-cudnn-2016.jsonl "$dir"/fast
   section "Every seed suite after arriving at the barrier first, in a run of its own (triton-lane-9/, 5200a63)" "$dir"/triton-lane-9/seeds-5200a63.jsonl
   section "The issue's cases after wider pieces and streamed weights at 64 rows, in runs of their own (triton-lane-10/: glample at aea332f, theano at f60e46b)" "$dir"/triton-lane-10/glample-3dtypes-aea332f.jsonl "$dir"/triton-lane-10/theano-depth1-f60e46b.jsonl
   section "Every seed suite after wider pieces, in a run of its own (triton-lane-10/, f704438)" "$dir"/triton-lane-10/seeds-f704438.jsonl
+  section "Every seed suite after taller 3xTF32 split-K partials, in a run of its own (triton-lane-11/, 67974f2)" "$dir"/triton-lane-11/seeds-67974f2.jsonl
 } > "$dir"/REPORT.md
 "$rnnbench" report "${every_lane[@]}" --plot "$dir"/speedup.png > /dev/null
 echo "wrote $dir/REPORT.md and $dir/speedup.png"

@@ -94,13 +94,15 @@ SPLIT_K_MAX_HIDDEN = 768
 SPLIT_K_TALL_ROWS = 256
 # Strict fp32's split-K backward (3xTF32, its transposed weights streamed from L2) multiplies its
 # partials this many units high (at most the padded width) at 16 or 32 batch rows a program, at 8
-# warps (one warpgroup per 64 rows of a partial): half the waits for a wgmma result, and 8 warps
-# hold a [128, 16] or [128, 32] 3xTF32 result in 171-191 registers where 4 warps spilled 40-176
-# bytes a thread (sm_90, Triton 3.9, ops/aot.py). Graphed training on the H100 against 64 units at
-# 4 warps (results/h100/triton-lane-11): 1.05-1.09x on every fp32 LSTM and GRU case of glample-2016
-# and theano-cudnn-2016 (hidden 100-512, batch 20-128). 256 units at 16 rows were 2-4% faster again
-# at hidden 500-512 but need all 255 registers and spilled at hidden 500: not taken. 64 batch rows a
-# program (batch 512) were not measured and keep 64 units.
+# warps (one warpgroup per 64 rows of a partial): half the waits for a wgmma result before a store
+# (12 a step at hidden 512, not 24), in 171-219 registers without spills (sm_90, Triton 3.6 on the
+# H100, results/h100/triton-lane-11/aot-x3-67974f2.txt; 4 warps at 128 units spilled 40-176 bytes
+# a thread in a local Triton 3.9 compile). Graphed training on the H100 against 64 units at 4 warps
+# (triton-lane-11): 1.04-1.09x on every fp32 LSTM and GRU case of glample-2016 and
+# theano-cudnn-2016 (hidden 100-512, batch 20-128), then 1.03-1.10x on five other shapes. 256
+# units at 16 rows were 2-4% faster again at hidden 500-512 but take all 255 registers (spilled 8
+# bytes at hidden 500 in Triton 3.9; at 32 rows 88-104 in 3.6): not taken. 64 batch rows a program
+# (batch 512) were not measured and keep 64 units.
 X3_SPLIT_K_ROWS, X3_SPLIT_K_MAX_BATCH_ROWS = 128, 32
 X3_SPLIT_K_WARPS = 8
 # 16-bit weights keep their split-K partials in 16 bits too (Plan.half_partials: half the bytes
