@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|block_h|piece|stream] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -48,6 +48,10 @@ training cases of glample-2016 and theano-cudnn-2016 (depth 1) and at hidden 500
 rows at 8 warps at hidden 500-512; then (indices 13-14), TF32's resident backward at 128 rows
 against 64 on theano's GRU at hidden 128; from index 15, with the rule (``common.X3_SPLIT_K_ROWS``),
 the default against 64 rows at 4 warps on shapes it covers that were not measured for it.
+
+``--compare split_k_tf32`` runs plain TF32's resident split-K backward with partials 128 units high,
+at 4 warps and at 8, against the default's 64 at 4, at theano's batch 32, hidden 512 and glample's
+LSTM at hidden 500 (then one case each at 32 batch rows and at hidden 128).
 
 ``--compare block_h`` gives each program 32 hidden units (half the programs, a stacked tile 128 rows
 high, both directions), at 4 warps and at 8 (one warpgroup per 64 rows), against the default's 16,
@@ -245,8 +249,16 @@ X3_CASES = [
     for cell, b, h, t in (("lstm", 16, 768, 100), ("lstm", 256, 256, 30), ("gru", 64, 512, 30),
                           ("lstm", 37, 200, 30), ("gru", 48, 700, 30))
 ]
+# Plain TF32's resident split-K backward at 16 batch rows (and one at 32) with partials 128 units
+# high, at 4 warps and at 8, against the default (64 units, 4 warps): triton_dev.py at ecf81bd found
+# 128 units at 0.95-0.96x the kernel time at theano's batch 32, hidden 512.
+TF32_TALL_CASES = [
+    _case(cell, b, h, "tf32", (plan, "default"))
+    for cell, b, h in (("lstm", 32, 512), ("gru", 32, 512), ("lstm", 20, 500)) for plan in ("rows128", "rows128w8")
+] + [_case("lstm", 128, 512, "tf32", ("rows128w8", "default")), _case("lstm", 32, 128, "tf32", ("rows128w8", "default"))]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
                "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES, "split_k_x3": X3_CASES,
+               "split_k_tf32": TF32_TALL_CASES,
                "block_h": UNITS_CASES, "piece": PIECE_CASES,
                "stream": STREAM_CASES}
 LANES_TIMED = ("triton", "triton-graph")
