@@ -231,8 +231,9 @@ STREAM_CASES = [
     _case(cell, b, h, "bf16", ("default", "resident64"))
     for cell, b, h in (("lstm", 128, 768), ("lstm", 256, 512), ("gru", 512, 256), ("lstm", 256, 768))
 ]
-# Strict fp32's split-K backward (3xTF32, streamed) with taller partials at 8 warps, against the
-# default (64 rows, 4 warps); then TF32's resident backward at 128 rows on theano's GRU.
+# Strict fp32's split-K backward (3xTF32, streamed) with partials 128 (or 256) units high at 8 warps,
+# against the default then (64 units, 4 warps); then TF32's resident backward at 128 units on
+# theano's GRU.
 X3_TALL = ("rows128w8", "default")
 X3_CASES = [
     _case("lstm", 20, 100, "fp32", X3_TALL), _case("lstm", 32, 128, "fp32", X3_TALL),

@@ -100,6 +100,35 @@ def test_triton_dev_builds_the_cell_asked_for(cell, monkeypatch):
         assert relative_error(ours(x)[0], theirs(x)[0].double()) <= tolerance(cell, "fp32")
 
 
+def test_every_on_chip_case_has_plans_an_h100_accepts(monkeypatch):
+    """Each comparison's cases name plans in ``PLANS`` whose overrides ``choose_plan`` accepts for
+    an H100 (132 multiprocessors) in both directions: a misspelt plan or field, or an override the
+    shape cannot take, fails here rather than on the GPU."""
+    import torch
+
+    from rnnbench.ops.common import STRICT_FP32_DEFAULT, choose_plan
+    from rnnbench.ops.recurrence import NUM_GATES
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import on_chip
+
+    dtypes = {"fp32": (torch.float32, STRICT_FP32_DEFAULT), "tf32": (torch.float32, "tf32"),
+              "bf16": (torch.bfloat16, "ieee"), "fp16": (torch.float16, "ieee")}
+    checked = 0
+    for name, cases in on_chip.COMPARISONS.items():
+        for cell, batch, _seq, _input, hidden, dtype, plans in cases:
+            for plan in plans:
+                for direction in ("forward", "backward"):
+                    try:
+                        choose_plan(batch, hidden, NUM_GATES[cell], dtypes[dtype][0], torch.device("cuda"),
+                                    multiprocessors=132, precision=dtypes[dtype][1], direction=direction,
+                                    **on_chip.PLANS[plan])
+                    except (KeyError, TypeError, ValueError) as err:
+                        pytest.fail(f"{name}: {cell} B{batch} H{hidden} {dtype} plan {plan!r} {direction}: {err!r}")
+                    checked += 1
+    assert checked >= 4 * len(on_chip.COMPARISONS)
+
+
 def test_strict_fp32_times_both_modes_on_one_case(tmp_path):
     proc = _run("strict_fp32.py", str(tmp_path), "--device", "cpu", "--cases", "1", "--case-budget", "0.01")
     assert proc.returncode == 0, proc.stderr[-2000:]
