@@ -760,7 +760,8 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         # Streamed chunks: fewer, larger round trips, several in flight (a guess; the device sweeps it).
         # Resident (forward): the width of the pieces the weights are held in.
         # Strict fp32 backward: 16-wide chunks (0.66-0.72x the kernel time of 32 in the H100 sweep).
-        # 3xTF32 backward: 64-wide chunks (128 spilled 72-112 bytes per thread, sm_90).
+        # 3xTF32 backward: 64-wide chunks (128 spilled 72-112 bytes per thread, sm_90; the split-K
+        # backward then widens its partials to X3_SPLIT_K_ROWS at 8 warps: _split_k_fields).
         block_k = (128 if direction == "backward" and not x3 else BLOCK_K) if tensor_cores else (
             16 if direction == "backward" else 32)
         if resident and direction == "forward":
