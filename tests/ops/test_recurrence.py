@@ -321,7 +321,7 @@ def test_default_plans_for_the_h100():
     assert plan(32, 512, 4, torch.bfloat16, direction="backward").block_b == 16  # split-K: the forward's
     # Strict fp32 as 3xTF32 (the default on CUDA): tensor-core tiles; the forward resident only up
     # to 128 columns (the operand's split is held in registers), the backward streamed, its split-K
-    # partials 128 units high at 16-32 batch rows, at 8 warps (measured faster; 4 warps spilled);
+    # partials 128 units high at 16-32 batch rows, at 8 warps (half the waits: measured faster);
     # 64 rows a program and widths of 64 keep the default.
     p = plan(20, 100, 4, torch.float32, "tf32x3")
     assert (p.block_h, p.w_resident, p.grid(20, 100)) == (16, True, (7, 2))

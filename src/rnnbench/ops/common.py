@@ -839,16 +839,20 @@ def _split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiproc
     rows = gates_padded(num_gates) * forward.block_h
     cuda = device.type == "cuda"
     smem = _limits(device, multiprocessors)[1] - SHARED_MEMORY_MARGIN if cuda else 0
-    tall = cuda and element == 2 and forward.block_b == MIN_BLOCK
-    for block_k in ((min(SPLIT_K_TALL_ROWS, k_padded(hidden_size)), BLOCK_K) if tall else (BLOCK_K,)):
+    x3 = step_precision == "tf32x3"
+    warps = 8 if forward.block_b >= 64 else 4
+    # Partial heights to try, tallest first; the first whose weights fit stays resident.
+    if cuda and element == 2 and forward.block_b == MIN_BLOCK:
+        heights = (min(SPLIT_K_TALL_ROWS, k_padded(hidden_size)), BLOCK_K)
+    elif cuda and x3 and forward.block_b <= X3_SPLIT_K_MAX_BATCH_ROWS and k_padded(hidden_size) >= X3_SPLIT_K_ROWS:
+        heights, warps = (X3_SPLIT_K_ROWS,), X3_SPLIT_K_WARPS
+    else:
+        heights = (BLOCK_K,)
+    for block_k in heights:
         pieces = split_k_pieces(hidden_size, block_k) * block_k
-        resident = not cuda or (step_precision != "tf32x3" and (pieces + forward.block_b) * rows * element <= smem)
+        resident = not cuda or (not x3 and (pieces + forward.block_b) * rows * element <= smem)
         if resident:
             break
-    warps = 8 if forward.block_b >= 64 else 4
-    if (cuda and step_precision == "tf32x3" and forward.block_b <= X3_SPLIT_K_MAX_BATCH_ROWS
-            and k_padded(hidden_size) >= X3_SPLIT_K_ROWS):
-        block_k, warps = X3_SPLIT_K_ROWS, X3_SPLIT_K_WARPS
     return {"block_b": forward.block_b, "block_h": forward.block_h, "w_resident": resident, "block_k": block_k,
             "num_warps": warps, "num_stages": 3, "h_on_chip": False, "split_k": True, "half_partials": element == 2}
 
