@@ -41,13 +41,13 @@ against fp32, and at batch 128, hidden 1024 runs split-K so against the transpos
 program, where 4 warps spilled, and at 16) against the default plan.
 
 ``--compare split_k_x3`` runs strict fp32's split-K backward (3xTF32 products, weights streamed
-from L2) with partials 128 units high at 8 warps (``rows128w8``: half the waits for a wgmma result,
-and the local sm_90 compile of ``rnnbench.ops.aot.variant_usage``, Triton 3.9, found no spills at
-8 warps where 4 spilled 40-176 bytes a thread) against the default's 64 at 4 warps, on the fp32
-training cases of glample-2016 and theano-cudnn-2016 (depth 1) and at hidden 500-512, then 256
-rows at 8 warps at hidden 500-512; then (indices 13-14), TF32's resident backward at 128 rows
-against 64 on theano's GRU at hidden 128; from index 15, with the rule (``common.X3_SPLIT_K_ROWS``),
-the default against 64 rows at 4 warps on shapes it covers that were not measured for it.
+from L2) with partials 128 units high at 8 warps (``rows128w8``: half the waits for a wgmma result;
+a local sm_90 compile, Triton 3.9, spilled up to 240 bytes a thread at 4 warps and none at 8) against
+the default's 64 at 4 warps, on the fp32 training cases of glample-2016 and theano-cudnn-2016
+(depth 1), then 256 units at 8 warps at hidden 500-512; then (indices 13-14), TF32's resident
+backward at 128 units against 64 on theano's GRU at hidden 128; from index 15, with the rule
+(``common.X3_SPLIT_K_ROWS``), the default against 64 units at 4 warps on shapes it covers that
+were not measured for it.
 
 ``--compare split_k_tf32`` runs plain TF32's resident split-K backward with partials 128 units high,
 at 4 warps and at 8, against the default's 64 at 4, at theano's batch 32, hidden 512 and glample's

@@ -96,8 +96,9 @@ SPLIT_K_TALL_ROWS = 256
 # partials this many units high (at most the padded width) at 16 or 32 batch rows a program, at 8
 # warps (one warpgroup per 64 rows of a partial): half the waits for a wgmma result before a store
 # (12 a step at hidden 512, not 24), in 171-219 registers without spills (sm_90, Triton 3.6 on the
-# H100, results/h100/triton-lane-11/aot-x3-67974f2.txt; 4 warps at 128 units spilled 40-176 bytes
-# a thread in a local Triton 3.9 compile). Graphed training on the H100 against 64 units at 4 warps
+# H100, results/h100/triton-lane-11/aot-x3-67974f2.txt; at 4 warps 128 units took all 255 registers
+# and spilled 32-240 bytes a thread in 5 of 8 shapes in a local Triton 3.9 compile,
+# aot_split_k-x3-local-c8903cc.txt). Graphed training on the H100 against 64 units at 4 warps
 # (triton-lane-11): 1.04-1.09x on every fp32 LSTM and GRU case of glample-2016 and
 # theano-cudnn-2016 (hidden 100-512, batch 20-128), then 1.03-1.10x on five other shapes. 256
 # units at 16 rows were 2-4% faster again at hidden 500-512 but take all 255 registers (spilled 8
