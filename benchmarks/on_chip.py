@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -70,6 +70,12 @@ the chunk loop, ``num_stages`` deep) against the default, which holds them resid
 one piece at a time, waiting for each piece's wgmma chain before the next: at 64 batch rows a
 program the pieces are 64 columns wide, 16 waits a step at hidden 1024.
 
+``--compare warps64`` runs the default where a program has 64 batch rows of fp32 weights (batch
+128 at hidden 768-1024, batch 256 at 512): one warpgroup (4 warps) in the forward and in strict
+fp32's split-K backward, against the 8 warps before (``fwd_w8``: the forward's; ``w8``: both
+directions'), where two warpgroups split the batch columns and each read all the weights. Strict
+fp32 (3xTF32, streamed weights) first, then two TF32 cases.
+
 Writes ``OUT_DIR/<compare>.jsonl`` (the environment record, then one row per case as measured) and
 prints a table. ``--device cpu`` (with ``TRITON_INTERPRET=1``) only checks this script.
 """
@@ -99,7 +105,8 @@ PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip":
          **{f"piece{k}": {"forward_block_k": k} for k in (128, 256, 512)},
          "rows64w4": {"split_k": True, "backward_block_k": 64, "backward_num_warps": 4},
          "stream": {"forward_w_resident": False, "forward_block_k": 64},
-         "resident64": {"forward_w_resident": True, "forward_block_k": 64}}
+         "resident64": {"forward_w_resident": True, "forward_block_k": 64},
+         "fwd_w8": {"forward_num_warps": 8}, "w8": {"num_warps": 8}}
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
     ("rnn_tanh", 20, 30, 100, 100, "fp32", DEFAULT), ("rnn_tanh", 20, 30, 100, 100, "tf32", DEFAULT),
@@ -257,11 +264,20 @@ TF32_TALL_CASES = [
     _case(cell, b, h, "tf32", (plan, "default"))
     for cell, b, h in (("lstm", 32, 512), ("gru", 32, 512), ("lstm", 20, 500)) for plan in ("rows128", "rows128w8")
 ] + [_case("lstm", 128, 512, "tf32", ("rows128w8", "default")), _case("lstm", 32, 128, "tf32", ("rows128w8", "default"))]
+# 64 batch rows a program (batch 128 from hidden 768, 256 from 512), fp32 weights: the default
+# (common.FP32_WIDE_FORWARD_WARPS, X3_SPLIT_K_WIDE_WARPS: one warpgroup of 4 warps) against the 8
+# warps before, in the forward (fwd_w8) or both ways (w8, where the split-K backward changed too).
+WARPS64_CASES = [
+    _case("lstm", 128, 1024, "fp32", ("default", "fwd_w8")), _case("gru", 128, 1024, "fp32", ("default", "fwd_w8")),
+    _case("lstm", 256, 512, "fp32", ("default", "w8")), _case("gru", 256, 512, "fp32", ("default", "w8")),
+    _case("gru", 128, 768, "fp32", ("default", "w8")),
+    _case("lstm", 128, 1024, "tf32", ("default", "fwd_w8")), _case("lstm", 256, 512, "tf32", ("default", "fwd_w8")),
+]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
                "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES, "split_k_x3": X3_CASES,
                "split_k_tf32": TF32_TALL_CASES,
                "block_h": UNITS_CASES, "piece": PIECE_CASES,
-               "stream": STREAM_CASES}
+               "stream": STREAM_CASES, "warps64": WARPS64_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 
 

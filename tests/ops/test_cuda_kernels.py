@@ -156,6 +156,22 @@ def test_strict_fp32_split_k_backward_default(cell, batch, seq, hidden):
         check_layer(cell, "fp32", _layer(cell, batch, seq, 5, hidden))
 
 
+@pytest.mark.parametrize("cell, dtype, batch, hidden", [("lstm", "fp32", 100, 1000), ("gru", "fp32", 200, 500),
+                                                      ("gru", "tf32", 128, 1000), ("lstm", "tf32", 255, 512)])
+def test_fp32_weights_at_64_batch_rows_on_one_warpgroup(cell, dtype, batch, hidden):
+    """fp32 weights at 64 batch rows a program: the forward on 4 warps (``common.FP32_WIDE_FORWARD_WARPS``),
+    and strict fp32's split-K backward (at hidden 500) too (``X3_SPLIT_K_WIDE_WARPS``); each batch
+    and width but one ending in a partial block."""
+    from rnnbench.ops import recurrence
+
+    with matmul_mode(dtype):
+        launch = recurrence.layer_launch(cell, batch, hidden, torch.float32, torch.device("cuda"))
+        assert (launch.forward.block_b, launch.forward.block_h, launch.forward.num_warps) == (64, 16, 4)
+        backward = launch.backward
+        assert backward.num_warps == (4 if dtype == "fp32" and backward.split_k else 8)
+        check_layer(cell, dtype, _layer(cell, batch, 7, 5, hidden))
+
+
 @pytest.mark.parametrize("batch, seq, hidden", [(20, 9, 100), (16, 40, 768), (32, 30, 1024)])
 @pytest.mark.parametrize("dtype", [d for d in DTYPES if d in ("bf16", "fp16")])
 @pytest.mark.parametrize("cell", ["lstm", "gru"])

@@ -322,7 +322,8 @@ def test_default_plans_for_the_h100():
     # Strict fp32 as 3xTF32 (the default on CUDA): tensor-core tiles; the forward resident only up
     # to 128 columns (the operand's split is held in registers), the backward streamed, its split-K
     # partials 128 units high at 16-32 batch rows, at 8 warps (half the waits: measured faster);
-    # 64 rows a program and widths of 64 keep the default.
+    # 64 rows a program and widths of 64 keep 64 units, at 64 rows and 16 units a program on one
+    # warpgroup (4 warps: faster), with 32 units (batch 512) on 8.
     p = plan(20, 100, 4, torch.float32, "tf32x3")
     assert (p.block_h, p.w_resident, p.grid(20, 100)) == (16, True, (7, 2))
     assert not plan(20, 500, 4, torch.float32, "tf32x3").w_resident
@@ -333,7 +334,26 @@ def test_default_plans_for_the_h100():
     assert (plan(20, 100, 4, torch.float32, "tf32x3", "backward").block_k
             == plan(128, 128, 3, torch.float32, "tf32x3", "backward").block_k == 128)
     p = plan(512, 512, 4, torch.float32, "tf32x3", "backward")
-    assert (p.block_b, p.block_k, p.num_warps) == (64, 64, 8)
+    assert (p.block_b, p.block_h, p.block_k, p.num_warps) == (64, 32, 64, 8)
+    p = plan(256, 512, 3, torch.float32, "tf32x3", "backward")
+    assert (p.block_b, p.split_k, p.num_warps) == (64, True, 4)
+    # ... but not TF32's or 16-bit split-K backward at 64 rows (8 warps: 4 spilled or were slower).
+    assert plan(256, 512, 4, torch.float32, "tf32", "backward").num_warps == 8
+    assert plan(128, 1024, 4, torch.bfloat16, direction="backward").num_warps == 8
+    # A forward of fp32 weights (3xTF32 or TF32) at 64 batch rows a program runs one warpgroup
+    # (the two of 8 warps each read every weight); 16-bit weights keep 8 there, and the
+    # transpose backward keeps 8.
+    for precision in ("tf32x3", "tf32"):
+        for batch, hidden, gates in ((128, 1024, 4), (128, 1024, 3), (256, 512, 4), (128, 768, 3)):
+            p = plan(batch, hidden, gates, torch.float32, precision)
+            assert (p.block_b, p.num_warps) == (64, 4), (precision, batch, hidden, gates)
+        # A 128-row tile (32 units a program) was not measured: 8 warps, both ways.
+        for direction in ("forward", "backward"):
+            p = plan(129, 768, 4, torch.float32, precision, direction)
+            assert (p.block_b, p.block_h, p.num_warps) == (64, 32, 8)
+        assert plan(128, 1024, 4, torch.float32, precision, "backward").num_warps == 8
+    assert plan(128, 512, 4, torch.float32, "tf32x3").num_warps == 4  # 32 rows: 4 already
+    assert plan(128, 1024, 4, torch.bfloat16).num_warps == plan(128, 1024, 3, torch.float16).num_warps == 8
     p = plan(1, 37, 3, torch.float32, "tf32x3", "backward")
     assert (p.block_k, p.num_warps) == (64, 4)
     # Plain TF32 keeps 64 units high at 4 warps there (128 measured no faster).

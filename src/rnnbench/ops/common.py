@@ -64,6 +64,15 @@ WIDE_PIECE_ROWS, WIDE_PIECE_MAX_HIDDEN = 32, 768
 # forward at batch 128, hidden 1024 on the H100; at 16-32 rows 0.81-0.99x (benchmarks/on_chip.py
 # --compare stream, triton-lane-10). TF32 at 64 rows was not measured and stays resident.
 STREAM_FORWARD_ROWS = 64
+# A forward with fp32 weights (TF32 or 3xTF32 products) at 64 batch rows a program (batch 128 from
+# hidden 768, batch 256 from 512) and a 64-row weight tile (LSTM and GRU at 16 units a program) runs
+# one warpgroup, 4 warps: with 8 the two warpgroups split the batch columns and each reads, and for
+# 3xTF32 splits, every weight chunk. Kernel alone on the
+# H100 (graph replay, per step): strict fp32 1.21-1.33x at batch 64-256, hidden 512-2048, TF32
+# 1.05-1.19x; 16-bit streamed weights 0.90-0.96x at hidden 1024 (1.09x at 512), so they keep 8.
+# The 3xTF32 forward spills at 64 rows either way (192 bytes a thread at 8 warps, 248 at 4: sm_90,
+# Triton 3.6). Results: benchmarks/results/h100/triton-lane-12 (explore2, on_chip.py --compare warps64).
+FP32_WIDE_FORWARD_WARPS = 4
 # Widest resident forward stack for 3xTF32 (strict fp32 on tensor cores): the split of a resident
 # operand lands in registers (two fp32 copies of it), which held 64 x 128 without spills and
 # spilled 2.4 KB per thread at 64 x 512 (sm_90, Triton 3.6, ops/aot.py).
@@ -106,6 +115,11 @@ SPLIT_K_TALL_ROWS = 256
 # (batch 512) were not measured and keep 64 units.
 X3_SPLIT_K_ROWS, X3_SPLIT_K_MAX_BATCH_ROWS = 128, 32
 X3_SPLIT_K_WARPS = 8
+# At 64 batch rows (partials 64 units high) and 16 units a program (a 64-row tile; taller ones
+# were not measured) strict fp32's split-K backward runs 4 warps, not the 8 that 16-bit weights
+# need there: 1.13-1.17x the backward kernel at batch 128-256, hidden 512-768
+# (H100, triton-lane-12).
+X3_SPLIT_K_WIDE_WARPS = 4
 # 16-bit weights keep their split-K partials in 16 bits too (Plan.half_partials: half the bytes
 # written and read each step, still summed in fp32): graphed training on the H100 1.03-1.11x
 # faster than fp32 partials (FlashRNN bf16 1.06x, fp16 1.05x; errors against float64 3.6e-3
@@ -692,7 +706,8 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
       weights resident (in shared memory) when they and a staged piece of h fit, except 16-bit
       weights at :data:`STREAM_FORWARD_ROWS` batch rows (streamed), held in pieces of
       :func:`resident_piece` columns, at 4 warps (one warpgroup: 8 split the batch columns
-      between two, each reading all the weights) unless 64 batch rows need 8;
+      between two, each reading all the weights) unless 64 batch rows of 16-bit weights need 8
+      (fp32 weights keep 4 there: :data:`FP32_WIDE_FORWARD_WARPS`);
     - backward: the weight tile is ``block_h`` rows high; resident only when that is a whole
       wgmma (``block_h >= 64``, the RNN): a shorter tile goes through mma.sync, whose operands the
       compiler hoists into registers, where 64 KB of weights spill (2.3 KB per thread seen);
@@ -758,6 +773,8 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         if x3:
             resident = resident and direction == "forward" and k_padded(hidden_size) <= X3_RESIDENT_K
         warps = 8 if bb >= 64 or (resident and direction == "backward") else 4
+        if direction == "forward" and bb >= 64 and tensor_cores and element == 4 and gp * bh == 64:
+            warps = FP32_WIDE_FORWARD_WARPS  # (a 64-row weight tile: taller ones were not measured)
         # Streamed chunks: fewer, larger round trips, several in flight (a guess; the device sweeps it).
         # Resident (forward): the width of the pieces the weights are held in.
         # Strict fp32 backward: 16-wide chunks (0.66-0.72x the kernel time of 32 in the H100 sweep).
@@ -832,7 +849,7 @@ def _split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiproc
     width) for resident 16-bit weights at 16 batch rows, or :data:`X3_SPLIT_K_ROWS` for 3xTF32 at
     16-32 rows (at :data:`X3_SPLIT_K_WARPS`), partials in 16 bits for 16-bit weights,
     4 warps (8 for 64 batch rows: 4 spilled 32 bytes per thread at batch 128, hidden
-    1024, bf16, sm_90)."""
+    1024, bf16, sm_90; 3xTF32 keeps :data:`X3_SPLIT_K_WIDE_WARPS` there)."""
     tiles = {k: override[k] for k in ("block_b", "block_h") if k in override}
     forward = choose_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, "forward",
                           h_on_chip=False, **tiles)
@@ -841,7 +858,7 @@ def _split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiproc
     cuda = device.type == "cuda"
     smem = _limits(device, multiprocessors)[1] - SHARED_MEMORY_MARGIN if cuda else 0
     x3 = step_precision == "tf32x3"
-    warps = 8 if forward.block_b >= 64 else 4
+    warps = (X3_SPLIT_K_WIDE_WARPS if x3 and rows == 64 else 8) if forward.block_b >= 64 else 4
     # Partial heights to try, tallest first; the first whose weights fit stays resident.
     if cuda and element == 2 and forward.block_b == MIN_BLOCK:
         heights = (min(SPLIT_K_TALL_ROWS, k_padded(hidden_size)), BLOCK_K)
