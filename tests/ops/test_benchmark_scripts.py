@@ -129,6 +129,33 @@ def test_every_on_chip_case_has_plans_an_h100_accepts(monkeypatch):
     assert checked >= 4 * len(on_chip.COMPARISONS)
 
 
+def test_every_plan_sweep_override_is_one_an_h100_accepts(monkeypatch):
+    """``plan_sweep.py`` (CUDA only) names overrides that ``choose_plan`` accepts for an H100 in
+    both directions, and each case set times the default plan: a misspelt field or a plan the
+    shape cannot take fails here, not on the GPU."""
+    import torch
+
+    from rnnbench.ops.common import STRICT_FP32_DEFAULT, choose_plan
+    from rnnbench.ops.recurrence import NUM_GATES
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import plan_sweep
+
+    dtypes = {"fp32": (torch.float32, STRICT_FP32_DEFAULT), "tf32": (torch.float32, "tf32"),
+              "bf16": (torch.bfloat16, "ieee"), "fp16": (torch.float16, "ieee")}
+    for name, cases in plan_sweep.CASE_SETS.items():
+        for cell, batch, hidden, dtype, _seq, overrides in cases:
+            assert {} in overrides, (name, cell, batch, hidden, dtype)  # the default beside its variants
+            for override in overrides:
+                for direction in ("forward", "backward"):
+                    try:
+                        choose_plan(batch, hidden, NUM_GATES[cell], dtypes[dtype][0], torch.device("cuda"),
+                                    multiprocessors=132, precision=dtypes[dtype][1], direction=direction,
+                                    **override)
+                    except (KeyError, TypeError, ValueError) as err:
+                        pytest.fail(f"{name}: {cell} B{batch} H{hidden} {dtype} {override} {direction}: {err!r}")
+
+
 def test_strict_fp32_times_both_modes_on_one_case(tmp_path):
     proc = _run("strict_fp32.py", str(tmp_path), "--device", "cpu", "--cases", "1", "--case-budget", "0.01")
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -1,0 +1,126 @@
+"""Our recurrence kernels alone under launch-plan overrides: µs per step, forward and backward (one GPU).
+
+    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first] [--budget SECONDS]
+
+For each case (cell, batch_size, hidden_size, dtype, seq_len) and each plan override
+(``rnnbench.ops.recurrence.plan_override``; ``{}`` is the default plan), on prebuilt inputs
+(``x_proj``, weights; no module, no host time):
+
+- the forward kernel replayed from a CUDA graph at ``seq_len`` and ``2 * seq_len`` steps: its µs
+  per step (the difference over ``seq_len``) and its ms at ``seq_len``;
+- the backward kernel (graph replay, including the transpose backward's ``W_hh^T`` copy) on one
+  saved forward of the default plan, as µs per step (ms / ``seq_len``).
+
+What it is for: choosing a plan rule before the engine-level A/B (``on_chip.py``), which checks
+the choice against float64 and times the lanes. Case sets:
+
+- ``warps64``: 4 warps against the default at 64 batch rows a program (batch 128 at hidden
+  768-2048, batch 256 at 512), fp32 (3xTF32), TF32, bf16 and fp16: the sweep behind
+  ``common.FP32_WIDE_FORWARD_WARPS`` and ``X3_SPLIT_K_WIDE_WARPS``;
+- ``first``: the sweep that found it, forward only then (tile heights, chunk widths, stages,
+  warps at batch 128, hidden 512-1024; FlashRNN's fp16 LSTM; glample's and theano's small fp32
+  cases).
+
+Writes ``OUT_DIR/plan_sweep-<cases>.jsonl`` (the environment record, then one row per case and
+plan as measured) and prints one line per row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from ab import run_cases  # noqa: E402
+
+W4 = [{}, {"num_warps": 4}]
+BIG = [{}, {"block_h": 32}, {"block_k": 32}, {"num_stages": 3}, {"num_stages": 6}, {"num_warps": 4},
+       {"block_b": 32}, {"block_b": 32, "num_warps": 4}]
+# (cell, batch_size, hidden_size, dtype, seq_len, plan overrides)
+CASE_SETS = {
+    "warps64": [
+        ("lstm", 128, 1024, "fp32", 30, W4 + [{"forward_num_warps": 4, "forward_num_stages": 3},
+                                              {"forward_num_warps": 4, "forward_block_k": 32}]),
+        ("gru", 128, 1024, "fp32", 30, W4 + [{"forward_num_warps": 4, "forward_num_stages": 3}]),
+        *[(cell, 128, 1024, dtype, 30, W4) for cell, dtype in (("lstm", "tf32"), ("gru", "tf32"), ("lstm", "bf16"),
+                                                                ("lstm", "fp16"), ("gru", "bf16"))],
+        ("lstm", 256, 512, "fp32", 30, W4), ("gru", 256, 512, "fp32", 30, W4), ("gru", 128, 768, "fp32", 30, W4),
+        ("lstm", 64, 2048, "fp32", 30, W4), ("lstm", 256, 512, "tf32", 30, W4), ("lstm", 256, 512, "bf16", 30, W4),
+    ],
+    "first": [
+        ("gru", 128, 1024, "fp32", 30, BIG), ("lstm", 128, 1024, "fp32", 30, BIG),
+        ("gru", 128, 1024, "tf32", 30, [{}]), ("lstm", 128, 1024, "tf32", 30, [{}]),
+        ("gru", 128, 512, "fp32", 30, [{}, {"block_h": 32}, {"block_k": 128}, {"num_warps": 8}]),
+        ("lstm", 128, 512, "fp32", 30, [{}, {"block_h": 32}, {"block_k": 128}, {"num_warps": 8}]),
+        ("lstm", 16, 768, "fp16", 512, [{}, {"block_h": 8}, {"block_h": 32}, {"block_k": 128}, {"block_k": 512},
+                                        {"num_warps": 8}, {"w_resident": False},
+                                        {"w_resident": False, "block_k": 128}]),
+        ("gru", 32, 128, "fp32", 30, [{}, {"block_h": 64}, {"num_warps": 8}]),
+        ("gru", 128, 128, "fp32", 30, [{}, {"num_warps": 8}]),
+        ("rnn_tanh", 20, 100, "fp32", 30, [{}, {"block_k": 32}, {"h_on_chip": False}]),
+        ("lstm", 20, 100, "fp32", 30, [{}, {"num_warps": 8}]),
+    ],
+}
+FIELDS = ("cell", "batch_size", "hidden_size", "dtype", "seq_len", "plan")
+
+
+def _plan_text(p) -> str:
+    return (f"bb{p.block_b} bh{p.block_h} res{int(p.w_resident)} bk{p.block_k} w{p.num_warps} st{p.num_stages}"
+            + (" on_chip" if p.h_on_chip else "") + (" split_k" if p.split_k else ""))
+
+
+def measure(case: tuple) -> dict:
+    """One case and one override (``case[-1]``): the kernels' times, or the error the plan raised."""
+    import torch
+
+    from rnnbench.ops.common import dot_precision
+    from rnnbench.ops.recurrence import NUM_GATES, plan, plan_override
+    from rnnbench.precision import matmul_mode
+    from triton_dev import _backward_alone, _graph_ms, _kernel_alone, _saved_forward, _torch_dtype
+
+    cell, b, h, dtype, t, override = case
+    dev, td = torch.device("cuda"), _torch_dtype(dtype)
+    row = dict(zip(FIELDS, case), plan=",".join(f"{k}={v}" for k, v in override.items()) or "default")
+    with matmul_mode(dtype):  # the products the modules get for this dtype (fp32: 3xTF32)
+        precision = dot_precision(td)
+        gen = torch.Generator(device=dev).manual_seed(0)
+        gates = NUM_GATES[cell]
+        w_hh = (torch.randn(gates * h, h, device=dev, generator=gen) * h ** -0.5).to(td)
+        b_ih = (torch.randn(gates * h, device=dev, generator=gen) * 0.1).to(td)
+        x_proj = torch.randn(2 * t, b, gates * h, device=dev, generator=gen).to(td)
+        state = _saved_forward(cell, b, t, h, td, precision, x_proj, w_hh, b_ih, b_ih)  # the default plan's
+        try:
+            with plan_override(**override):  # each launch below reads the plan in force
+                row["forward_plan"] = _plan_text(plan(cell, b, h, td, dev, precision))
+                row["backward_plan"] = _plan_text(plan(cell, b, h, td, dev, precision, "backward"))
+                k1 = _graph_ms(_kernel_alone(cell, b, t, h, td, precision, x_proj, w_hh, b_ih, b_ih))
+                k2 = _graph_ms(_kernel_alone(cell, b, 2 * t, h, td, precision, x_proj, w_hh, b_ih, b_ih))
+                backward_ms = _graph_ms(_backward_alone(cell, b, h, td, precision, w_hh, state))
+        except Exception as err:  # a plan that cannot run here (resident programs, shared memory)
+            return {**row, "error": f"{type(err).__name__}: {err}".splitlines()[0][:200]}
+    return {**row, "forward_ms": k1, "forward_us_per_step": 1e3 * (k2 - k1) / t,
+            "backward_ms": backward_ms, "backward_us_per_step": 1e3 * backward_ms / t}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out_dir", type=Path)
+    parser.add_argument("--cases", default="warps64", choices=tuple(CASE_SETS), help="which case set")
+    parser.add_argument("--budget", type=float, default=400.0, help="seconds for the whole run")
+    a = parser.parse_args()
+    cases = [(*case[:5], override) for case in CASE_SETS[a.cases] for override in case[5]]
+    rows = run_cases(a.out_dir / f"plan_sweep-{a.cases}.jsonl", cases, FIELDS, measure, a.budget)
+    for r in rows:
+        head = f"{r['cell']:8s} B{r['batch_size']:<4d} H{r['hidden_size']:<5d} {r['dtype']:4s} {r['plan']:44s}"
+        print(head, r["error"] if "error" in r else
+              f"F[{r['forward_plan']}] {r['forward_us_per_step']:6.2f} us/step | "
+              f"B[{r['backward_plan']}] {r['backward_us_per_step']:6.2f} us/step")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
