@@ -14,9 +14,10 @@ For each case (cell, batch_size, hidden_size, dtype, seq_len) and each plan over
 What it is for: choosing a plan rule before the engine-level A/B (``on_chip.py``), which checks
 the choice against float64 and times the lanes. Case sets:
 
-- ``warps64``: 4 warps against the default at 64 batch rows a program (batch 128 at hidden
-  768-2048, batch 256 at 512), fp32 (3xTF32), TF32, bf16 and fp16: the sweep behind
-  ``common.FP32_WIDE_FORWARD_WARPS`` and ``X3_SPLIT_K_WIDE_WARPS``;
+- ``warps64``: at 64 batch rows a program (batch 128 at hidden 768-1024, 256 at 512, 64 at 2048),
+  fp32 (3xTF32), TF32, bf16 and fp16, the default against 8 warps both ways (the plans before
+  ``common.FP32_WIDE_FORWARD_WARPS`` and ``X3_SPLIT_K_WIDE_WARPS``) and 4 both ways (run before
+  the rule, as 4 against the default then: ``results/h100/triton-lane-12``);
 - ``first``: the sweep that found it, forward only then (tile heights, chunk widths, stages,
   warps at batch 128, hidden 512-1024; FlashRNN's fp16 LSTM; glample's and theano's small fp32
   cases).
@@ -37,19 +38,20 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from ab import run_cases  # noqa: E402
 
-W4 = [{}, {"num_warps": 4}]
+# The default, the plans before the rule (8 warps both ways at 64 rows), and 4 warps both ways.
+WARPS = [{}, {"num_warps": 8}, {"num_warps": 4}]
 BIG = [{}, {"block_h": 32}, {"block_k": 32}, {"num_stages": 3}, {"num_stages": 6}, {"num_warps": 4},
        {"block_b": 32}, {"block_b": 32, "num_warps": 4}]
 # (cell, batch_size, hidden_size, dtype, seq_len, plan overrides)
 CASE_SETS = {
     "warps64": [
-        ("lstm", 128, 1024, "fp32", 30, W4 + [{"forward_num_warps": 4, "forward_num_stages": 3},
-                                              {"forward_num_warps": 4, "forward_block_k": 32}]),
-        ("gru", 128, 1024, "fp32", 30, W4 + [{"forward_num_warps": 4, "forward_num_stages": 3}]),
-        *[(cell, 128, 1024, dtype, 30, W4) for cell, dtype in (("lstm", "tf32"), ("gru", "tf32"), ("lstm", "bf16"),
-                                                                ("lstm", "fp16"), ("gru", "bf16"))],
-        ("lstm", 256, 512, "fp32", 30, W4), ("gru", 256, 512, "fp32", 30, W4), ("gru", 128, 768, "fp32", 30, W4),
-        ("lstm", 64, 2048, "fp32", 30, W4), ("lstm", 256, 512, "tf32", 30, W4), ("lstm", 256, 512, "bf16", 30, W4),
+        ("lstm", 128, 1024, "fp32", 30, WARPS + [{"forward_num_stages": 3}, {"forward_block_k": 32}]),
+        ("gru", 128, 1024, "fp32", 30, WARPS + [{"forward_num_stages": 3}]),
+        *[(cell, 128, 1024, dtype, 30, WARPS) for cell, dtype in (("lstm", "tf32"), ("gru", "tf32"), ("lstm", "bf16"),
+                                                                   ("lstm", "fp16"), ("gru", "bf16"))],
+        *[(cell, b, h, dtype, 30, WARPS) for cell, b, h, dtype in (
+            ("lstm", 256, 512, "fp32"), ("gru", 256, 512, "fp32"), ("gru", 128, 768, "fp32"), ("lstm", 64, 2048, "fp32"),
+            ("lstm", 256, 512, "tf32"), ("lstm", 256, 512, "bf16"))],
     ],
     "first": [
         ("gru", 128, 1024, "fp32", 30, BIG), ("lstm", 128, 1024, "fp32", 30, BIG),
