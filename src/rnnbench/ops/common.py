@@ -67,11 +67,13 @@ STREAM_FORWARD_ROWS = 64
 # A forward with fp32 weights (TF32 or 3xTF32 products) at 64 batch rows a program (batch 128 from
 # hidden 768, batch 256 from 512) and a 64-row weight tile (LSTM and GRU at 16 units a program) runs
 # one warpgroup, 4 warps: with 8 the two warpgroups split the batch columns and each reads, and for
-# 3xTF32 splits, every weight chunk. Kernel alone on the
-# H100 (graph replay, per step): strict fp32 1.21-1.33x at batch 64-256, hidden 512-2048, TF32
-# 1.05-1.19x; 16-bit streamed weights 0.90-0.96x at hidden 1024 (1.09x at 512), so they keep 8.
-# The 3xTF32 forward spills at 64 rows either way (192 bytes a thread at 8 warps, 248 at 4: sm_90,
-# Triton 3.6). Results: benchmarks/results/h100/triton-lane-12 (explore2, on_chip.py --compare warps64).
+# 3xTF32 splits, every weight chunk. On the H100 (results/h100/triton-lane-12), the kernel alone
+# (benchmarks/plan_sweep.py --cases warps64, per step): strict fp32 1.19-1.31x at batch 64-256,
+# hidden 512-2048, TF32 1.02-1.24x; the lanes (on_chip.py --compare warps64, both plans verified
+# against float64): graphed forward 1.12-1.18x (strict fp32) and 1.04-1.19x (TF32), graphed
+# training 1.04-1.11x and 1.01-1.05x. 16-bit streamed weights at 4 warps: 0.89-0.97x at hidden
+# 1024 (1.11x at 512, not checked further), so they keep 8. The 3xTF32 forward spills at 64 rows
+# either way (192 bytes a thread at 8 warps, 248 at 4: sm_90, Triton 3.6).
 FP32_WIDE_FORWARD_WARPS = 4
 # Widest resident forward stack for 3xTF32 (strict fp32 on tensor cores): the split of a resident
 # operand lands in registers (two fp32 copies of it), which held 64 x 128 without spills and
@@ -117,8 +119,9 @@ X3_SPLIT_K_ROWS, X3_SPLIT_K_MAX_BATCH_ROWS = 128, 32
 X3_SPLIT_K_WARPS = 8
 # At 64 batch rows (partials 64 units high) and 16 units a program (a 64-row tile; taller ones
 # were not measured) strict fp32's split-K backward runs 4 warps, not the 8 that 16-bit weights
-# need there: 1.13-1.17x the backward kernel at batch 128-256, hidden 512-768
-# (H100, triton-lane-12).
+# need there: 1.14-1.18x the backward kernel at batch 128-256, hidden 512-768 (plan_sweep.py, H100,
+# triton-lane-12; it spills either way, 40-64 bytes a thread at 4 warps, 8-88 at 8). TF32's
+# resident split-K (0.68x) and the transpose backward (0.76-0.87x) were slower at 4 and keep 8.
 X3_SPLIT_K_WIDE_WARPS = 4
 # 16-bit weights keep their split-K partials in 16 bits too (Plan.half_partials: half the bytes
 # written and read each step, still summed in fp32): graphed training on the H100 1.03-1.11x
