@@ -154,3 +154,23 @@ def test_speeds_across_ranks_take_the_slowest_rank(tmp_path):
                        start_method="spawn")
     for rank in (0, 1):
         assert json.loads((tmp_path / f"rank{rank}.json").read_text()) == [200.0, 20.0]
+
+
+def test_leaving_the_group_waits_for_every_rank_unless_an_error_propagates(monkeypatch):
+    """``distributed.stop``: a barrier, then the teardown, after a run; after an error on this rank
+    the teardown alone (the other ranks may never reach a barrier)."""
+    from rnnbench.lm import distributed
+
+    calls = []
+    monkeypatch.setattr(distributed.dist, "is_initialized", lambda: True)
+    monkeypatch.setattr(distributed.dist, "barrier", lambda: calls.append("barrier"))
+    monkeypatch.setattr(distributed.dist, "destroy_process_group", lambda: calls.append("destroy"))
+    distributed.stop()
+    assert calls == ["barrier", "destroy"]
+    calls.clear()
+    with pytest.raises(RuntimeError):
+        try:
+            raise RuntimeError("a rank failed")
+        finally:
+            distributed.stop()
+    assert calls == ["destroy"]
