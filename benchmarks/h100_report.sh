@@ -44,6 +44,8 @@ every_lane=("$dir"/glample-2016.jsonl "$dir"/theano-cudnn-2016.jsonl "$dir"/fast
   section "The issue's cases after wider pieces and streamed weights at 64 rows, in runs of their own (triton-lane-10/: glample at aea332f, theano at f60e46b)" "$dir"/triton-lane-10/glample-3dtypes-aea332f.jsonl "$dir"/triton-lane-10/theano-depth1-f60e46b.jsonl
   section "Every seed suite after wider pieces, in a run of its own (triton-lane-10/, f704438)" "$dir"/triton-lane-10/seeds-f704438.jsonl
   section "Every seed suite after taller 3xTF32 split-K partials, in a run of its own (triton-lane-11/, 67974f2)" "$dir"/triton-lane-11/seeds-67974f2.jsonl
+  section "Every seed suite after fp32 weights at 64 batch rows on one warpgroup, in a run of its own (triton-lane-12/, de9f61c)" "$dir"/triton-lane-12/seeds-de9f61c.jsonl
+  section "Theano's depth-1 cases in TF32 after the same change, in a run of their own (triton-lane-12/, de9f61c)" "$dir"/triton-lane-12/theano-tf32-de9f61c.jsonl
 } > "$dir"/REPORT.md
 "$rnnbench" report "${every_lane[@]}" --plot "$dir"/speedup.png > /dev/null
 echo "wrote $dir/REPORT.md and $dir/speedup.png"
