@@ -100,60 +100,53 @@ def test_triton_dev_builds_the_cell_asked_for(cell, monkeypatch):
         assert relative_error(ours(x)[0], theirs(x)[0].double()) <= tolerance(cell, "fp32")
 
 
-def test_every_on_chip_case_has_plans_an_h100_accepts(monkeypatch):
-    """Each comparison's cases name plans in ``PLANS`` whose overrides ``choose_plan`` accepts for
-    an H100 (132 multiprocessors) in both directions: a misspelt plan or field, or an override the
-    shape cannot take, fails here rather than on the GPU."""
+def _check_h100_accepts(label: str, cell: str, batch: int, hidden: int, dtype: str, override: dict) -> None:
+    """Fail the test unless ``choose_plan`` accepts ``override`` for this shape on an H100 (132
+    multiprocessors, no GPU touched) in both directions."""
     import torch
 
     from rnnbench.ops.common import STRICT_FP32_DEFAULT, choose_plan
     from rnnbench.ops.recurrence import NUM_GATES
 
+    torch_dtype, precision = {"fp32": (torch.float32, STRICT_FP32_DEFAULT), "tf32": (torch.float32, "tf32"),
+                              "bf16": (torch.bfloat16, "ieee"), "fp16": (torch.float16, "ieee")}[dtype]
+    for direction in ("forward", "backward"):
+        try:
+            choose_plan(batch, hidden, NUM_GATES[cell], torch_dtype, torch.device("cuda"), multiprocessors=132,
+                        precision=precision, direction=direction, **override)
+        except (KeyError, TypeError, ValueError) as err:
+            pytest.fail(f"{label}: {cell} B{batch} H{hidden} {dtype} {override} {direction}: {err!r}")
+
+
+def test_every_on_chip_case_has_plans_an_h100_accepts(monkeypatch):
+    """Each comparison's cases name plans in ``PLANS`` whose overrides ``choose_plan`` accepts for
+    an H100 (132 multiprocessors) in both directions: a misspelt plan or field, or an override the
+    shape cannot take, fails here rather than on the GPU."""
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     import on_chip
 
-    dtypes = {"fp32": (torch.float32, STRICT_FP32_DEFAULT), "tf32": (torch.float32, "tf32"),
-              "bf16": (torch.bfloat16, "ieee"), "fp16": (torch.float16, "ieee")}
     checked = 0
     for name, cases in on_chip.COMPARISONS.items():
         for cell, batch, _seq, _input, hidden, dtype, plans in cases:
             for plan in plans:
-                for direction in ("forward", "backward"):
-                    try:
-                        choose_plan(batch, hidden, NUM_GATES[cell], dtypes[dtype][0], torch.device("cuda"),
-                                    multiprocessors=132, precision=dtypes[dtype][1], direction=direction,
-                                    **on_chip.PLANS[plan])
-                    except (KeyError, TypeError, ValueError) as err:
-                        pytest.fail(f"{name}: {cell} B{batch} H{hidden} {dtype} plan {plan!r} {direction}: {err!r}")
-                    checked += 1
-    assert checked >= 4 * len(on_chip.COMPARISONS)
+                assert plan in on_chip.PLANS, (name, plan)
+                _check_h100_accepts(f"{name} plan {plan!r}", cell, batch, hidden, dtype, on_chip.PLANS[plan])
+                checked += 1
+    assert checked >= 2 * len(on_chip.COMPARISONS)
 
 
 def test_every_plan_sweep_override_is_one_an_h100_accepts(monkeypatch):
     """``plan_sweep.py`` (CUDA only) names overrides that ``choose_plan`` accepts for an H100 in
     both directions, and each case set times the default plan: a misspelt field or a plan the
     shape cannot take fails here, not on the GPU."""
-    import torch
-
-    from rnnbench.ops.common import STRICT_FP32_DEFAULT, choose_plan
-    from rnnbench.ops.recurrence import NUM_GATES
-
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     import plan_sweep
 
-    dtypes = {"fp32": (torch.float32, STRICT_FP32_DEFAULT), "tf32": (torch.float32, "tf32"),
-              "bf16": (torch.bfloat16, "ieee"), "fp16": (torch.float16, "ieee")}
     for name, cases in plan_sweep.CASE_SETS.items():
         for cell, batch, hidden, dtype, _seq, overrides in cases:
             assert {} in overrides, (name, cell, batch, hidden, dtype)  # the default beside its variants
             for override in overrides:
-                for direction in ("forward", "backward"):
-                    try:
-                        choose_plan(batch, hidden, NUM_GATES[cell], dtypes[dtype][0], torch.device("cuda"),
-                                    multiprocessors=132, precision=dtypes[dtype][1], direction=direction,
-                                    **override)
-                    except (KeyError, TypeError, ValueError) as err:
-                        pytest.fail(f"{name}: {cell} B{batch} H{hidden} {dtype} {override} {direction}: {err!r}")
+                _check_h100_accepts(name, cell, batch, hidden, dtype, override)
 
 
 def test_strict_fp32_times_both_modes_on_one_case(tmp_path):
