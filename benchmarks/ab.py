@@ -19,11 +19,19 @@ from pathlib import Path
 from typing import Callable
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse for the benchmark scripts, refusing bad input in one line (``prog: error: ...``,
+    exit 2) instead of the usage block and the error; ``--help`` still shows the usage."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def parser(doc: str, budget_s: float) -> argparse.ArgumentParser:
     """The options every A/B script takes: OUT_DIR, ``--budget`` (seconds for the whole run),
     ``--case-budget`` (seconds per timed measurement), ``--device`` (``cpu`` only checks the script,
     under ``TRITON_INTERPRET=1``)."""
-    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p = OneLineParser(description=doc.splitlines()[0])
     p.add_argument("out_dir", type=Path)
     p.add_argument("--budget", type=float, default=budget_s, help="seconds for the whole run")
     p.add_argument("--case-budget", type=float, default=0.2, help="seconds per timed measurement")

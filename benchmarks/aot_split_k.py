@@ -16,14 +16,15 @@ backward is the transpose: TF32 at hidden 1024). Strict fp32's (3xTF32) shapes, 
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 
+from ab import OneLineParser  # noqa: E402
 from rnnbench.ops.aot import variant_usage  # noqa: E402
 
 BF16, FP32 = torch.bfloat16, torch.float32
@@ -41,7 +42,7 @@ X3_HEIGHTS = [(64, 4), (128, 4), (128, 8), (256, 8)]
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description="Split-K backward plans compiled for sm_90 (no GPU).")
+    parser = OneLineParser(description="Split-K backward plans compiled for sm_90 (no GPU).")
     parser.add_argument("--precision", choices=sorted({shape[-1] for shape in SHAPES}),
                         help="only the shapes of this forward precision")
     args = parser.parse_args()

@@ -28,7 +28,6 @@ plan as measured) and prints one line per row.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -36,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from ab import run_cases  # noqa: E402
+from ab import OneLineParser, run_cases  # noqa: E402
 
 # The default, the plans before the rule (8 warps both ways at 64 rows), and 4 warps both ways.
 WARPS = [{}, {"num_warps": 8}, {"num_warps": 4}]
@@ -109,7 +108,7 @@ def measure(case: tuple) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("out_dir", type=Path)
     parser.add_argument("--cases", default="warps64", choices=tuple(CASE_SETS), help="which case set")
     parser.add_argument("--budget", type=float, default=400.0, help="seconds for the whole run")

@@ -71,15 +71,25 @@ def test_on_chip_anatomy_times_every_part_and_the_kernel(tmp_path):
 
 
 @pytest.mark.parametrize("script, args, message", [
-    ("on_chip.py", ("--order", "AC"), "--order takes A and B only"),
-    ("on_chip.py", ("--cases", "99"), "--cases takes indices"),
-    ("on_chip.py", ("--cases", "one"), "--cases takes indices"),
-    ("strict_fp32.py", ("--cases", "-3"), "--cases takes 1 to"),
+    ("on_chip.py", ("--device", "cpu", "--order", "AC"), "--order takes A and B only"),
+    ("on_chip.py", ("--device", "cpu", "--cases", "99"), "--cases takes indices"),
+    ("on_chip.py", ("--device", "cpu", "--cases", "one"), "--cases takes indices"),
+    ("on_chip.py", ("--compare", "nope"), "invalid choice: 'nope'"),
+    ("strict_fp32.py", ("--device", "cpu", "--cases", "-3"), "--cases takes 1 to"),
+    ("plan_sweep.py", ("--cases", "nope"), "invalid choice: 'nope'"),
+    ("plan_sweep.py", ("--budget", "soon"), "invalid float value: 'soon'"),
 ])
 def test_bad_options_are_refused_in_one_line_before_measuring(tmp_path, script, args, message):
-    proc = _run(script, str(tmp_path), "--device", "cpu", *args)
+    proc = _run(script, str(tmp_path), *args)
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr  # the error alone, no usage block
     assert not list(tmp_path.iterdir())
+
+
+def test_aot_split_k_refuses_an_unknown_precision_in_one_line():
+    proc = _run("aot_split_k.py", "--precision", "nope")
+    assert proc.returncode == 2 and "invalid choice: 'nope'" in proc.stderr and proc.stdout == ""
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
 @pytest.mark.parametrize("cell", CELLS)
