@@ -5,7 +5,9 @@
 Each line is one kernel compiled for sm_90 by ``rnnbench.ops.aot`` (registers, spill bytes as
 ``stack``, shared memory, matrix instructions): the LSTM forward at hidden 100 and 500 with its
 weights resident (the split of a resident operand is held in registers) and streamed, and the
-backward of the LSTM, GRU and RNN with 128- against 64-wide chunks and, for the RNN, resident.
+backward of the LSTM, GRU and RNN with 128- against 64-wide chunks and, for the RNN, resident;
+then, at 64 batch rows a program, the streamed forward and the split-K backward at 4 warps (the
+default) against 8.
 """
 
 from __future__ import annotations
@@ -28,6 +30,14 @@ VARIANTS = [
     ("gru", "backward", 32, 512, {}), ("gru", "backward", 32, 512, {"block_k": 128}),
     ("rnn", "backward", 20, 100, {}), ("rnn", "backward", 20, 100, {"w_resident": True, "num_warps": 8}),
     ("rnn", "backward", 20, 500, {}), ("rnn", "backward", 20, 500, {"w_resident": True, "num_warps": 8}),
+    # 64 batch rows a program: the forward and the split-K backward at 4 warps (the defaults,
+    # common.FP32_WIDE_FORWARD_WARPS and X3_SPLIT_K_WIDE_WARPS) against the 8 before.
+    *[(cell, "forward", batch, hidden, changes) for cell, batch, hidden in (("lstm", 128, 1024), ("gru", 128, 1024),
+                                                                             ("lstm", 256, 512))
+      for changes in ({}, {"num_warps": 8})],
+    *[(cell, "backward", batch, hidden, changes) for cell, batch, hidden in (("lstm", 256, 512), ("gru", 256, 512),
+                                                                              ("gru", 128, 768))
+      for changes in ({}, {"num_warps": 8})],
 ]
 
 
