@@ -1,11 +1,13 @@
-"""EXPERIMENT (run once with mma-experiment.patch applied; not part of the package): where the 3xTF32 streamed forward's step goes."""
+"""EXPERIMENT (run with mma-experiment.patch applied; not part of the package): where the 3xTF32 streamed forward's step goes. Prints the environment record, then one line per shape."""
 import sys, json
 sys.path.insert(0, "src"); sys.path.insert(0, "benchmarks")
 import torch
 from triton_dev import _graph_ms, _kernel_alone
 from rnnbench.ops.recurrence import NUM_GATES, plan, plan_override
 from rnnbench.precision import matmul_mode
+from rnnbench.env import environment
 dev = torch.device("cuda")
+print(json.dumps({"record": "env", **environment()}), flush=True)
 for cell, b, h in [("lstm", 128, 1024), ("gru", 128, 1024), ("lstm", 20, 500), ("lstm", 128, 512), ("gru", 32, 512)]:
     with matmul_mode("fp32"):
         p = plan(cell, b, h, torch.float32, dev, "tf32x3")
