@@ -25,6 +25,20 @@ def test_hidden_units_split_across_programs(cell, resident):
         check_layer(cell, make_layer(cell, (20, 5, 4, 37)), "fp32", tolerance(cell, "fp32"))
 
 
+@pytest.mark.parametrize("weights", ["resident", "streamed", "copy"])
+@pytest.mark.parametrize("cell", CELLS)
+def test_split_once_across_programs(cell, weights):
+    """The forward with h split once (``Plan.split_once``) over 6 programs: each publishes h_t
+    split, in two slots that the programs reuse every other step (h0's split passes a barrier of
+    its own first), and splits its own rows of W_hh (resident; streamed, in the step; or into a
+    copy it reads back, ``Plan.split_w_once``)."""
+    from rnnbench.ops.recurrence import plan_override
+
+    with plan_override(block_h=16, block_b=16, w_resident=weights == "resident", block_k=16, split_once=True,
+                       split_w_once=weights == "copy"):
+        check_layer(cell, make_layer(cell, (20, 5, 4, 37)), "fp32", tolerance(cell, "fp32"))
+
+
 @pytest.mark.parametrize("resident", [True, False], ids=["resident", "streamed"])
 @pytest.mark.parametrize("block_h, shape", [(16, (20, 5, 4, 37)), (4, (3, 4, 4, 37))], ids=["3x16-units", "10x4-units"])
 @pytest.mark.parametrize("cell", SPLIT_K_CELLS)

@@ -172,6 +172,43 @@ def test_fp32_weights_at_64_batch_rows_on_one_warpgroup(cell, dtype, batch, hidd
         check_layer(cell, dtype, _layer(cell, batch, 7, 5, hidden))
 
 
+@pytest.mark.parametrize("with_h0", [True, False], ids=["h0", "no-h0"])
+@pytest.mark.parametrize("cell, batch, hidden, level", [("lstm", 20, 100, None), ("gru", 37, 128, None),
+                                                        ("rnn_tanh", 20, 500, 1), ("lstm", 100, 1000, 2),
+                                                        ("gru", 3, 500, 1), ("rnn_relu", 129, 300, 1),
+                                                        ("gru", 255, 512, 2)])
+def test_strict_fp32_forward_splits_h_once(cell, batch, hidden, level, with_h0):
+    """Strict fp32's forward with h split into TF32 high parts and remainders once
+    (``Plan.split_once``, the default where the weights stream; forced where they are resident,
+    ``level`` None): h_t published split in two slots, with h0 (split before a barrier of its own)
+    and without; the weights resident (split into shared memory), streamed and split in the step,
+    or streamed from a split copy (``Plan.split_w_once``, level 2, the default at 64 batch rows a
+    program). Its errors against float64 must stay at fp32's: a lost remainder would leave
+    TF32's (about 1e-3)."""
+    from rnnbench.ops import recurrence
+    from rnnbench.ops.common import split_once_level
+
+    tensors = _layer(cell, batch, 9, 5, hidden)
+    if not with_h0:
+        tensors[1] = tensors[2] = None
+    forced = dict(split_once=True) if level is None else {}
+    with matmul_mode("fp32"), plan_override(**forced):
+        launch = recurrence.layer_launch(cell, batch, hidden, torch.float32, torch.device("cuda"))
+        assert launch.precision == "tf32x3" and split_once_level(launch.forward) == (level or 1)
+        assert launch.forward.w_resident == (level is None)
+        got = _outputs_and_grads(recurrent_layer, cell, tensors, torch.float32)
+    # The reference starts from zeros where we pass no h0 (c0): drop its gradients to them.
+    absent = [k for k in (1, 2) if tensors[k] is None and (k == 1 or cell == "lstm")]
+    ref_inputs = [torch.zeros(batch, hidden) if k in absent else x for k, x in enumerate(tensors)]
+    ref = _outputs_and_grads(naive_layer, cell, ref_inputs, torch.float64)
+    outputs = 3 if cell == "lstm" else 2
+    ref = ref[:outputs + 1] + ref[outputs + 1 + len(absent):]  # outputs, d_x, [d_h0, d_c0], weights...
+    assert len(got) == len(ref)
+    for k, (a, b) in enumerate(zip(got, ref)):
+        err = relative_error(a, b)
+        assert err <= tolerance(cell, "fp32"), f"tensor {k}: relative error {err:.3g}"
+
+
 @pytest.mark.parametrize("batch, seq, hidden", [(20, 9, 100), (16, 40, 768), (32, 30, 1024)])
 @pytest.mark.parametrize("dtype", [d for d in DTYPES if d in ("bf16", "fp16")])
 @pytest.mark.parametrize("cell", ["lstm", "gru"])

@@ -25,7 +25,14 @@ GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 # (batch, seq, input, hidden): batch 1 and 3, seq 1 and 7, hidden 37 and 100, input != hidden
 SHAPES = [(1, 1, 3, 37), (3, 7, 5, 37), (1, 7, 100, 100)]
 PLANS = {"on_chip": {}, "exchange": {"h_on_chip": False}, "resident_pieces": {"block_k": 16},
-         "streamed": {"w_resident": False, "block_k": 16}, "split_k": {"split_k": True}}
+         "streamed": {"w_resident": False, "block_k": 16}, "split_k": {"split_k": True},
+         # 3xTF32 forward with h split once (its products are exact fp32 here: the split's
+         # bookkeeping is what is checked), weights resident in one piece or in pieces, streamed
+         # (split in the step), or streamed from a split copy
+         "split_once": {"h_on_chip": False, "split_once": True},
+         "split_once_pieces": {"block_k": 16, "split_once": True},
+         "split_once_streamed": {"w_resident": False, "block_k": 16, "split_once": True},
+         "split_w_once": {"w_resident": False, "block_k": 16, "split_once": True, "split_w_once": True}}
 SPLIT_K_CELLS = ("lstm", "gru")  # the cells with a split-K backward (Plan.split_k)
 FP32_TOLERANCE = tolerance("lstm", "fp32")
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -400,6 +407,39 @@ def test_default_plans_for_the_h100():
     assert not plan(20, 100, 1, torch.float32, "ieee").h_on_chip
 
 
+def test_strict_fp32_forwards_that_stream_their_weights_split_h_once():
+    """``Plan.split_once``, planned for an H100: strict fp32 (3xTF32) forwards whose weights are
+    streamed split h once, and from 64 batch rows a program the weights too
+    (``Plan.split_w_once``); nothing else does (resident weights, on chip, TF32, 16-bit weights,
+    any backward). With the weights' copy at 64 rows, three chunks in flight, not four: four fp32
+    tiles a chunk would take 256 KB of shared memory. Asked for where it cannot run, refused."""
+    from rnnbench.ops.common import choose_plan, split_once_level
+
+    cuda = torch.device("cuda")
+
+    def plan(batch, hidden, gates, dtype=torch.float32, precision="tf32x3", direction="forward", **override):
+        return choose_plan(batch, hidden, gates, dtype, cuda, multiprocessors=132, precision=precision,
+                           direction=direction, **override)
+
+    for batch, hidden, gates, level in ((20, 500, 4, 1), (32, 512, 3, 1), (20, 500, 1, 1), (128, 512, 4, 1),
+                                        (128, 1024, 3, 2), (256, 512, 4, 2), (20, 100, 4, 0), (32, 128, 3, 0)):
+        p = plan(batch, hidden, gates)
+        assert split_once_level(p) == level and p.w_resident == (level == 0), (batch, hidden, gates)
+        assert not plan(batch, hidden, gates, direction="backward").split_once
+        assert not plan(batch, hidden, gates, precision="tf32").split_once
+        assert not plan(batch, hidden, gates, torch.bfloat16, "ieee").split_once
+    assert plan(20, 100, 1).h_on_chip and not plan(20, 100, 1).split_once
+    assert plan(128, 1024, 4).num_stages == 3 and plan(128, 1024, 4, split_once=False).num_stages == 4
+    assert plan(128, 1024, 4, split_w_once=False).num_stages == 4  # 48 KB a chunk without the copy
+    assert plan(20, 100, 4, split_once=True).split_once  # resident, when asked
+    for bad in (dict(dtype=torch.bfloat16, precision="ieee"), dict(precision="tf32"), dict(precision="ieee")):
+        with pytest.raises(ValueError, match="split_once"):
+            plan(20, 500, 4, split_once=True, **bad)
+    with pytest.raises(ValueError, match="split_once"):
+        plan(20, 100, 1, split_once=True)  # on chip
+    assert not plan(20, 500, 4, split_once=True, direction="backward").split_once  # a forward's field
+
+
 def test_fast_activations_where_the_products_round_as_coarsely():
     """The MUFU's tanh (relative error about 2^-11) in the forward of bf16, fp16 and TF32, never
     in strict fp32, never backward, never under the interpreter (inline PTX); and the forward
@@ -536,3 +576,4 @@ def test_strict_fp32_runs_as_3xtf32_on_cuda_unless_asked_for_ieee(monkeypatch):
     monkeypatch.setattr(common, "INTERPRET", True)
     with matmul_mode("fp32"):
         assert dot_precision(torch.float32) == "ieee"
+

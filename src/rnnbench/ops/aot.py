@@ -28,13 +28,14 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from .common import Plan, backward_precision, choose_plan, k_chunks, k_padded, split_k_pieces
+from .common import Plan, backward_precision, choose_plan, k_chunks, k_padded, split_k_pieces, split_once_level
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
 
 POINTER = {torch.float32: "*fp32", torch.bfloat16: "*bf16", torch.float16: "*fp16"}
-F32_POINTERS = {"c_buf_ptr", "gates_ptr", "saved_ptr", "partials_ptr"}  # fp32 whatever the dtype (saved for backward)
+F32_POINTERS = {"c_buf_ptr", "gates_ptr", "saved_ptr", "partials_ptr",  # fp32 whatever the dtype (saved for backward;
+                "w_split_ptr", "h_split_ptr"}  # split operands, Plan.split_once)
 GATES = {"lstm": 4, "gru": 3, "rnn": 1}
 
 KERNELS = {
@@ -82,8 +83,8 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
         hidden_size, plan.block_k)
     constexprs = dict(H=hidden_size, BLOCK_B=plan.block_b, BLOCK_H=plan.block_h, BLOCK_K=block_k,
                       K_PAD=kp, CHUNKS=chunks, W_RESIDENT=plan.w_resident, ON_CHIP=plan.h_on_chip, PRECISION=precision,
-                      UPCAST=False, FAST_ACT=plan.fast_activations, SAVE=save, RELU=False, HAS_BIAS=True, HAS_H0=True,
-                      HAS_C0=True, HAS_D_OUT=True, HAS_D_H_N=True, HAS_D_C_N=True)
+                      UPCAST=False, FAST_ACT=plan.fast_activations, SPLIT_ONCE=split_once_level(plan), SAVE=save, RELU=False,
+                      HAS_BIAS=True, HAS_H0=True, HAS_C0=True, HAS_D_OUT=True, HAS_D_H_N=True, HAS_D_C_N=True)
     constexprs = {k: v for k, v in constexprs.items() if k in names}
     signature, attrs = {}, {}
     for i, name in enumerate(names):
@@ -166,7 +167,7 @@ def main(argv: list[str]) -> int:
             label = (f"{cell}-{direction}-{str(dtype).removeprefix('torch.')}-B{batch}-H{hidden}-{precision} "
                      f"bb={plan.block_b} bh={plan.block_h} res={int(plan.w_resident)} bk={plan.block_k} "
                      f"w={plan.num_warps} st={plan.num_stages} chip={int(plan.h_on_chip)} "
-                     f"fast={int(plan.fast_activations)} split={int(plan.split_k)} "
+                     f"fast={int(plan.fast_activations)} split={int(plan.split_k)} once={split_once_level(plan)} "
                      f"progs={math.prod(plan.grid(batch, hidden))}")
             try:
                 compiled = compile_kernel(cell, direction, dtype, hidden, plan,

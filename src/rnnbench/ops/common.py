@@ -19,6 +19,7 @@ for each other.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from dataclasses import dataclass
@@ -132,6 +133,9 @@ X3_SPLIT_K_WIDE_WARPS = 4
 # where with fp32 partials it lost (0.73-0.92x). In fp16 with both: 1.31-1.40x at batch 32,
 # 1.01-1.12x at 128.
 SPLIT_K_16BIT_MAX_HIDDEN = 1024
+# Strict fp32 forwards that stream their weights split h once (Plan.split_once), and from this many
+# batch rows a program their weights too (Plan.split_w_once).
+SPLIT_ONCE, SPLIT_W_ONCE_ROWS = True, 64
 # Plan overrides that pick a tile or weight path: given without h_on_chip, they mean the exchange plan.
 _EXCHANGE_FIELDS = frozenset({"block_h", "block_k", "w_resident"})
 
@@ -186,6 +190,48 @@ def _mma(a, b, acc, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
     else:
         out = tl.dot(a, b, acc, input_precision=PRECISION)
     return out
+
+
+@triton.jit
+def _split_tf32(x):
+    """``(hi, lo)`` with ``x == hi + lo`` exactly: ``hi`` is fp32 ``x`` rounded to TF32's 10
+    mantissa bits (to nearest, ties away from zero, as ``cvt.rna.tf32.f32``: add half of the
+    13 dropped bits' weight, then zero them), ``lo`` the remainder (at most half a TF32 step, so
+    12 significant bits), which a TF32 product reads to its own 10 (so ``hi @ b_hi + hi @ b_lo +
+    lo @ b_hi`` misses ``a @ b`` by about 2^-22 of it: 3xTF32, the split Triton's ``tf32x3`` and
+    CUTLASS make). Integer arithmetic, so the interpreter runs it too. ``lo`` is 0 where ``x`` is
+    infinite (not inf - inf), so an infinite operand gives infinite products. (On the H100,
+    rounding ``hi`` rather than cutting it lowered the split-once forwards' errors against float64
+    by 5-8 %, rounding ``lo`` too changed nothing; what brought them from 1.1-2.2e-6 to 0.6-1.2e-6,
+    beside 0.4-1.1e-6 for Triton's in-step ``tf32x3``, was summing the small products apart,
+    :func:`_mma_split`: ``results/h100/triton-lane-13``.)"""
+    bits = x.to(tl.int32, bitcast=True)
+    hi = ((bits + 0x1000) & -8192).to(tl.float32, bitcast=True)  # -8192 == 0xFFFFE000
+    lo = tl.where(hi == x, 0.0, x - hi)
+    return hi, lo
+
+
+@triton.jit
+def _mma_split(a_hi, a_lo, b_hi, b_lo, big, small):
+    """3xTF32 from operands split beforehand (:func:`_split_tf32`): ``(big + a_hi @ b_hi, small +
+    a_lo @ b_hi + a_hi @ b_lo)``, three plain TF32 products, the small ones in an accumulator of
+    their own (summed into the large one once, after the last chunk: added to the running sum
+    inside the tensor core's accumulation, chunk by chunk, they left 2x the error against float64
+    on the H100, ``results/h100/triton-lane-13/small-acc-06e49e7``). Splitting inside the step
+    instead (Triton's ``tf32x3``) took 28-46 % of a streamed strict fp32 forward step on the H100
+    (``results/h100/triton-lane-12/x3-split-cost``)."""
+    small = tl.dot(a_lo, b_hi, small, input_precision="tf32")
+    small = tl.dot(a_hi, b_lo, small, input_precision="tf32")
+    return tl.dot(a_hi, b_hi, big, input_precision="tf32"), small
+
+
+@triton.jit
+def _store_split(ptr, plane, offsets, x, mask):
+    """Store fp32 ``x`` split (:func:`_split_tf32`): the high parts at ``ptr + offsets``, the
+    remainders one ``plane`` further."""
+    hi, lo = _split_tf32(x)
+    tl.store(ptr + offsets, hi, mask=mask)
+    tl.store(ptr + plane + offsets, lo, mask=mask)
 
 
 @triton.jit
@@ -356,16 +402,129 @@ def _on_chip_columns(w, grads, acc, GATES: tl.constexpr, PRECISION: tl.constexpr
 
 
 @triton.jit
-def _recurrent_matmul(pieces, h, w_ptr, w_rows, w_valid, h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask, acc,
-                      H: tl.constexpr, K_PAD: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
+def _split_stacked_matmul(pieces, w_hi_ptr, w_lo_ptr, w_rows, w_valid, h_ptr, plane_h, rows, row_live, acc,
+                          H: tl.constexpr, K_PAD: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
+                          W_RESIDENT: tl.constexpr, W_COPY: tl.constexpr):
+    """:func:`_stacked_matmul` in 3xTF32 with h split once (:attr:`Plan.split_once`): its high
+    parts are the ``[B, H]`` plane at ``h_ptr``, its remainders the plane after, each loaded
+    straight into the products (h is the operand that goes through shared memory). The weights'
+    are ``pieces`` (resident: ``CHUNKS`` high parts, then ``CHUNKS`` remainders), or streamed from
+    ``W_hh`` at ``w_hi_ptr`` and split in registers on the way (the left operand of Hopper's
+    wgmma may come from registers), or with ``W_COPY`` (:attr:`Plan.split_w_once`) read split from
+    the copies at ``w_hi_ptr`` and ``w_lo_ptr`` (twice the bytes from L2)."""
+    small = tl.zeros(acc.shape, dtype=tl.float32)
+    if W_RESIDENT:
+        for i in tl.static_range(CHUNKS):
+            h_hi = _load_gate_padded(h_ptr, H, rows, row_live, i * BLOCK_K, H, 1, K_PAD, BLOCK_K)
+            h_lo = _load_gate_padded(h_ptr + plane_h, H, rows, row_live, i * BLOCK_K, H, 1, K_PAD, BLOCK_K)
+            acc, small = _mma_split(pieces[i], pieces[CHUNKS + i], tl.trans(h_hi), tl.trans(h_lo), acc, small)
+    else:
+        for k0 in range(0, H, BLOCK_K):
+            h_hi = _load_gate_padded(h_ptr, H, rows, row_live, k0, H, 1, K_PAD, BLOCK_K)
+            h_lo = _load_gate_padded(h_ptr + plane_h, H, rows, row_live, k0, H, 1, K_PAD, BLOCK_K)
+            if W_COPY:
+                w_hi = _load_stacked_weights(w_hi_ptr, w_rows, w_valid, k0, H, BLOCK_K)
+                w_lo = _load_stacked_weights(w_lo_ptr, w_rows, w_valid, k0, H, BLOCK_K)
+            else:
+                w_hi, w_lo = _split_tf32(_load_stacked_weights(w_hi_ptr, w_rows, w_valid, k0, H, BLOCK_K))
+            acc, small = _mma_split(w_hi, w_lo, tl.trans(h_hi), tl.trans(h_lo), acc, small)
+    return acc + small
+
+
+@triton.jit
+def _forward_weights(w_ptr, w_split_ptr, w_plane, w_rows, w_valid, H: tl.constexpr, BLOCK_K: tl.constexpr,
+                     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, SPLIT_ONCE: tl.constexpr):
+    """A forward kernel's weights before its time loop: ``(pieces, w_src)``, the resident stacked
+    tile (:func:`_resident_stack`; 0 when streamed) and where a streamed step reads them
+    (``W_hh``). ``SPLIT_ONCE`` (the kernels' constexpr: 0, 1 for :attr:`Plan.split_once`, 2 with
+    :attr:`Plan.split_w_once` too): resident pieces are split (:func:`_split_tf32`: ``CHUNKS``
+    high parts, then ``CHUNKS`` remainders); at 2, streamed, the program writes the split of its
+    own rows of ``W_hh`` to ``w_split_ptr`` (high parts, then remainders ``w_plane`` further:
+    ``[2, G*H, H]`` fp32) and streams from there. No other program reads those rows (programs of
+    other batch blocks with the same units write the same bits), so a barrier of this program's
+    threads suffices."""
+    w_src = w_ptr
+    if SPLIT_ONCE:
+        if W_RESIDENT:
+            highs = ()
+            lows = ()
+            for i in tl.static_range(CHUNKS):
+                hi, lo = _split_tf32(_load_stacked_weights(w_ptr, w_rows, w_valid, i * BLOCK_K, H, BLOCK_K))
+                highs = highs + (hi,)
+                lows = lows + (lo,)
+            pieces = highs + lows
+        else:
+            pieces = 0
+        if SPLIT_ONCE == 2 and not W_RESIDENT:
+            w_src = w_split_ptr
+            for k0 in range(0, H, BLOCK_K):
+                k = k0 + tl.arange(0, BLOCK_K)
+                offsets = w_rows[:, None] * H + k[None, :]
+                wk = _load_stacked_weights(w_ptr, w_rows, w_valid, k0, H, BLOCK_K)
+                _store_split(w_split_ptr, w_plane, offsets, wk, w_valid[:, None] & (k < H)[None, :])
+            tl.debug_barrier()
+    elif W_RESIDENT:
+        pieces = _resident_stack(w_ptr, w_rows, w_valid, H, BLOCK_K, CHUNKS)
+    else:
+        pieces = 0
+    return pieces, w_src
+
+
+@triton.jit
+def _split_h0(h, h_split_ptr, plane_h, hid, mask, counter_ptr, HAS_H0: tl.constexpr, SPLIT_ONCE: tl.constexpr):
+    """Before the first step of a forward that splits h once (:attr:`Plan.split_once`): this
+    program's tile of h0 (fp32 ``h``) split into slot 0 of the exchange buffer, then a grid barrier
+    so that every program's is there. Returns the barriers passed (0 or 1), which every later
+    wait's target counts."""
+    passed = 0
+    if SPLIT_ONCE and HAS_H0:
+        _store_split(h_split_ptr, plane_h, hid, h, mask)
+        _grid_barrier(counter_ptr, tl.num_programs(0))
+        passed = 1
+    return passed
+
+
+@triton.jit
+def _publish_h(h, h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask, counter_ptr, ON_CHIP: tl.constexpr,
+               SPLIT_ONCE: tl.constexpr):
+    """Step ``t``'s end: store ``h_t`` (fp32 ``[BLOCK_H, BLOCK_B]``) as the output ``h_buf[t+1]``
+    and where step ``t + 1`` reads it, then (exchange plans, not the last step) arrive at the
+    barrier. With ``SPLIT_ONCE`` the next step reads it split (:func:`_store_split`) from slot
+    ``(t + 1) % 2`` of the exchange buffer ``[2, 2, B, H]`` (two slots suffice: a program writes
+    slot ``s`` again only after every program has arrived once more, so has read it), and the
+    output, which no program reads, is stored after the arrival."""
+    out = h_buf_ptr + (t + 1) * plane_h + hid
+    if SPLIT_ONCE:
+        _store_split(h_split_ptr + ((t + 1) % 2) * (2 * plane_h), plane_h, hid, h, mask)
+    else:
+        tl.store(out, h.to(h_buf_ptr.dtype.element_ty), mask=mask)
+    if not ON_CHIP and t + 1 < T:
+        _arrive(counter_ptr)
+    if SPLIT_ONCE:
+        tl.store(out, h, mask=mask)
+
+
+@triton.jit
+def _recurrent_matmul(pieces, h, w_ptr, w_rows, w_valid, h_buf_ptr, h0_ptr, h_split_ptr, w_plane, t, plane_h, rows,
+                      row_mask, acc, H: tl.constexpr, K_PAD: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
                       W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, HAS_H0: tl.constexpr,
-                      PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+                      PRECISION: tl.constexpr, UPCAST: tl.constexpr, SPLIT_ONCE: tl.constexpr):
     """Forward step ``t``'s ``acc + W_stack @ h_{t-1}^T``. On chip (one program holds every unit
     of its batch rows, ``BLOCK_H == K_PAD``), ``h`` itself (fp32 ``[K_PAD, BLOCK_B]``, rounded to
     the weights' dtype as the exchange buffer would hold it) is the operand; otherwise every
-    program's ``h_{t-1}`` is read back from the exchange buffer (:func:`_previous_h`)."""
+    program's ``h_{t-1}`` is read back from the exchange buffer (:func:`_previous_h`), or with
+    ``SPLIT_ONCE`` from slot ``t % 2`` of the split one (:func:`_publish_h`; h0's is slot 0),
+    the weights from ``w_ptr`` (their high parts) and ``w_ptr + w_plane`` (:func:`_forward_weights`)."""
     if ON_CHIP:
         acc = _mma(pieces[0], h.to(pieces[0].dtype), acc, PRECISION, UPCAST)
+    elif SPLIT_ONCE:
+        live = row_mask
+        if not HAS_H0:
+            if t == 0:  # no h0: no row is read, the recurrent term is zero
+                live = rows < 0
+        acc = _split_stacked_matmul(pieces, w_ptr, w_ptr + w_plane, w_rows, w_valid,
+                                    h_split_ptr + (t % 2) * (2 * plane_h), plane_h, rows, live, acc, H, K_PAD,
+                                    BLOCK_K, CHUNKS, W_RESIDENT, SPLIT_ONCE == 2)
     else:
         h_src, live = _previous_h(h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask, HAS_H0)
         acc = _stacked_matmul(pieces, w_ptr, w_rows, w_valid, h_src, rows, live, acc, H, K_PAD, BLOCK_K, CHUNKS,
@@ -595,6 +754,16 @@ class Plan:
             from L2 each step.
         half_partials: split-K only: the partials stored in the weights' dtype (bf16, fp16: half
             the bytes written and read each step; summed in fp32 all the same) instead of fp32.
+        split_once: a 3xTF32 forward (strict fp32 on tensor cores, exchange plans) whose operands
+            are split into TF32 high parts and remainders once, not inside every product (Triton's
+            ``tf32x3``): each program splits its rows of ``W_hh`` before the time loop (into
+            shared memory, or a copy in global memory it streams from) and its slice of ``h_t`` as
+            it publishes it (two planes, read by the next step straight into its products). The
+            same three products per chunk, plain TF32 each (:func:`_mma_split`). Streamed
+            weights are split in registers each step unless ``split_w_once``.
+        split_w_once: with ``split_once`` and streamed weights: each program writes the split of its
+            rows of ``W_hh`` to a copy in global memory before the time loop and streams both
+            halves from there (twice the bytes a step from L2, no arithmetic on the way).
     """
 
     block_b: int
@@ -607,6 +776,8 @@ class Plan:
     fast_activations: bool = False
     split_k: bool = False
     half_partials: bool = False
+    split_once: bool = False
+    split_w_once: bool = False
 
     def grid(self, batch_size: int, hidden_size: int) -> tuple[int, int]:
         """(programs over hidden units, programs over batch rows)."""
@@ -620,6 +791,24 @@ def resident_piece(block_b: int, element: int, hidden_size: int) -> int:
     if element == 2 and block_b <= WIDE_PIECE_ROWS and hidden_size <= WIDE_PIECE_MAX_HIDDEN:
         return 256
     return max(64, min(256, RESIDENT_PIECE_BYTES // (block_b * element)))
+
+
+def split_once_level(plan: Plan) -> int:
+    """The forward kernels' ``SPLIT_ONCE`` constexpr for ``plan``: 0 (Triton's ``tf32x3`` in every
+    product, or no 3xTF32), 1 (:attr:`Plan.split_once`), 2 (and the streamed weights from a split
+    copy, :attr:`Plan.split_w_once`)."""
+    if not plan.split_once:
+        return 0
+    return 2 if plan.split_w_once and not plan.w_resident else 1
+
+
+def split_once_stage_bytes(block_b: int, rows: int, block_k: int, w_copy: bool) -> int:
+    """Shared memory one chunk in flight takes in a streamed forward that splits once
+    (:attr:`Plan.split_once`), fp32: the high parts and remainders of a ``block_b x block_k``
+    piece of h and a ``rows x block_k`` weight chunk (both halves with ``w_copy``,
+    :attr:`Plan.split_w_once`). (At batch 128, hidden 1024 with the copy, 64 KB: four in flight,
+    the streamed default, would not fit in the H100's 227 KB.)"""
+    return (2 * block_b + (2 if w_copy else 1) * rows) * block_k * 4
 
 
 def resident_bytes(block_b: int, block_h: int, hidden_size: int, num_gates: int, element: int,
@@ -752,8 +941,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     # one direction can be compared under one override).
     one_way = {prefix: {k.removeprefix(prefix): override.pop(k) for k in list(override) if k.startswith(prefix)}
                for prefix in ("forward_", "backward_")}
-    if direction == "forward":
-        override.pop("split_k", None)
+    override.pop("split_k" if direction == "forward" else "split_once", None)  # one direction's fields
     override.update(one_way[f"{direction}_"])
     tensor_cores = dtype != torch.float32 or precision in ("tf32", "tf32x3")
     # The products this direction runs (the RNN's TF32 backward is 3xTF32: backward_precision)
@@ -803,8 +991,11 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         if on_chip:
             bh, block_k = kp, kp
     fast = device.type == "cuda" and direction == "forward" and fast_activations(dtype, precision)
+    x3_streamed = (SPLIT_ONCE and device.type == "cuda" and direction == "forward" and precision == "tf32x3"
+                   and not on_chip and not resident)
     fields = {"block_b": bb, "block_h": bh, "w_resident": resident, "num_warps": warps, "block_k": block_k,
-              "num_stages": stages, "h_on_chip": on_chip, "fast_activations": fast}
+              "num_stages": stages, "h_on_chip": on_chip, "fast_activations": fast, "split_once": x3_streamed,
+              "split_w_once": x3_streamed and bb >= SPLIT_W_ONCE_ROWS}
     split_default = (device.type == "cuda" and num_gates in (3, 4) and tensor_cores and not on_chip
                      and hidden_size <= (SPLIT_K_16BIT_MAX_HIDDEN if element == 2 else SPLIT_K_MAX_HIDDEN))
     if direction == "backward" and override.get("split_k", split_default):
@@ -813,8 +1004,16 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         fields.update(_split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision,
                                       step_precision, override))
     plan = Plan(**{**fields, **override})
+    if device.type == "cuda" and plan.split_once and not plan.w_resident and "num_stages" not in override:
+        # As many chunks in flight as shared memory holds (each has two fp32 tiles of h, one or two of W).
+        stage = split_once_stage_bytes(plan.block_b, gp * plan.block_h, plan.block_k, plan.split_w_once)
+        plan = dataclasses.replace(plan, num_stages=max(1, min(plan.num_stages, (smem - SHARED_MEMORY_MARGIN) // stage)))
     if plan.fast_activations and device.type != "cuda":
         raise ValueError("fast_activations needs CUDA (inline PTX, which the interpreter cannot run)")
+    if plan.split_once and (direction != "forward" or plan.h_on_chip or dtype != torch.float32
+                            or (device.type == "cuda" and precision != "tf32x3")):
+        raise ValueError("split_once is for 3xTF32 forwards that exchange h (float32 weights, strict fp32 on "
+                         "CUDA), not on chip")
     if plan.split_k and plan.h_on_chip:
         raise ValueError("split_k and h_on_chip exclude each other (an on-chip backward exchanges nothing)")
     if plan.h_on_chip and not (plan.w_resident and plan.block_h == kp and plan.block_k == kp):

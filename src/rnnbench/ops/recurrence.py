@@ -30,7 +30,7 @@ import torch
 from triton.runtime import driver
 
 from .common import (INTERPRET, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, choose_plan,
-                     dot_precision, k_chunks, k_padded, split_k_pieces, upcast_dot)
+                     dot_precision, k_chunks, k_padded, split_k_pieces, split_once_level, upcast_dot)
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
 from .launch import KernelLauncher
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
@@ -161,7 +161,7 @@ class _Launch:
                     PRECISION=precision,
                     UPCAST=self.upcast, num_warps=plan.num_warps, num_stages=plan.num_stages)
         if forward:
-            meta.update(CHUNKS=chunks, FAST_ACT=plan.fast_activations)
+            meta.update(CHUNKS=chunks, FAST_ACT=plan.fast_activations, SPLIT_ONCE=split_once_level(plan))
         return meta
 
 
@@ -217,6 +217,10 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     flags = dict(HAS_BIAS=b_ih is not None, HAS_H0=h0 is not None, SAVE=save, **launch.forward_meta)
     h0 = h_buf if h0 is None else h0
     f32 = dict(device=dev, dtype=torch.float32)
+    # 3xTF32 with operands split once (Plan.split_once): W_hh's split copy [2, G*H, H] (each program
+    # writes its own rows) and h's exchange buffer, two slots of (high parts, remainders) [2, 2, B, H].
+    w_split = torch.empty(2, *w_hh.shape, **f32) if launch.forward_meta["SPLIT_ONCE"] == 2 else h_n
+    h_split = torch.empty(2, 2, B, H, **f32) if plan_.split_once else h_n
     c_n = c_buf = saved = None
     if cell == "lstm":
         c_n = torch.empty(B, H, device=dev, dtype=dtype)
@@ -224,16 +228,16 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
         saved = torch.empty(T, B, 4 * H, **f32) if save else None
         unused = h_n
         _LSTM_FORWARD(grid, x_proj, w_hh, *biases, h0, unused if c0 is None else c0, h_buf, h_n, c_n,
-                      unused if c_buf is None else c_buf, unused if saved is None else saved, counters,
-                      T, B, HAS_C0=c0 is not None, **flags, stream=stream)
+                      unused if c_buf is None else c_buf, unused if saved is None else saved, w_split, h_split,
+                      counters, T, B, HAS_C0=c0 is not None, **flags, stream=stream)
     elif cell == "gru":
         saved = torch.empty(T, B, 4 * H, **f32) if save else None
-        _GRU_FORWARD(grid, x_proj, w_hh, *biases, h0, h_buf, h_n, h_n if saved is None else saved, counters,
-                     T, B, **flags, stream=stream)
+        _GRU_FORWARD(grid, x_proj, w_hh, *biases, h0, h_buf, h_n, h_n if saved is None else saved, w_split, h_split,
+                     counters, T, B, **flags, stream=stream)
     else:
         saved = torch.empty(T, B, H, **f32) if save else None
-        _RNN_FORWARD(grid, x_proj, w_hh, *biases, h0, h_buf, h_n, h_n if saved is None else saved, counters,
-                     T, B, RELU=cell == "rnn_relu", **flags, stream=stream)
+        _RNN_FORWARD(grid, x_proj, w_hh, *biases, h0, h_buf, h_n, h_n if saved is None else saved, w_split, h_split,
+                     counters, T, B, RELU=cell == "rnn_relu", **flags, stream=stream)
     return h_buf, h_n, c_n, saved, c_buf
 
 

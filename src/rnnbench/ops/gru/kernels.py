@@ -18,21 +18,21 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _columns_matmul, _gate_bias, _gate_columns,
-                      _load_f32, _load_weight_columns, _on_chip_columns, _program_tile,
-                      _recurrent_matmul, _release_counters, _resident_stack, _resident_stack_t, _split_gates,
+from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _columns_matmul, _forward_weights, _gate_bias,
+                      _gate_columns, _load_f32, _load_weight_columns, _on_chip_columns, _program_tile, _publish_h,
+                      _recurrent_matmul, _release_counters, _resident_stack_t, _split_gates, _split_h0,
                       _split_k_arrive, _split_k_sum, _stack_gates, _stacked_rows, _wait)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
 def gru_forward_kernel(
     x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr,
-    h_buf_ptr, h_n_ptr, saved_ptr, counters_ptr,
+    h_buf_ptr, h_n_ptr, saved_ptr, w_split_ptr, h_split_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
-    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr,
+    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr,
 ):
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     gid = rows[None, :] * (3 * H) + units[:, None]  # gate r of a [B, 3H] plane
@@ -43,16 +43,16 @@ def gru_forward_kernel(
     out_ty = h_buf_ptr.dtype.element_ty
 
     w_rows, w_valid = _stacked_rows(pid_h, H, 3, 4, BLOCK_H)
-    if W_RESIDENT:
-        w = _resident_stack(w_hh_ptr, w_rows, w_valid, H, BLOCK_K, CHUNKS)
-    else:
-        w = 0
+    w_plane = 3 * H * H  # one [3H, H] plane of W_hh's split copy
+    w, w_src = _forward_weights(w_hh_ptr, w_split_ptr, w_plane, w_rows, w_valid, H, BLOCK_K, CHUNKS, W_RESIDENT,
+                                SPLIT_ONCE)
     bias_r = _gate_bias(b_ih_ptr, b_hh_ptr, 0 * H + units, unit_mask, HAS_BIAS, True)
     bias_z = _gate_bias(b_ih_ptr, b_hh_ptr, 1 * H + units, unit_mask, HAS_BIAS, True)
     bias_xn = _gate_bias(b_ih_ptr, b_hh_ptr, 2 * H + units, unit_mask, HAS_BIAS, False)  # b_in
     bias_hn = _gate_bias(b_hh_ptr, b_ih_ptr, 2 * H + units, unit_mask, HAS_BIAS, False)  # b_hn
     zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
     h = _load_f32(h0_ptr, hid, mask) if HAS_H0 else zero  # fp32 copy of our slice of h, carried across steps
+    barriers = _split_h0(h, h_split_ptr, plane_h, hid, mask, counters_ptr + pid_b, HAS_H0, SPLIT_ONCE)
     if SAVE:
         tl.store(h_buf_ptr + hid, h.to(out_ty), mask=mask)
     x_r = _load_f32(x_proj_ptr, gid + 0 * H, mask)
@@ -60,18 +60,18 @@ def gru_forward_kernel(
     x_n = _load_f32(x_proj_ptr, gid + 2 * H, mask)
     t = 0
     while t < T:
-        acc = _recurrent_matmul(w, h, w_hh_ptr, w_rows, w_valid, h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask,
+        acc = _recurrent_matmul(w, h, w_src, w_rows, w_valid, h_buf_ptr, h0_ptr, h_split_ptr, w_plane, t, plane_h, rows,
+                                row_mask,
                                 tl.zeros([4 * BLOCK_H, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
-                                W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST)
+                                W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST, SPLIT_ONCE)
         a_r, a_z, a_n, _ = _split_gates(acc, BLOCK_H, BLOCK_B)
         r = _act_sigmoid(a_r + x_r + bias_r, FAST_ACT)
         z = _act_sigmoid(a_z + x_z + bias_z, FAST_ACT)
         hn = a_n + bias_hn
         n = _act_tanh(x_n + bias_xn + r * hn, FAST_ACT)
         h = n + z * (h - n)
-        tl.store(h_buf_ptr + (t + 1) * plane_h + hid, h.to(out_ty), mask=mask)
-        if not ON_CHIP and t + 1 < T:  # h published: arrive now, store and load the rest, then wait
-            _arrive(counters_ptr + pid_b)
+        # h published: arrive now, store and load the rest, then wait
+        _publish_h(h, h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask, counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE)
         if SAVE:
             s_t = saved_ptr + t * plane_s
             tl.store(s_t + sid + 0 * H, r, mask=mask)
@@ -84,7 +84,7 @@ def gru_forward_kernel(
             x_z = _load_f32(x_t, gid + 1 * H, mask)
             x_n = _load_f32(x_t, gid + 2 * H, mask)
             if not ON_CHIP:
-                _wait(counters_ptr + pid_b, tl.num_programs(0) * (t + 1))
+                _wait(counters_ptr + pid_b, tl.num_programs(0) * (t + 1 + barriers))
         t += 1
     tl.store(h_n_ptr + hid, h.to(h_n_ptr.dtype.element_ty), mask=mask)
     if not ON_CHIP:

@@ -18,21 +18,21 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _columns_matmul, _gate_bias, _gate_columns,
-                      _load_f32, _load_weight_columns, _on_chip_columns, _program_tile,
-                      _recurrent_matmul, _release_counters, _resident_stack, _resident_stack_t, _split_gates,
+from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _columns_matmul, _forward_weights, _gate_bias,
+                      _gate_columns, _load_f32, _load_weight_columns, _on_chip_columns, _program_tile, _publish_h,
+                      _recurrent_matmul, _release_counters, _resident_stack_t, _split_gates, _split_h0,
                       _split_k_arrive, _split_k_sum, _stack_gates, _stacked_rows, _tanh, _wait)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
 def lstm_forward_kernel(
     x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, c0_ptr,
-    h_buf_ptr, h_n_ptr, c_n_ptr, c_buf_ptr, gates_ptr, counters_ptr,
+    h_buf_ptr, h_n_ptr, c_n_ptr, c_buf_ptr, gates_ptr, w_split_ptr, h_split_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, HAS_C0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
-    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr,
+    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr,
 ):
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     gid = rows[None, :] * (4 * H) + units[:, None]  # offsets of gate i into a [B, 4H] plane
@@ -41,10 +41,9 @@ def lstm_forward_kernel(
     out_ty = h_buf_ptr.dtype.element_ty
 
     w_rows, w_valid = _stacked_rows(pid_h, H, 4, 4, BLOCK_H)
-    if W_RESIDENT:  # all four gates' rows for our units, on chip for every step
-        w = _resident_stack(w_hh_ptr, w_rows, w_valid, H, BLOCK_K, CHUNKS)
-    else:
-        w = 0
+    w_plane = 4 * H * H  # one [4H, H] plane of W_hh's split copy
+    w, w_src = _forward_weights(w_hh_ptr, w_split_ptr, w_plane, w_rows, w_valid, H, BLOCK_K, CHUNKS, W_RESIDENT,
+                                SPLIT_ONCE)
     bias_i = _gate_bias(b_ih_ptr, b_hh_ptr, 0 * H + units, unit_mask, HAS_BIAS, True)
     bias_f = _gate_bias(b_ih_ptr, b_hh_ptr, 1 * H + units, unit_mask, HAS_BIAS, True)
     bias_g = _gate_bias(b_ih_ptr, b_hh_ptr, 2 * H + units, unit_mask, HAS_BIAS, True)
@@ -52,6 +51,7 @@ def lstm_forward_kernel(
     zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
     c = _load_f32(c0_ptr, hid, mask) if HAS_C0 else zero  # fp32 cell state, never leaves the chip
     h = _load_f32(h0_ptr, hid, mask) if HAS_H0 else zero
+    barriers = _split_h0(h, h_split_ptr, plane_h, hid, mask, counters_ptr + pid_b, HAS_H0, SPLIT_ONCE)
     if SAVE:  # backward reads h_{t-1} and c_{t-1} of every step
         tl.store(h_buf_ptr + hid, h.to(out_ty), mask=mask)
         tl.store(c_buf_ptr + hid, c, mask=mask)
@@ -61,9 +61,10 @@ def lstm_forward_kernel(
     x_o = _load_f32(x_proj_ptr, gid + 3 * H, mask)
     t = 0
     while t < T:
-        acc = _recurrent_matmul(w, h, w_hh_ptr, w_rows, w_valid, h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask,
+        acc = _recurrent_matmul(w, h, w_src, w_rows, w_valid, h_buf_ptr, h0_ptr, h_split_ptr, w_plane, t, plane_h, rows,
+                                row_mask,
                                 tl.zeros([4 * BLOCK_H, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
-                                W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST)
+                                W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST, SPLIT_ONCE)
         a_i, a_f, a_g, a_o = _split_gates(acc, BLOCK_H, BLOCK_B)
         i = _act_sigmoid(a_i + x_i + bias_i, FAST_ACT)
         f = _act_sigmoid(a_f + x_f + bias_f, FAST_ACT)
@@ -71,9 +72,8 @@ def lstm_forward_kernel(
         o = _act_sigmoid(a_o + x_o + bias_o, FAST_ACT)
         c = f * c + i * g
         h = o * _act_tanh(c, FAST_ACT)
-        tl.store(h_buf_ptr + (t + 1) * plane_h + hid, h.to(out_ty), mask=mask)
-        if not ON_CHIP and t + 1 < T:  # h published: arrive now, store and load the rest, then wait
-            _arrive(counters_ptr + pid_b)
+        # h published: arrive now, store and load the rest, then wait
+        _publish_h(h, h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask, counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE)
         if SAVE:
             s_t = gates_ptr + t * plane_g
             tl.store(s_t + gid + 0 * H, i, mask=mask)
@@ -90,7 +90,7 @@ def lstm_forward_kernel(
             x_g = _load_f32(x_t, gid + 2 * H, mask)
             x_o = _load_f32(x_t, gid + 3 * H, mask)
             if not ON_CHIP:
-                _wait(counters_ptr + pid_b, tl.num_programs(0) * (t + 1))
+                _wait(counters_ptr + pid_b, tl.num_programs(0) * (t + 1 + barriers))
         t += 1
     tl.store(h_n_ptr + hid, h.to(h_n_ptr.dtype.element_ty), mask=mask)
     tl.store(c_n_ptr + hid, c.to(c_n_ptr.dtype.element_ty), mask=mask)

@@ -13,8 +13,9 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_act_tanh, _arrive, _columns_matmul, _gate_bias, _load_f32, _load_weight_columns,
-                      _mma, _program_tile, _recurrent_matmul, _release_counters, _resident_stack, _stacked_rows, _wait)
+from ..common import (_act_tanh, _arrive, _columns_matmul, _forward_weights, _gate_bias, _load_f32,
+                      _load_weight_columns, _mma, _program_tile, _publish_h, _recurrent_matmul, _release_counters,
+                      _split_h0, _stacked_rows, _wait)
 
 
 @triton.jit
@@ -29,25 +30,25 @@ def _activation(x, RELU: tl.constexpr, FAST: tl.constexpr):
 @triton.jit(do_not_specialize=["T", "B"])
 def rnn_forward_kernel(
     x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr,
-    h_buf_ptr, h_n_ptr, saved_ptr, counters_ptr,
+    h_buf_ptr, h_n_ptr, saved_ptr, w_split_ptr, h_split_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, RELU: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
-    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr,
+    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr,
 ):
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     plane_h = B.to(tl.int64) * H
     out_ty = h_buf_ptr.dtype.element_ty
 
     w_rows, w_valid = _stacked_rows(pid_h, H, 1, 1, BLOCK_H)
-    if W_RESIDENT:
-        w = _resident_stack(w_hh_ptr, w_rows, w_valid, H, BLOCK_K, CHUNKS)
-    else:
-        w = 0
+    w_plane = 1 * H * H  # one [1H, H] plane of W_hh's split copy
+    w, w_src = _forward_weights(w_hh_ptr, w_split_ptr, w_plane, w_rows, w_valid, H, BLOCK_K, CHUNKS, W_RESIDENT,
+                                SPLIT_ONCE)
     bias = _gate_bias(b_ih_ptr, b_hh_ptr, units, unit_mask, HAS_BIAS, True)
     zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
     h = _load_f32(h0_ptr, hid, mask) if HAS_H0 else zero
+    barriers = _split_h0(h, h_split_ptr, plane_h, hid, mask, counters_ptr + pid_b, HAS_H0, SPLIT_ONCE)
     if SAVE:
         tl.store(h_buf_ptr + hid, h.to(out_ty), mask=mask)
     x = _load_f32(x_proj_ptr, hid, mask)
@@ -55,12 +56,12 @@ def rnn_forward_kernel(
         x_next = _load_f32(x_proj_ptr + tl.minimum(1, T - 1) * plane_h, hid, mask)
     t = 0
     while t < T:
-        a = _recurrent_matmul(w, h, w_hh_ptr, w_rows, w_valid, h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask, zero,
-                              H, K_PAD, BLOCK_K, CHUNKS, W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST)
+        a = _recurrent_matmul(w, h, w_src, w_rows, w_valid, h_buf_ptr, h0_ptr, h_split_ptr, w_plane, t, plane_h, rows,
+                                row_mask, zero,
+                              H, K_PAD, BLOCK_K, CHUNKS, W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST, SPLIT_ONCE)
         h = _activation(a + x + bias, RELU, FAST_ACT)
-        tl.store(h_buf_ptr + (t + 1) * plane_h + hid, h.to(out_ty), mask=mask)
-        if not ON_CHIP and t + 1 < T:  # h published: arrive now, store and load the rest, then wait
-            _arrive(counters_ptr + pid_b)
+        # h published: arrive now, store and load the rest, then wait
+        _publish_h(h, h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask, counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE)
         if SAVE:
             tl.store(saved_ptr + t * plane_h + hid, h, mask=mask)
         if ON_CHIP:
@@ -74,7 +75,7 @@ def rnn_forward_kernel(
         else:
             if t + 1 < T:
                 x = _load_f32(x_proj_ptr + (t + 1) * plane_h, hid, mask)
-                _wait(counters_ptr + pid_b, tl.num_programs(0) * (t + 1))
+                _wait(counters_ptr + pid_b, tl.num_programs(0) * (t + 1 + barriers))
         t += 1
     tl.store(h_n_ptr + hid, h.to(h_n_ptr.dtype.element_ty), mask=mask)
     if not ON_CHIP:
