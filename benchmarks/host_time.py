@@ -1,6 +1,6 @@
 """Where an eager call of rnnbench.nn spends its host time, and what two changes buy (one GPU).
 
-    python benchmarks/host_time.py OUT_DIR [--parts launch,barrier,profile]
+    python benchmarks/host_time.py OUT_DIR [--parts launch,barrier,profile,engine]
 
 1. Launch: Triton's JIT launch of the forward kernel against our cached compiled launch
    (``ops/launch.py``), host µs per launch; the whole module per eager call (forward under
@@ -14,13 +14,14 @@
    also compared other barrier designs, each in its own process: results/h100/host-time.)
 3. Profile: host µs per eager call of our module and torch.nn's now, and cProfiles of ours
    (forward and training step), on the small cases where the host decides (``PROFILE_CASES``).
+4. Engine: the engine's own training step for ``torch-nn``, ``triton`` and their graph lanes,
+   synchronised and host µs per call, cProfiles of both eager steps (``ENGINE_CASES``).
 
 Writes ``OUT_DIR/host_time.json`` (rows) and ``OUT_DIR/host_time.txt`` (the tables, also printed).
 """
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import io
 import json
@@ -34,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from ab import OneLineParser  # noqa: E402
 from triton_dev import _host_ms, _modules  # noqa: E402  (shared: one timer of host work, the lanes' modules)
 
 # (cell, batch, seq, input, hidden, dtype): theano-cudnn-2016 depth 1, glample-2016, flashrnn-2024.
@@ -219,6 +221,43 @@ def profile_part() -> list[dict]:
     return rows
 
 
+# The seed suites' strict fp32 training rows under 0.9x torch-nn eager (triton-lane-13/seeds-4bef952).
+ENGINE_CASES = [("lstm", 20, 30, 100, 100, "fp32"), ("lstm", 128, 30, 128, 128, "fp32"),
+                ("gru", 32, 30, 128, 128, "fp32"), ("rnn_tanh", 20, 30, 100, 100, "fp32")]
+ENGINE_LANES = ("torch-nn", "triton", "torch-nn-graph", "triton-graph")
+
+
+def engine_part() -> list[dict]:
+    """4. The engine's own training step (``workload.lane_step``: the loss over the output and the
+    final states, ``torch.autograd.grad`` to the input, the initial states and every weight) for
+    ``torch-nn``, ``triton`` and their graph lanes: µs per call synchronised before and after (as
+    the engine times, ``Step.measure``), host µs per call of the eager lanes (no synchronisation),
+    and cProfiles of both eager steps."""
+    from ab import median_ms
+    from rnnbench.cases import Case
+    from rnnbench.lanes import LANES
+    from rnnbench.precision import matmul_mode
+    from rnnbench.workload import lane_step, make_inputs
+
+    rows = []
+    for cell, b, t, i, h, dt in ENGINE_CASES:
+        case = Case(cell=cell, batch_size=b, seq_len=t, input_size=i, hidden_size=h, dtype=dt, mode="train",
+                    device="cuda")
+        inputs = make_inputs(case)
+        row = dict(part="engine", case=f"{cell} B{b} T{t} H{h} {dt} train")
+        with matmul_mode(dt):
+            for name in ENGINE_LANES:
+                step = lane_step(LANES[name], case, inputs)
+                row[f"{name}_sync_us"] = 1e3 * median_ms(step, 0.5)
+                if not LANES[name].cuda_graph:
+                    row[f"{name}_host_us"] = host_us(step.fn, 100)
+                    row[f"{name}_profile"] = _profile(step.fn, 200, 25)
+                step.close()
+        rows.append(row)
+        print(json.dumps({k: v for k, v in row.items() if not k.endswith("_profile")}), flush=True)
+    return rows
+
+
 def _table(rows, keys) -> str:
     lines = [" | ".join(keys)]
     for r in rows:
@@ -227,18 +266,19 @@ def _table(rows, keys) -> str:
 
 
 def main(argv) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
-    parser.add_argument("--parts", default="launch,barrier", help="launch, barrier, profile (comma-separated)")
+    parser.add_argument("--parts", default="launch,barrier", help="launch, barrier, profile, engine (comma-separated)")
     args = parser.parse_args(argv)
-    unknown = set(args.parts.split(",")) - {"launch", "barrier", "profile"}
+    unknown = set(args.parts.split(",")) - {"launch", "barrier", "profile", "engine"}
     if unknown:
-        parser.error(f"unknown part {sorted(unknown)[0]!r}; choose from launch, barrier, profile")
+        parser.error(f"unknown part {sorted(unknown)[0]!r}; choose from launch, barrier, profile, engine")
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     rows = launch_part() if "launch" in args.parts else []
     rows += barrier_part() if "barrier" in args.parts else []
     rows += profile_part() if "profile" in args.parts else []
+    rows += engine_part() if "engine" in args.parts else []
     (out / "host_time.json").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     launch_rows = [r for r in rows if r["part"] == "launch"]
     text = "\n\n".join([
@@ -264,6 +304,11 @@ def main(argv) -> int:
                                                              "torch_nn_train_host_us"]),
         *(f"{r['case']}: {kind} profile\n{r[kind + '_profile']}" for r in rows if r["part"] == "profile"
           for kind in ("forward", "train")),
+        "the engine's training step (µs per call: synchronised as the engine times; host, not synchronised)",
+        _table([r for r in rows if r["part"] == "engine"],
+               ["case", *(f"{n}_sync_us" for n in ENGINE_LANES), "torch-nn_host_us", "triton_host_us"]),
+        *(f"{r['case']}: {name} profile\n{r[name + '_profile']}" for r in rows if r["part"] == "engine"
+          for name in ("torch-nn", "triton")),
     ])
     (out / "host_time.txt").write_text(text + "\n")
     print(text)

@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -76,6 +76,13 @@ fp32's split-K backward, against the 8 warps before (``fwd_w8``: the forward's; 
 directions'), where two warpgroups split the batch columns and each read all the weights. Strict
 fp32 (3xTF32, streamed weights) first, then two TF32 cases.
 
+``--compare split_once`` runs strict fp32's forward with h split into TF32 high parts and
+remainders once, by the program that computes it (the default where the weights stream,
+``Plan.split_once``), against Triton's ``tf32x3``, which splits both operands of every product
+inside the step (``split_in_step``), on the fp32 cases of the seed suites whose weights stream;
+then the weights read from a split copy (``Plan.split_w_once``) against split in the step, each
+against the default.
+
 Writes ``OUT_DIR/<compare>.jsonl`` (the environment record, then one row per case as measured) and
 prints a table. ``--device cpu`` (with ``TRITON_INTERPRET=1``) only checks this script.
 """
@@ -106,7 +113,8 @@ PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip":
          "rows64w4": {"split_k": True, "backward_block_k": 64, "backward_num_warps": 4},
          "stream": {"forward_w_resident": False, "forward_block_k": 64},
          "resident64": {"forward_w_resident": True, "forward_block_k": 64},
-         "fwd_w8": {"forward_num_warps": 8}, "w8": {"num_warps": 8}}
+         "fwd_w8": {"forward_num_warps": 8}, "w8": {"num_warps": 8}, "split_in_step": {"split_once": False},
+         "w_in_step": {"split_w_once": False}, "w_copy": {"split_w_once": True}}
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
     ("rnn_tanh", 20, 30, 100, 100, "fp32", DEFAULT), ("rnn_tanh", 20, 30, 100, 100, "tf32", DEFAULT),
@@ -273,11 +281,25 @@ WARPS64_CASES = [
     _case("gru", 128, 768, "fp32", ("default", "w8")),
     _case("lstm", 128, 1024, "tf32", ("default", "fwd_w8")), _case("lstm", 256, 512, "tf32", ("default", "fwd_w8")),
 ]
+# Strict fp32's forward with h split once (common.SPLIT_ONCE, Plan.split_once) against Triton's
+# tf32x3, which splits both operands inside every product, on every fp32 case of glample-2016,
+# theano-cudnn-2016 (depth 1) and fastrnns whose weights stream (hidden 500 and up), and one at
+# batch 256; then (from index 11) the weights from a split copy (Plan.split_w_once, the default
+# from 64 batch rows a program: common.SPLIT_W_ONCE_ROWS) against split in the step, both ways.
+_STREAMED_FP32 = (("lstm", 20, 500, 30), ("rnn_tanh", 20, 500, 30), ("gru", 32, 512, 30), ("lstm", 32, 512, 30),
+                  ("lstm", 128, 512, 30), ("lstm", 64, 512, 100), ("lstm", 32, 1024, 30), ("gru", 32, 1024, 30),
+                  ("lstm", 128, 1024, 30), ("gru", 128, 1024, 30), ("lstm", 256, 512, 30))
+SPLIT_ONCE_CASES = [
+    _case(cell, b, h, "fp32", ("default", "split_in_step"), seq_len=t) for cell, b, h, t in _STREAMED_FP32
+] + [
+    _case(cell, b, h, "fp32", ("default", "w_in_step" if b >= 128 and h >= 1024 or b >= 256 else "w_copy"), seq_len=t)
+    for cell, b, h, t in _STREAMED_FP32
+]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
                "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES, "split_k_x3": X3_CASES,
                "split_k_tf32": TF32_TALL_CASES,
                "block_h": UNITS_CASES, "piece": PIECE_CASES,
-               "stream": STREAM_CASES, "warps64": WARPS64_CASES}
+               "stream": STREAM_CASES, "warps64": WARPS64_CASES, "split_once": SPLIT_ONCE_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 
 

@@ -78,6 +78,7 @@ def test_on_chip_anatomy_times_every_part_and_the_kernel(tmp_path):
     ("strict_fp32.py", ("--device", "cpu", "--cases", "-3"), "--cases takes 1 to"),
     ("plan_sweep.py", ("--cases", "nope"), "invalid choice: 'nope'"),
     ("plan_sweep.py", ("--budget", "soon"), "invalid float value: 'soon'"),
+    ("host_time.py", ("--parts", "engine,nope"), "unknown part 'nope'"),
 ])
 def test_bad_options_are_refused_in_one_line_before_measuring(tmp_path, script, args, message):
     proc = _run(script, str(tmp_path), *args)
