@@ -46,6 +46,7 @@ every_lane=("$dir"/glample-2016.jsonl "$dir"/theano-cudnn-2016.jsonl "$dir"/fast
   section "Every seed suite after taller 3xTF32 split-K partials, in a run of its own (triton-lane-11/, 67974f2)" "$dir"/triton-lane-11/seeds-67974f2.jsonl
   section "Every seed suite after fp32 weights at 64 batch rows on one warpgroup, in a run of its own (triton-lane-12/, de9f61c)" "$dir"/triton-lane-12/seeds-de9f61c.jsonl
   section "Theano's depth-1 cases in TF32 after the same change, in a run of their own (triton-lane-12/, de9f61c)" "$dir"/triton-lane-12/theano-tf32-de9f61c.jsonl
+  section "Every seed suite after strict fp32's forward splits h once, in a run of its own (triton-lane-13/, 4bef952)" "$dir"/triton-lane-13/seeds-4bef952.jsonl
 } > "$dir"/REPORT.md
 "$rnnbench" report "${every_lane[@]}" --plot "$dir"/speedup.png > /dev/null
 echo "wrote $dir/REPORT.md and $dir/speedup.png"
