@@ -20,7 +20,10 @@ the choice against float64 and times the lanes. Case sets:
   the rule, as 4 against the default then: ``results/h100/triton-lane-12``);
 - ``first``: the sweep that found it, forward only then (tile heights, chunk widths, stages,
   warps at batch 128, hidden 512-1024; FlashRNN's fp16 LSTM; glample's and theano's small fp32
-  cases).
+  cases);
+- ``spills``: strict fp32's split-once forwards (``Plan.split_once``), the default against 8
+  warps, 32-wide chunks and no split once (and at 64 rows: 32-wide chunks six in flight, the
+  weights split in the step).
 
 Writes ``OUT_DIR/plan_sweep-<cases>.jsonl`` (the environment record, then one row per case and
 plan as measured) and prints one line per row.
@@ -41,6 +44,11 @@ from ab import OneLineParser, run_cases  # noqa: E402
 WARPS = [{}, {"num_warps": 8}, {"num_warps": 4}]
 BIG = [{}, {"block_h": 32}, {"block_k": 32}, {"num_stages": 3}, {"num_stages": 6}, {"num_warps": 4},
        {"block_b": 32}, {"block_b": 32, "num_warps": 4}]
+# Strict fp32's split-once forwards (Plan.split_once) at 4 warps and 64-wide chunks spilled under
+# Triton 3.9 (16-200 bytes a thread; at 64 rows a program under 3.6 too: 152-184): 8 warps or
+# 32-wide chunks do not (python -m rnnbench.ops.aot); which costs less, and against no split once.
+ONCE = [{}, {"forward_num_warps": 8}, {"forward_block_k": 32}, {"forward_split_once": False}]
+ONCE_COPY = ONCE + [{"forward_block_k": 32, "forward_num_stages": 6}, {"forward_split_w_once": False}]
 # (cell, batch_size, hidden_size, dtype, seq_len, plan overrides)
 CASE_SETS = {
     "warps64": [
@@ -65,13 +73,20 @@ CASE_SETS = {
         ("rnn_tanh", 20, 100, "fp32", 30, [{}, {"block_k": 32}, {"h_on_chip": False}]),
         ("lstm", 20, 100, "fp32", 30, [{}, {"num_warps": 8}]),
     ],
+    "spills": [
+        *[(cell, b, h, "fp32", 30, ONCE) for cell, b, h in (
+            ("lstm", 20, 500), ("rnn_tanh", 20, 500), ("gru", 32, 512), ("lstm", 32, 512), ("lstm", 128, 512),
+            ("lstm", 32, 1024))],
+        *[(cell, b, h, "fp32", 30, ONCE_COPY) for cell, b, h in (("lstm", 128, 1024), ("gru", 128, 1024), ("lstm", 256, 512))],
+    ],
 }
 FIELDS = ("cell", "batch_size", "hidden_size", "dtype", "seq_len", "plan")
 
 
 def _plan_text(p) -> str:
     return (f"bb{p.block_b} bh{p.block_h} res{int(p.w_resident)} bk{p.block_k} w{p.num_warps} st{p.num_stages}"
-            + (" on_chip" if p.h_on_chip else "") + (" split_k" if p.split_k else ""))
+            + (" on_chip" if p.h_on_chip else "") + (" split_k" if p.split_k else "")
+            + (" split_once" if p.split_once else "") + (" split_w_once" if p.split_once and p.split_w_once else ""))
 
 
 def measure(case: tuple) -> dict:
