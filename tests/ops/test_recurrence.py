@@ -411,8 +411,9 @@ def test_strict_fp32_forwards_that_stream_their_weights_split_h_once():
     """``Plan.split_once``, planned for an H100: strict fp32 (3xTF32) forwards whose weights are
     streamed split h once, and from 64 batch rows a program the weights too
     (``Plan.split_w_once``); nothing else does (resident weights, on chip, TF32, 16-bit weights,
-    any backward). With the weights' copy at 64 rows, three chunks in flight, not four: four fp32
-    tiles a chunk would take 256 KB of shared memory. Asked for where it cannot run, refused."""
+    any backward). Their chunks are 32 wide, six in flight with the copy; asked for 64 wide with
+    the copy, three, not four: four fp32 tiles a chunk would take 256 KB of shared memory. Asked
+    for where it cannot run, refused."""
     from rnnbench.ops.common import choose_plan, split_once_level
 
     cuda = torch.device("cuda")
@@ -429,8 +430,11 @@ def test_strict_fp32_forwards_that_stream_their_weights_split_h_once():
         assert not plan(batch, hidden, gates, precision="tf32").split_once
         assert not plan(batch, hidden, gates, torch.bfloat16, "ieee").split_once
     assert plan(20, 100, 1).h_on_chip and not plan(20, 100, 1).split_once
-    assert plan(128, 1024, 4).num_stages == 3 and plan(128, 1024, 4, split_once=False).num_stages == 4
-    assert plan(128, 1024, 4, split_w_once=False).num_stages == 4  # 48 KB a chunk without the copy
+    # 32-wide chunks (64 spilled), six in flight with the weights' copy (the default four without).
+    assert [(plan(*case).block_k, plan(*case).num_stages) for case in ((20, 500, 4), (128, 1024, 4))] == [(32, 4), (32, 6)]
+    assert (plan(128, 1024, 4, split_once=False).block_k, plan(128, 1024, 4, split_once=False).num_stages) == (64, 4)
+    assert plan(128, 1024, 4, block_k=64).num_stages == 3  # 64 KB a chunk with the copy: three fit
+    assert plan(128, 1024, 4, block_k=64, split_w_once=False).num_stages == 4  # 48 KB without
     assert plan(20, 100, 4, split_once=True).split_once  # resident, when asked
     for bad in (dict(dtype=torch.bfloat16, precision="ieee"), dict(precision="tf32"), dict(precision="ieee")):
         with pytest.raises(ValueError, match="split_once"):

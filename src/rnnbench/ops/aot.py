@@ -61,12 +61,13 @@ BENCHMARK_SHAPES = [
 # on FMA units both ways (GRU), strict fp32 as 3xTF32 streamed both ways (LSTM at 500) and resident
 # forward (LSTM at 100); h on chip both ways (RNN fp16 at 4 warps, RNN 3xTF32 and LSTM bf16 at 8);
 # the LSTM's split-K backward resident with partials 256 units high (bf16 at 768) and streamed 64
-# high (3xTF32), its transpose backward at 1024 (TF32, streamed forward).
+# high (3xTF32), its transpose backward at 1024 (TF32, streamed forward); strict fp32's split-once
+# forward with the weights split in the step (LSTM at 500) and from a copy (GRU at 64 rows).
 QUICK_SHAPES = [("lstm", torch.bfloat16, 16, 768, "ieee"), ("gru", torch.float32, 20, 100, "ieee"),
                 ("lstm", torch.float32, 16, 1024, "tf32"),
                 ("rnn", torch.float16, 3, 37, "ieee"), ("lstm", torch.float32, 20, 500, "tf32x3"),
                 ("lstm", torch.float32, 20, 100, "tf32x3"), ("rnn", torch.float32, 20, 100, "tf32x3"),
-                ("lstm", torch.bfloat16, 20, 100, "ieee")]
+                ("lstm", torch.bfloat16, 20, 100, "ieee"), ("gru", torch.float32, 128, 1024, "tf32x3")]
 
 
 def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: int, plan: Plan,

@@ -136,6 +136,12 @@ SPLIT_K_16BIT_MAX_HIDDEN = 1024
 # Strict fp32 forwards that stream their weights split h once (Plan.split_once), and from this many
 # batch rows a program their weights too (Plan.split_w_once).
 SPLIT_ONCE, SPLIT_W_ONCE_ROWS = True, 64
+# Their chunks: 32 wide, not 64 (BLOCK_K), and six in flight with the weights' copy. At 64 wide
+# every split-once forward spilled under Triton 3.9 (16-200 bytes a thread), at 64 batch rows under
+# 3.6 too (152-184); at 32 none does (python -m rnnbench.ops.aot). On the H100 (Triton 3.6) 32
+# wide took 0.98-1.07x the step time of 64 at 16-32 rows, and six in flight at 64 rows 0.84-0.86x
+# (plan_sweep.py --cases spills: results/h100/triton-lane-14).
+SPLIT_ONCE_BLOCK_K, SPLIT_W_ONCE_STAGES = 32, 6
 # Plan overrides that pick a tile or weight path: given without h_on_chip, they mean the exchange plan.
 _EXCHANGE_FIELDS = frozenset({"block_h", "block_k", "w_resident"})
 
@@ -993,9 +999,14 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     fast = device.type == "cuda" and direction == "forward" and fast_activations(dtype, precision)
     x3_streamed = (SPLIT_ONCE and device.type == "cuda" and direction == "forward" and precision == "tf32x3"
                    and not on_chip and not resident)
+    # (Its chunks follow an override of split_once, so that asking for none gives the plan without.)
+    x3_streamed = override.get("split_once", x3_streamed)
+    split_w_once = override.get("split_w_once", x3_streamed and bb >= SPLIT_W_ONCE_ROWS)
+    if x3_streamed and not resident:
+        block_k, stages = SPLIT_ONCE_BLOCK_K, SPLIT_W_ONCE_STAGES if split_w_once else stages
     fields = {"block_b": bb, "block_h": bh, "w_resident": resident, "num_warps": warps, "block_k": block_k,
               "num_stages": stages, "h_on_chip": on_chip, "fast_activations": fast, "split_once": x3_streamed,
-              "split_w_once": x3_streamed and bb >= SPLIT_W_ONCE_ROWS}
+              "split_w_once": split_w_once}
     split_default = (device.type == "cuda" and num_gates in (3, 4) and tensor_cores and not on_chip
                      and hidden_size <= (SPLIT_K_16BIT_MAX_HIDDEN if element == 2 else SPLIT_K_MAX_HIDDEN))
     if direction == "backward" and override.get("split_k", split_default):
