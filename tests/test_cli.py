@@ -205,6 +205,11 @@ def test_report_markdown_csv_and_plot(cli, tiny_run):
     assert "train TFLOP/s" in proc.stdout and "train % of peak" in proc.stdout and "Peak: " in proc.stdout
     assert f"plot: {png}" in proc.stderr
 
+    proc = cli("report", out, "--standing", cwd=tmp)  # one row: the other lane against torch-nn
+    assert proc.returncode == 0, proc.stderr
+    standing = proc.stdout.split("### Standing against torch-nn")[1]
+    assert "| torch-fused-loop |" in standing and "| torch-nn |" not in standing
+
 
 # --- report: --baseline and --plot are checked before any work --------------------------------
 

@@ -219,6 +219,26 @@ def test_figures_keep_one_decimal_in_every_column():
 
 # --- --baseline must name a lane with rows -------------------------------------------------------
 
+def test_standing_counts_each_lanes_rows_against_the_baseline():
+    """Four configurations, the lane at 2x, 100/105, 100/120 and 1x the baseline's speed; a fifth
+    where the lane failed and a sixth without a baseline row count nowhere."""
+    rows = []
+    for hidden, lane_us in ((100, 50.0), (200, 105.0), (300, 120.0), (400, 100.0)):
+        case = Case(cell="lstm", mode="forward", dtype="fp32", **{**GLAMPLE, "hidden_size": hidden})
+        rows += [_row(case, "torch-nn", 100.0), _row(case, "torch-fused-loop", lane_us)]
+    failed = Case(cell="lstm", mode="forward", dtype="fp32", **{**GLAMPLE, "hidden_size": 500})
+    rows += [_row(failed, "torch-nn", 100.0), _row(failed, "torch-fused-loop", None, status="error")]
+    alone = Case(cell="lstm", mode="train", dtype="fp32", **{**GLAMPLE, "hidden_size": 600})
+    rows += [_row(alone, "torch-fused-loop", 1.0)]
+    table = report.standing(_frame(rows))
+    assert list(table["Lane"]) == ["torch-fused-loop"]
+    lane = table.iloc[0]
+    assert (lane["rows"], lane["≥ 0.9×"], lane["≥ 1×"]) == (4, 3, 2)
+    assert (lane["median ×"], lane["worst ×"]) == ("0.98", "0.83")  # median of 0.952 and 1.0
+    assert "H300" in lane["worst row"] and lane["worst row"].endswith("forward")
+    assert report.standing(_frame(rows), floor=0.8).iloc[0]["≥ 0.8×"] == 4
+
+
 def test_check_baseline():
     report.check_baseline(_glample_frame(), "torch-fused-loop")  # present: no error
     with pytest.raises(UsageError, match=r"--baseline nope has no measured \(ok\) rows in these files; "

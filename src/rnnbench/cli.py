@@ -199,6 +199,8 @@ def report_command(
     baseline: Optional[str] = typer.Option(None, help="Lane the speedup columns divide by; it must have rows "
                                            "in the files. Default: torch-nn."),
     published: bool = typer.Option(True, help="Show the seeds' published figures beside ours."),
+    standing: bool = typer.Option(False, help="Also a table of each lane against the baseline over every row: "
+                                  "how many at least 0.9x and 1x as fast, median, worst."),
 ):
     """Re-render the tables (and optionally a plot) from results files."""
     import pandas as pd
@@ -206,6 +208,7 @@ def report_command(
     from .lm.report import lm_table, read_lm_records
     from .paths import check_output_file, plot_formats
     from .report import check_baseline, markdown
+    from .report import standing as standing_table
     from .report import plot as draw
     from .results import load_results, read_records
 
@@ -227,6 +230,10 @@ def report_command(
             check_baseline(frame, baseline)
         baseline = baseline or "torch-nn"
         print(frame.to_csv(index=False) if format == "csv" else markdown(frame, baseline, published), end="")
+        if standing:
+            table = standing_table(frame, baseline)
+            print(f"\n### Standing against {baseline}\n" if format == "md" else "")
+            print(table.to_csv(index=False) if format == "csv" else table.to_markdown(index=False))
         if plot:
             draw(frame, str(plot), baseline)
             err.print(f"plot: {plot}")

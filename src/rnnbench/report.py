@@ -225,6 +225,32 @@ def speedups(frame: pd.DataFrame, baseline: str = "torch-nn") -> dict[str, pd.Da
     return out
 
 
+def standing(frame: pd.DataFrame, baseline: str = "torch-nn", floor: float = 0.9) -> pd.DataFrame:
+    """How each lane stands against ``baseline`` over every (configuration, mode, machine) where
+    both measured ok (:func:`speedups`: baseline time / lane time, > 1 is faster), one row per lane:
+    how many such rows, how many at least ``floor`` and at least 1.0x as fast, the median and the
+    worst speedup, and where the worst is. (The bar of the Triton kernels' issue: no seed-suite row
+    under 0.9x ``torch-nn``.)
+
+    Raises:
+        UsageError: no row with status ok.
+    """
+    parts = []
+    for mode, table in speedups(frame, baseline).items():
+        long = table.drop(columns=baseline).stack().dropna().rename("speedup").reset_index()  # label, lane, speedup
+        parts.append(long.assign(where=long["label"] + f" {mode}"))
+    columns = ["Lane", "rows", f"≥ {floor:g}×", "≥ 1×", "median ×", "worst ×", "worst row"]
+    if not parts:
+        return pd.DataFrame(columns=columns)
+    rows = []
+    long = pd.concat(parts, ignore_index=True)
+    for lane, group in long.groupby("lane", sort=False):
+        worst = group.loc[group["speedup"].idxmin()]
+        rows.append([lane, len(group), int((group["speedup"] >= floor).sum()), int((group["speedup"] >= 1).sum()),
+                     f"{group['speedup'].median():.2f}", f"{worst['speedup']:.2f}", worst["where"]])
+    return pd.DataFrame(rows, columns=columns).sort_values("Lane", key=lambda c: c.map(_lane_order), kind="stable")
+
+
 def figure(frame: pd.DataFrame, baseline: str = "torch-nn"):
     """The speedup figure (a matplotlib Figure): per mode a bar chart on a log scale, one group of
     bars per (configuration, machine), one bar per lane, one colour per lane in both panels, the
