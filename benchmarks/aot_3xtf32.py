@@ -7,7 +7,9 @@ Each line is one kernel compiled for sm_90 by ``rnnbench.ops.aot`` (registers, s
 weights resident (the split of a resident operand is held in registers) and streamed, and the
 backward of the LSTM, GRU and RNN with 128- against 64-wide chunks and, for the RNN, resident;
 then, at 64 batch rows a program, the streamed forward and the split-K backward at 4 warps (the
-default) against 8.
+default) against 8; last, the split-once forwards (``Plan.split_once``) in 32-wide chunks (the
+default) against 64 (the plan before, which spilled) and 8 warps. Run it under each Triton whose
+compile matters (the CI's and the GPU machine's).
 """
 
 from __future__ import annotations
@@ -38,6 +40,14 @@ VARIANTS = [
     *[(cell, "backward", batch, hidden, changes) for cell, batch, hidden in (("lstm", 256, 512), ("gru", 256, 512),
                                                                               ("gru", 128, 768))
       for changes in ({}, {"num_warps": 8})],
+    # Split once: 32-wide chunks (common.SPLIT_ONCE_BLOCK_K; six in flight with the weights' copy
+    # at 64 rows) against 64 wide at the stages the plan had then (four, three with the copy), at 4 and 8 warps.
+    *[(cell, "forward", batch, hidden, changes)
+      for cell, batch, hidden, old_stages in (("lstm", 20, 500, 4), ("rnn", 20, 500, 4), ("gru", 32, 512, 4),
+                                              ("lstm", 32, 512, 4), ("lstm", 128, 512, 4), ("lstm", 32, 1024, 4),
+                                              ("lstm", 128, 1024, 3), ("gru", 128, 1024, 3), ("lstm", 256, 512, 3))
+      for changes in ({}, {"block_k": 64, "num_stages": old_stages},
+                      {"block_k": 64, "num_stages": old_stages, "num_warps": 8})],
 ]
 
 
