@@ -45,8 +45,8 @@ WARPS = [{}, {"num_warps": 8}, {"num_warps": 4}]
 BIG = [{}, {"block_h": 32}, {"block_k": 32}, {"num_stages": 3}, {"num_stages": 6}, {"num_warps": 4},
        {"block_b": 32}, {"block_b": 32, "num_warps": 4}]
 # Strict fp32's split-once forwards (Plan.split_once) at 4 warps and 64-wide chunks spilled under
-# Triton 3.9 (16-200 bytes a thread; at 64 rows a program under 3.6 too: 152-184): 8 warps or
-# 32-wide chunks do not (python -m rnnbench.ops.aot); which costs less, and against no split once.
+# Triton 3.9 (8 of 9, 32-200 bytes a thread; at 64 rows a program under 3.6 too: 152-184): 8 warps
+# or 32-wide chunks do not (benchmarks/aot_3xtf32.py); which costs less, and against no split once.
 ONCE = [{}, {"forward_num_warps": 8}, {"forward_block_k": 32}, {"forward_split_once": False}]
 ONCE_COPY = ONCE + [{"forward_block_k": 32, "forward_num_stages": 6}, {"forward_split_w_once": False}]
 # (cell, batch_size, hidden_size, dtype, seq_len, plan overrides)

@@ -137,8 +137,8 @@ SPLIT_K_16BIT_MAX_HIDDEN = 1024
 # batch rows a program their weights too (Plan.split_w_once).
 SPLIT_ONCE, SPLIT_W_ONCE_ROWS = True, 64
 # Their chunks: 32 wide, not 64 (BLOCK_K), and six in flight with the weights' copy. At 64 wide
-# every split-once forward spilled under Triton 3.9 (16-200 bytes a thread), at 64 batch rows under
-# 3.6 too (152-184); at 32 none does (python -m rnnbench.ops.aot). On the H100 (Triton 3.6) 32
+# 8 of 9 split-once forwards spilled under Triton 3.9 (32-200 bytes a thread), at 64 batch rows
+# under 3.6 too (152-184); at 32 none does (benchmarks/aot_3xtf32.py). On the H100 (Triton 3.6) 32
 # wide took 0.94-1.02x the step time of 64 at 16-32 rows, and six in flight at 64 rows 0.85-0.86x
 # (plan_sweep.py --cases spills: results/h100/triton-lane-14).
 SPLIT_ONCE_BLOCK_K, SPLIT_W_ONCE_STAGES = 32, 6
