@@ -237,6 +237,8 @@ def test_standing_counts_each_lanes_rows_against_the_baseline():
     assert (lane["median ×"], lane["worst ×"]) == ("0.98", "0.83")  # median of 0.952 and 1.0
     assert "H300" in lane["worst row"] and lane["worst row"].endswith("forward")
     assert report.standing(_frame(rows), floor=0.8).iloc[0]["≥ 0.8×"] == 4
+    failed_only = _frame([r for r in rows if r["hidden_size"] == 500 and r["lane"] != "torch-nn"])
+    assert report.standing(failed_only).empty  # nothing ok: nothing to stand on, no error
 
 
 def test_check_baseline():

@@ -233,7 +233,10 @@ def report_command(
         if standing:
             table = standing_table(frame, baseline)
             print(f"\n### Standing against {baseline}\n" if format == "md" else "")
-            print(table.to_csv(index=False) if format == "csv" else table.to_markdown(index=False))
+            if table.empty:
+                err.print(f"--standing: no lane has an ok row beside an ok {baseline} row")
+            else:
+                print(table.to_csv(index=False) if format == "csv" else table.to_markdown(index=False))
         if plot:
             draw(frame, str(plot), baseline)
             err.print(f"plot: {plot}")
