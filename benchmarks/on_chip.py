@@ -289,10 +289,24 @@ WARPS64_CASES = [
 _STREAMED_FP32 = (("lstm", 20, 500, 30), ("rnn_tanh", 20, 500, 30), ("gru", 32, 512, 30), ("lstm", 32, 512, 30),
                   ("lstm", 128, 512, 30), ("lstm", 64, 512, 100), ("lstm", 32, 1024, 30), ("gru", 32, 1024, 30),
                   ("lstm", 128, 1024, 30), ("gru", 128, 1024, 30), ("lstm", 256, 512, 30))
+
+
+def _weights_copied(cell: str, batch_size: int, hidden_size: int) -> bool:
+    """Whether strict fp32's default forward plan on an H100 (132 multiprocessors) streams the
+    weights from a split copy (``Plan.split_w_once``)."""
+    import torch
+
+    from rnnbench.ops.common import choose_plan
+    from rnnbench.ops.recurrence import NUM_GATES
+
+    return choose_plan(batch_size, hidden_size, NUM_GATES[cell], torch.float32, torch.device("cuda"),
+                       multiprocessors=132, precision="tf32x3").split_w_once
+
+
 SPLIT_ONCE_CASES = [
     _case(cell, b, h, "fp32", ("default", "split_in_step"), seq_len=t) for cell, b, h, t in _STREAMED_FP32
 ] + [
-    _case(cell, b, h, "fp32", ("default", "w_in_step" if b >= 128 and h >= 1024 or b >= 256 else "w_copy"), seq_len=t)
+    _case(cell, b, h, "fp32", ("default", "w_in_step" if _weights_copied(cell, b, h) else "w_copy"), seq_len=t)
     for cell, b, h, t in _STREAMED_FP32
 ]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,

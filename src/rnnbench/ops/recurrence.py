@@ -219,8 +219,8 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     f32 = dict(device=dev, dtype=torch.float32)
     # 3xTF32 with operands split once (Plan.split_once): W_hh's split copy [2, G*H, H] (each program
     # writes its own rows) and h's exchange buffer, two slots of (high parts, remainders) [2, 2, B, H].
-    w_split = torch.empty(2, *w_hh.shape, **f32) if launch.forward_meta["SPLIT_ONCE"] == 2 else h_n
-    h_split = torch.empty(2, 2, B, H, **f32) if plan_.split_once else h_n
+    w_split = torch.empty(2, *w_hh.shape, **f32) if flags["SPLIT_ONCE"] == 2 else h_n
+    h_split = torch.empty(2, 2, B, H, **f32) if flags["SPLIT_ONCE"] else h_n
     c_n = c_buf = saved = None
     if cell == "lstm":
         c_n = torch.empty(B, H, device=dev, dtype=dtype)
