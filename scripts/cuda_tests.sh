@@ -25,5 +25,5 @@ for pid in "${pids[@]}"; do wait "$pid" || status=1; done
 rm -f "$logs"/shard.??
 "$py" -m pytest -q -p no:cacheprovider -m "cuda and alone" tests > "$logs/alone.log" 2>&1 || status=1
 tail -qn1 "$logs"/shard.*.log "$logs/alone.log"
-grep -h "^FAILED\|^ERROR" "$logs"/shard.*.log "$logs/alone.log" | cut -c1-200
+grep -h "^FAILED\|^ERROR" "$logs"/shard.*.log "$logs/alone.log"
 exit $status
