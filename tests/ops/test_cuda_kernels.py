@@ -457,3 +457,35 @@ def test_fp32s_tolerance_rejects_plain_tf32_products():
             check_layer("lstm", "fp32", _layer("lstm", 20, 30, 100, 500))
     finally:
         recurrence._STRICT_FP32.reset(token)
+
+
+# (rows = T*B, gates, input, hidden, one gate-gradient tensor): glample's LSTM at hidden 100 and
+# 500, theano's GRU at 128 (two tensors), an odd RNN.
+GRADIENT_SHAPES = [(600, 4, 100, 100, True), (600, 4, 100, 500, True), (960, 3, 128, 128, False), (37, 1, 5, 37, True)]
+# Worst relative error of the weight-gradient kernel: fp32-accurate products (3xTF32, IEEE), TF32's,
+# and the half types' (exact products, the stored result rounded).
+GRADIENT_TOLERANCE = {"tf32x3": 1e-5, "ieee": 1e-5, "tf32": 3e-3, "bf16": 8e-3, "fp16": 1e-3}
+
+
+@pytest.mark.parametrize("dtype, precision", [("fp32", "tf32x3"), ("fp32", "ieee"), ("fp32", "tf32"),
+                                              ("bf16", "ieee"), ("fp16", "ieee")])
+@pytest.mark.parametrize("shape", GRADIENT_SHAPES, ids=lambda s: "N{}-G{}-I{}-H{}".format(*s[:4]))
+def test_layer_gradients_kernel_on_many_programs(shape, dtype, precision):
+    """``ops/gradients.layer_gradients_kernel`` (every tile of three products and the bias sums
+    in one launch) against the five reductions in float64."""
+    from rnnbench.ops.gradients import fused, layer_gradients, reference_gradients
+
+    rows, gates, input_size, hidden, same = shape
+    assert fused(rows, gates * hidden, input_size, hidden)
+    torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    draw = lambda *size: torch.randn(size, generator=gen, device="cuda").to(torch_dtype)  # noqa: E731
+    d_gx = draw(rows, gates * hidden)
+    tensors = [d_gx, d_gx if same else draw(rows, gates * hidden), draw(rows, input_size), draw(rows, hidden),
+               draw(gates * hidden, input_size)]
+    got = layer_gradients(*tensors, (True,) * 5, precision, False)
+    wide = [t.double() for t in tensors]
+    ref = reference_gradients(wide[0], wide[0] if same else wide[1], *wide[2:], (True,) * 5)
+    for field in ("dx", "dw_ih", "dw_hh", "db_ih", "db_hh"):
+        err = relative_error(getattr(got, field), getattr(ref, field))
+        assert err <= GRADIENT_TOLERANCE[dtype if dtype != "fp32" else precision], f"{field}: {err:.3g}"

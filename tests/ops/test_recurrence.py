@@ -544,14 +544,15 @@ def test_kernels_compile_for_h100():
     proc = subprocess.run([sys.executable, "-m", "rnnbench.ops.aot", "--quick"], env=env, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    from rnnbench.ops.aot import QUICK_SHAPES
+    from rnnbench.ops.aot import GRADIENT_VARIANTS, QUICK_SHAPES
 
-    kernels = 2 * len(QUICK_SHAPES)  # forward and backward of each
+    kernels = 2 * len(QUICK_SHAPES) + len(GRADIENT_VARIANTS)  # forward and backward of each, the gradients'
+    assert proc.stdout.count("ok    gradients-") == len(GRADIENT_VARIANTS), proc.stdout
     assert proc.stdout.count("ok ") == kernels, proc.stdout
     # No register spills on these plans (local memory in a per-step loop costs microseconds).
     assert proc.stdout.count("'stack': 0,") == kernels, proc.stdout
     # The MUFU's tanh exactly in the forward kernels whose plan asks for fast activations.
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("ok ")]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("ok ") and "gradients-" not in line]
     assert any(" fast=1 " in line for line in lines) and any(" fast=0 " in line for line in lines)
     for line in lines:
         assert (" fast=1 " in line) == ("'mufu_tanh': 0" not in line), line

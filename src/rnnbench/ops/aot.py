@@ -9,7 +9,9 @@ not this).
 
 Pointer arguments are compiled as a launch sees them: 16-byte aligned (Triton specialises an
 aligned pointer with ``tt.divisibility = 16``; without that every load would be scalar and the
-register counts would describe a kernel that never runs). Must run without ``TRITON_INTERPRET=1``.
+register counts would describe a kernel that never runs). Either list ends with the weight-gradient
+kernel (``ops/gradients.py``) in every dtype and precision it runs. Must run without
+``TRITON_INTERPRET=1``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
+from . import gradients
 from .common import Plan, backward_precision, choose_plan, k_chunks, k_padded, split_k_pieces, split_once_level
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
@@ -100,6 +103,24 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
     source = ASTSource(fn, signature, constexprs={(names.index(k),): v for k, v in constexprs.items()}, attrs=attrs)
     return triton.compile(source, target=GPUTarget("cuda", capability, 32),
                           options={"num_warps": plan.num_warps, "num_stages": plan.num_stages})
+
+
+# The fused weight-gradient kernel (ops/gradients.py) in each dtype and product precision it runs.
+GRADIENT_VARIANTS = [(torch.float32, "tf32x3"), (torch.float32, "ieee"), (torch.float32, "tf32"),
+                     (torch.bfloat16, "ieee"), (torch.float16, "ieee")]
+
+
+def compile_gradients(dtype: torch.dtype, precision: str, gates: int = 4, capability: int = 90):
+    """Compile :func:`~rnnbench.ops.gradients.layer_gradients_kernel` for ``sm_<capability>``, every
+    pointer 16-byte aligned, as :func:`~rnnbench.ops.gradients.layer_gradients` launches it."""
+    fn = gradients.layer_gradients_kernel
+    constexprs = dict(GATES=gates, BIAS_BOTH=True, PRECISION=precision, UPCAST=False, BM=gradients.BLOCK_M,
+                      BN=gradients.BLOCK_N, BK=gradients.BLOCK_K, BC=gradients.BIAS_COLUMNS, BR=gradients.BIAS_ROWS)
+    names = fn.arg_names
+    signature = {n: "constexpr" if n in constexprs else POINTER[dtype] if n.endswith("_ptr") else "i32" for n in names}
+    attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names) if n.endswith("_ptr")}
+    source = ASTSource(fn, signature, constexprs={(names.index(k),): v for k, v in constexprs.items()}, attrs=attrs)
+    return triton.compile(source, target=GPUTarget("cuda", capability, 32), options={"num_warps": 4, "num_stages": 3})
 
 
 def _tool(name: str) -> Path:
@@ -181,6 +202,13 @@ def main(argv: list[str]) -> int:
             except Exception as err:  # report every failure, then exit non-zero
                 failures += 1
                 print(f"FAIL  {label}: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
+    for dtype, precision in GRADIENT_VARIANTS:
+        label = f"gradients-{str(dtype).removeprefix('torch.')}-{precision}"
+        try:
+            print(f"ok    {label} {resource_usage(compile_gradients(dtype, precision))}", flush=True)
+        except Exception as err:
+            failures += 1
+            print(f"FAIL  {label}: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
     return 1 if failures else 0
 
 

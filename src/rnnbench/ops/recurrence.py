@@ -31,6 +31,7 @@ from triton.runtime import driver
 
 from .common import (INTERPRET, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, choose_plan,
                      dot_precision, k_chunks, k_padded, split_k_pieces, split_once_level, upcast_dot)
+from .gradients import layer_gradients
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
 from .launch import KernelLauncher
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
@@ -336,18 +337,16 @@ class RecurrentLayer(torch.autograd.Function):
                                                      _contiguous(d_c_n) if ctx.cell == "lstm" else None,
                                                      saved, c_buf, h_buf, w_hh, ctx.launch)
         need = ctx.needs_input_grad
-        flat_gx, flat_gh = d_gx.reshape(T * B, -1), d_gh.reshape(T * B, -1)
-        dx = (flat_gx @ w_ih).view(T, B, -1) if need[0] else None
-        dw_ih = flat_gx.t() @ x.reshape(T * B, -1) if need[3] else None
-        dw_hh = flat_gh.t() @ h_buf[:T].reshape(T * B, H) if need[4] else None
-        db_ih = flat_gx.sum(0, dtype=torch.float32).to(x.dtype) if ctx.has_bias and need[5] else None
-        db_hh = None
-        if ctx.has_bias and need[6]:  # the same sum where both sides' gate gradients are one tensor (not the GRU)
-            same = db_ih is not None and d_gh is d_gx
-            db_hh = db_ih.clone() if same else flat_gh.sum(0, dtype=torch.float32).to(x.dtype)
+        bias = ctx.has_bias
+        flat_gx = d_gx.view(T * B, -1)
+        flat_gh = flat_gx if d_gh is d_gx else d_gh.view(T * B, -1)  # one tensor stays one (the bias sums)
+        grads = layer_gradients(flat_gx, flat_gh, x.reshape(T * B, -1), h_buf[:T].view(T * B, H), w_ih,
+                                (need[0], need[3], need[4], bias and need[5], bias and need[6]),
+                                ctx.launch.precision, ctx.launch.upcast)
+        dx = grads.dx.view(T, B, -1) if need[0] else None
         dh0 = d_h0 if need[1] else None
         dc0 = d_c0 if d_c0 is not None and need[2] else None
-        return dx, dh0, dc0, dw_ih, dw_hh, db_ih, db_hh, None, None, None
+        return dx, dh0, dc0, grads.dw_ih, grads.dw_hh, grads.db_ih, grads.db_hh, None, None, None
 
 
 def recurrent_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None):

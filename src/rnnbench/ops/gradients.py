@@ -1,0 +1,183 @@
+"""The weight, bias and input gradients of one layer after its reverse recurrence, in one launch.
+
+The backward kernel (``ops/<cell>/kernels.py``) leaves the gradients of the gate pre-activations
+of every step, ``d_gx, d_gh [N, G*H]`` with ``N = T*B`` rows (one tensor except for the GRU,
+whose candidate gate's recurrent part differs). The rest of a layer's backward is five reductions
+over them (``h_prev [N, H]`` is ``h_0 .. h_{T-1}``, ``x [N, I]`` the layer's input)::
+
+    dx    = d_gx W_ih      [N, I]          dW_ih = d_gx^T x       [G*H, I]
+    dW_hh = d_gh^T h_prev  [G*H, H]        db_ih = sum_n d_gx     db_hh = sum_n d_gh   [G*H]
+
+:func:`reference_gradients` is those as torch calls: three matmuls, the bias sums and a copy (the
+two biases of an LSTM or RNN get the same sum, and two parameters must not share a gradient
+tensor). That is five or six launches from Python, each some 10-25 µs of host time on the H100's
+host (cuBLAS' strict fp32 matmuls are also two kernels each there, a split-K reduce after the
+product) -- what a small layer's eager training step is made of. :func:`layer_gradients` runs all
+of them as one Triton launch (:func:`layer_gradients_kernel`: every program takes one tile of one
+product, or one slice of the bias sums) where the layer is small (:data:`FUSED_MAX_FLOP`), and
+the torch calls elsewhere, where cuBLAS' large tiles win and a launch's host time is lost in the
+device time.
+
+Products run in the layer's precision (:func:`rnnbench.ops.common.dot_precision`: 3xTF32 or IEEE
+for strict fp32, TF32 where torch allows it, fp32 accumulation for the half types); results are
+stored in the weights' dtype, as torch's matmuls return them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+from .common import _mma
+from .launch import KernelLauncher
+
+# The three products' FLOPs (2 N G*H (2I + H)) up to which one fused launch replaces the torch
+# calls. Glample's layers (batch 20, hidden 100-500: 0.14-1.7 GFLOP) and theano's at hidden 128
+# are under it, where eager training is bound by the host's launches (results/h100/triton-lane-15).
+FUSED_MAX_FLOP = 2e9
+# Tiles of the products, and of the bias sums (columns x rows a chunk).
+BLOCK_M, BLOCK_N, BLOCK_K = 64, 64, 32
+BIAS_COLUMNS, BIAS_ROWS = 64, 32
+
+
+@dataclass
+class LayerGradients:
+    """What :func:`layer_gradients` returns; a field is None where it was not asked for."""
+
+    dx: torch.Tensor | None
+    dw_ih: torch.Tensor | None
+    dw_hh: torch.Tensor | None
+    db_ih: torch.Tensor | None
+    db_hh: torch.Tensor | None
+
+
+@triton.jit
+def _product_tile(a_ptr, lda, b_ptr, ldb, c_ptr, M, N, K, tile, A_T: tl.constexpr, PRECISION: tl.constexpr,
+                  UPCAST: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """Tile ``tile`` (row-major over the ``[M, N]`` output's tiles) of ``C = A @ B``: ``A [M, K]``
+    stored row-major with row stride ``lda``, or (``A_T``) as its transpose ``[K, M]``;
+    ``B [K, N]`` row-major with row stride ``ldb``; ``C`` contiguous ``[M, N]``."""
+    tiles_n = tl.cdiv(N, BN)
+    m = (tile // tiles_n) * BM + tl.arange(0, BM)
+    n = (tile % tiles_n) * BN + tl.arange(0, BN)
+    acc = tl.zeros([BM, BN], dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        k = k0 + tl.arange(0, BK)
+        a_mask = (m[:, None] < M) & (k[None, :] < K)
+        if A_T:
+            a = tl.load(a_ptr + k[None, :] * lda + m[:, None], mask=a_mask, other=0.0)
+        else:
+            a = tl.load(a_ptr + m[:, None] * lda + k[None, :], mask=a_mask, other=0.0)
+        b = tl.load(b_ptr + k[:, None] * ldb + n[None, :], mask=(k[:, None] < K) & (n[None, :] < N), other=0.0)
+        acc = _mma(a, b, acc, PRECISION, UPCAST)
+    tl.store(c_ptr + m[:, None] * N + n[None, :], acc.to(c_ptr.dtype.element_ty),
+             mask=(m[:, None] < M) & (n[None, :] < N))
+
+
+@triton.jit
+def _column_sums(g_ptr, ROWS, COLS, task, out_ptr, also_ptr, ALSO: tl.constexpr, BC: tl.constexpr,
+                 BR: tl.constexpr):
+    """Columns ``task * BC ..`` of the sums over the rows of ``g [ROWS, COLS]`` (fp32), stored at
+    ``out_ptr`` and, with ``ALSO``, at ``also_ptr`` too."""
+    cols = task * BC + tl.arange(0, BC)
+    live = cols < COLS
+    acc = tl.zeros([BC], dtype=tl.float32)
+    for r0 in range(0, ROWS, BR):
+        r = r0 + tl.arange(0, BR)
+        g = tl.load(g_ptr + r[:, None] * COLS + cols[None, :], mask=(r[:, None] < ROWS) & live[None, :], other=0.0)
+        acc += tl.sum(g.to(tl.float32), axis=0)
+    tl.store(out_ptr + cols, acc.to(out_ptr.dtype.element_ty), mask=live)
+    if ALSO:
+        tl.store(also_ptr + cols, acc.to(also_ptr.dtype.element_ty), mask=live)
+
+
+@triton.jit(do_not_specialize=["ROWS", "I", "H", "TASKS_IH", "TASKS_HH", "TASKS_DX", "TASKS_BI", "TASKS_BH"])
+def layer_gradients_kernel(
+    d_gx_ptr, d_gh_ptr, x_ptr, h_ptr, w_ih_ptr, dx_ptr, dw_ih_ptr, dw_hh_ptr, db_ih_ptr, db_hh_ptr,
+    ROWS, I, H, TASKS_IH, TASKS_HH, TASKS_DX, TASKS_BI, TASKS_BH,
+    GATES: tl.constexpr, BIAS_BOTH: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, BC: tl.constexpr, BR: tl.constexpr,
+):
+    """One program per task, in this order: the tiles of ``dW_ih`` (``TASKS_IH``), of ``dW_hh``,
+    of ``dx``, the column slices of ``db_ih`` (from ``d_gx``; with ``BIAS_BOTH`` stored to
+    ``db_hh`` too: the LSTM's and RNN's two biases have one gradient), then of ``db_hh`` (from
+    ``d_gh``). A count of 0 leaves that gradient out (its pointer is not touched)."""
+    pid = tl.program_id(0)
+    GH = GATES * H
+    end_ih = TASKS_IH
+    end_hh = end_ih + TASKS_HH
+    end_dx = end_hh + TASKS_DX
+    end_bi = end_dx + TASKS_BI
+    if pid < end_ih:
+        _product_tile(d_gx_ptr, GH, x_ptr, I, dw_ih_ptr, GH, I, ROWS, pid, True, PRECISION, UPCAST, BM, BN, BK)
+    elif pid < end_hh:
+        _product_tile(d_gh_ptr, GH, h_ptr, H, dw_hh_ptr, GH, H, ROWS, pid - end_ih, True, PRECISION, UPCAST, BM, BN,
+                      BK)
+    elif pid < end_dx:
+        _product_tile(d_gx_ptr, GH, w_ih_ptr, I, dx_ptr, ROWS, I, GH, pid - end_hh, False, PRECISION, UPCAST, BM, BN,
+                      BK)
+    elif pid < end_bi:
+        _column_sums(d_gx_ptr, ROWS, GH, pid - end_dx, db_ih_ptr, db_hh_ptr, BIAS_BOTH, BC, BR)
+    elif pid < end_bi + TASKS_BH:
+        _column_sums(d_gh_ptr, ROWS, GH, pid - end_bi, db_hh_ptr, db_hh_ptr, False, BC, BR)
+
+
+_LAYER_GRADIENTS = KernelLauncher(layer_gradients_kernel)
+
+
+def fused(rows: int, gate_width: int, input_size: int, hidden_size: int) -> bool:
+    """Whether :func:`layer_gradients` takes one launch for a layer of these sizes (``rows`` =
+    T*B, ``gate_width`` = G*H): its products' FLOPs are at most :data:`FUSED_MAX_FLOP`."""
+    return 2 * rows * gate_width * (2 * input_size + hidden_size) <= FUSED_MAX_FLOP
+
+
+def reference_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...]) -> LayerGradients:
+    """The five gradients as torch calls (see the module docstring), each where ``need`` (``dx,
+    dW_ih, dW_hh, db_ih, db_hh``) asks. ``d_gx``, ``d_gh`` ``[N, G*H]``, ``x [N, I]``, ``h_prev
+    [N, H]``, ``w_ih [G*H, I]``, all in one dtype; bias sums accumulate in fp32."""
+    dx = d_gx @ w_ih if need[0] else None
+    dw_ih = d_gx.t() @ x if need[1] else None
+    dw_hh = d_gh.t() @ h_prev if need[2] else None
+    db_ih = d_gx.sum(0, dtype=torch.float32).to(x.dtype) if need[3] else None
+    db_hh = None
+    if need[4]:  # the same sum where both sides' gate gradients are one tensor (not the GRU): a copy
+        db_hh = db_ih.clone() if db_ih is not None and d_gh is d_gx else d_gh.sum(0, dtype=torch.float32).to(x.dtype)
+    return LayerGradients(dx, dw_ih, dw_hh, db_ih, db_hh)
+
+
+def layer_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...], precision: str,
+                    upcast: bool) -> LayerGradients:
+    """:func:`reference_gradients`, in one Triton launch where :func:`fused` says so.
+
+    Args: as :func:`reference_gradients` (each tensor contiguous); ``precision`` the tl.dot input
+    precision (``ieee``, ``tf32``, ``tf32x3``), ``upcast`` whether to widen the operands first
+    (the interpreter's bf16, :func:`rnnbench.ops.common.upcast_dot`).
+    """
+    rows, gate_width = d_gx.shape
+    input_size, hidden_size = x.shape[1], h_prev.shape[1]
+    if not fused(rows, gate_width, input_size, hidden_size):
+        return reference_gradients(d_gx, d_gh, x, h_prev, w_ih, need)
+    dev, dtype = x.device, w_ih.dtype
+    same = d_gh is d_gx
+    x, w_ih = x.contiguous(), w_ih.contiguous()  # the kernel takes rows of stride I (x may come as a view)
+    dx = torch.empty(rows, input_size, device=dev, dtype=dtype) if need[0] else None
+    dw_ih = torch.empty(gate_width, input_size, device=dev, dtype=dtype) if need[1] else None
+    dw_hh = torch.empty(gate_width, hidden_size, device=dev, dtype=dtype) if need[2] else None
+    db_ih = torch.empty(gate_width, device=dev, dtype=dtype) if need[3] else None
+    db_hh = torch.empty(gate_width, device=dev, dtype=dtype) if need[4] else None
+    row_tiles, bias_tasks = triton.cdiv(gate_width, BLOCK_M), triton.cdiv(gate_width, BIAS_COLUMNS)
+    tasks = (row_tiles * triton.cdiv(input_size, BLOCK_N) if need[1] else 0,
+             row_tiles * triton.cdiv(hidden_size, BLOCK_N) if need[2] else 0,
+             triton.cdiv(rows, BLOCK_M) * triton.cdiv(input_size, BLOCK_N) if need[0] else 0,
+             bias_tasks if need[3] else 0,
+             bias_tasks if need[4] and not (same and need[3]) else 0)
+    unused = d_gx  # a pointer for every gradient not asked for (its tasks are 0)
+    outputs = [unused if t is None else t for t in (dx, dw_ih, dw_hh, db_ih, db_hh)]
+    _LAYER_GRADIENTS((sum(tasks),), d_gx, d_gh, x, h_prev, w_ih, *outputs, rows, input_size, hidden_size, *tasks,
+                     GATES=gate_width // hidden_size, BIAS_BOTH=same and need[3] and need[4], PRECISION=precision,
+                     UPCAST=upcast, BM=BLOCK_M, BN=BLOCK_N, BK=BLOCK_K, BC=BIAS_COLUMNS, BR=BIAS_ROWS,
+                     num_warps=4, num_stages=3)
+    return LayerGradients(dx, dw_ih, dw_hh, db_ih, db_hh)

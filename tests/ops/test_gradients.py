@@ -1,0 +1,111 @@
+"""rnnbench.ops.gradients: a layer's weight, bias and input gradients in one launch (interpreted,
+on CPU tensors) against the same five reductions in float64 torch calls, on odd sizes; each
+gradient left out when not asked for; the two bias gradients of an LSTM never one tensor; the
+launch taken only for small layers; and every cell's layer through the torch calls as well (the
+path large layers take)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from rnnbench.verify import relative_error
+
+from test_recurrence import CELLS, DTYPES, FP32_TOLERANCE, check_layer, make_layer
+
+pytestmark = pytest.mark.usefixtures("interpreter")
+
+FIELDS = ("dx", "dw_ih", "dw_hh", "db_ih", "db_hh")
+# (rows = T*B, gates, input, hidden, one gate-gradient tensor for both sides): rows 1, 3, 37 and
+# 100 (two tiles of 64); gate widths of one to three tiles; input below and above hidden; the GRU's
+# two tensors.
+SHAPES = [(1, 4, 3, 37, True), (3, 3, 100, 37, False), (37, 1, 5, 100, True), (100, 4, 70, 20, True),
+          (100, 3, 37, 37, False)]
+# Worst relative error accepted: fp32 products against float64 (a sum of up to 400 terms); half
+# types, whose products are exact in fp32, miss by the rounding of the stored result.
+TOLERANCE = {"fp32": 1e-6, "bf16": 8e-3, "fp16": 1e-3}
+
+
+def _inputs(rows, gates, input_size, hidden, same, dtype, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    width = gates * hidden
+
+    def draw(*size):
+        return torch.randn(size, generator=gen).to(dtype)
+
+    d_gx = draw(rows, width)
+    return d_gx, d_gx if same else draw(rows, width), draw(rows, input_size), draw(rows, hidden), draw(width, input_size)
+
+
+def _widened(tensors):
+    d_gx, d_gh, *rest = [t.double() for t in tensors]
+    return [d_gx, d_gx if tensors[1] is tensors[0] else d_gh, *rest]
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "N{}-G{}-I{}-H{}-{}".format(*s[:4], "same" if s[4] else "two"))
+def test_fused_gradients_match_float64(shape, dtype):
+    from rnnbench.ops.common import upcast_dot
+    from rnnbench.ops.gradients import fused, layer_gradients, reference_gradients
+
+    tensors = _inputs(*shape, DTYPES[dtype])
+    assert fused(shape[0], shape[1] * shape[3], shape[2], shape[3])
+    got = layer_gradients(*tensors, (True,) * 5, "ieee", upcast_dot(DTYPES[dtype]))
+    ref = reference_gradients(*_widened(tensors), (True,) * 5)
+    for field in FIELDS:
+        value = getattr(got, field)
+        assert value.dtype == DTYPES[dtype] and value.is_contiguous(), field
+        err = relative_error(value, getattr(ref, field))
+        assert err <= TOLERANCE[dtype], f"{field}: relative error {err:.3g}"
+
+
+@pytest.mark.parametrize("need", [(True, False, False, False, False), (False, True, False, True, False),
+                                  (False, False, True, False, True), (False, False, False, False, True),
+                                  (True, True, True, False, False)])
+@pytest.mark.parametrize("same", [True, False], ids=["same", "two"])
+def test_only_the_gradients_asked_for(need, same):
+    from rnnbench.ops.gradients import layer_gradients, reference_gradients
+
+    tensors = _inputs(7, 4, 5, 9, same, torch.float32)
+    got = layer_gradients(*tensors, need, "ieee", False)
+    ref = reference_gradients(*_widened(tensors), need)
+    for field, asked in zip(FIELDS, need):
+        value = getattr(got, field)
+        assert (value is not None) == asked, field
+        if asked:
+            assert relative_error(value, getattr(ref, field)) <= TOLERANCE["fp32"], field
+
+
+def test_one_gate_gradient_gives_two_bias_gradients_not_one_tensor():
+    """The LSTM's and RNN's b_ih and b_hh get the same sum, in two tensors (an optimiser updating
+    one gradient in place must not change the other)."""
+    from rnnbench.ops.gradients import layer_gradients
+
+    got = layer_gradients(*_inputs(5, 4, 3, 6, True, torch.float32), (False, False, False, True, True), "ieee", False)
+    assert torch.equal(got.db_ih, got.db_hh)
+    assert got.db_ih.data_ptr() != got.db_hh.data_ptr()
+
+
+def test_one_launch_for_small_layers_only(monkeypatch):
+    """Glample's LSTM (batch 20, seq 30, hidden 100) takes the launch; FlashRNN's (batch 16, seq
+    1024, hidden 768) the torch calls."""
+    from rnnbench.ops import gradients
+
+    launches = []
+    monkeypatch.setattr(gradients, "_LAYER_GRADIENTS", lambda grid, *args, **kw: launches.append(grid))
+    for rows, hidden, launched in [(20 * 30, 100, 1), (16 * 1024, 768, 0)]:
+        launches.clear()
+        tensors = [torch.zeros(n, m) for n, m in [(rows, 4 * hidden), (rows, 4 * hidden), (rows, hidden),
+                                                  (rows, hidden), (4 * hidden, hidden)]]
+        tensors[1] = tensors[0]
+        gradients.layer_gradients(*tensors, (True,) * 5, "ieee", False)
+        assert len(launches) == launched, (rows, hidden)
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_layer_through_the_torch_calls(cell, monkeypatch):
+    """The layer's backward on the path large layers take (every gradient against float64)."""
+    from rnnbench.ops import gradients
+
+    monkeypatch.setattr(gradients, "FUSED_MAX_FLOP", 0)
+    check_layer(cell, make_layer(cell, (3, 7, 5, 37)), "fp32", FP32_TOLERANCE)
