@@ -146,6 +146,7 @@ class _KernelPath:
         launch = recurrence.layer_launch(self.cell, x.shape[1], self.hidden_size, x.dtype, x.device)
         per_layer = 4 if self.bias else 2
         no_bias = [] if self.bias else [None, None]
+        h0, c0 = _per_layer(h0), _per_layer(c0)
         finals_h, finals_c, layer_input = [], [], x
         for k in range(self.num_layers):
             outputs = []
@@ -192,6 +193,16 @@ class _KernelPath:
             if tuple(s.shape) != shape:
                 raise RuntimeError(f"Expected hidden size {shape}, got {tuple(s.shape)}")
         return states[0], (states[1] if self.cell == "lstm" else None)
+
+
+def _per_layer(state: torch.Tensor | None) -> tuple[torch.Tensor, ...] | None:
+    """``state [L*D, B, H]`` as one ``[B, H]`` tensor per layer and direction (None stays None),
+    taken so that the backward is cheap: one layer's by ``squeeze`` (its gradient a view), several
+    by ``unbind`` (one stack), not by indexing, whose backward fills a tensor of zeros and copies
+    into it for every layer (two launches each on the host's clock)."""
+    if state is None:
+        return None
+    return (state.squeeze(0),) if state.shape[0] == 1 else state.unbind(0)
 
 
 class LSTM(_KernelPath, nn.LSTM):
