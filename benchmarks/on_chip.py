@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -83,6 +83,13 @@ inside the step (``split_in_step``), on the fp32 cases of the seed suites whose 
 then the weights read from a split copy (``Plan.split_w_once``) against split in the step, each
 against the default.
 
+``--compare host_path`` is not a plan: it runs the eager host path before ``ops/gradients.py`` (``torch_calls``:
+the layer's weight, bias and input gradients as three cuBLAS matmuls, a sum and a copy,
+``ops/gradients.reference_gradients``; the initial states taken per layer by indexing, whose
+backward fills zeros and copies) against the default (one launch of
+``ops/gradients.layer_gradients_kernel`` for small layers; the states by ``squeeze``/``unbind``),
+on the seed suites' small cases, where eager training is bound by the host.
+
 Writes ``OUT_DIR/<compare>.jsonl`` (the environment record, then one row per case as measured) and
 prints a table. ``--device cpu`` (with ``TRITON_INTERPRET=1``) only checks this script.
 """
@@ -95,6 +102,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import contextlib  # noqa: E402
 
 from ab import parser as ab_parser, check_order, in_turns, median_ms, run_cases  # noqa: E402
 
@@ -114,7 +123,8 @@ PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip":
          "stream": {"forward_w_resident": False, "forward_block_k": 64},
          "resident64": {"forward_w_resident": True, "forward_block_k": 64},
          "fwd_w8": {"forward_num_warps": 8}, "w8": {"num_warps": 8}, "split_in_step": {"split_once": False},
-         "w_in_step": {"split_w_once": False}, "w_copy": {"split_w_once": True}}
+         "w_in_step": {"split_w_once": False}, "w_copy": {"split_w_once": True},
+         "torch_calls": {}}  # the default plan on the host path before ops/gradients.py (_setting)
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
     ("rnn_tanh", 20, 30, 100, 100, "fp32", DEFAULT), ("rnn_tanh", 20, 30, 100, 100, "tf32", DEFAULT),
@@ -315,6 +325,40 @@ COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLI
                "block_h": UNITS_CASES, "piece": PIECE_CASES,
                "stream": STREAM_CASES, "warps64": WARPS64_CASES, "split_once": SPLIT_ONCE_CASES}
 LANES_TIMED = ("triton", "triton-graph")
+HOST_PATH = ("torch_calls", "default")
+# The seed suites' small cases (fp32 is strict: glample's and theano's own), where eager training
+# is bound by the host; then two where the device is (the gradients' torch calls there either way).
+HOST_PATH_CASES = [
+    ("lstm", 20, 30, 100, 100, "fp32", HOST_PATH), ("rnn_tanh", 20, 30, 100, 100, "fp32", HOST_PATH),
+    ("lstm", 20, 30, 100, 500, "fp32", HOST_PATH), ("rnn_tanh", 20, 30, 100, 500, "fp32", HOST_PATH),
+    ("lstm", 32, 30, 128, 128, "fp32", HOST_PATH), ("gru", 32, 30, 128, 128, "fp32", HOST_PATH),
+    ("lstm", 128, 30, 128, 128, "fp32", HOST_PATH), ("gru", 128, 30, 128, 128, "fp32", HOST_PATH),
+    ("lstm", 20, 30, 100, 100, "tf32", HOST_PATH), ("lstm", 32, 30, 128, 128, "bf16", HOST_PATH),
+    ("gru", 32, 30, 512, 512, "bf16", HOST_PATH), ("lstm", 64, 100, 512, 512, "fp32", HOST_PATH),
+]
+COMPARISONS["host_path"] = HOST_PATH_CASES
+
+
+@contextlib.contextmanager
+def _torch_calls():
+    """The host path before ``ops/gradients.py``: the layer's gradients as torch calls, the initial states
+    taken per layer by indexing (``nn._per_layer`` leaves ``[L*D, B, H]`` whole: ``h0[idx]``)."""
+    from rnnbench import nn
+    from rnnbench.ops import gradients
+
+    saved = gradients.FUSED_MAX_FLOP, nn._per_layer
+    gradients.FUSED_MAX_FLOP, nn._per_layer = 0, lambda state: state
+    try:
+        yield
+    finally:
+        gradients.FUSED_MAX_FLOP, nn._per_layer = saved
+
+
+def _setting(plan: str):
+    """The context a plan's steps are built and timed in: a :func:`plan_override`, or the old host path."""
+    from rnnbench.ops.recurrence import plan_override
+
+    return _torch_calls() if plan == "torch_calls" else plan_override(**PLANS[plan])  # (torch_calls' plan is {})
 
 
 def measure_case(cell, b, t, i, h, dtype, plans, budget_s, device="cuda", order="ABBA") -> dict:
@@ -323,7 +367,6 @@ def measure_case(cell, b, t, i, h, dtype, plans, budget_s, device="cuda", order=
     which the plans are timed (A the first of ``plans``); each plan's time is the mean of its turns."""
     from rnnbench.cases import Case
     from rnnbench.lanes import LANES
-    from rnnbench.ops.recurrence import plan_override
     from rnnbench.precision import matmul_mode
     from rnnbench.verify import compare
     from rnnbench.workload import lane_step, make_inputs, reference_step
@@ -341,13 +384,13 @@ def measure_case(cell, b, t, i, h, dtype, plans, budget_s, device="cuda", order=
                 row[f"{which}_ms_{name}"] = median_ms(lane_step(LANES[name], case, inputs), budget_s)
         steps = {}
         for plan in plans:
-            with plan_override(**PLANS[plan]):
+            with _setting(plan):
                 steps[plan] = {(name, which): lane_step(LANES[name], case, inputs)
                                for name in lanes if not name.startswith("torch") for which, case in cases.items()}
                 outputs, _ = steps[plan][("triton", "train")].first_call()
                 row[f"error_{plan}"] = compare(outputs, reference, 1.0).max_rel_error
         for key in steps[plans[0]]:
-            times = in_turns({plan: steps[plan][key] for plan in plans}, lambda plan: plan_override(**PLANS[plan]),
+            times = in_turns({plan: steps[plan][key] for plan in plans}, _setting,
                              budget_s, order)
             for plan, ms in times.items():
                 row[f"{key[1]}_ms_{key[0]}_{plan}"] = ms

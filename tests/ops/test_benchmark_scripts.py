@@ -59,6 +59,16 @@ def test_on_chip_runs_the_split_k_comparison(tmp_path):
     assert row["train_ms_triton_split_k"] > 0 and row["train_ms_triton_transpose"] > 0
 
 
+def test_on_chip_runs_the_host_path_comparison(tmp_path):
+    proc = _run("on_chip.py", str(tmp_path), "--device", "cpu", "--compare", "host_path", "--cases", "1",
+                "--case-budget", "0.01", "--order", "AB")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    env, row = [json.loads(line) for line in (tmp_path / "host_path.jsonl").read_text().splitlines()]
+    assert row["plans"] == ["torch_calls", "default"] and row["cell"] == "rnn_tanh" and "error" not in row, row
+    assert max(row["error_torch_calls"], row["error_default"]) <= tolerance(row["cell"], row["dtype"])
+    assert row["train_ms_triton_torch_calls"] > 0 and row["train_ms_triton_default"] > 0
+
+
 def test_on_chip_anatomy_times_every_part_and_the_kernel(tmp_path):
     proc = _run("on_chip_anatomy.py", str(tmp_path), "--device", "cpu")
     assert proc.returncode == 0, proc.stderr[-2000:]
