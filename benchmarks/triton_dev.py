@@ -128,7 +128,7 @@ def task_correctness(cell: str, *dtypes: str) -> list[dict]:
     counters' state."""
     import torch
 
-    from rnnbench.ops import recurrence
+    from rnnbench.ops.launch import COUNTERS
     from rnnbench.ops.naive import naive_layer
     from rnnbench.ops.recurrence import plan, plan_override, recurrent_layer
     from rnnbench.precision import matmul_mode, tolerance
@@ -176,8 +176,8 @@ def task_correctness(cell: str, *dtypes: str) -> list[dict]:
             rows.append(row)
             print("ROWS " + json.dumps(rows, default=str), flush=True)  # so far: kept if the task is cut off
     _sync()
-    dirty = sum(int(buf.count_nonzero()) for buf in recurrence._COUNTERS.values())
-    rows.append({"kind": "counters", "cell": cell, "buffers": len(recurrence._COUNTERS), "nonzero": dirty,
+    dirty = sum(int(buf.count_nonzero()) for buf in COUNTERS.values())
+    rows.append({"kind": "counters", "cell": cell, "buffers": len(COUNTERS), "nonzero": dirty,
                  "ok": dirty == 0})
     return rows
 

@@ -74,8 +74,8 @@ def test_counters_are_left_at_zero_and_reused(monkeypatch):
     buf = torch.zeros(64, dtype=torch.int32)
     launches = []
 
-    def shared(batch_blocks, device):
-        launches.append(batch_blocks)
+    def shared(count, device):
+        launches.append(count)
         assert not buf.any(), "a launch found its counters dirty"
         return buf, None  # no CUDA stream under the interpreter
 
@@ -83,7 +83,7 @@ def test_counters_are_left_at_zero_and_reused(monkeypatch):
     with plan_override(block_h=16, block_b=16):
         for seed in (0, 1):
             check_layer("lstm", make_layer("lstm", (20, 3, 4, 37), seed=seed), "fp32", tolerance("lstm", "fp32"))
-    assert launches == [2] * 4 and not buf.any()
+    assert launches == [4] * 4 and not buf.any()  # two counters per batch block, two blocks
 
 
 def test_barrier_orders_threads():

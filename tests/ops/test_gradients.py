@@ -18,9 +18,9 @@ pytestmark = pytest.mark.usefixtures("interpreter")
 FIELDS = ("dx", "dw_ih", "dw_hh", "db_ih", "db_hh")
 # (rows = T*B, gates, input, hidden, one gate-gradient tensor for both sides): rows 1, 3, 37 and
 # 100 (two tiles of 64); gate widths of one to three tiles; input below and above hidden; the GRU's
-# two tensors.
+# two tensors; rows 300 and 260, whose weight-gradient reductions split into 3 slices a tile.
 SHAPES = [(1, 4, 3, 37, True), (3, 3, 100, 37, False), (37, 1, 5, 100, True), (100, 4, 70, 20, True),
-          (100, 3, 37, 37, False)]
+          (100, 3, 37, 37, False), (300, 4, 5, 20, True), (260, 3, 37, 37, False)]
 # Worst relative error accepted: fp32 products against float64 (a sum of up to 400 terms); half
 # types, whose products are exact in fp32, miss by the rounding of the stored result.
 TOLERANCE = {"fp32": 1e-6, "bf16": 8e-3, "fp16": 1e-3}
@@ -74,6 +74,25 @@ def test_only_the_gradients_asked_for(need, same):
         assert (value is not None) == asked, field
         if asked:
             assert relative_error(value, getattr(ref, field)) <= TOLERANCE["fp32"], field
+
+
+@pytest.mark.parametrize("same", [True, False], ids=["same", "two"])
+def test_split_reductions_in_any_order(same, concurrent_programs, monkeypatch):
+    """Every program in a thread of its own, side by side, so the slices of a tile finish in any
+    order: whichever arrives last sums them; the counters are left at zero for the next launch."""
+    from rnnbench.ops import gradients
+
+    buf = torch.zeros(1024, dtype=torch.int32)
+    monkeypatch.setattr(gradients, "MIN_SLICE_K", 32)  # 2 to 4 slices a tile at these sizes
+    monkeypatch.setattr(gradients, "counters", lambda count, device: (buf, None))
+    assert gradients.slices_for(2, 100) == 4
+    for seed in (0, 1):  # the second launch finds the counters as the first left them
+        tensors = _inputs(100, 3, 37, 37, same, torch.float32, seed=seed)
+        got = gradients.layer_gradients(*tensors, (True,) * 5, "ieee", False)
+        ref = gradients.reference_gradients(*_widened(tensors), (True,) * 5)
+        for field in FIELDS:
+            assert relative_error(getattr(got, field), getattr(ref, field)) <= TOLERANCE["fp32"], field
+        assert not buf.any()
 
 
 def test_one_gate_gradient_gives_two_bias_gradients_not_one_tensor():

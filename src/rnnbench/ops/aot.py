@@ -117,7 +117,9 @@ def compile_gradients(dtype: torch.dtype, precision: str, gates: int = 4, capabi
     constexprs = dict(GATES=gates, BIAS_BOTH=True, PRECISION=precision, UPCAST=False, BM=gradients.BLOCK_M,
                       BN=gradients.BLOCK_N, BK=gradients.BLOCK_K, BC=gradients.BIAS_COLUMNS, BR=gradients.BIAS_ROWS)
     names = fn.arg_names
-    signature = {n: "constexpr" if n in constexprs else POINTER[dtype] if n.endswith("_ptr") else "i32" for n in names}
+    pointers = {"part_ptr": "*fp32", "count_ptr": "*i32"}  # the split products' partials and counters
+    signature = {n: "constexpr" if n in constexprs else pointers.get(n, POINTER[dtype]) if n.endswith("_ptr") else "i32"
+                 for n in names}
     attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names) if n.endswith("_ptr")}
     source = ASTSource(fn, signature, constexprs={(names.index(k),): v for k, v in constexprs.items()}, attrs=attrs)
     return triton.compile(source, target=GPUTarget("cuda", capability, 32), options={"num_warps": 4, "num_stages": 3})

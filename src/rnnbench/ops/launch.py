@@ -19,6 +19,7 @@ every call is the JIT's.
 from __future__ import annotations
 
 import torch
+from triton.runtime import driver
 
 from .common import INTERPRET
 
@@ -101,3 +102,29 @@ def _unspecialised(fn) -> set[str]:
         return {p.name for p in params if p.do_not_specialize}
     given = fn.kwargs.get("do_not_specialize") or ()
     return {fn.arg_names[n] if isinstance(n, int) else n for n in given}
+
+
+# One counter buffer per (device, stream): see counters.
+COUNTERS: dict[tuple, torch.Tensor] = {}
+
+
+def counters(count: int, device: torch.device) -> tuple[torch.Tensor, int | None]:
+    """At least ``count`` int32 counters, zero, and the raw CUDA stream they belong to (None under
+    the interpreter), which the launch reuses: the recurrences' barriers (arrivals ``[0, NB)`` and
+    exits ``[NB, 2 NB)``, one each per batch block) and the weight gradients' split products (one
+    per output tile, ``ops/gradients.py``). Every kernel leaves them at zero when it finishes
+    (``common._release_counters``; the last slice of a tile resets its own), so on CUDA one buffer
+    per device and stream serves every launch without a memset; launches on one stream run one
+    after another, so two never share a counter at once. Under the interpreter a fresh buffer
+    each call (an interpreted kernel stopped at a barrier leaves its counts behind)."""
+    if device.type != "cuda":
+        return torch.zeros(count, dtype=torch.int32, device=device), None
+    # The stream Triton launches on, asked of Triton's driver as its launcher does (cheaper than
+    # torch.cuda.current_stream(device), which builds a Stream object and resolves the device).
+    stream = driver.active.get_current_stream(driver.active.get_current_device())
+    key = (device, stream)
+    buf = COUNTERS.get(key)
+    if buf is None or buf.numel() < count:
+        buf = torch.zeros(max(count, 256), dtype=torch.int32, device=device)
+        COUNTERS[key] = buf
+    return buf, stream

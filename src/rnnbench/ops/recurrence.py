@@ -27,13 +27,13 @@ import functools
 from dataclasses import dataclass
 
 import torch
-from triton.runtime import driver
 
 from .common import (INTERPRET, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, choose_plan,
                      dot_precision, k_chunks, k_padded, split_k_pieces, split_once_level, upcast_dot)
 from .gradients import layer_gradients
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
 from .launch import KernelLauncher
+from .launch import counters as _counters  # (a module name of its own: tests count the calls)
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
 
@@ -173,30 +173,6 @@ def _cached_launch(cell, batch_size, hidden_size, dtype, device, precision, over
     return _Launch(*plans, precision, upcast_dot(dtype), hidden_size, NUM_GATES[cell])
 
 
-# One counter buffer per (device, stream): see _counters.
-_COUNTERS: dict[tuple, torch.Tensor] = {}
-
-
-def _counters(batch_blocks: int, device: torch.device) -> tuple[torch.Tensor, int | None]:
-    """Barrier counters, zero, and the raw CUDA stream they belong to (None under the
-    interpreter), which the launch reuses. Arrivals ``[0, NB)`` and exits ``[NB, 2 NB)``, one each
-    per batch block. Every kernel leaves them at zero when it finishes (``common._release_counters``), so on
-    CUDA one buffer per device and stream serves every launch without a memset; launches on one
-    stream run one after another, so two never share a counter at once. Under the interpreter a
-    fresh buffer each call (an interpreted kernel stopped at a barrier leaves its counts behind)."""
-    if device.type != "cuda":
-        return torch.zeros(2 * batch_blocks, dtype=torch.int32, device=device), None
-    # The stream Triton launches on, asked of Triton's driver as its launcher does (cheaper than
-    # torch.cuda.current_stream(device), which builds a Stream object and resolves the device).
-    stream = driver.active.get_current_stream(driver.active.get_current_device())
-    key = (device, stream)
-    buf = _COUNTERS.get(key)
-    if buf is None or buf.numel() < 2 * batch_blocks:
-        buf = torch.zeros(max(2 * batch_blocks, 256), dtype=torch.int32, device=device)
-        _COUNTERS[key] = buf
-    return buf, stream
-
-
 def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Launch, save: bool):
     """Run the forward kernel. ``x_proj [T, B, G*H]`` (no bias), ``h0``/``c0`` ``[B, H]`` or None
     (zeros), biases ``[G*H]`` or None.
@@ -211,7 +187,7 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     dev, dtype = x_proj.device, w_hh.dtype
     plan_ = launch.forward
     grid = plan_.grid(B, H)
-    counters, stream = _counters(grid[1], dev)
+    counters, stream = _counters(2 * grid[1], dev)
     h_buf = torch.empty(T + 1, B, H, device=dev, dtype=dtype)
     h_n = torch.empty(B, H, device=dev, dtype=dtype)
     biases = (b_ih, b_hh) if b_ih is not None else (w_hh, w_hh)  # unused pointers without bias
@@ -254,7 +230,7 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
     dev, dtype = h_buf.device, w_hh.dtype
     plan_ = launch.backward
     grid = plan_.grid(B, H)
-    counters, stream = _counters(grid[1], dev)
+    counters, stream = _counters(2 * grid[1], dev)
     d_h0 = torch.empty(B, H, device=dev, dtype=dtype)
     flags = dict(HAS_D_OUT=d_out is not None, HAS_D_H_N=d_h_n is not None, **launch.backward_meta)
     d_out = h_buf if d_out is None else d_out  # unused pointer when absent
