@@ -107,18 +107,21 @@ def test_one_gate_gradient_gives_two_bias_gradients_not_one_tensor():
 
 def test_one_launch_for_small_layers_only(monkeypatch):
     """Glample's LSTM (batch 20, seq 30, hidden 100) takes the launch; FlashRNN's (batch 16, seq
-    1024, hidden 768) the torch calls."""
+    1024, hidden 768) the torch calls, and so does a bias gradient asked for without its weight's
+    (the sums come with the weight gradient's tiles)."""
     from rnnbench.ops import gradients
 
     launches = []
     monkeypatch.setattr(gradients, "_LAYER_GRADIENTS", lambda grid, *args, **kw: launches.append(grid))
-    for rows, hidden, launched in [(20 * 30, 100, 1), (16 * 1024, 768, 0)]:
+    frozen = (True, False, False, True, True)
+    for rows, hidden, need, launched in [(20 * 30, 100, (True,) * 5, 1), (16 * 1024, 768, (True,) * 5, 0),
+                                         (20 * 30, 100, frozen, 0)]:
         launches.clear()
         tensors = [torch.zeros(n, m) for n, m in [(rows, 4 * hidden), (rows, 4 * hidden), (rows, hidden),
                                                   (rows, hidden), (4 * hidden, hidden)]]
         tensors[1] = tensors[0]
-        gradients.layer_gradients(*tensors, (True,) * 5, "ieee", False)
-        assert len(launches) == launched, (rows, hidden)
+        gradients.layer_gradients(*tensors, need, "ieee", False)
+        assert len(launches) == launched, (rows, hidden, need)
 
 
 @pytest.mark.parametrize("cell", CELLS)

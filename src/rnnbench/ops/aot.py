@@ -114,8 +114,9 @@ def compile_gradients(dtype: torch.dtype, precision: str, gates: int = 4, capabi
     """Compile :func:`~rnnbench.ops.gradients.layer_gradients_kernel` for ``sm_<capability>``, every
     pointer 16-byte aligned, as :func:`~rnnbench.ops.gradients.layer_gradients` launches it."""
     fn = gradients.layer_gradients_kernel
-    constexprs = dict(GATES=gates, BIAS_BOTH=True, PRECISION=precision, UPCAST=False, BM=gradients.BLOCK_M,
-                      BN=gradients.BLOCK_N, BK=gradients.BLOCK_K, BC=gradients.BIAS_COLUMNS, BR=gradients.BIAS_ROWS)
+    # (both bias paths: db_ih with dW_ih's tiles, db_hh with dW_hh's, as the GRU's)
+    constexprs = dict(GATES=gates, DB_IH=True, DB_HH_FROM_IH=False, DB_HH=True, PRECISION=precision, UPCAST=False,
+                      BM=gradients.BLOCK_M, BN=gradients.BLOCK_N, BK=gradients.BLOCK_K)
     names = fn.arg_names
     pointers = {"part_ptr": "*fp32", "count_ptr": "*i32"}  # the split products' partials and counters
     signature = {n: "constexpr" if n in constexprs else pointers.get(n, POINTER[dtype]) if n.endswith("_ptr") else "i32"

@@ -14,8 +14,8 @@ tensor). That is five or six launches from Python, each some 10-25 µs of host t
 host (cuBLAS' strict fp32 matmuls are also two kernels each there, a split-K reduce after the
 product) -- what a small layer's eager training step is made of. :func:`layer_gradients` runs all
 of them as one Triton launch (:func:`layer_gradients_kernel`: every program takes one tile of one
-product, or a slice of a tile's reduction where a product has few tiles, or one slice of the bias
-sums) where the layer is small (:data:`FUSED_MAX_FLOP`), and the torch calls elsewhere, where
+product, or a slice of a tile's reduction where a product has few tiles; the bias sums come with
+the weight gradients' tiles, from the operand they load anyway) where the layer is small (:data:`FUSED_MAX_FLOP`), and the torch calls elsewhere, where
 cuBLAS' large tiles win and a launch's host time is lost in the device time. The slices of a tile
 meet without waiting for each other: the last to finish sums the others' partials (so no program
 depends on another being resident, and the interpreter's one-at-a-time programs run it too).
@@ -40,9 +40,8 @@ from .launch import KernelLauncher, counters
 # calls. Glample's layers (batch 20, hidden 100-500: 0.14-1.7 GFLOP) and theano's at hidden 128
 # are under it, where eager training is bound by the host's launches (results/h100/triton-lane-15).
 FUSED_MAX_FLOP = 2e9
-# Tiles of the products, and of the bias sums (columns x rows a chunk).
+# Tiles of the products.
 BLOCK_M, BLOCK_N, BLOCK_K = 64, 64, 32
-BIAS_COLUMNS, BIAS_ROWS = 64, 32
 # A product with few tiles splits each tile's reduction into slices, up to about this many
 # programs and down to MIN_SLICE_K of the reduction a slice: dW's reduction runs over all T*B
 # rows: at batch 128 (3840 rows, 12 tiles) one program per tile made the graphed training step
@@ -62,18 +61,21 @@ class LayerGradients:
 
 
 @triton.jit
-def _product_tile(a_ptr, lda, b_ptr, ldb, c_ptr, M, N, K, task, SLICES, part_ptr, count_ptr, A_T: tl.constexpr,
-                  PRECISION: tl.constexpr, UPCAST: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
-                  BK: tl.constexpr):
+def _product_tile(a_ptr, lda, b_ptr, ldb, c_ptr, M, N, K, task, SLICES, part_ptr, count_ptr, bias_ptr, also_ptr,
+                  A_T: tl.constexpr, BIAS: tl.constexpr, ALSO: tl.constexpr, PRECISION: tl.constexpr,
+                  UPCAST: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     """Slice ``task % SLICES`` of the reduction of tile ``task // SLICES`` (row-major over the
     ``[M, N]`` output's tiles) of ``C = A @ B``: ``A [M, K]`` stored row-major with row stride
     ``lda``, or (``A_T``) as its transpose ``[K, M]``; ``B [K, N]`` row-major with row stride
-    ``ldb``; ``C`` contiguous ``[M, N]``.
+    ``ldb``; ``C`` contiguous ``[M, N]``. With ``BIAS``, the tiles of the first column also sum
+    ``A`` over ``K`` (the rows of ``A^T``: a bias gradient, from the operand already loaded) into
+    ``bias_ptr [M]``, and with ``ALSO`` into ``also_ptr`` too.
 
-    With one slice the tile is stored. With several, each slice stores its fp32 partial at
-    ``part_ptr + task * BM * BN`` and counts itself done on the tile's counter (``count_ptr +
-    tile * SLICES``, zero before); the last to arrive adds the partials in slice order (the same
-    sum whichever finishes last), stores the tile and sets the counter back to zero."""
+    With one slice the tile is stored. With several, each slice stores its fp32 partial (and its
+    partial sums) at ``part_ptr + task * (BM * BN + BM)`` and counts itself done on the tile's
+    counter (``count_ptr + tile * SLICES``, zero before); the last to arrive adds the partials in
+    slice order (the same sum whichever finishes last), stores the tile and sets the counter back
+    to zero."""
     tile = task // SLICES
     tiles_n = tl.cdiv(N, BN)
     m = (tile // tiles_n) * BM + tl.arange(0, BM)
@@ -82,6 +84,7 @@ def _product_tile(a_ptr, lda, b_ptr, ldb, c_ptr, M, N, K, task, SLICES, part_ptr
     k_lo = (task % SLICES) * k_per
     k_hi = tl.minimum(K, k_lo + k_per)
     acc = tl.zeros([BM, BN], dtype=tl.float32)
+    sums = tl.zeros([BM], dtype=tl.float32)
     for k0 in range(k_lo, k_hi, BK):
         k = k0 + tl.arange(0, BK)
         a_mask = (m[:, None] < M) & (k[None, :] < k_hi)
@@ -89,77 +92,72 @@ def _product_tile(a_ptr, lda, b_ptr, ldb, c_ptr, M, N, K, task, SLICES, part_ptr
             a = tl.load(a_ptr + k[None, :] * lda + m[:, None], mask=a_mask, other=0.0)
         else:
             a = tl.load(a_ptr + m[:, None] * lda + k[None, :], mask=a_mask, other=0.0)
+        if BIAS:
+            sums += tl.sum(a.to(tl.float32), axis=1)
         b = tl.load(b_ptr + k[:, None] * ldb + n[None, :], mask=(k[:, None] < k_hi) & (n[None, :] < N), other=0.0)
         acc = _mma(a, b, acc, PRECISION, UPCAST)
     c_offsets = m[:, None] * N + n[None, :]
     c_mask = (m[:, None] < M) & (n[None, :] < N)
-    if SLICES == 1:
-        tl.store(c_ptr + c_offsets, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
-    else:
+    last = SLICES == 1
+    if not last:
+        partial = part_ptr + task * (BM * BN + BM)
         local = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
-        tl.store(part_ptr + task * (BM * BN) + local, acc)
-        tl.debug_barrier()  # every thread's part of the partial written before the count
+        tl.store(partial + local, acc)
+        if BIAS:
+            tl.store(partial + BM * BN + tl.arange(0, BM), sums)
+        tl.debug_barrier()  # every thread's part of the partials written before the count
         first = tile * SLICES
         if tl.atomic_add(count_ptr + first, 1, sem="acq_rel") == SLICES - 1:
-            total = tl.zeros([BM, BN], dtype=tl.float32)
+            last = True
+            acc = tl.zeros([BM, BN], dtype=tl.float32)
+            sums = tl.zeros([BM], dtype=tl.float32)
             for j in range(SLICES):  # written by other programs: read through L2 (.cg), not a stale L1
-                total += tl.load(part_ptr + (first + j) * (BM * BN) + local, cache_modifier=".cg")
-            tl.store(c_ptr + c_offsets, total.to(c_ptr.dtype.element_ty), mask=c_mask)
+                slice_ = part_ptr + (first + j) * (BM * BN + BM)
+                acc += tl.load(slice_ + local, cache_modifier=".cg")
+                if BIAS:
+                    sums += tl.load(slice_ + BM * BN + tl.arange(0, BM), cache_modifier=".cg")
             tl.atomic_xchg(count_ptr + first, 0)
+    if last:
+        tl.store(c_ptr + c_offsets, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
+        if BIAS:
+            if tile % tiles_n == 0:
+                tl.store(bias_ptr + m, sums.to(bias_ptr.dtype.element_ty), mask=m < M)
+                if ALSO:
+                    tl.store(also_ptr + m, sums.to(also_ptr.dtype.element_ty), mask=m < M)
 
 
-@triton.jit
-def _column_sums(g_ptr, ROWS, COLS, task, out_ptr, also_ptr, ALSO: tl.constexpr, BC: tl.constexpr,
-                 BR: tl.constexpr):
-    """Columns ``task * BC ..`` of the sums over the rows of ``g [ROWS, COLS]`` (fp32), stored at
-    ``out_ptr`` and, with ``ALSO``, at ``also_ptr`` too."""
-    cols = task * BC + tl.arange(0, BC)
-    live = cols < COLS
-    acc = tl.zeros([BC], dtype=tl.float32)
-    for r0 in range(0, ROWS, BR):
-        r = r0 + tl.arange(0, BR)
-        g = tl.load(g_ptr + r[:, None] * COLS + cols[None, :], mask=(r[:, None] < ROWS) & live[None, :], other=0.0)
-        acc += tl.sum(g.to(tl.float32), axis=0)
-    tl.store(out_ptr + cols, acc.to(out_ptr.dtype.element_ty), mask=live)
-    if ALSO:
-        tl.store(also_ptr + cols, acc.to(also_ptr.dtype.element_ty), mask=live)
-
-
-@triton.jit(do_not_specialize=["ROWS", "I", "H", "TASKS_IH", "TASKS_HH", "TASKS_DX", "TASKS_BI", "TASKS_BH",
-                                "SLICES_IH", "SLICES_HH", "SLICES_DX"])
+@triton.jit(do_not_specialize=["ROWS", "I", "H", "TASKS_IH", "TASKS_HH", "TASKS_DX", "SLICES_IH", "SLICES_HH",
+                                "SLICES_DX"])
 def layer_gradients_kernel(
     d_gx_ptr, d_gh_ptr, x_ptr, h_ptr, w_ih_ptr, dx_ptr, dw_ih_ptr, dw_hh_ptr, db_ih_ptr, db_hh_ptr, part_ptr,
     count_ptr,
-    ROWS, I, H, TASKS_IH, TASKS_HH, TASKS_DX, TASKS_BI, TASKS_BH, SLICES_IH, SLICES_HH, SLICES_DX,
-    GATES: tl.constexpr, BIAS_BOTH: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
-    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, BC: tl.constexpr, BR: tl.constexpr,
+    ROWS, I, H, TASKS_IH, TASKS_HH, TASKS_DX, SLICES_IH, SLICES_HH, SLICES_DX,
+    GATES: tl.constexpr, DB_IH: tl.constexpr, DB_HH_FROM_IH: tl.constexpr, DB_HH: tl.constexpr,
+    PRECISION: tl.constexpr, UPCAST: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
 ):
     """One program per task, in this order: the tiles of ``dW_ih`` (``TASKS_IH`` = its tiles
-    times ``SLICES_IH``, the slices each tile's reduction is split into), of ``dW_hh``, of ``dx``,
-    the column slices of ``db_ih`` (from ``d_gx``; with ``BIAS_BOTH`` stored to ``db_hh`` too: the
-    LSTM's and RNN's two biases have one gradient), then of ``db_hh`` (from ``d_gh``). A count of
-    0 leaves that gradient out (its pointer is not touched). The products' partials and counters
-    are indexed by program (``part_ptr``: fp32, ``BM * BN`` per product program; ``count_ptr``:
-    zero, as left)."""
+    times ``SLICES_IH``, the slices each tile's reduction is split into), of ``dW_hh``, then of
+    ``dx``. A count of 0 leaves that gradient out (its pointer is not touched). The bias sums come
+    with the weight gradients' first column of tiles: ``db_ih`` (``DB_IH``) with ``dW_ih``'s, from
+    ``d_gx``, and ``db_hh`` either there too (``DB_HH_FROM_IH``: the LSTM's and RNN's two biases
+    have one gradient) or (``DB_HH``) with ``dW_hh``'s, from ``d_gh``. The products' partials and
+    counters are indexed by program (``part_ptr``: fp32, ``BM * BN + BM`` per program;
+    ``count_ptr``: zero, as left)."""
     pid = tl.program_id(0)
     GH = GATES * H
     end_ih = TASKS_IH
     end_hh = end_ih + TASKS_HH
-    end_dx = end_hh + TASKS_DX
-    end_bi = end_dx + TASKS_BI
     if pid < end_ih:
         _product_tile(d_gx_ptr, GH, x_ptr, I, dw_ih_ptr, GH, I, ROWS, pid, SLICES_IH, part_ptr, count_ptr,
-                      True, PRECISION, UPCAST, BM, BN, BK)
+                      db_ih_ptr, db_hh_ptr, True, DB_IH, DB_HH_FROM_IH, PRECISION, UPCAST, BM, BN, BK)
     elif pid < end_hh:
         _product_tile(d_gh_ptr, GH, h_ptr, H, dw_hh_ptr, GH, H, ROWS, pid - end_ih, SLICES_HH,
-                      part_ptr + end_ih * (BM * BN), count_ptr + end_ih, True, PRECISION, UPCAST, BM, BN, BK)
-    elif pid < end_dx:
+                      part_ptr + end_ih * (BM * BN + BM), count_ptr + end_ih, db_hh_ptr, db_hh_ptr, True, DB_HH, False,
+                      PRECISION, UPCAST, BM, BN, BK)
+    elif pid < end_hh + TASKS_DX:
         _product_tile(d_gx_ptr, GH, w_ih_ptr, I, dx_ptr, ROWS, I, GH, pid - end_hh, SLICES_DX,
-                      part_ptr + end_hh * (BM * BN), count_ptr + end_hh, False, PRECISION, UPCAST, BM, BN, BK)
-    elif pid < end_bi:
-        _column_sums(d_gx_ptr, ROWS, GH, pid - end_dx, db_ih_ptr, db_hh_ptr, BIAS_BOTH, BC, BR)
-    elif pid < end_bi + TASKS_BH:
-        _column_sums(d_gh_ptr, ROWS, GH, pid - end_bi, db_hh_ptr, db_hh_ptr, False, BC, BR)
+                      part_ptr + end_hh * (BM * BN + BM), count_ptr + end_hh, dx_ptr, dx_ptr, False, False, False,
+                      PRECISION, UPCAST, BM, BN, BK)
 
 
 _LAYER_GRADIENTS = KernelLauncher(layer_gradients_kernel)
@@ -195,10 +193,14 @@ def layer_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...], precisi
     """
     rows, gate_width = d_gx.shape
     input_size, hidden_size = x.shape[1], h_prev.shape[1]
-    if not fused(rows, gate_width, input_size, hidden_size):
+    same = d_gh is d_gx
+    # The bias sums come with a weight gradient's tiles (the kernel's docstring): a bias asked for
+    # without its weight (frozen weights, trained biases) takes the torch calls.
+    db_hh_from_ih = same and need[3] and need[4]
+    biases_fit = (not need[3] or need[1]) and (not need[4] or db_hh_from_ih or need[2])
+    if not (biases_fit and fused(rows, gate_width, input_size, hidden_size)):
         return reference_gradients(d_gx, d_gh, x, h_prev, w_ih, need)
     dev, dtype = x.device, w_ih.dtype
-    same = d_gh is d_gx
     x, w_ih = x.contiguous(), w_ih.contiguous()  # the kernel takes rows of stride I (x may come as a view)
     dx = torch.empty(rows, input_size, device=dev, dtype=dtype) if need[0] else None
     dw_ih = torch.empty(gate_width, input_size, device=dev, dtype=dtype) if need[1] else None
@@ -211,19 +213,17 @@ def layer_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...], precisi
                 (row_tiles * triton.cdiv(hidden_size, BLOCK_N) if need[2] else 0, rows),
                 (triton.cdiv(rows, BLOCK_M) * triton.cdiv(input_size, BLOCK_N) if need[0] else 0, gate_width)]
     slices = [slices_for(tiles, k) for tiles, k in products]
-    bias_tasks = triton.cdiv(gate_width, BIAS_COLUMNS)
     tasks = [tiles * n for (tiles, _), n in zip(products, slices)]
-    tasks += [bias_tasks if need[3] else 0, bias_tasks if need[4] and not (same and need[3]) else 0]
-    product_tasks = sum(tasks[:3])
     split = any(n > 1 for n in slices)
-    partials = torch.empty(product_tasks * BLOCK_M * BLOCK_N if split else 1, device=dev, dtype=torch.float32)
-    count, stream = counters(product_tasks if split else 1, dev)
+    partials = torch.empty(sum(tasks) * (BLOCK_M * BLOCK_N + BLOCK_M) if split else 1, device=dev,
+                           dtype=torch.float32)
+    count, stream = counters(sum(tasks) if split else 1, dev)
     unused = d_gx  # a pointer for every gradient not asked for (its tasks are 0)
     outputs = [unused if t is None else t for t in (dx, dw_ih, dw_hh, db_ih, db_hh)]
     _LAYER_GRADIENTS((sum(tasks),), d_gx, d_gh, x, h_prev, w_ih, *outputs, partials, count, rows, input_size,
-                     hidden_size, *tasks, *slices, GATES=gate_width // hidden_size,
-                     BIAS_BOTH=same and need[3] and need[4], PRECISION=precision, UPCAST=upcast, BM=BLOCK_M,
-                     BN=BLOCK_N, BK=BLOCK_K, BC=BIAS_COLUMNS, BR=BIAS_ROWS, num_warps=4, num_stages=3, stream=stream)
+                     hidden_size, *tasks, *slices, GATES=gate_width // hidden_size, DB_IH=need[3],
+                     DB_HH_FROM_IH=db_hh_from_ih, DB_HH=need[4] and not db_hh_from_ih, PRECISION=precision,
+                     UPCAST=upcast, BM=BLOCK_M, BN=BLOCK_N, BK=BLOCK_K, num_warps=4, num_stages=3, stream=stream)
     return LayerGradients(dx, dw_ih, dw_hh, db_ih, db_hh)
 
 
