@@ -84,7 +84,9 @@ def _product_tile(a_ptr, lda, b_ptr, ldb, c_ptr, M, N, K, task, SLICES, part_ptr
     k_lo = (task % SLICES) * k_per
     k_hi = tl.minimum(K, k_lo + k_per)
     acc = tl.zeros([BM, BN], dtype=tl.float32)
-    sums = tl.zeros([BM], dtype=tl.float32)
+    # The bias sums elementwise in the loop, reduced once after it: a reduction inside the loop
+    # crashed Triton 3.6's TritonGPUOptimizeThreadLocality pass for fp32 operands (sm_90).
+    a_sum = tl.zeros([BM, BK], dtype=tl.float32)
     for k0 in range(k_lo, k_hi, BK):
         k = k0 + tl.arange(0, BK)
         a_mask = (m[:, None] < M) & (k[None, :] < k_hi)
@@ -93,9 +95,10 @@ def _product_tile(a_ptr, lda, b_ptr, ldb, c_ptr, M, N, K, task, SLICES, part_ptr
         else:
             a = tl.load(a_ptr + m[:, None] * lda + k[None, :], mask=a_mask, other=0.0)
         if BIAS:
-            sums += tl.sum(a.to(tl.float32), axis=1)
+            a_sum += a.to(tl.float32)
         b = tl.load(b_ptr + k[:, None] * ldb + n[None, :], mask=(k[:, None] < k_hi) & (n[None, :] < N), other=0.0)
         acc = _mma(a, b, acc, PRECISION, UPCAST)
+    sums = tl.sum(a_sum, axis=1)
     c_offsets = m[:, None] * N + n[None, :]
     c_mask = (m[:, None] < M) & (n[None, :] < N)
     last = SLICES == 1
