@@ -15,10 +15,11 @@ host (cuBLAS' strict fp32 matmuls are also two kernels each there, a split-K red
 product) -- what a small layer's eager training step is made of. :func:`layer_gradients` runs all
 of them as one Triton launch (:func:`layer_gradients_kernel`: every program takes one tile of one
 product, or a slice of a tile's reduction where a product has few tiles; the bias sums come with
-the weight gradients' tiles, from the operand they load anyway) where the layer is small (:data:`FUSED_MAX_FLOP`), and the torch calls elsewhere, where
-cuBLAS' large tiles win and a launch's host time is lost in the device time. The slices of a tile
-meet without waiting for each other: the last to finish sums the others' partials (so no program
-depends on another being resident, and the interpreter's one-at-a-time programs run it too).
+the weight gradients' tiles, from the operand they load anyway) where the layer is small
+(:data:`FUSED_MAX_FLOP`), and the torch calls elsewhere, where cuBLAS' tiles are faster on the
+device. The slices of a tile meet without waiting for each other: the last to finish sums the
+others' partials (so no program depends on another being resident, and the interpreter's
+one-at-a-time programs run it too).
 
 Products run in the layer's precision (:func:`rnnbench.ops.common.dot_precision`: 3xTF32 or IEEE
 for strict fp32, TF32 where torch allows it, fp32 accumulation for the half types); results are
@@ -37,9 +38,12 @@ from .common import _mma
 from .launch import KernelLauncher, counters
 
 # The three products' FLOPs (2 N G*H (2I + H)) up to which one fused launch replaces the torch
-# calls. Glample's layers (batch 20, hidden 100-500: 0.14-1.7 GFLOP) and theano's at hidden 128
-# are under it, where eager training is bound by the host's launches (results/h100/triton-lane-15).
-FUSED_MAX_FLOP = 2e9
+# calls. Strict fp32 on the H100 (results/h100/triton-lane-15, both paths checked against float64
+# and timed A B B A): at 0.04-0.38 GFLOP (glample's LSTM and RNN at hidden 100, theano's LSTM and
+# GRU at batch 32, hidden 128) the eager training step took 0.92-0.96x the time and the graphed
+# one 0.98-1.02x; at 0.42-1.7 GFLOP (glample's at hidden 500, theano's at batch 128) the graphed
+# step took 1.05-1.36x, the fused products' 3xTF32 tiles slower than cuBLAS' there.
+FUSED_MAX_FLOP = 4e8
 # Tiles of the products.
 BLOCK_M, BLOCK_N, BLOCK_K = 64, 64, 32
 # A product with few tiles splits each tile's reduction into slices, up to about this many
