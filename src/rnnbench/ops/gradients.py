@@ -202,10 +202,11 @@ def layer_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...], precisi
     input_size, hidden_size = x.shape[1], h_prev.shape[1]
     same = d_gh is d_gx
     # The bias sums come with a weight gradient's tiles (the kernel's docstring): a bias asked for
-    # without its weight (frozen weights, trained biases) takes the torch calls.
+    # without its weight (frozen weights, trained biases) takes the torch calls, as does a call
+    # asking for no product (nothing to launch).
     db_hh_from_ih = same and need[3] and need[4]
     biases_fit = (not need[3] or need[1]) and (not need[4] or db_hh_from_ih or need[2])
-    if not (biases_fit and fused(rows, gate_width, input_size, hidden_size)):
+    if not (any(need[:3]) and biases_fit and fused(rows, gate_width, input_size, hidden_size)):
         return reference_gradients(d_gx, d_gh, x, h_prev, w_ih, need)
     dev, dtype = x.device, w_ih.dtype
     x, w_ih = x.contiguous(), w_ih.contiguous()  # the kernel takes rows of stride I (x may come as a view)
