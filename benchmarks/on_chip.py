@@ -96,14 +96,13 @@ prints a table. ``--device cpu`` (with ``TRITON_INTERPRET=1``) only checks this 
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import contextlib  # noqa: E402
 
 from ab import parser as ab_parser, check_order, in_turns, median_ms, run_cases  # noqa: E402
 

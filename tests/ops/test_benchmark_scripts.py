@@ -49,24 +49,16 @@ def test_on_chip_runs_the_fast_activations_comparison(tmp_path):
     assert row["forward_ms_triton_exact"] > 0
 
 
-def test_on_chip_runs_the_split_k_comparison(tmp_path):
-    proc = _run("on_chip.py", str(tmp_path), "--device", "cpu", "--compare", "split_k", "--cases", "2",
+@pytest.mark.parametrize("compare, case, plans, cell", [("split_k", "2", ["split_k", "transpose"], "lstm"),
+                                                       ("host_path", "1", ["torch_calls", "default"], "rnn_tanh")])
+def test_on_chip_runs_a_training_comparison(tmp_path, compare, case, plans, cell):
+    proc = _run("on_chip.py", str(tmp_path), "--device", "cpu", "--compare", compare, "--cases", case,
                 "--case-budget", "0.01", "--order", "AB")
     assert proc.returncode == 0, proc.stderr[-2000:]
-    env, row = [json.loads(line) for line in (tmp_path / "split_k.jsonl").read_text().splitlines()]
-    assert row["plans"] == ["split_k", "transpose"] and row["cell"] == "lstm" and "error" not in row, row
-    assert max(row["error_split_k"], row["error_transpose"]) <= tolerance(row["cell"], row["dtype"])
-    assert row["train_ms_triton_split_k"] > 0 and row["train_ms_triton_transpose"] > 0
-
-
-def test_on_chip_runs_the_host_path_comparison(tmp_path):
-    proc = _run("on_chip.py", str(tmp_path), "--device", "cpu", "--compare", "host_path", "--cases", "1",
-                "--case-budget", "0.01", "--order", "AB")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    env, row = [json.loads(line) for line in (tmp_path / "host_path.jsonl").read_text().splitlines()]
-    assert row["plans"] == ["torch_calls", "default"] and row["cell"] == "rnn_tanh" and "error" not in row, row
-    assert max(row["error_torch_calls"], row["error_default"]) <= tolerance(row["cell"], row["dtype"])
-    assert row["train_ms_triton_torch_calls"] > 0 and row["train_ms_triton_default"] > 0
+    env, row = [json.loads(line) for line in (tmp_path / f"{compare}.jsonl").read_text().splitlines()]
+    assert row["plans"] == plans and row["cell"] == cell and "error" not in row, row
+    assert max(row[f"error_{plan}"] for plan in plans) <= tolerance(row["cell"], row["dtype"])
+    assert all(row[f"train_ms_triton_{plan}"] > 0 for plan in plans)
 
 
 def test_on_chip_anatomy_times_every_part_and_the_kernel(tmp_path):

@@ -90,19 +90,23 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
                       UPCAST=False, FAST_ACT=plan.fast_activations, SPLIT_ONCE=split_once_level(plan), SAVE=save, RELU=False,
                       HAS_BIAS=True, HAS_H0=True, HAS_C0=True, HAS_D_OUT=True, HAS_D_H_N=True, HAS_D_C_N=True)
     constexprs = {k: v for k, v in constexprs.items() if k in names}
-    signature, attrs = {}, {}
-    for i, name in enumerate(names):
-        if name in constexprs:
-            signature[name] = "constexpr"
-        elif name.endswith("_ptr"):
-            f32 = name in F32_POINTERS and not (name == "partials_ptr" and plan.half_partials)
-            signature[name] = "*i32" if name == "counters_ptr" else "*fp32" if f32 else POINTER[dtype]
-            attrs[(i,)] = [["tt.divisibility", 16]]
-        else:
-            signature[name] = "i32"  # T, B: never specialised
+    f32 = F32_POINTERS - ({"partials_ptr"} if plan.half_partials else set())
+    pointers = {"counters_ptr": "*i32", **{name: "*fp32" for name in f32}}
+    return _compile(fn, constexprs, pointers, POINTER[dtype], plan.num_warps, plan.num_stages, capability)
+
+
+def _compile(fn, constexprs: dict, pointers: dict[str, str], pointer: str, num_warps: int, num_stages: int,
+             capability: int):
+    """Compile JIT function ``fn`` for ``sm_<capability>`` as a launch specialises it: the
+    ``constexprs`` by value, every ``*_ptr`` argument 16-byte aligned and of type ``pointers[name]``
+    (``pointer`` for the rest), every other argument an unspecialised ``i32``."""
+    names = fn.arg_names
+    signature = {n: "constexpr" if n in constexprs else pointers.get(n, pointer) if n.endswith("_ptr") else "i32"
+                 for n in names}
+    attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names) if n.endswith("_ptr")}
     source = ASTSource(fn, signature, constexprs={(names.index(k),): v for k, v in constexprs.items()}, attrs=attrs)
     return triton.compile(source, target=GPUTarget("cuda", capability, 32),
-                          options={"num_warps": plan.num_warps, "num_stages": plan.num_stages})
+                          options={"num_warps": num_warps, "num_stages": num_stages})
 
 
 # The fused weight-gradient kernel (ops/gradients.py) in each dtype and product precision it runs.
@@ -113,17 +117,11 @@ GRADIENT_VARIANTS = [(torch.float32, "tf32x3"), (torch.float32, "ieee"), (torch.
 def compile_gradients(dtype: torch.dtype, precision: str, gates: int = 4, capability: int = 90):
     """Compile :func:`~rnnbench.ops.gradients.layer_gradients_kernel` for ``sm_<capability>``, every
     pointer 16-byte aligned, as :func:`~rnnbench.ops.gradients.layer_gradients` launches it."""
-    fn = gradients.layer_gradients_kernel
     # (both bias paths: db_ih with dW_ih's tiles, db_hh with dW_hh's, as the GRU's)
     constexprs = dict(GATES=gates, DB_IH=True, DB_HH_FROM_IH=False, DB_HH=True, PRECISION=precision, UPCAST=False,
                       BM=gradients.BLOCK_M, BN=gradients.BLOCK_N, BK=gradients.BLOCK_K)
-    names = fn.arg_names
     pointers = {"part_ptr": "*fp32", "count_ptr": "*i32"}  # the split products' partials and counters
-    signature = {n: "constexpr" if n in constexprs else pointers.get(n, POINTER[dtype]) if n.endswith("_ptr") else "i32"
-                 for n in names}
-    attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names) if n.endswith("_ptr")}
-    source = ASTSource(fn, signature, constexprs={(names.index(k),): v for k, v in constexprs.items()}, attrs=attrs)
-    return triton.compile(source, target=GPUTarget("cuda", capability, 32), options={"num_warps": 4, "num_stages": 3})
+    return _compile(gradients.layer_gradients_kernel, constexprs, pointers, POINTER[dtype], 4, 3, capability)
 
 
 def _tool(name: str) -> Path:
@@ -204,15 +202,20 @@ def main(argv: list[str]) -> int:
                     (out_dir / f"{stem}.sass").write_text(sass(compiled))
             except Exception as err:  # report every failure, then exit non-zero
                 failures += 1
-                print(f"FAIL  {label}: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
+                print(_failure(label, err))
     for dtype, precision in GRADIENT_VARIANTS:
         label = f"gradients-{str(dtype).removeprefix('torch.')}-{precision}"
         try:
             print(f"ok    {label} {resource_usage(compile_gradients(dtype, precision))}", flush=True)
         except Exception as err:
             failures += 1
-            print(f"FAIL  {label}: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
+            print(_failure(label, err))
     return 1 if failures else 0
+
+
+def _failure(label: str, err: Exception) -> str:
+    """The one line ``main`` prints for a kernel that did not compile."""
+    return f"FAIL  {label}: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
 
 
 if __name__ == "__main__":

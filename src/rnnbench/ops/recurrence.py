@@ -33,7 +33,7 @@ from .common import (INTERPRET, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, bac
 from .gradients import layer_gradients
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
 from .launch import KernelLauncher
-from .launch import counters as _counters  # (a module name of its own: tests count the calls)
+from .launch import counters as _counters  # (bound here: a test replaces the recurrences' counters alone)
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
 
