@@ -1,7 +1,8 @@
 """Shared by the A/B benchmarks of our kernels (``on_chip.py``, ``strict_fp32.py``): two settings
 of the same lane timed in turns in one process, and a run over cases that records as it goes.
 
-- :func:`median_ms`: one engine step timed as the engine times it (``Step.measure``).
+- :func:`median_ms`: one engine step timed as the engine times a lane alone (``Step.warm_up``,
+  ``Step.sample``).
 - :func:`in_turns`: each setting's steps timed in a given order of turns (A B B A by default) and
   averaged, so that drift over the run (clocks, the allocator's pools, the host's load) favours
   neither.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import statistics
 import time
 from pathlib import Path
 from typing import Callable
@@ -41,9 +43,9 @@ def parser(doc: str, budget_s: float) -> argparse.ArgumentParser:
 
 
 def median_ms(step, budget_s: float) -> float:
-    """Median ms per call of an engine ``Step`` (first call, then ``Step.measure``)."""
+    """Median ms per call of an engine ``Step``: first call, warm-up, timed runs."""
     _, first_ms = step.first_call()
-    return step.measure(budget_s, first_ms).median_ms
+    return statistics.median(step.sample(budget_s, step.warm_up(budget_s, first_ms)))
 
 
 def in_turns(steps: dict[str, object], setting: Callable[[str], contextlib.AbstractContextManager], budget_s: float,

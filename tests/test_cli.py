@@ -302,7 +302,8 @@ def test_list(cli):
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_ctrl_c_keeps_rows_and_exits_130(tmp_path, cli_env):
-    """SIGINT during a run: exit 130, one line saying where the rows are, every finished row kept."""
+    """SIGINT during a run: exit 130, one line saying where the rows are, every finished case's rows
+    kept (both lanes of each: a case's lanes are timed together and written together)."""
     out = tmp_path / "r.jsonl"
     # 12 cases × 2 lanes at 0.3 s each: several seconds of work, interrupted after the first row
     proc = subprocess.Popen([sys.executable, "-m", "rnnbench", "run", "--suite", "quick", "--lanes",
@@ -322,10 +323,10 @@ def test_ctrl_c_keeps_rows_and_exits_130(tmp_path, cli_env):
             proc.kill()
     assert proc.returncode == 130, (stdout, stderr)
     assert "Traceback" not in stderr
-    assert stderr.strip().splitlines() == [f"interrupted; every row measured so far is in {out} "
-                                           "(rerun with --resume to continue)"]
+    assert stderr.strip().splitlines() == [f"interrupted; the rows of every case finished so far are in {out}, "
+                                           "the case under way's are not (rerun with --resume to continue)"]
     rows = list(read_records(out, "result"))
-    assert 1 <= len(rows) < 24 and all(r["status"] == "ok" for r in rows)
+    assert 2 <= len(rows) < 24 and len(rows) % 2 == 0 and all(r["status"] == "ok" for r in rows)
 
 
 def test_a_grid_measures_both_modes_unless_mode_is_given(monkeypatch, capsys):

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from rnnbench import runner
+from rnnbench import runner, timing
 from rnnbench.cases import Case
 from rnnbench.flops import case_flops
 from rnnbench.lanes import LANES
@@ -162,6 +162,76 @@ def test_cuda_oom_without_message_is_recorded_as_oom(temp_lane, tmp_path):
     assert row["status"] == "oom" and "OutOfMemoryError" in row["message"]
 
 
+def test_a_lane_out_of_memory_beside_live_steps_is_tried_again_alone(temp_lane, tmp_path, cuda_oom):
+    """Lanes of a case are timed together, their steps alive at once; a lane that runs out of
+    memory then is not the lane's fault: the live ones are timed and written, and it is built
+    again alone. Out of memory with nothing else alive stays its row."""
+    built = []
+
+    def build(*args):
+        built.append(args)
+        if len(built) == 1:
+            raise cuda_oom
+        return build_torch_nn(*args)
+
+    lanes = [LANES["torch-nn"], temp_lane("test-oom-once", build), LANES["torch-fused-loop"]]
+    written = []
+    rows = runner.run(TINY[:1], lanes, ResultsFile(tmp_path / "r.jsonl"), budget_s=0.01,
+                      on_row=lambda row: written.append(row["lane"]))
+    assert [r["status"] for r in rows] == ["ok", "ok", "ok"] and len(built) == 2
+    assert written == [lane.name for lane in lanes]  # torch-nn first: written before the retry
+    built.clear()
+    rows = runner.run(TINY[:1], [lanes[1], lanes[0]], ResultsFile(tmp_path / "s.jsonl"), budget_s=0.01)
+    assert [r["status"] for r in rows] == ["oom", "ok"] and len(built) == 1
+
+
+class FakeClock:
+    """A clock the lanes' calls advance: 1 ms a call, 3 ms during a slow phase of the host
+    (calls ``slow[0]`` to ``slow[1] - 1`` of the whole run, counted over every lane)."""
+
+    def __init__(self, slow: tuple[int, int]):
+        self.now, self.calls, self.slow = 0.0, 0, slow
+
+    def tick(self) -> None:
+        self.calls += 1
+        self.now += 3.0 if self.slow[0] <= self.calls < self.slow[1] else 1.0
+
+    def timer(self, device):
+        def run(fn):
+            t0 = self.now
+            fn()
+            return self.now - t0
+
+        return run
+
+
+@pytest.mark.parametrize("turns, ratio", [(1, 3.0), (5, 1.0)])
+def test_lanes_take_turns_so_a_slow_phase_lands_on_every_lane(monkeypatch, temp_lane, tmp_path, turns, ratio):
+    """Two identical lanes and a slow phase of the host early in the run. Timed one after the
+    other (1 turn) the slow phase is all the first lane's: it reads 3x slower. In 5 turns each
+    lane gets its share of the slow calls and the two read the same."""
+    clock = FakeClock(slow=(10, 25))
+
+    class Ticking(torch.nn.Module):
+        def __init__(self, *args):
+            super().__init__()
+            self.inner = build_torch_nn(*args)
+
+        def forward(self, x, hx):
+            clock.tick()
+            return self.inner(x, hx)
+
+    lane = lambda name: temp_lane(name, Ticking, load=lambda m, w: m.inner.load_state_dict(w),  # noqa: E731
+                                  canonical_name=lambda n: n.removeprefix("inner."))
+    monkeypatch.setattr(timing, "_timer", clock.timer)
+    monkeypatch.setattr(runner, "matmul_peak", lambda device, dtype: Peak(2.0, 64))  # it would time on the fake clock
+    a, b = runner.run(TINY[1:], [lane("test-a"), lane("test-b")], ResultsFile(tmp_path / "r.jsonl"),
+                      budget_s=0.05, turns=turns)
+    assert a["status"] == b["status"] == "ok" and a["turns"] == b["turns"] == turns
+    assert a["ms_per_batch"] / b["ms_per_batch"] == ratio
+    assert sum(a["samples_ms"]) >= 50.0 and sum(b["samples_ms"]) >= 50.0  # each lane's whole budget
+
+
 # --- the float64 reference: once per case, and what happens when it cannot be computed ------------
 
 def test_reference_computed_once_per_case_and_only_when_needed(monkeypatch, tmp_path):
@@ -210,43 +280,60 @@ def test_reference_failure_keeps_unavailable_lanes_unavailable(monkeypatch, tmp_
 
 # --- interruption and resume --------------------------------------------------------------------
 
-def test_keyboard_interrupt_in_a_lane_stops_the_run_and_keeps_earlier_rows(temp_lane, tmp_path):
-    def interrupted(*args):
-        raise KeyboardInterrupt
+def test_keyboard_interrupt_in_a_lane_stops_the_run_and_keeps_the_cases_done(monkeypatch, temp_lane, tmp_path):
+    """The lanes of a case are timed together and written when the case is done: an interrupt
+    loses the case under way, never a case already written, and frees the steps alive."""
+    built = []
 
-    lanes = [LANES["torch-nn"], temp_lane("test-ctrl-c", interrupted), LANES["torch-fused-loop"]]
+    def build(*args):
+        built.append(args)
+        if len(built) == 2:  # the lane's step for the second case
+            raise KeyboardInterrupt
+        return build_torch_nn(*args)
+
+    lanes = [LANES["torch-nn"], temp_lane("test-ctrl-c", build), LANES["torch-fused-loop"]]
     path = tmp_path / "r.jsonl"
+    closed = _closing(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         runner.run(TINY, lanes, ResultsFile(path), budget_s=0.01)
     rows = list(read_records(path, "result"))
-    assert _pairs(rows) == [(TINY[0].key, "torch-nn")] and rows[0]["status"] == "ok"
+    assert _pairs(rows) == [(TINY[0].key, lane.name) for lane in lanes] and all(r["status"] == "ok" for r in rows)
+    assert closed == [(TINY[0].key, lane.name) for lane in lanes] + [(TINY[1].key, "torch-nn")]
+
+
+def _closing(monkeypatch):
+    """Record (case, lane) of every step closed, by wrapping the steps that prepare_pair makes."""
+    real = runner.prepare_pair
+    closed = []
+
+    def prepare_pair(case, lane, *args, **kwargs):
+        pair = real(case, lane, *args, **kwargs)
+        if isinstance(pair, runner.Ready):
+            close = pair.step.close
+            pair.step.close = lambda: (pair.step.fn and closed.append((case.key, lane.name)), close())  # once
+        return pair
+
+    monkeypatch.setattr(runner, "prepare_pair", prepare_pair)
+    return closed
 
 
 def _interrupt_at(monkeypatch, n):
-    """Make the n-th measured pair (1-based) raise KeyboardInterrupt; count every call."""
-    real = runner.measure_pair
+    """Make the n-th pair prepared (1-based) raise KeyboardInterrupt; count every call."""
+    real = runner.prepare_pair
     calls = []
 
-    def measure_pair(case, lane, *args):
+    def prepare_pair(case, lane, *args, **kwargs):
         calls.append((case.key, lane.name))
         if len(calls) == n:
             raise KeyboardInterrupt
-        return real(case, lane, *args)
+        return real(case, lane, *args, **kwargs)
 
-    monkeypatch.setattr(runner, "measure_pair", measure_pair)
+    monkeypatch.setattr(runner, "prepare_pair", prepare_pair)
     return calls
 
 
 def _counting(monkeypatch):
-    real = runner.measure_pair
-    calls = []
-
-    def measure_pair(case, lane, *args):
-        calls.append((case.key, lane.name))
-        return real(case, lane, *args)
-
-    monkeypatch.setattr(runner, "measure_pair", measure_pair)
-    return calls
+    return _interrupt_at(monkeypatch, 0)
 
 
 def test_resume_after_interrupt_measures_only_missing_pairs(monkeypatch, tmp_path):
@@ -286,12 +373,12 @@ def test_resume_after_a_torn_last_line(monkeypatch, tmp_path):
     corrupt middle line, after which the file could not be read at all."""
     path = tmp_path / "r.jsonl"
     everything = [(c.key, lane.name) for c in TINY for lane in CPU_LANES]
-    _interrupt_at(monkeypatch, 3)
+    _interrupt_at(monkeypatch, 5)
     with pytest.raises(KeyboardInterrupt):
         runner.run(TINY, CPU_LANES, ResultsFile(path), budget_s=0.01)
-    with path.open("a") as f:  # killed while writing the third row
+    with path.open("a") as f:  # killed while writing the fourth row
         f.write('{"record": "result", "cell": "gr')
-    assert len(list(read_records(path, "result"))) == 2
+    assert len(list(read_records(path, "result"))) == 3
     monkeypatch.undo()
     runner.run(TINY, CPU_LANES, ResultsFile(path), resume=True, budget_s=0.01)
     after = list(read_records(path, "result"))

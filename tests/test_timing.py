@@ -96,7 +96,7 @@ def test_spread_of_zero_median_and_to_dict():
     assert Measurement(0.0, 0.0, 0.0, 5, 0.0).spread == 0.0
     d = Measurement(2.0, 1.0, 3.0, 3, 4.0, (1.0, 2.0, 3.123456789)).to_dict()
     assert d == {"median_ms": 2.0, "p20_ms": 1.0, "p80_ms": 3.0, "runs": 3, "first_call_ms": 4.0,
-                 "samples_ms": [1.0, 2.0, 3.1235], "spread": 1.0, "noisy": True}
+                 "samples_ms": [1.0, 2.0, 3.1235], "turns": 1, "spread": 1.0, "noisy": True}
 
 
 def _phase(clock: PhaseClock, sleeps: list[float], words: int) -> tuple[float | None, float | None]:
@@ -174,3 +174,23 @@ def test_a_compiling_first_call_does_not_cut_the_runs():
     calls.clear()
     m = measure(lambda: (calls.append(None), time.sleep(0.02)), "cpu", budget_s=0.03, min_runs=5, warmup_runs=2)
     assert m.runs == 3 and len(calls) == 1 + 1 + 3
+
+
+@pytest.mark.parametrize("min_runs, max_runs, turns", [(5, 1000, 5), (3, 3, 5), (7, 40, 3), (1, 1, 1)])
+def test_run_counts_shared_over_turns_add_up(min_runs, max_runs, turns):
+    whole = timing.RunCounts(min_runs, max_runs)
+    parts = [whole.share(turns, k) for k in range(turns)]
+    assert sum(p.min_runs for p in parts) == min_runs and sum(p.max_runs for p in parts) == max_runs
+    assert all(p.min_runs <= p.max_runs for p in parts)
+    assert max(p.min_runs for p in parts) - min(p.min_runs for p in parts) <= 1  # spread evenly
+
+
+def test_warm_up_plans_exactly_three_runs_for_a_long_call_and_sample_keeps_to_them():
+    calls = []
+    slow = lambda: (calls.append(None), time.sleep(0.03))  # noqa: E731
+    first, runs = timing.warm_up(slow, "cpu", budget_s=0.05)
+    assert (runs.min_runs, runs.max_runs) == (3, 3) and len(calls) == 2 and first >= 29.0
+    assert len(timing.sample(slow, "cpu", budget_s=10.0, runs=runs)) == 3  # a budget left over adds none
+    first, runs = timing.warm_up(lambda: None, "cpu", budget_s=0.05, first_call_ms=0.0)
+    assert (runs.min_runs, runs.max_runs) == (5, 1000)
+    assert len(timing.sample(lambda: None, "cpu", budget_s=10.0, runs=timing.RunCounts(2, 9))) == 9

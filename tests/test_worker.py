@@ -65,7 +65,7 @@ def _fault_step(fault, inputs):
 # --- faults ------------------------------------------------------------------------------------
 
 def test_faults_become_error_rows_and_the_run_goes_on(temp_lane, tmp_path):
-    faults = ["crash-first-call", "exit-first-call", "raise-first-call", "raise-prepare", "crash-measure",
+    faults = ["crash-first-call", "exit-first-call", "raise-first-call", "raise-prepare", "crash-sample",
               "hang-first-call"]
     lanes = []
     for fault in faults:
@@ -84,7 +84,7 @@ def test_faults_become_error_rows_and_the_run_goes_on(temp_lane, tmp_path):
     assert "died during first_call (exit code 3): fatal: the framework gave up" in messages["exit-first-call"]
     assert messages["raise-first-call"] == "WorkerError: RuntimeError: the framework raised in first-call"
     assert messages["raise-prepare"] == "WorkerError: ValueError: cannot prepare this"
-    assert "died during measure (signal SIGKILL)" in messages["crash-measure"]
+    assert "died during sample (signal SIGKILL)" in messages["crash-sample"]
     assert messages["hang-first-call"] == ("WorkerError: the test-fault worker gave no answer to first_call "
                                            "within 3 s; killed it")
     assert all("\n" not in m and len(m) < 400 for m in messages.values())

@@ -20,6 +20,7 @@ from .cases import DTYPES, LOSSES, MODES, Case, expand_grid, unique
 from .errors import UsageError
 from .precision import resolve_device
 from .terminal import ProgressView, make_console
+from .timing import DEFAULT_TURNS
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Benchmark recurrent-network implementations (RNN, LSTM, GRU) side by side.")
@@ -117,6 +118,7 @@ def run_command(
     dry_run: bool = typer.Option(False, help="List the cases and exit."),
     baseline: str = typer.Option("torch-nn", help="Lane the speedup columns divide by."),
     budget: float = typer.Option(0.5, min=0.01, help="Seconds of timed repetitions per (case, lane)."),
+    turns: int = typer.Option(DEFAULT_TURNS, min=1, help="Turns the lanes of a case take to spend their budgets, round and round, so a slow phase of the machine lands on every lane (1: one lane after another)."),
     compile_mode: str = typer.Option("default", help="torch.compile mode of the torch-compile lane: default, reduce-overhead, max-autotune."),
     worker_timeout: float = typer.Option(600.0, help="Seconds a framework's worker process may take to answer (start-up, first call) before the row says error."),
 ):
@@ -148,11 +150,11 @@ def run_command(
         return
     out = out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{device}.jsonl"
     with lane_options.using(**vars(run_options)):
-        _run_with_progress(cases, chosen, out, resume, retry_failed, budget)
+        _run_with_progress(cases, chosen, out, resume, retry_failed, budget, turns)
     _print_report(out, baseline)
 
 
-def _run_with_progress(cases, lanes, out: Path, resume: bool, retry_failed: bool, budget: float) -> None:
+def _run_with_progress(cases, lanes, out: Path, resume: bool, retry_failed: bool, budget: float, turns: int) -> None:
     from .results import ResultsFile
     from .runner import run
 
@@ -167,10 +169,11 @@ def _run_with_progress(cases, lanes, out: Path, resume: bool, retry_failed: bool
                 if not view.live:  # piped: one line per pair; on a terminal the tables follow
                     view.line(_plain_line(view.done, total, row))
 
-            run(cases, lanes, results, resume=resume, retry_failed=retry_failed, budget_s=budget, on_row=on_row,
+            run(cases, lanes, results, resume=resume, retry_failed=retry_failed, budget_s=budget, turns=turns, on_row=on_row,
                 on_start=lambda c, l: view.describe(f"{c.key} · {l.name}"), on_note=view.line)
     except KeyboardInterrupt:
-        err.print(f"interrupted; every row measured so far is in {out} (rerun with --resume to continue)")
+        err.print(f"interrupted; the rows of every case finished so far are in {out}, the case under way's "
+                  "are not (rerun with --resume to continue)")
         raise typer.Exit(130)
     console.print(f"results: {out}")
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import gc
 import time
 import warnings
+from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 import torch
@@ -34,9 +35,9 @@ from .memory import too_large
 from .peak import Peak, matmul_peak
 from .precision import matmul_mode, tolerance
 from .results import ResultsFile, read_records
-from .timing import Measurement, run_plan
+from .timing import DEFAULT_TURNS, Measurement, RunCounts, run_plan, summarize
 from .verify import compare
-from .workload import Inputs, lane_step, make_inputs, reference_step, valid_only
+from .workload import Inputs, Step, lane_step, make_inputs, reference_step, valid_only
 
 STATUSES = ("ok", "mismatch", "oom", "too_large", "unavailable", "error")
 # Statuses that --retry-failed measures again on --resume: the failure may not recur.
@@ -107,15 +108,40 @@ def failure(exc: BaseException) -> dict:
     return {"status": "oom" if is_oom(exc) else "error", "message": _first_line(exc)}
 
 
-def measure_pair(case: Case, lane: Lane, inputs: Inputs, reference: dict, budget_s: float,
-                 on_note: Callable[[str], None] = lambda text: None) -> dict:
-    """Status and figures for one (case, lane) given the case's ``reference`` (as the lane's
-    :meth:`~rnnbench.lanes.registry.Lane.final_states` needs it); raises only on KeyboardInterrupt."""
+@dataclass
+class Ready:
+    """A lane verified on a case and warmed up, its step alive, waiting for its timed runs.
+    ``result`` holds the row's fields so far (``ok`` with the error and the memory); ``samples``
+    gathers the timed runs' ms over the turns."""
+
+    lane: Lane
+    step: Step
+    first_ms: float
+    runs: RunCounts
+    result: dict
+    warned: dict
+    held_bytes: int = 0  # device memory the live step holds (its weights, buffers, graph pool)
+    samples: list[float] = field(default_factory=list)
+
+    def turns(self, turns: int) -> int:
+        """The turns this pair's runs take: 1 on the long-call plan (its few runs in one go,
+        :func:`rnnbench.timing.warm_up`), else all ``turns``."""
+        return 1 if self.runs.min_runs == self.runs.max_runs else turns
+
+
+def prepare_pair(case: Case, lane: Lane, inputs: Inputs, reference: dict, budget_s: float,
+                 on_note: Callable[[str], None] = lambda text: None, held_bytes: int = 0) -> Ready | dict:
+    """Build ``lane``'s step for ``case``, call it once, verify what it returned against
+    ``reference`` and warm it up: a :class:`Ready` pair, or the row's fields when it failed
+    (``mismatch``, ``oom``, ``error``; its step closed). ``held_bytes`` is the device memory that
+    other pairs' live steps hold, left out of this row's ``peak_mem_bytes``. Raises only on
+    KeyboardInterrupt."""
     cuda = case.device == "cuda"
     step = None
     try:
         if cuda:
             torch.cuda.reset_peak_memory_stats()
+            before = torch.cuda.memory_allocated()
         with matmul_mode(case.dtype):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")  # every warning of this pair, not once per process
@@ -136,18 +162,67 @@ def measure_pair(case: Case, lane: Lane, inputs: Inputs, reference: dict, budget
                 on_note(f"{case.key} · {lane.name}: the first call took {first_ms / 1e3:.1f} s, over the "
                         f"{budget_s:g} s budget; if the next are as slow (not compiling), timing {warmup} "
                         f"warm-up and {runs} runs (about {first_ms * (warmup + runs) / 1e3:.0f} s)")
-            m = step.measure(budget_s, first_ms)
-        peak = torch.cuda.max_memory_allocated() if cuda else None
-        return {"status": "ok", "message": "", "max_rel_error": verdict.max_rel_error,
-                "peak_mem_bytes": peak, **speed_fields(case, m, inputs.useful_timesteps), **_warned(said),
-                **step.extra}
+            counts = step.warm_up(budget_s, first_ms)
+        peak = torch.cuda.max_memory_allocated() - held_bytes if cuda else None
+        ready = Ready(lane, step, first_ms, counts, {"status": "ok", "message": "", "max_rel_error": verdict.max_rel_error,
+                                                     "peak_mem_bytes": peak}, _warned(said),
+                      torch.cuda.memory_allocated() - before if cuda else 0)
+        step = None  # alive until its runs are timed
+        return ready
     except Exception as exc:  # a broken lane must not stop the run; the row says what broke
         return failure(exc)
     finally:
         if step is not None:
             step.close()
-        del step
-        _free(cuda)
+            del step
+            _free(cuda)
+
+
+def time_in_turns(ready: list[Ready], case: Case, budget_s: float, turns: int,
+                  useful_timesteps: int | None = None) -> list[dict]:
+    """Time the ready pairs of ``case`` in turns and close their steps; each pair's row fields,
+    in order (``useful_timesteps`` as :func:`speed_fields` takes it).
+
+    Every pair gets ``budget_s`` seconds of timed runs, in ``turns`` turns of ``budget_s / turns``
+    taken one pair after another, round and round: a slow phase of the host (another process,
+    the clock, the allocator) then lands on every pair of the case instead of on whichever pair
+    was being timed, so their ratios hold. A turn after the first starts with one untimed call,
+    since the other pairs ran in between. A pair that raises while timed gets a failure row; the
+    others go on."""
+    results: dict[int, dict] = {}
+    try:
+        with matmul_mode(case.dtype):
+            for turn in range(turns):
+                for i, r in enumerate(ready):
+                    if i in results or turn >= r.turns(turns):
+                        continue
+                    try:
+                        if turn > 0:
+                            r.step.sample(0.0, RunCounts(1, 1))  # untimed: the other pairs ran in between
+                        r.samples += r.step.sample(budget_s / r.turns(turns), r.runs.share(r.turns(turns), turn))
+                    except Exception as exc:  # this pair's row says what broke; the others go on
+                        results[i] = failure(exc)
+                        r.step.close()
+        for i, r in enumerate(ready):
+            if i not in results:
+                m = summarize(r.samples, r.first_ms, r.turns(turns))
+                results[i] = {**r.result, **speed_fields(case, m, useful_timesteps), **r.warned, **r.step.extra}
+        return [results[i] for i in range(len(ready))]
+    finally:
+        for r in ready:
+            r.step.close()
+        _free(case.device == "cuda")
+
+
+def measure_pair(case: Case, lane: Lane, inputs: Inputs, reference: dict, budget_s: float,
+                 on_note: Callable[[str], None] = lambda text: None, turns: int = 1) -> dict:
+    """Status and figures for one (case, lane) timed alone given the case's ``reference`` (as the
+    lane's :meth:`~rnnbench.lanes.registry.Lane.final_states` needs it); raises only on
+    KeyboardInterrupt."""
+    pair = prepare_pair(case, lane, inputs, reference, budget_s, on_note)
+    if not isinstance(pair, Ready):
+        return pair
+    return time_in_turns([pair], case, budget_s, turns, inputs.useful_timesteps)[0]
 
 
 def warnings_said(caught: list[warnings.WarningMessage]) -> list[str]:
@@ -229,16 +304,70 @@ def prepare_case(case: Case, prepared: Prepared | dict | None, final_states: boo
         gc.collect()
 
 
+class CaseRows:
+    """The pairs of one case under way, in lane order: rows already decided (unavailable,
+    mismatch, failed) and :class:`Ready` pairs waiting for their turns. :meth:`write` times the
+    ready ones and writes every row in lane order; :meth:`close` frees what is still alive (a
+    run interrupted before :meth:`write` loses these rows, and ``--resume`` measures them)."""
+
+    def __init__(self, case: Case, write_row: Callable[[Lane, dict], None], budget_s: float, turns: int):
+        self.case, self.write_row, self.budget_s, self.turns = case, write_row, budget_s, turns
+        self.pending: list[tuple[Lane, Ready | dict]] = []
+
+    def alive(self) -> list[Ready]:
+        """The ready pairs, their steps alive."""
+        return [r for _, r in self.pending if isinstance(r, Ready)]
+
+    def held_bytes(self) -> int:
+        """Device memory the live steps hold."""
+        return sum(r.held_bytes for r in self.alive())
+
+    def add(self, lane: Lane, unavailable: str | None, prepared: Prepared | dict | None, reference: dict | None,
+            on_note: Callable[[str], None]) -> None:
+        """Decide ``lane``'s row or make it ready: ``unavailable`` (the lane's reason), the case's
+        own failure (``prepared`` a row fragment), or :func:`prepare_pair`. A lane out of memory
+        while other steps are alive is tried again alone after those are timed and written; a
+        lane whose step cannot take turns (:attr:`rnnbench.workload.Step.in_turns`) is timed at
+        once."""
+        result = {"status": "unavailable", "message": unavailable} if unavailable else prepared
+        if isinstance(result, Prepared):
+            args = (self.case, lane, prepared.inputs, reference, self.budget_s, on_note)
+            result = prepare_pair(*args, held_bytes=self.held_bytes())
+            if isinstance(result, dict) and result["status"] == "oom" and self.alive():
+                self.write(prepared.inputs.useful_timesteps)
+                result = prepare_pair(*args)
+            if isinstance(result, Ready) and not result.step.in_turns:
+                result = time_in_turns([result], self.case, self.budget_s, 1, prepared.inputs.useful_timesteps)[0]
+        self.pending.append((lane, result))
+
+    def write(self, useful_timesteps: int | None) -> None:
+        """Time the ready pairs in turns, then write every pending row in lane order."""
+        ready = self.alive()
+        timed = iter(time_in_turns(ready, self.case, self.budget_s, self.turns, useful_timesteps) if ready else ())
+        pending, self.pending = self.pending, []
+        for lane, result in pending:
+            self.write_row(lane, next(timed) if isinstance(result, Ready) else result)
+
+    def close(self) -> None:
+        for _, result in self.pending:
+            if isinstance(result, Ready):
+                result.step.close()
+        self.pending = []
+
+
 def run(cases: Iterable[Case], lanes: list[Lane], out: ResultsFile, *, resume: bool = False,
-        retry_failed: bool = False, budget_s: float = 0.5,
+        retry_failed: bool = False, budget_s: float = 0.5, turns: int = DEFAULT_TURNS,
         on_row: Callable[[dict], None] = lambda row: None,
         on_start: Callable[[Case, Lane], None] = lambda case, lane: None,
         on_note: Callable[[str], None] = lambda text: None) -> list[dict]:
     """Measure every (case, lane) pair not yet in ``out`` (with ``resume``); returns the new rows.
 
     The inputs and float64 reference are made once per case, only if some lane of it can run.
-    ``on_start`` is told of each pair before it runs, ``on_row`` of each row once it is written,
-    ``on_note`` of anything a user waiting should know (a pair that will take long).
+    The lanes of a case are verified one by one and then timed together in ``turns`` turns
+    (:func:`time_in_turns`); their rows are written, in lane order, when the case is done, so an
+    interrupted run loses only the case under way (see :class:`CaseRows` for the two exceptions).
+    ``on_start`` is told of each pair before it is built, ``on_row`` of each row once it is
+    written, ``on_note`` of anything a user waiting should know (a pair that will take long).
     """
     env = environment()
     peaks: dict[tuple[str, str], Peak | None] = {}
@@ -246,23 +375,27 @@ def run(cases: Iterable[Case], lanes: list[Lane], out: ResultsFile, *, resume: b
     skip = done_pairs(out.path, retry_failed) if resume else set()
     rows = []
     for case in cases:
-        todo = [lane for lane in lanes if (case.key, lane.name) not in skip]
-        prepared = None
-        for lane in todo:
-            on_start(case, lane)
-            result = {"status": "unavailable", "message": lane.skip_reason(case)}
-            if result["message"] is None:
-                prepared, reference = prepare_case(case, prepared, lane.final_states(case))
-                if isinstance(prepared, dict):
-                    result = prepared
-                else:
-                    result = measure_pair(case, lane, prepared.inputs, reference, budget_s, on_note)
+
+        def write_row(lane: Lane, result: dict, case=case) -> None:
             if result["status"] == "ok":
                 result.update(peak_fields(result["tflops"], run_peak(case, peaks, on_note)))
             row = {**base_row(case, lane, env["env_id"]), **result}
             out.append(row)
             rows.append(row)
             on_row(row)
-        del prepared
+
+        pairs = CaseRows(case, write_row, budget_s, turns)
+        prepared = reference = None
+        try:
+            for lane in (lane for lane in lanes if (case.key, lane.name) not in skip):
+                on_start(case, lane)
+                unavailable = lane.skip_reason(case)
+                if unavailable is None:
+                    prepared, reference = prepare_case(case, prepared, lane.final_states(case))
+                pairs.add(lane, unavailable, prepared, reference, on_note)
+            pairs.write(None if prepared is None or isinstance(prepared, dict) else prepared.inputs.useful_timesteps)
+        finally:
+            pairs.close()
+        del prepared, reference
         _free(case.device == "cuda")
     return rows

@@ -6,7 +6,8 @@ Two ways of timing share this module:
 
 - :func:`measure` (the micro-benchmark): every repetition of a callable is bracketed by CUDA
   events after a synchronize, and the elapsed times are read after a final synchronize. On the
-  CPU a monotonic host clock is used.
+  CPU a monotonic host clock is used. It is :func:`warm_up` then :func:`sample`; the runner calls
+  those two itself to time the lanes of a case in turns.
 - :class:`PhaseClock` (the language model): one host clock over a whole phase of batches (an
   epoch's training, an evaluation pass), started and stopped only after :func:`synchronize`,
   with the first batches of the phase left out as warm-up.
@@ -33,6 +34,9 @@ PHASE_WARMUP_BATCHES = 3
 # A call whose first run alone shows that the usual warm-up and minimum runs would overrun the
 # budget gets the fewest runs a median needs: one warm-up and three timed runs.
 LONG_CALL_WARMUP, LONG_CALL_RUNS = 1, 3
+# Turns the lanes of a case take to time their runs (``rnnbench run --turns``): enough that a slow
+# phase of the host lands on every lane, few enough that a turn holds many runs of a fast call.
+DEFAULT_TURNS = 5
 
 
 @dataclass(frozen=True)
@@ -42,7 +46,8 @@ class Measurement:
     ``median`` is the figure reported; ``p20``/``p80`` bound the middle 60 % of the runs; ``noisy``
     is set when that spread exceeds 10 % of the median (as torch.utils.benchmark warns).
     ``samples_ms`` keeps every timed run (sorted), so two runs can be compared with a confidence
-    interval later (``rnnbench compare``).
+    interval later (``rnnbench compare``). ``turns`` is how many turns the runs were taken in,
+    each turn interleaved with the other lanes of the case (1: all in one go).
     """
 
     median_ms: float
@@ -51,6 +56,7 @@ class Measurement:
     runs: int
     first_call_ms: float
     samples_ms: tuple[float, ...] = ()
+    turns: int = 1
 
     @property
     def spread(self) -> float:
@@ -115,35 +121,76 @@ def run_plan(first_call_ms: float, budget_s: float, warmup_runs: int = 2, min_ru
     return warmup_runs, min_runs
 
 
-def measure(fn: Callable[[], object], device: str, *, budget_s: float = 0.5, min_runs: int = 5,
-            max_runs: int = 1000, warmup_runs: int = 2, first_call_ms: float | None = None) -> Measurement:
-    """Time ``fn``: its first call alone, ``warmup_runs`` untimed calls, then repetitions until
-    ``budget_s`` seconds of measured time and at least ``min_runs`` (at most ``max_runs``).
+@dataclass(frozen=True)
+class RunCounts:
+    """How many timed runs a warmed-up call gets: at least ``min_runs``, at most ``max_runs``,
+    and in between as many as the budget holds."""
+
+    min_runs: int
+    max_runs: int
+
+    def share(self, turns: int, turn: int) -> "RunCounts":
+        """This turn's part when the runs are spread over ``turns`` turns (the remainders go to
+        the first turns, so the parts add up to the whole)."""
+        part = lambda n: n // turns + (turn < n % turns)  # noqa: E731
+        return RunCounts(part(self.min_runs), part(self.max_runs))
+
+
+def warm_up(fn: Callable[[], object], device: str, *, budget_s: float, first_call_ms: float | None = None,
+            warmup_runs: int = 2, min_runs: int = 5, max_runs: int = 1000) -> tuple[float, RunCounts]:
+    """Call ``fn`` first (unless ``first_call_ms`` says it was called) and ``warmup_runs`` times
+    untimed; return the first call's ms and the timed runs the call gets.
 
     The budget is a limit, not only a target: when a call shows that the warm-up and the minimum
-    runs alone would overrun it, :func:`run_plan` cuts them to one warm-up and three runs, so a
-    pair costs about its first call plus four more, however slow each call is. The call that
-    decides is the faster of the first and the first warm-up (which is timed for this): a first
-    call that compiles (``torch.compile``, ``jax.jit``) says nothing about the calls after it.
-
-    The first call holds one-off costs (cuDNN plan search, CUDA graph capture, compilation) and is
-    reported separately, never mixed into the median. Pass ``first_call_ms`` when the caller
-    already made (and timed) the first call, e.g. to verify its result.
-    """
+    runs alone would overrun it, :func:`run_plan` cuts them to one warm-up and exactly three
+    runs, so a pair costs about its first call plus four more, however slow each call is. The
+    call that decides is the faster of the first and the first warm-up (which is timed for
+    this): a first call that compiles (``torch.compile``, ``jax.jit``) says nothing about the
+    calls after it."""
     timed = _timer(device)
     first = timed(fn) if first_call_ms is None else first_call_ms
     warm = timed(fn) if warmup_runs > 0 else first  # the first warm-up, timed only to plan
-    warmup_runs, min_runs = run_plan(min(first, warm), budget_s, warmup_runs, min_runs)
-    for _ in range(warmup_runs - 1):
+    planned_warmup, planned_runs = run_plan(min(first, warm), budget_s, warmup_runs, min_runs)
+    for _ in range(planned_warmup - 1):
         fn()
+    if planned_runs < min_runs:  # the long-call plan: the fewest runs a median needs, no more
+        return first, RunCounts(planned_runs, planned_runs)
+    return first, RunCounts(planned_runs, max(max_runs, planned_runs))
+
+
+def sample(fn: Callable[[], object], device: str, *, budget_s: float, runs: RunCounts) -> list[float]:
+    """Timed calls of a warmed-up ``fn`` (ms each), until ``budget_s`` seconds of measured time
+    and at least ``runs.min_runs``, at most ``runs.max_runs``."""
+    timed = _timer(device)
     samples: list[float] = []
     spent = 0.0
-    while len(samples) < min_runs or (spent < budget_s * 1e3 and len(samples) < max_runs):
+    while len(samples) < runs.min_runs or (spent < budget_s * 1e3 and len(samples) < runs.max_runs):
         samples.append(timed(fn))
         spent += samples[-1]
-    samples.sort()
-    return Measurement(statistics.median(samples), _quantile(samples, 0.2), _quantile(samples, 0.8),
-                       len(samples), first, tuple(samples))
+    return samples
+
+
+def summarize(samples: list[float], first_call_ms: float, turns: int = 1) -> Measurement:
+    """The :class:`Measurement` of timed runs ``samples`` (ms, in any order)."""
+    ordered = sorted(samples)
+    return Measurement(statistics.median(ordered), _quantile(ordered, 0.2), _quantile(ordered, 0.8),
+                       len(ordered), first_call_ms, tuple(ordered), turns)
+
+
+def measure(fn: Callable[[], object], device: str, *, budget_s: float = 0.5, min_runs: int = 5,
+            max_runs: int = 1000, warmup_runs: int = 2, first_call_ms: float | None = None) -> Measurement:
+    """Time ``fn`` alone: its first call, ``warmup_runs`` untimed calls (:func:`warm_up`), then
+    repetitions until ``budget_s`` seconds of measured time and at least ``min_runs`` (at most
+    ``max_runs``; :func:`sample`).
+
+    The first call holds one-off costs (cuDNN plan search, CUDA graph capture, compilation) and is
+    reported separately, never mixed into the median. Pass ``first_call_ms`` when the caller
+    already made (and timed) the first call, e.g. to verify its result. Several callables timed
+    against each other take turns instead (:func:`rnnbench.runner.time_in_turns`).
+    """
+    first, runs = warm_up(fn, device, budget_s=budget_s, first_call_ms=first_call_ms, warmup_runs=warmup_runs,
+                          min_runs=min_runs, max_runs=max_runs)
+    return summarize(sample(fn, device, budget_s=budget_s, runs=runs), first)
 
 
 def synchronize(device: torch.device | str) -> None:

@@ -38,7 +38,7 @@ from .cases import Case
 from .lanes.registry import Lane
 from .precision import TORCH_DTYPE
 from .reference import canonical_weights, reference_forward
-from .timing import Measurement, measure, time_call
+from .timing import RunCounts, sample, time_call, warm_up
 
 
 @dataclass
@@ -154,17 +154,23 @@ def finals_of(cell: str, h_n) -> tuple[torch.Tensor, ...]:
 
 class Step(Protocol):
     """One lane prepared for one case: the runner calls :meth:`first_call` once, verifies what it
-    returned, then :meth:`measure`; :meth:`close` always. Torch lanes use :class:`TorchStep`;
-    lanes of other frameworks answer from their own process."""
+    returned, then :meth:`warm_up` once and :meth:`sample` once per turn; :meth:`close` always.
+    Torch lanes use :class:`TorchStep`; lanes of other frameworks answer from their own process."""
 
     #: Fields added to the result row (e.g. whether a framework took its cuDNN path).
     extra: dict
+    #: Whether the step may be timed in turns with other live steps (False: timed alone, as a
+    #: step in a worker process is: a worker that dies takes every step it holds with it).
+    in_turns: bool
 
     def first_call(self) -> tuple[dict[str, torch.Tensor], float]:
         """Run once; the named tensors (see :func:`expected_names`) and the call's time in ms."""
 
-    def measure(self, budget_s: float, first_call_ms: float) -> Measurement:
-        """Time repeated calls (see :func:`rnnbench.timing.measure`)."""
+    def warm_up(self, budget_s: float, first_call_ms: float) -> RunCounts:
+        """The untimed warm-up calls; the timed runs the call gets (:func:`rnnbench.timing.warm_up`)."""
+
+    def sample(self, budget_s: float, runs: RunCounts) -> list[float]:
+        """Timed calls, ms each (:func:`rnnbench.timing.sample`)."""
 
     def close(self) -> None:
         """Free what the step holds."""
@@ -178,13 +184,17 @@ class TorchStep:
     names: tuple[str, ...]
     device: str
     extra: dict = field(default_factory=dict)
+    in_turns: bool = True
 
     def first_call(self) -> tuple[dict[str, torch.Tensor], float]:
         outputs, ms = time_call(self.fn, self.device)
         return dict(zip(self.names, outputs)), ms
 
-    def measure(self, budget_s: float, first_call_ms: float) -> Measurement:
-        return measure(self.fn, self.device, budget_s=budget_s, first_call_ms=first_call_ms)
+    def warm_up(self, budget_s: float, first_call_ms: float) -> RunCounts:
+        return warm_up(self.fn, self.device, budget_s=budget_s, first_call_ms=first_call_ms)[1]
+
+    def sample(self, budget_s: float, runs: RunCounts) -> list[float]:
+        return sample(self.fn, self.device, budget_s=budget_s, runs=runs)
 
     def close(self) -> None:
         self.fn = None

@@ -3,7 +3,7 @@
 It speaks the real protocol (:func:`rnnbench.workers.protocol.serve`) and answers correctly (the
 answer it is given in ``settings["answer"]``: the runner's float64 reference, so this worker
 needs no framework and starts at once) unless the lane it is asked for names a fault:
-``crash-first-call`` / ``crash-measure`` (killed by SIGKILL in the middle of that request, as a
+``crash-first-call`` / ``crash-sample`` (killed by SIGKILL in the middle of that request, as a
 segfault or the OOM killer would), ``exit-first-call`` (``os._exit(3)`` after a line on stderr),
 ``hang-first-call`` (sleeps past any timeout), ``raise-first-call`` / ``raise-prepare`` (an
 exception, which the worker survives), ``print`` (writes to stdout, which must not reach the
@@ -47,9 +47,9 @@ class FaultStep(ArrayStep):
             os.write(1, b"raw noise on fd 1\n")
         return super().first_call()
 
-    def measure(self, budget_s, first_call_ms):
-        self._maybe_fail("measure")
-        return super().measure(budget_s, first_call_ms)
+    def sample(self, budget_s, min_runs, max_runs):
+        self._maybe_fail("sample")
+        return super().sample(budget_s, min_runs, max_runs)
 
     def run(self):
         return self.request["settings"]["answer"]

@@ -7,7 +7,7 @@ cost one row, not the run. A worker lane's ``prepare(case, inputs)`` starts the 
 numpy arrays, and returns a :class:`WorkerStep`; the runner then treats it like any step: the
 first call (with its compilation) is timed and its outputs, final states and gradients are
 verified here against the float64 reference; the timed repetitions run in the worker under the
-same rules (:mod:`rnnbench.timing`) and come back as a Measurement.
+same rules (:mod:`rnnbench.timing`) and come back as the timed calls' ms.
 
 Faults become :class:`WorkerError` (a RuntimeError, so an out-of-memory message is recorded as
 ``oom``), which the runner records as the row's status with a one-line message:
@@ -16,8 +16,9 @@ Faults become :class:`WorkerError` (a RuntimeError, so an out-of-memory message 
 - the worker dies (segfault, killed, ``os._exit``): ``... worker died during <request> (exit code N
   / signal NAME)`` and the last line it wrote to stderr; the next pair starts a fresh worker;
 - the worker does not answer within the timeout (``--worker-timeout``, default 600 s for start-up,
-  preparation and the first call; the timed repetitions get that plus ten first calls and twice
-  the budget): it is killed and the row says so.
+  preparation and the first call; the warm-up gets that plus ten first calls, each turn of timed
+  calls that plus twice its budget and three first calls per run it must make): it is killed and
+  the row says so.
 
 The other side is :mod:`rnnbench.workers` (``python -m rnnbench.workers.<framework>_worker``).
 """
@@ -39,7 +40,7 @@ from pathlib import Path
 
 import torch
 
-from ..timing import Measurement
+from ..timing import RunCounts
 from ..workers.protocol import HEADER, encode
 from . import options
 
@@ -240,29 +241,39 @@ def arrays_of(inputs) -> dict:
 
 
 class WorkerStep:
-    """A :class:`rnnbench.workload.Step` answered by a worker process."""
+    """A :class:`rnnbench.workload.Step` answered by a worker process; timed alone, not in turns
+    with other lanes' steps, so that a worker's fault costs one row."""
+
+    in_turns = False
 
     def __init__(self, worker: Worker, step_id: int, device: str, extra: dict, timeout_s: float,
                  names: tuple[str, ...] = ()):
         self.worker, self.id, self.device, self.extra = worker, step_id, device, extra
         self.timeout_s = timeout_s  # --worker-timeout as it was when the step was prepared
         self.names = names  # what the step returns, in expected_names' order
+        self.first_call_s = 0.0
 
     def first_call(self) -> tuple[dict[str, torch.Tensor], float]:
         reply = self.worker.request({"op": "first_call", "id": self.id}, self.timeout_s)
         self.extra.update(reply["extra"])
+        self.first_call_s = reply["ms"] / 1e3  # the scale of a sample's time limit
         returned = reply["outputs"]
         order = [n for n in self.names if n in returned] + [n for n in returned if n not in self.names]
         return {n: torch.from_numpy(returned[n]).to(self.device) for n in order}, reply["ms"]
 
-    def measure(self, budget_s: float, first_call_ms: float) -> Measurement:
-        timeout = self.timeout_s + 10 * first_call_ms / 1e3 + 2 * budget_s
-        reply = self.worker.request({"op": "measure", "id": self.id, "budget_s": budget_s,
+    def warm_up(self, budget_s: float, first_call_ms: float) -> RunCounts:
+        timeout = self.timeout_s + 10 * first_call_ms / 1e3
+        reply = self.worker.request({"op": "warm_up", "id": self.id, "budget_s": budget_s,
                                      "first_call_ms": first_call_ms}, timeout)
         self.extra.update(reply["extra"])
-        m = reply["measurement"]
-        return Measurement(m["median_ms"], m["p20_ms"], m["p80_ms"], m["runs"], m["first_call_ms"],
-                           tuple(m["samples_ms"]))
+        return RunCounts(reply["min_runs"], reply["max_runs"])
+
+    def sample(self, budget_s: float, runs: RunCounts) -> list[float]:
+        timeout = self.timeout_s + 2 * budget_s + 3 * runs.min_runs * self.first_call_s
+        reply = self.worker.request({"op": "sample", "id": self.id, "budget_s": budget_s,
+                                     "min_runs": runs.min_runs, "max_runs": runs.max_runs}, timeout)
+        self.extra.update(reply["extra"])
+        return list(reply["samples_ms"])
 
     def close(self) -> None:
         if self.worker is not None and self.worker.alive:

@@ -294,8 +294,8 @@ class KerasStep(ArrayStep):
     peak_memory = None
     mask = None  # [B, T] valid steps of a variable-length batch, as a backend tensor
 
-    def measure(self, budget_s: float, first_call_ms: float) -> dict:
-        result = super().measure(budget_s, first_call_ms)
+    def sample(self, budget_s: float, min_runs: int, max_runs: int) -> list[float]:
+        result = super().sample(budget_s, min_runs, max_runs)
         if self.peak_memory is not None:
             self.extra["peak_mem_bytes"] = int(self.peak_memory())
         return result

@@ -14,8 +14,10 @@ Requests (``op``):
   None), ``settings`` (the lane's fixed settings, e.g.
   ``use_cudnn``), ``threads`` (torch's intra-op threads in the runner).
 - ``first_call``: ``id`` -> ``outputs`` (name -> array), ``ms``, ``extra``.
-- ``measure``: ``id``, ``budget_s``, ``first_call_ms`` -> ``measurement``
-  (:class:`rnnbench.timing.Measurement`'s fields), ``extra``.
+- ``warm_up``: ``id``, ``budget_s``, ``first_call_ms`` -> ``min_runs``, ``max_runs`` (the timed
+  runs the call gets, :func:`rnnbench.timing.warm_up`), ``extra``.
+- ``sample``: ``id``, ``budget_s``, ``min_runs``, ``max_runs`` -> ``samples_ms`` (one turn's timed
+  calls, :func:`rnnbench.timing.sample`), ``extra``.
 - ``close``: ``id``; ``exit``.
 
 Every reply has ``ok``; a failed request answers ``ok: False`` and ``error`` (``Type: first
@@ -97,13 +99,18 @@ class ArrayStep:
         result, ms = time_call(self.run, self.timer)
         return self.outputs(result), ms
 
-    def measure(self, budget_s: float, first_call_ms: float) -> dict:
-        from ..timing import measure
+    def warm_up(self, budget_s: float, first_call_ms: float) -> dict:
+        from ..timing import warm_up
 
         self.before_call()
-        m = measure(self.run, self.timer, budget_s=budget_s, first_call_ms=first_call_ms)
-        return {"median_ms": m.median_ms, "p20_ms": m.p20_ms, "p80_ms": m.p80_ms, "runs": m.runs,
-                "first_call_ms": m.first_call_ms, "samples_ms": m.samples_ms}
+        runs = warm_up(self.run, self.timer, budget_s=budget_s, first_call_ms=first_call_ms)[1]
+        return {"min_runs": runs.min_runs, "max_runs": runs.max_runs}
+
+    def sample(self, budget_s: float, min_runs: int, max_runs: int) -> list[float]:
+        from ..timing import RunCounts, sample
+
+        self.before_call()
+        return sample(self.run, self.timer, budget_s=budget_s, runs=RunCounts(min_runs, max_runs))
 
 
 def protocol_streams() -> tuple[BinaryIO, BinaryIO]:
@@ -139,9 +146,12 @@ def serve(make_step: Callable[[dict], ArrayStep], hello: dict,
                 step = steps[request["id"]]
                 outputs, ms = step.first_call()
                 reply = {"outputs": outputs, "ms": ms, "extra": step.extra}
-            elif op == "measure":
+            elif op == "warm_up":
                 step = steps[request["id"]]
-                reply = {"measurement": step.measure(request["budget_s"], request["first_call_ms"]),
+                reply = {**step.warm_up(request["budget_s"], request["first_call_ms"]), "extra": step.extra}
+            elif op == "sample":
+                step = steps[request["id"]]
+                reply = {"samples_ms": step.sample(request["budget_s"], request["min_runs"], request["max_runs"]),
                          "extra": step.extra}
             elif op == "close":
                 steps.pop(request["id"], None)
