@@ -186,15 +186,17 @@ def test_a_lane_out_of_memory_beside_live_steps_is_tried_again_alone(temp_lane, 
 
 
 class FakeClock:
-    """A clock the lanes' calls advance: 1 ms a call, 3 ms during a slow phase of the host
-    (calls ``slow[0]`` to ``slow[1] - 1`` of the whole run, counted over every lane)."""
+    """A clock the lanes' calls advance: ``ms`` a call, three times that during a slow phase of
+    the host (calls ``slow[0]`` to ``slow[1] - 1`` of the whole run, counted over every lane).
+    ``log`` names the lane of every call."""
 
-    def __init__(self, slow: tuple[int, int]):
-        self.now, self.calls, self.slow = 0.0, 0, slow
+    def __init__(self, slow: tuple[int, int] = (0, 0)):
+        self.now, self.calls, self.slow, self.log = 0.0, 0, slow, []
 
-    def tick(self) -> None:
+    def tick(self, lane: str, ms: float) -> None:
         self.calls += 1
-        self.now += 3.0 if self.slow[0] <= self.calls < self.slow[1] else 1.0
+        self.log.append(lane)
+        self.now += 3 * ms if self.slow[0] <= self.calls < self.slow[1] else ms
 
     def timer(self, device):
         def run(fn):
@@ -204,6 +206,25 @@ class FakeClock:
 
         return run
 
+    def lanes(self, monkeypatch, temp_lane, ms: dict[str, float]) -> list:
+        """Lanes named as ``ms``'s keys whose calls take that long on this clock (torch-nn's
+        arithmetic, so they verify); the runner's timer reads this clock."""
+        clock = self
+
+        class Ticking(torch.nn.Module):
+            def __init__(self, name, *args):
+                super().__init__()
+                self.name, self.inner = name, build_torch_nn(*args)
+
+            def forward(self, x, hx):
+                clock.tick(self.name, ms[self.name])
+                return self.inner(x, hx)
+
+        monkeypatch.setattr(timing, "_timer", self.timer)
+        monkeypatch.setattr(runner, "matmul_peak", lambda device, dtype: Peak(2.0, 64))  # it would time on this clock
+        return [temp_lane(name, lambda *args, name=name: Ticking(name, *args), load=lambda m, w: m.inner.load_state_dict(w),
+                          canonical_name=lambda n: n.removeprefix("inner.")) for name in ms]
+
 
 @pytest.mark.parametrize("turns, ratio", [(1, 3.0), (5, 1.0)])
 def test_lanes_take_turns_so_a_slow_phase_lands_on_every_lane(monkeypatch, temp_lane, tmp_path, turns, ratio):
@@ -211,25 +232,27 @@ def test_lanes_take_turns_so_a_slow_phase_lands_on_every_lane(monkeypatch, temp_
     other (1 turn) the slow phase is all the first lane's: it reads 3x slower. In 5 turns each
     lane gets its share of the slow calls and the two read the same."""
     clock = FakeClock(slow=(10, 25))
-
-    class Ticking(torch.nn.Module):
-        def __init__(self, *args):
-            super().__init__()
-            self.inner = build_torch_nn(*args)
-
-        def forward(self, x, hx):
-            clock.tick()
-            return self.inner(x, hx)
-
-    lane = lambda name: temp_lane(name, Ticking, load=lambda m, w: m.inner.load_state_dict(w),  # noqa: E731
-                                  canonical_name=lambda n: n.removeprefix("inner."))
-    monkeypatch.setattr(timing, "_timer", clock.timer)
-    monkeypatch.setattr(runner, "matmul_peak", lambda device, dtype: Peak(2.0, 64))  # it would time on the fake clock
-    a, b = runner.run(TINY[1:], [lane("test-a"), lane("test-b")], ResultsFile(tmp_path / "r.jsonl"),
-                      budget_s=0.05, turns=turns)
+    lanes = clock.lanes(monkeypatch, temp_lane, {"test-a": 1.0, "test-b": 1.0})
+    a, b = runner.run(TINY[1:], lanes, ResultsFile(tmp_path / "r.jsonl"), budget_s=0.05, turns=turns)
     assert a["status"] == b["status"] == "ok" and a["turns"] == b["turns"] == turns
     assert a["ms_per_batch"] / b["ms_per_batch"] == ratio
     assert sum(a["samples_ms"]) >= 50.0 and sum(b["samples_ms"]) >= 50.0  # each lane's whole budget
+
+
+def test_a_lane_of_slow_calls_takes_fewer_turns_spread_over_the_round(monkeypatch, temp_lane, tmp_path):
+    """At 10 ms a call a 0.1 s budget holds 2 turns of 4 calls: the slow lane takes turns 0 and
+    3 of 5 (not 0 and 1), the fast one all 5; each spends its whole budget."""
+    clock = FakeClock()
+    lanes = clock.lanes(monkeypatch, temp_lane, {"test-fast": 1.0, "test-slow": 10.0})
+    fast, slow = runner.run(TINY[1:], lanes, ResultsFile(tmp_path / "r.jsonl"), budget_s=0.1, turns=5)
+    assert (fast["turns"], slow["turns"]) == (5, 2)
+    assert sum(fast["samples_ms"]) >= 100.0 and sum(slow["samples_ms"]) >= 100.0
+    timed = clock.log[clock.log.index("test-slow") + 3:]  # after each lane's first call and 2 warm-ups
+    starts = [i for i in range(len(timed)) if i == 0 or timed[i - 1] != timed[i]]
+    assert [timed[i] for i in starts] == ["test-fast", "test-slow", "test-fast", "test-slow", "test-fast"]
+    # between the slow lane's two turns, three of the fast lane's: each one untimed call, then
+    # 20 ms of 1 ms calls (turns 0 and 1 back to back would leave one there)
+    assert starts[3] - starts[2] == 3 * (1 + 20)
 
 
 # --- the float64 reference: once per case, and what happens when it cannot be computed ------------

@@ -194,3 +194,12 @@ def test_warm_up_plans_exactly_three_runs_for_a_long_call_and_sample_keeps_to_th
     first, runs = timing.warm_up(lambda: None, "cpu", budget_s=0.05, first_call_ms=0.0)
     assert (runs.min_runs, runs.max_runs) == (5, 1000)
     assert len(timing.sample(lambda: None, "cpu", budget_s=10.0, runs=timing.RunCounts(2, 9))) == 9
+
+
+def test_turns_of_a_lane_hold_a_few_calls_each():
+    runs = timing.RunCounts(5, 1000, call_ms=10.0)
+    assert runs.turns(20, budget_s=0.5) == 12  # 500 ms / (4 calls x 10 ms)
+    assert runs.turns(5, budget_s=0.5) == 5
+    assert runs.turns(20, budget_s=0.01) == 1  # never none
+    assert timing.RunCounts(5, 1000, call_ms=0.0).turns(20, budget_s=0.5) == 20
+    assert timing.RunCounts(3, 3, call_ms=0.1).turns(20, budget_s=0.5) == 1  # the long-call plan: in one go

@@ -123,11 +123,6 @@ class Ready:
     held_bytes: int = 0  # device memory the live step holds (its weights, buffers, graph pool)
     samples: list[float] = field(default_factory=list)
 
-    def turns(self, turns: int) -> int:
-        """The turns this pair's runs take: 1 on the long-call plan (its few runs in one go,
-        :func:`rnnbench.timing.warm_up`), else all ``turns``."""
-        return 1 if self.runs.min_runs == self.runs.max_runs else turns
-
 
 def prepare_pair(case: Case, lane: Lane, inputs: Inputs, reference: dict, budget_s: float,
                  on_note: Callable[[str], None] = lambda text: None, held_bytes: int = 0) -> Ready | dict:
@@ -187,25 +182,28 @@ def time_in_turns(ready: list[Ready], case: Case, budget_s: float, turns: int,
     taken one pair after another, round and round: a slow phase of the host (another process,
     the clock, the allocator) then lands on every pair of the case instead of on whichever pair
     was being timed, so their ratios hold. A turn after the first starts with one untimed call,
-    since the other pairs ran in between. A pair that raises while timed gets a failure row; the
-    others go on."""
+    since the other pairs ran in between. A pair of slow calls takes fewer, longer turns, spread
+    over the round (:meth:`rnnbench.timing.RunCounts.turns`). A pair that raises while timed gets
+    a failure row; the others go on."""
     results: dict[int, dict] = {}
+    own = [r.runs.turns(turns, budget_s) for r in ready]
     try:
         with matmul_mode(case.dtype):
             for turn in range(turns):
                 for i, r in enumerate(ready):
-                    if i in results or turn >= r.turns(turns):
+                    part = turn * own[i] // turns  # a pair of fewer turns takes them spread out
+                    if i in results or (turn > 0 and part == (turn - 1) * own[i] // turns):
                         continue
                     try:
-                        if turn > 0:
+                        if part > 0:
                             r.step.sample(0.0, RunCounts(1, 1))  # untimed: the other pairs ran in between
-                        r.samples += r.step.sample(budget_s / r.turns(turns), r.runs.share(r.turns(turns), turn))
+                        r.samples += r.step.sample(budget_s / own[i], r.runs.share(own[i], part))
                     except Exception as exc:  # this pair's row says what broke; the others go on
                         results[i] = failure(exc)
                         r.step.close()
         for i, r in enumerate(ready):
             if i not in results:
-                m = summarize(r.samples, r.first_ms, r.turns(turns))
+                m = summarize(r.samples, r.first_ms, own[i])
                 results[i] = {**r.result, **speed_fields(case, m, useful_timesteps), **r.warned, **r.step.extra}
         return [results[i] for i in range(len(ready))]
     finally:

@@ -34,9 +34,13 @@ PHASE_WARMUP_BATCHES = 3
 # A call whose first run alone shows that the usual warm-up and minimum runs would overrun the
 # budget gets the fewest runs a median needs: one warm-up and three timed runs.
 LONG_CALL_WARMUP, LONG_CALL_RUNS = 1, 3
-# Turns the lanes of a case take to time their runs (``rnnbench run --turns``): enough that a slow
-# phase of the host lands on every lane, few enough that a turn holds many runs of a fast call.
-DEFAULT_TURNS = 5
+# Turns the lanes of a case take to time their runs (``rnnbench run --turns``): on the H100 the
+# run-to-run spread of glample's triton/torch-nn ratios was 1.05 (median of 8 cases, 4 runs each)
+# at 20 turns, 1.09 at 5 and 1.13 at 1 (benchmarks/results/h100/turns/).
+DEFAULT_TURNS = 20
+# A lane takes fewer turns than asked where its calls are slow: each turn holds at least this many
+# timed calls, so the untimed call that opens a turn costs at most a quarter of the timed ones.
+MIN_RUNS_PER_TURN = 4
 
 
 @dataclass(frozen=True)
@@ -124,16 +128,31 @@ def run_plan(first_call_ms: float, budget_s: float, warmup_runs: int = 2, min_ru
 @dataclass(frozen=True)
 class RunCounts:
     """How many timed runs a warmed-up call gets: at least ``min_runs``, at most ``max_runs``,
-    and in between as many as the budget holds."""
+    and in between as many as the budget holds; ``call_ms`` is the call's time as planned (the
+    faster of the first call and the first warm-up)."""
 
     min_runs: int
     max_runs: int
+    call_ms: float = 0.0
+
+    @property
+    def long_call(self) -> bool:
+        """On the long-call plan: exactly the fewest runs a median needs."""
+        return self.min_runs == self.max_runs
+
+    def turns(self, turns: int, budget_s: float) -> int:
+        """How many of ``turns`` turns these runs take: one on the long-call plan (its few runs
+        in one go), else as many as hold :data:`MIN_RUNS_PER_TURN` calls each, at least one."""
+        if self.long_call:
+            return 1
+        fits = int(budget_s * 1e3 / (MIN_RUNS_PER_TURN * self.call_ms)) if self.call_ms > 0 else turns
+        return max(1, min(turns, fits))
 
     def share(self, turns: int, turn: int) -> "RunCounts":
         """This turn's part when the runs are spread over ``turns`` turns (the remainders go to
         the first turns, so the parts add up to the whole)."""
         part = lambda n: n // turns + (turn < n % turns)  # noqa: E731
-        return RunCounts(part(self.min_runs), part(self.max_runs))
+        return RunCounts(part(self.min_runs), part(self.max_runs), self.call_ms)
 
 
 def warm_up(fn: Callable[[], object], device: str, *, budget_s: float, first_call_ms: float | None = None,
@@ -150,12 +169,13 @@ def warm_up(fn: Callable[[], object], device: str, *, budget_s: float, first_cal
     timed = _timer(device)
     first = timed(fn) if first_call_ms is None else first_call_ms
     warm = timed(fn) if warmup_runs > 0 else first  # the first warm-up, timed only to plan
-    planned_warmup, planned_runs = run_plan(min(first, warm), budget_s, warmup_runs, min_runs)
+    call_ms = min(first, warm)
+    planned_warmup, planned_runs = run_plan(call_ms, budget_s, warmup_runs, min_runs)
     for _ in range(planned_warmup - 1):
         fn()
     if planned_runs < min_runs:  # the long-call plan: the fewest runs a median needs, no more
-        return first, RunCounts(planned_runs, planned_runs)
-    return first, RunCounts(planned_runs, max(max_runs, planned_runs))
+        return first, RunCounts(planned_runs, planned_runs, call_ms)
+    return first, RunCounts(planned_runs, max(max_runs, planned_runs), call_ms)
 
 
 def sample(fn: Callable[[], object], device: str, *, budget_s: float, runs: RunCounts) -> list[float]:

@@ -266,7 +266,7 @@ class WorkerStep:
         reply = self.worker.request({"op": "warm_up", "id": self.id, "budget_s": budget_s,
                                      "first_call_ms": first_call_ms}, timeout)
         self.extra.update(reply["extra"])
-        return RunCounts(reply["min_runs"], reply["max_runs"])
+        return RunCounts(reply["min_runs"], reply["max_runs"], reply["call_ms"])
 
     def sample(self, budget_s: float, runs: RunCounts) -> list[float]:
         timeout = self.timeout_s + 2 * budget_s + 3 * runs.min_runs * self.first_call_s

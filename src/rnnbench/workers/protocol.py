@@ -14,8 +14,8 @@ Requests (``op``):
   None), ``settings`` (the lane's fixed settings, e.g.
   ``use_cudnn``), ``threads`` (torch's intra-op threads in the runner).
 - ``first_call``: ``id`` -> ``outputs`` (name -> array), ``ms``, ``extra``.
-- ``warm_up``: ``id``, ``budget_s``, ``first_call_ms`` -> ``min_runs``, ``max_runs`` (the timed
-  runs the call gets, :func:`rnnbench.timing.warm_up`), ``extra``.
+- ``warm_up``: ``id``, ``budget_s``, ``first_call_ms`` -> ``min_runs``, ``max_runs``, ``call_ms``
+  (the timed runs the call gets, :func:`rnnbench.timing.warm_up`), ``extra``.
 - ``sample``: ``id``, ``budget_s``, ``min_runs``, ``max_runs`` -> ``samples_ms`` (one turn's timed
   calls, :func:`rnnbench.timing.sample`), ``extra``.
 - ``close``: ``id``; ``exit``.
@@ -104,7 +104,7 @@ class ArrayStep:
 
         self.before_call()
         runs = warm_up(self.run, self.timer, budget_s=budget_s, first_call_ms=first_call_ms)[1]
-        return {"min_runs": runs.min_runs, "max_runs": runs.max_runs}
+        return {"min_runs": runs.min_runs, "max_runs": runs.max_runs, "call_ms": runs.call_ms}
 
     def sample(self, budget_s: float, min_runs: int, max_runs: int) -> list[float]:
         from ..timing import RunCounts, sample
