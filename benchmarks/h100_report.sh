@@ -49,6 +49,7 @@ every_lane=("$dir"/glample-2016.jsonl "$dir"/theano-cudnn-2016.jsonl "$dir"/fast
   section "Every seed suite after strict fp32's forward splits h once, in a run of its own (triton-lane-13/, 4bef952)" "$dir"/triton-lane-13/seeds-4bef952.jsonl
   section "Every seed suite after split-once forwards in 32-wide chunks, in a run of its own (triton-lane-14/, 7c16564)" "$dir"/triton-lane-14/seeds-7c16564.jsonl
   section "Every seed suite after a layer's gradients in one launch, in a run of its own (triton-lane-15/, 9560326)" "$dir"/triton-lane-15/seeds-9560326.jsonl
+  section "Every seed suite with the lanes of each case timed in 20 turns, in a run of its own (turns/seeds-a83ec95/)" "$dir"/turns/seeds-a83ec95/seeds-a83ec95.jsonl
 } > "$dir"/REPORT.md
 "$rnnbench" report "${every_lane[@]}" --plot "$dir"/speedup.png > /dev/null
 echo "wrote $dir/REPORT.md and $dir/speedup.png"
