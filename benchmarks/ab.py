@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import statistics
 import time
 from pathlib import Path
 from typing import Callable
@@ -44,8 +43,10 @@ def parser(doc: str, budget_s: float) -> argparse.ArgumentParser:
 
 def median_ms(step, budget_s: float) -> float:
     """Median ms per call of an engine ``Step``: first call, warm-up, timed runs."""
+    from rnnbench.timing import summarize
+
     _, first_ms = step.first_call()
-    return statistics.median(step.sample(budget_s, step.warm_up(budget_s, first_ms)))
+    return summarize(step.sample(budget_s, step.warm_up(budget_s, first_ms)), first_ms).median_ms
 
 
 def in_turns(steps: dict[str, object], setting: Callable[[str], contextlib.AbstractContextManager], budget_s: float,

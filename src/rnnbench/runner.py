@@ -1,7 +1,8 @@
-"""Run cases × lanes: verify each pair, time it, append one result row per pair.
+"""Run cases × lanes: verify each pair, time the lanes of a case in turns, append one result row
+per pair.
 
-Rows are appended (and flushed) as soon as they are measured, so an interrupted run keeps all it
-measured; ``resume`` skips pairs already in the file (and, with ``retry_failed``, measures again
+A case's rows are appended (and flushed) when the case is done, so an interrupted run keeps every
+case it finished; ``resume`` skips pairs already in the file (and, with ``retry_failed``, measures again
 the pairs whose row says ``oom`` or ``error``). Nothing about one case can end the run: a case
 estimated too large for the machine is recorded ``too_large`` without being built, an allocation
 failure (CUDA or CPU) while building its inputs or reference or running a lane is recorded
@@ -213,14 +214,14 @@ def time_in_turns(ready: list[Ready], case: Case, budget_s: float, turns: int,
 
 
 def measure_pair(case: Case, lane: Lane, inputs: Inputs, reference: dict, budget_s: float,
-                 on_note: Callable[[str], None] = lambda text: None, turns: int = 1) -> dict:
+                 on_note: Callable[[str], None] = lambda text: None) -> dict:
     """Status and figures for one (case, lane) timed alone given the case's ``reference`` (as the
     lane's :meth:`~rnnbench.lanes.registry.Lane.final_states` needs it); raises only on
     KeyboardInterrupt."""
     pair = prepare_pair(case, lane, inputs, reference, budget_s, on_note)
     if not isinstance(pair, Ready):
         return pair
-    return time_in_turns([pair], case, budget_s, turns, inputs.useful_timesteps)[0]
+    return time_in_turns([pair], case, budget_s, 1, inputs.useful_timesteps)[0]
 
 
 def warnings_said(caught: list[warnings.WarningMessage]) -> list[str]:
@@ -311,6 +312,7 @@ class CaseRows:
     def __init__(self, case: Case, write_row: Callable[[Lane, dict], None], budget_s: float, turns: int):
         self.case, self.write_row, self.budget_s, self.turns = case, write_row, budget_s, turns
         self.pending: list[tuple[Lane, Ready | dict]] = []
+        self.useful_timesteps: int | None = None  # the case's inputs', once a pair is prepared
 
     def alive(self) -> list[Ready]:
         """The ready pairs, their steps alive."""
@@ -329,19 +331,20 @@ class CaseRows:
         once."""
         result = {"status": "unavailable", "message": unavailable} if unavailable else prepared
         if isinstance(result, Prepared):
+            self.useful_timesteps = prepared.inputs.useful_timesteps
             args = (self.case, lane, prepared.inputs, reference, self.budget_s, on_note)
             result = prepare_pair(*args, held_bytes=self.held_bytes())
             if isinstance(result, dict) and result["status"] == "oom" and self.alive():
-                self.write(prepared.inputs.useful_timesteps)
+                self.write()
                 result = prepare_pair(*args)
             if isinstance(result, Ready) and not result.step.in_turns:
-                result = time_in_turns([result], self.case, self.budget_s, 1, prepared.inputs.useful_timesteps)[0]
+                result = time_in_turns([result], self.case, self.budget_s, 1, self.useful_timesteps)[0]
         self.pending.append((lane, result))
 
-    def write(self, useful_timesteps: int | None) -> None:
+    def write(self) -> None:
         """Time the ready pairs in turns, then write every pending row in lane order."""
         ready = self.alive()
-        timed = iter(time_in_turns(ready, self.case, self.budget_s, self.turns, useful_timesteps) if ready else ())
+        timed = iter(time_in_turns(ready, self.case, self.budget_s, self.turns, self.useful_timesteps) if ready else ())
         pending, self.pending = self.pending, []
         for lane, result in pending:
             self.write_row(lane, next(timed) if isinstance(result, Ready) else result)
@@ -391,7 +394,7 @@ def run(cases: Iterable[Case], lanes: list[Lane], out: ResultsFile, *, resume: b
                 if unavailable is None:
                     prepared, reference = prepare_case(case, prepared, lane.final_states(case))
                 pairs.add(lane, unavailable, prepared, reference, on_note)
-            pairs.write(None if prepared is None or isinstance(prepared, dict) else prepared.inputs.useful_timesteps)
+            pairs.write()
         finally:
             pairs.close()
         del prepared, reference
