@@ -76,6 +76,7 @@ def test_bad_input_is_one_line_and_exit_2(bad_runs, name):
     (["run", "--device", "gpu"], ["unknown device 'gpu'"]),
     (["run", "--hidden-size", "1000000"], ["too large"]),
     (["run", "--budget", "0"], ["budget"]),
+    (["run", "--turns", "0"], ["turns"]),
     (["report"], ["Missing argument"]),
     (["frobnicate"], ["frobnicate"]),
 ]])
