@@ -346,7 +346,7 @@ def _input_weights(w_ih_ptr, x_rows, x_valid, I: tl.constexpr, I_PAD: tl.constex
     """The fused projection's resident weights (``FUSED`` is :attr:`Plan.fused_input`), loaded
     before the time loop (``FUSED == 1``):
     ``W_ih[x_rows, :]`` ``[GP * BLOCK_H, I_PAD]`` (0 past I and in empty rows), in the weights'
-    dtype; 0 otherwise (``FUSED == 2`` re-reads them in every step's :func:`_input_term`)."""
+    dtype; 0 otherwise (``FUSED == 2`` re-reads them in every step's :func:`_step_input`)."""
     if FUSED == 1:
         w_in = _load_stacked_weights(w_ih_ptr, x_rows, x_valid, 0, I, I_PAD)
     else:
@@ -355,30 +355,18 @@ def _input_weights(w_ih_ptr, x_rows, x_valid, I: tl.constexpr, I_PAD: tl.constex
 
 
 @triton.jit
-def _load_input(x_ptr, t, B, rows, row_mask, I: tl.constexpr, I_PAD: tl.constexpr, FUSED: tl.constexpr):
-    """What step ``t``'s fused input term is made from, loaded ahead of it: with ``FUSED == 1``
-    this program's batch rows of ``x_t`` (``x [T, B, I]``), ``[BLOCK_B, I_PAD]`` in x's dtype, 0
-    past I; otherwise nothing (0: ``FUSED == 2`` reads x in :func:`_input_term`'s chunks). Nobody
-    writes x during the kernel: a plain cached load."""
-    if FUSED == 1:
-        k = tl.arange(0, I_PAD)
-        base = x_ptr + t * (B.to(tl.int64) * I)
-        tile = tl.load(base + rows[:, None] * I + k[None, :], mask=row_mask[:, None] & (k < I)[None, :], other=0.0)
-    else:
-        tile = 0
-    return tile
-
-
-@triton.jit
-def _input_term(tile, w_in, x_ptr, w_ih_ptr, t, B, x_rows, x_valid, rows, row_mask, zero_stack, I: tl.constexpr,
+def _step_input(x_ptr, w_in, w_ih_ptr, t, B, x_rows, x_valid, rows, row_mask, zero_stack, I: tl.constexpr,
                 I_PAD: tl.constexpr, FUSED: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
     """Step ``t``'s fused input term of the stacked pre-activations, ``W_in_stack @ x_t^T``
-    ``[GP * BLOCK_H, BLOCK_B]`` fp32, the recurrent matmul's starting accumulator (so it is in that
-    layout already): from the resident ``w_in`` and :func:`_load_input`'s tile (``FUSED == 1``,
-    one wgmma chain), or from both re-read in chunks of :data:`FUSED_INPUT_CHUNK` columns
-    (``FUSED == 2``); unfused, 0 (the ``x_proj`` tiles are added per gate after the matmul,
-    :func:`_gate_input`; a tile of zeros carried through the time loop cost 3xTF32's resident
-    LSTM forward at hidden 100 40 bytes of spills a thread: sm_90, Triton 3.6)."""
+    ``[GP * BLOCK_H, BLOCK_B]`` fp32 (``x [T, B, I]``, this program's batch rows), the recurrent
+    matmul's starting accumulator (so it is in that layout already): from the resident ``w_in``
+    (``FUSED == 1``, one wgmma chain), or with the weights re-read in chunks of
+    :data:`FUSED_INPUT_CHUNK` columns (``FUSED == 2``); unfused, 0 (the ``x_proj`` tiles are added
+    per gate after the matmul, :func:`_gate_input`; a tile of zeros carried through the time loop
+    cost 3xTF32's resident LSTM forward at hidden 100 40 bytes of spills a thread: sm_90, Triton
+    3.6). Nobody writes x during the kernel: plain cached loads. (A tile of x loaded a step before
+    its product, carried through the on-chip RNN's loop, faulted with an illegal address in 16 bits
+    on the H100, Triton 3.6; carried as the product, it does not.)"""
     if FUSED == 2:
         term = zero_stack
         base = x_ptr + t * (B.to(tl.int64) * I)
@@ -388,7 +376,10 @@ def _input_term(tile, w_in, x_ptr, w_ih_ptr, t, B, x_rows, x_valid, rows, row_ma
             wk = _load_stacked_weights(w_ih_ptr, x_rows, x_valid, k0, I, _FUSED_INPUT_CHUNK)
             term = _mma(wk, tl.trans(xk), term, PRECISION, UPCAST)
     elif FUSED == 1:
-        term = _mma(w_in, tl.trans(tile), zero_stack, PRECISION, UPCAST)
+        k = tl.arange(0, I_PAD)
+        base = x_ptr + t * (B.to(tl.int64) * I)
+        xt = tl.load(base + rows[:, None] * I + k[None, :], mask=row_mask[:, None] & (k < I)[None, :], other=0.0)
+        term = _mma(w_in, tl.trans(xt), zero_stack, PRECISION, UPCAST)
     else:
         term = 0.0
     return term
@@ -402,15 +393,6 @@ def _input_start(x_term, zero_stack, FUSED: tl.constexpr):
     else:
         start = zero_stack
     return start
-
-
-@triton.jit
-def _step_input(x_ptr, w_in, w_ih_ptr, t, B, x_rows, x_valid, rows, row_mask, zero_stack, I: tl.constexpr,
-                I_PAD: tl.constexpr, FUSED: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
-    """:func:`_input_term` of step ``t``'s :func:`_load_input`."""
-    tile = _load_input(x_ptr, t, B, rows, row_mask, I, I_PAD, FUSED)
-    return _input_term(tile, w_in, x_ptr, w_ih_ptr, t, B, x_rows, x_valid, rows, row_mask, zero_stack, I, I_PAD,
-                       FUSED, PRECISION, UPCAST)
 
 
 @triton.jit

@@ -15,7 +15,7 @@ import triton
 import triton.language as tl
 
 from ..common import (_act_tanh, _arrive, _columns_matmul, _forward_weights, _gate_bias, _gate_input, _input_rows,
-                      _input_start, _input_term, _input_weights, _load_f32, _load_input, _load_weight_columns, _mma,
+                      _input_start, _input_weights, _load_f32, _load_weight_columns, _mma,
                       _program_tile, _publish_h, _recurrent_matmul, _release_counters, _split_h0, _stacked_rows,
                       _step_input, _wait)
 
@@ -62,7 +62,8 @@ def rnn_forward_kernel(
     if ON_CHIP:  # the next step's input too: see the loop's end
         ahead = tl.minimum(1, T - 1)
         x_next = _gate_input(x_ptr + ahead * plane_h, hid, mask, FUSED_INPUT)
-        x_tile = _load_input(x_ptr, ahead, B, rows, row_mask, I, I_PAD, FUSED_INPUT)
+        x_term_next = _step_input(x_ptr, w_in, w_ih_ptr, ahead, B, x_rows, x_valid, rows, row_mask, zero, I, I_PAD,
+                                  FUSED_INPUT, PRECISION, UPCAST)
     t = 0
     while t < T:
         a = _recurrent_matmul(w, h, w_src, w_rows, w_valid, h_buf_ptr, h0_ptr, h_split_ptr, w_plane, t, plane_h,
@@ -79,13 +80,12 @@ def rnn_forward_kernel(
             # barrier is there), an on-chip step was 1.7x (TF32) and 1.4x (3xTF32) longer at
             # hidden 100 on the H100, bf16 the same; forward errors against float64 the same to
             # every digit (results/h100/triton-lane-6/README.md, "Loads outside the branch").
-            # Fused, the next step's term is computed here from x loaded a step before.
             ahead = tl.minimum(t + 2, T - 1)
             x = x_next
             x_next = _gate_input(x_ptr + ahead * plane_h, hid, mask, FUSED_INPUT)
-            x_term = _input_term(x_tile, w_in, x_ptr, w_ih_ptr, tl.minimum(t + 1, T - 1), B, x_rows, x_valid, rows,
-                                 row_mask, zero, I, I_PAD, FUSED_INPUT, PRECISION, UPCAST)
-            x_tile = _load_input(x_ptr, ahead, B, rows, row_mask, I, I_PAD, FUSED_INPUT)
+            x_term = x_term_next
+            x_term_next = _step_input(x_ptr, w_in, w_ih_ptr, ahead, B, x_rows, x_valid, rows, row_mask, zero, I,
+                                      I_PAD, FUSED_INPUT, PRECISION, UPCAST)
         else:
             if t + 1 < T:
                 x_term = _step_input(x_ptr, w_in, w_ih_ptr, t + 1, B, x_rows, x_valid, rows, row_mask, zero, I,
