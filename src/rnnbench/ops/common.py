@@ -1177,7 +1177,11 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     elif direction == "forward" and "fused_input" not in override:
         fused = fused_input_default(plan, input_size, hidden_size, num_gates, element, step_precision,
                                     smem if device.type == "cuda" else None)
-        plan = dataclasses.replace(plan, fused_input=(2 if step_precision == "tf32x3" else 1) if fused else 0)
+        # Chunks for 3xTF32 (see Plan.fused_input), and for 16-bit weights on chip: resident there, from 64
+        # input columns at 4 warps, the RNN's forward faulted with an illegal address on the H100 (Triton 3.6;
+        # not at 16 columns, 8 warps, in TF32, nor with chunks: results/h100/fused-input/).
+        chunks = step_precision == "tf32x3" or (plan.h_on_chip and element == 2)
+        plan = dataclasses.replace(plan, fused_input=(2 if chunks else 1) if fused else 0)
     if plan.fused_input not in (0, 1, 2):
         raise ValueError(f"fused_input is 0, 1 (resident) or 2 (chunks), got {plan.fused_input}")
     if plan.fused_input and k_padded(input_size) > FUSED_INPUT_MAX:
