@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|fused_input|host_path] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -83,12 +83,6 @@ inside the step (``split_in_step``), on the fp32 cases of the seed suites whose 
 then the weights read from a split copy (``Plan.split_w_once``) against split in the step, each
 against the default.
 
-``--compare fused_input`` runs the forward that computes its input projection itself
-(``Plan.fused_input``, the default where it applies: ``fused``) against one matmul outside
-(``matmul``), on the seed suites' small cases where it applies (indices 0-9); then (10-12) strict
-fp32 with resident recurrent weights, where the default keeps the matmul because the input's
-chunks spilled (32-88 bytes a thread, sm_90): the chunks forced (``chunks``) against the default.
-
 ``--compare host_path`` is not a plan: it runs the eager host path before ``ops/gradients.py`` (``torch_calls``:
 the layer's weight, bias and input gradients as three cuBLAS matmuls, a sum and a copy,
 ``ops/gradients.reference_gradients``; the initial states taken per layer by indexing, whose
@@ -129,7 +123,6 @@ PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip":
          "resident64": {"forward_w_resident": True, "forward_block_k": 64},
          "fwd_w8": {"forward_num_warps": 8}, "w8": {"num_warps": 8}, "split_in_step": {"split_once": False},
          "w_in_step": {"split_w_once": False}, "w_copy": {"split_w_once": True},
-         "matmul": {"fused_input": 0}, "fused": {}, "chunks": {"fused_input": 2},
          "torch_calls": {}}  # the default plan on the host path before ops/gradients.py (_setting)
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
@@ -325,25 +318,11 @@ SPLIT_ONCE_CASES = [
     _case(cell, b, h, "fp32", ("default", "w_in_step" if _weights_copied(cell, b, h) else "w_copy"), seq_len=t)
     for cell, b, h, t in _STREAMED_FP32
 ]
-# The seed suites' small layers (glample-2016, theano-cudnn-2016 at hidden 128), where the forward
-# fuses its input projection by default, in bf16, TF32 and strict fp32 (streamed weights: hidden
-# 500); then strict fp32 with resident weights, the chunks forced against the default's matmul.
-FUSED_CASES = [
-    (cell, b, 30, i, h, dtype, ("fused", "matmul")) for cell, b, i, h, dtype in (
-        ("rnn_tanh", 20, 100, 100, "bf16"), ("lstm", 20, 100, 100, "bf16"), ("rnn_tanh", 20, 100, 100, "tf32"),
-        ("lstm", 20, 100, 100, "tf32"), ("lstm", 20, 100, 500, "fp32"), ("rnn_tanh", 20, 100, 500, "fp32"),
-        ("lstm", 32, 128, 128, "bf16"), ("gru", 32, 128, 128, "bf16"), ("lstm", 128, 128, 128, "tf32"),
-        ("gru", 32, 128, 128, "tf32"))
-] + [
-    (cell, b, 30, i, h, "fp32", ("default", "chunks")) for cell, b, i, h in (
-        ("rnn_tanh", 20, 100, 100), ("lstm", 20, 100, 100), ("gru", 32, 128, 128))
-]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
                "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES, "split_k_x3": X3_CASES,
                "split_k_tf32": TF32_TALL_CASES,
                "block_h": UNITS_CASES, "piece": PIECE_CASES,
-               "stream": STREAM_CASES, "warps64": WARPS64_CASES, "split_once": SPLIT_ONCE_CASES,
-               "fused_input": FUSED_CASES}
+               "stream": STREAM_CASES, "warps64": WARPS64_CASES, "split_once": SPLIT_ONCE_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 HOST_PATH = ("torch_calls", "default")
 # The seed suites' small cases (fp32 is strict: glample's and theano's own), where eager training

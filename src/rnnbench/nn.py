@@ -141,19 +141,14 @@ class _KernelPath:
         if amp is not None:
             h0, c0 = (None if s is None else s.to(amp) for s in (h0, c0))
         # One launch plan for every layer and direction (same batch, width, dtype, device), checked
-        # by _refusal already, but for the input width (the projection fused or not): the first
-        # layer's, the deeper layers'. Weights as torch.nn's own forward takes them, from
-        # _flat_weights (per layer and direction: w_ih, w_hh, then b_ih, b_hh when there is a bias).
-        launch = recurrence.layer_launch(self.cell, x.shape[1], self.hidden_size, x.dtype, x.device,
-                                                 x.shape[2])
+        # by _refusal already; weights as torch.nn's own forward takes them, from _flat_weights
+        # (per layer and direction: w_ih, w_hh, then b_ih, b_hh when there is a bias).
+        launch = recurrence.layer_launch(self.cell, x.shape[1], self.hidden_size, x.dtype, x.device)
         per_layer = 4 if self.bias else 2
         no_bias = [] if self.bias else [None, None]
         h0, c0 = _per_layer(h0), _per_layer(c0)
         finals_h, finals_c, layer_input = [], [], x
         for k in range(self.num_layers):
-            if k == 1:
-                launch = recurrence.layer_launch(self.cell, x.shape[1], self.hidden_size, x.dtype, x.device,
-                                                 directions * self.hidden_size)
             outputs = []
             for d in range(directions):
                 idx = k * directions + d

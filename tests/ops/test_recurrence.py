@@ -32,13 +32,7 @@ PLANS = {"on_chip": {}, "exchange": {"h_on_chip": False}, "resident_pieces": {"b
          "split_once": {"h_on_chip": False, "split_once": True},
          "split_once_pieces": {"block_k": 16, "split_once": True},
          "split_once_streamed": {"w_resident": False, "block_k": 16, "split_once": True},
-         "split_w_once": {"w_resident": False, "block_k": 16, "split_once": True, "split_w_once": True},
-         # The input projection: in the kernel from resident W_ih (the default here, every plan
-         # above), in chunks re-read each step (3xTF32's way, on chip, exchanged, and beside the
-         # split-once streamed weights as strict fp32 runs it), or one matmul outside.
-         "input_chunks": {"fused_input": 2}, "exchange_input_chunks": {"h_on_chip": False, "fused_input": 2},
-         "split_once_input_chunks": {"w_resident": False, "block_k": 16, "split_once": True, "fused_input": 2},
-         "input_matmul": {"fused_input": 0}, "exchange_input_matmul": {"h_on_chip": False, "fused_input": 0}}
+         "split_w_once": {"w_resident": False, "block_k": 16, "split_once": True, "split_w_once": True}}
 SPLIT_K_CELLS = ("lstm", "gru")  # the cells with a split-K backward (Plan.split_k)
 FP32_TOLERANCE = tolerance("lstm", "fp32")
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -104,36 +98,6 @@ def test_layer_matches_reference_fp32(cell, shape, plan):
         pytest.skip(f"no split-K backward for {cell}")
     with plan_override(**PLANS[plan]):
         check_layer(cell, make_layer(cell, shape), "fp32", FP32_TOLERANCE)
-
-
-def test_input_projection_fused_up_to_its_widest_input():
-    """The forward computes its input projection itself for inputs up to FUSED_INPUT_MAX wide
-    (padded), so the default plans of the checks above run it; wider inputs, and layers planned
-    without an input width, keep the matmul outside; asking for it past the limit is an error."""
-    from rnnbench.ops import recurrence
-    from rnnbench.ops.common import FUSED_INPUT_MAX, choose_plan
-
-    cpu = torch.device("cpu")
-    for cell, (_, _, inputs, hidden) in [(c, s) for c in CELLS for s in SHAPES]:
-        assert recurrence.layer_launch(cell, 3, hidden, torch.float32, cpu, inputs).forward.fused_input == 1
-    assert recurrence.layer_launch("lstm", 3, 37, torch.float32, cpu, FUSED_INPUT_MAX).forward.fused_input == 1
-    assert recurrence.layer_launch("lstm", 3, 37, torch.float32, cpu, FUSED_INPUT_MAX + 1).forward.fused_input == 0
-    assert recurrence.layer_launch("lstm", 3, 37, torch.float32, cpu).forward.fused_input == 0
-    assert choose_plan(3, 37, 4, torch.float32, cpu, direction="backward", input_size=5, fused_input=1).fused_input == 0
-    with pytest.raises(ValueError, match="fused_input needs an input_size"):
-        choose_plan(3, 37, 4, torch.float32, cpu, input_size=FUSED_INPUT_MAX + 1, fused_input=1)
-    with pytest.raises(ValueError, match="fused_input is 0, 1"):
-        choose_plan(3, 37, 4, torch.float32, cpu, input_size=5, fused_input=3)
-
-
-@pytest.mark.parametrize("cell", ["lstm", "gru"])
-def test_layer_wider_than_the_fused_input(cell):
-    """An input wider than FUSED_INPUT_MAX goes through the matmul outside (the plan says so) and
-    still matches the reference."""
-    from rnnbench.ops import recurrence
-
-    assert not recurrence.layer_launch(cell, 2, 37, torch.float32, torch.device("cpu"), 300).forward.fused_input
-    check_layer(cell, make_layer(cell, (2, 3, 300, 37)), "fp32", FP32_TOLERANCE)
 
 
 @pytest.mark.parametrize("cell", CELLS)
@@ -325,23 +289,6 @@ def test_default_plans_for_the_h100():
     assert plan(16, 768, 4, torch.float32, "tf32", "backward").block_k == 64
     assert plan(128, 512, 4, torch.bfloat16, direction="backward").block_k == 64
     assert plan(20, 100, 4, torch.float16, direction="backward").block_k == 128
-    # The input projection in the kernel (Plan.fused_input): its weights resident for 16-bit and
-    # TF32 products where they fit (glample's and theano's small layers), re-read in chunks for
-    # 16-bit weights on chip and for 3xTF32 beside streamed recurrent weights (glample's LSTM at
-    # hidden 500), not beside resident
-    # 3xTF32 ones (their split fills the registers), not on FMA products, not past 256 wide, not
-    # in the backward, not without an input width.
-    assert plan(20, 100, 4, torch.bfloat16, input_size=100).fused_input == 1
-    assert plan(32, 512, 4, torch.float32, "tf32", input_size=128).fused_input == 1
-    assert plan(20, 100, 1, torch.float32, "tf32", input_size=100).fused_input == 1  # on chip
-    assert plan(20, 100, 1, torch.float16, input_size=100).fused_input == 2  # (resident faulted on the H100)
-    assert plan(20, 500, 4, torch.float32, "tf32x3", input_size=100).fused_input == 2
-    assert plan(20, 100, 4, torch.float32, "tf32x3", input_size=100).fused_input == 0
-    assert plan(20, 100, 1, torch.float32, "tf32x3", input_size=100).fused_input == 0
-    assert plan(20, 100, 4, torch.float32, "ieee", input_size=100).fused_input == 0
-    assert plan(16, 768, 4, torch.bfloat16, input_size=768).fused_input == 0
-    assert plan(20, 100, 4, torch.bfloat16, direction="backward", input_size=100).fused_input == 0
-    assert plan(20, 100, 4, torch.bfloat16).fused_input == 0
     # 16-bit weights keep 16-bit partials; fp32's stay fp32.
     assert plan(16, 768, 4, torch.float16, direction="backward").half_partials
     assert not plan(16, 768, 4, torch.float32, "tf32", "backward").half_partials

@@ -31,8 +31,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from . import gradients
-from .common import (MIN_BLOCK, Plan, backward_precision, choose_plan, k_chunks, k_padded, split_k_pieces,
-                     split_once_level)
+from .common import Plan, backward_precision, choose_plan, k_chunks, k_padded, split_k_pieces, split_once_level
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
@@ -49,41 +48,36 @@ KERNELS = {
     ("lstm", "backward", "split_k"): lstm_backward_split_k_kernel,
     ("gru", "backward", "split_k"): gru_backward_split_k_kernel,
 }
-# (cell, dtype, batch, input, hidden, precision): the shapes benchmarks/triton_dev.py times, at the
-# seed suites' input widths (glample's 100, theano's input = hidden).
+# (cell, dtype, batch, hidden, precision): the shapes benchmarks/triton_dev.py times.
 BENCHMARK_SHAPES = [
-    ("lstm", torch.float32, 20, 100, 100, "tf32x3"), ("lstm", torch.float32, 20, 100, 500, "tf32x3"),
-    ("lstm", torch.float32, 20, 100, 500, "ieee"), ("rnn", torch.float32, 20, 100, 100, "tf32x3"),
-    ("gru", torch.float32, 128, 1024, 1024, "tf32x3"),
-    ("lstm", torch.float32, 32, 512, 512, "tf32"), ("lstm", torch.bfloat16, 32, 512, 512, "ieee"),
-    ("gru", torch.float32, 32, 512, 512, "tf32"), ("gru", torch.bfloat16, 32, 512, 512, "ieee"),
-    ("lstm", torch.float32, 128, 512, 512, "tf32"), ("lstm", torch.bfloat16, 128, 512, 512, "ieee"),
-    ("gru", torch.bfloat16, 128, 512, 512, "ieee"), ("lstm", torch.bfloat16, 128, 1024, 1024, "ieee"),
-    ("lstm", torch.bfloat16, 16, 768, 768, "ieee"), ("lstm", torch.float16, 16, 768, 768, "ieee"),
-    ("rnn", torch.bfloat16, 32, 512, 512, "ieee"), ("gru", torch.float32, 32, 128, 128, "tf32x3"),
-    ("lstm", torch.bfloat16, 32, 128, 128, "ieee"), ("gru", torch.bfloat16, 128, 128, 128, "ieee"),
+    ("lstm", torch.float32, 20, 100, "tf32x3"), ("lstm", torch.float32, 20, 500, "tf32x3"),
+    ("lstm", torch.float32, 20, 500, "ieee"), ("rnn", torch.float32, 20, 100, "tf32x3"),
+    ("gru", torch.float32, 128, 1024, "tf32x3"),
+    ("lstm", torch.float32, 32, 512, "tf32"), ("lstm", torch.bfloat16, 32, 512, "ieee"),
+    ("gru", torch.float32, 32, 512, "tf32"), ("gru", torch.bfloat16, 32, 512, "ieee"),
+    ("lstm", torch.float32, 128, 512, "tf32"), ("lstm", torch.bfloat16, 128, 512, "ieee"),
+    ("gru", torch.bfloat16, 128, 512, "ieee"), ("lstm", torch.bfloat16, 128, 1024, "ieee"),
+    ("lstm", torch.bfloat16, 16, 768, "ieee"), ("lstm", torch.float16, 16, 768, "ieee"),
+    ("rnn", torch.bfloat16, 32, 512, "ieee"),
 ]
 # Every kernel once, and each path: resident wgmma forward (LSTM bf16 at 768), strict fp32 streamed
 # on FMA units both ways (GRU), strict fp32 as 3xTF32 streamed both ways (LSTM at 500) and resident
 # forward (LSTM at 100); h on chip both ways (RNN fp16 at 4 warps, RNN 3xTF32 and LSTM bf16 at 8);
 # the LSTM's split-K backward resident with partials 256 units high (bf16 at 768) and streamed 64
 # high (3xTF32), its transpose backward at 1024 (TF32, streamed forward); strict fp32's split-once
-# forward with the weights split in the step (LSTM at 500) and from a copy (GRU at 64 rows). The
-# forward computes its input projection (Plan.fused_input) where the input is at most 128 wide
-# (every path above but the resident LSTM at 768, the TF32 LSTM at 1024 and the GRU at 1024).
-QUICK_SHAPES = [("lstm", torch.bfloat16, 16, 768, 768, "ieee"), ("gru", torch.float32, 20, 100, 100, "ieee"),
-                ("lstm", torch.float32, 16, 1024, 1024, "tf32"),
-                ("rnn", torch.float16, 3, 5, 37, "ieee"), ("lstm", torch.float32, 20, 100, 500, "tf32x3"),
-                ("lstm", torch.float32, 20, 100, 100, "tf32x3"), ("rnn", torch.float32, 20, 100, 100, "tf32x3"),
-                ("lstm", torch.bfloat16, 20, 100, 100, "ieee"), ("gru", torch.float32, 128, 1024, 1024, "tf32x3")]
+# forward with the weights split in the step (LSTM at 500) and from a copy (GRU at 64 rows).
+QUICK_SHAPES = [("lstm", torch.bfloat16, 16, 768, "ieee"), ("gru", torch.float32, 20, 100, "ieee"),
+                ("lstm", torch.float32, 16, 1024, "tf32"),
+                ("rnn", torch.float16, 3, 37, "ieee"), ("lstm", torch.float32, 20, 500, "tf32x3"),
+                ("lstm", torch.float32, 20, 100, "tf32x3"), ("rnn", torch.float32, 20, 100, "tf32x3"),
+                ("lstm", torch.bfloat16, 20, 100, "ieee"), ("gru", torch.float32, 128, 1024, "tf32x3")]
 
 
 def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: int, plan: Plan,
-                   precision: str = "ieee", save: bool = True, capability: int = 90, input_size: int | None = None):
+                   precision: str = "ieee", save: bool = True, capability: int = 90):
     """Compile one kernel for ``sm_<capability>``; returns Triton's CompiledKernel (``.asm`` holds
     ``ttgir``, ``ptx``, ``cubin``; ``.metadata.shared`` the shared memory in bytes). ``cell`` is
-    ``lstm``, ``gru`` or ``rnn``; ``input_size`` (needed where ``plan.fused_input``) the width of
-    the forward's input."""
+    ``lstm``, ``gru`` or ``rnn``."""
     split_k = direction == "backward" and plan.split_k
     fn = KERNELS[(cell, direction, "split_k") if split_k else (cell, direction)]
     names = fn.arg_names
@@ -94,9 +88,7 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
     constexprs = dict(H=hidden_size, BLOCK_B=plan.block_b, BLOCK_H=plan.block_h, BLOCK_K=block_k,
                       K_PAD=kp, CHUNKS=chunks, W_RESIDENT=plan.w_resident, ON_CHIP=plan.h_on_chip, PRECISION=precision,
                       UPCAST=False, FAST_ACT=plan.fast_activations, SPLIT_ONCE=split_once_level(plan), SAVE=save, RELU=False,
-                      HAS_BIAS=True, HAS_H0=True, HAS_C0=True, HAS_D_OUT=True, HAS_D_H_N=True, HAS_D_C_N=True,
-                      FUSED_INPUT=plan.fused_input, I=input_size if plan.fused_input else MIN_BLOCK,
-                      I_PAD=k_padded(input_size) if plan.fused_input else MIN_BLOCK)
+                      HAS_BIAS=True, HAS_H0=True, HAS_C0=True, HAS_D_OUT=True, HAS_D_H_N=True, HAS_D_C_N=True)
     constexprs = {k: v for k, v in constexprs.items() if k in names}
     f32 = F32_POINTERS - ({"partials_ptr"} if plan.half_partials else set())
     pointers = {"counters_ptr": "*i32", **{name: "*fp32" for name in f32}}
@@ -191,18 +183,18 @@ def main(argv: list[str]) -> int:
     if out_dir:
         out_dir.mkdir(parents=True, exist_ok=True)
     cuda = torch.device("cuda")
-    for cell, dtype, batch, inputs, hidden, precision in shapes:
+    for cell, dtype, batch, hidden, precision in shapes:
         for direction in ("forward", "backward"):
             plan = choose_plan(batch, hidden, GATES[cell], dtype, cuda, multiprocessors=132, precision=precision,
-                               direction=direction, input_size=inputs)
-            label = (f"{cell}-{direction}-{str(dtype).removeprefix('torch.')}-B{batch}-I{inputs}-H{hidden}-{precision} "
+                               direction=direction)
+            label = (f"{cell}-{direction}-{str(dtype).removeprefix('torch.')}-B{batch}-H{hidden}-{precision} "
                      f"bb={plan.block_b} bh={plan.block_h} res={int(plan.w_resident)} bk={plan.block_k} "
                      f"w={plan.num_warps} st={plan.num_stages} chip={int(plan.h_on_chip)} "
                      f"fast={int(plan.fast_activations)} split={int(plan.split_k)} once={split_once_level(plan)} "
-                     f"fused={int(plan.fused_input)} progs={math.prod(plan.grid(batch, hidden))}")
+                     f"progs={math.prod(plan.grid(batch, hidden))}")
             try:
-                products = backward_precision(precision, GATES[cell]) if direction == "backward" else precision
-                compiled = compile_kernel(cell, direction, dtype, hidden, plan, products, input_size=inputs)
+                compiled = compile_kernel(cell, direction, dtype, hidden, plan,
+                                          backward_precision(precision, GATES[cell]) if direction == "backward" else precision)
                 print(f"ok    {label} {resource_usage(compiled)}", flush=True)
                 if out_dir:
                     stem = label.split()[0]

@@ -142,16 +142,6 @@ SPLIT_ONCE, SPLIT_W_ONCE_ROWS = True, 64
 # wide took 0.94-1.02x the step time of 64 at 16-32 rows, and six in flight at 64 rows 0.85-0.86x
 # (plan_sweep.py --cases spills: results/h100/triton-lane-14).
 SPLIT_ONCE_BLOCK_K, SPLIT_W_ONCE_STAGES = 32, 6
-# Widest input (padded to a power of 2) whose projection a forward kernel computes in its own time
-# loop (Plan.fused_input): the program's rows of W_ih resident beside W_hh, as one piece, and each
-# step's x_t staged once. Wider inputs keep the projection outside, one cuBLAS matmul, where its
-# host time is a small part of a layer that size.
-FUSED_INPUT_MAX = 256
-# The chunk (columns of x and W_ih) a 3xTF32 forward re-reads its input product in each step
-# (Plan.fused_input 2): 16 wide. At 32 the on-chip RNN at hidden 100 spilled 232 bytes a thread
-# beside its resident recurrent weights' split in Triton 3.9, at 16 none (32 in Triton 3.6; sm_90).
-FUSED_INPUT_CHUNK = 16
-_FUSED_INPUT_CHUNK = tl.constexpr(FUSED_INPUT_CHUNK)
 # Plan overrides that pick a tile or weight path: given without h_on_chip, they mean the exchange plan.
 _EXCHANGE_FIELDS = frozenset({"block_h", "block_k", "w_resident"})
 
@@ -323,89 +313,6 @@ def _stacked_rows(pid_h, H: tl.constexpr, GATES: tl.constexpr, GP: tl.constexpr,
     gate = m // BLOCK_H
     unit = pid_h * BLOCK_H + m % BLOCK_H
     return gate * H + unit, (gate < GATES) & (unit < H)
-
-
-@triton.jit
-def _input_rows(pid_h, H: tl.constexpr, GATES: tl.constexpr, GP: tl.constexpr, BLOCK_H: tl.constexpr):
-    """Rows of ``W_ih`` (``[GATES * H, I]``; the same numbers index the columns of an ``x_proj``
-    plane) in this program's stacked input tile, and which exist: as :func:`_stacked_rows`, except
-    that the GRU's n gate takes the fourth block (the recurrent tile's block of zeros) and leaves
-    the third empty. One accumulator ``W_in_stack @ x^T + W_stack @ h^T`` then holds r and z whole,
-    and ``W_hn h`` (which the reset gate multiplies) apart from ``W_in x`` (which it does not)."""
-    m = tl.arange(0, GP * BLOCK_H)
-    block = m // BLOCK_H
-    gate = block
-    if GATES == 3:
-        gate = tl.where(block == 2, 3, tl.where(block == 3, 2, block))
-    unit = pid_h * BLOCK_H + m % BLOCK_H
-    return gate * H + unit, (gate < GATES) & (unit < H)
-
-
-@triton.jit
-def _input_weights(w_ih_ptr, x_rows, x_valid, I: tl.constexpr, I_PAD: tl.constexpr, FUSED: tl.constexpr):
-    """The fused projection's resident weights (``FUSED`` is :attr:`Plan.fused_input`), loaded
-    before the time loop (``FUSED == 1``):
-    ``W_ih[x_rows, :]`` ``[GP * BLOCK_H, I_PAD]`` (0 past I and in empty rows), in the weights'
-    dtype; 0 otherwise (``FUSED == 2`` re-reads them in every step's :func:`_step_input`)."""
-    if FUSED == 1:
-        w_in = _load_stacked_weights(w_ih_ptr, x_rows, x_valid, 0, I, I_PAD)
-    else:
-        w_in = 0
-    return w_in
-
-
-@triton.jit
-def _step_input(x_ptr, w_in, w_ih_ptr, t, B, x_rows, x_valid, rows, row_mask, zero_stack, I: tl.constexpr,
-                I_PAD: tl.constexpr, FUSED: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
-    """Step ``t``'s fused input term of the stacked pre-activations, ``W_in_stack @ x_t^T``
-    ``[GP * BLOCK_H, BLOCK_B]`` fp32 (``x [T, B, I]``, this program's batch rows), the recurrent
-    matmul's starting accumulator (so it is in that layout already): from the resident ``w_in``
-    (``FUSED == 1``, one wgmma chain), or with the weights re-read in chunks of
-    :data:`FUSED_INPUT_CHUNK` columns (``FUSED == 2``); unfused, 0 (the ``x_proj`` tiles are added
-    per gate after the matmul, :func:`_gate_input`; a tile of zeros carried through the time loop
-    cost 3xTF32's resident LSTM forward at hidden 100 40 bytes of spills a thread: sm_90, Triton
-    3.6). Nobody writes x during the kernel: plain cached loads. (A tile of x loaded a step before
-    its product, carried through the on-chip RNN's loop, faulted with an illegal address in 16 bits
-    on the H100, Triton 3.6; carried as the product, it does not.)"""
-    if FUSED == 2:
-        term = zero_stack
-        base = x_ptr + t * (B.to(tl.int64) * I)
-        for k0 in range(0, I, _FUSED_INPUT_CHUNK):
-            k = k0 + tl.arange(0, _FUSED_INPUT_CHUNK)
-            xk = tl.load(base + rows[:, None] * I + k[None, :], mask=row_mask[:, None] & (k < I)[None, :], other=0.0)
-            wk = _load_stacked_weights(w_ih_ptr, x_rows, x_valid, k0, I, _FUSED_INPUT_CHUNK)
-            term = _mma(wk, tl.trans(xk), term, PRECISION, UPCAST)
-    elif FUSED == 1:
-        k = tl.arange(0, I_PAD)
-        base = x_ptr + t * (B.to(tl.int64) * I)
-        xt = tl.load(base + rows[:, None] * I + k[None, :], mask=row_mask[:, None] & (k < I)[None, :], other=0.0)
-        term = _mma(w_in, tl.trans(xt), zero_stack, PRECISION, UPCAST)
-    else:
-        term = 0.0
-    return term
-
-
-@triton.jit
-def _input_start(x_term, zero_stack, FUSED: tl.constexpr):
-    """The recurrent matmul's starting accumulator: the fused input term, or zeros."""
-    if FUSED:
-        start = x_term
-    else:
-        start = zero_stack
-    return start
-
-
-@triton.jit
-def _gate_input(x_proj_ptr, offsets, mask, FUSED: tl.constexpr):
-    """An unfused forward's ``x_proj`` tile of one gate (fp32, ``offsets`` into a ``[B, G*H]``
-    plane), added after the recurrent matmul; 0 when the input term is fused. (Loaded as one
-    stacked tile and made the matmul's starting accumulator instead, it cost 3xTF32's resident
-    LSTM forward at hidden 100 96 bytes of spills a thread: sm_90, Triton 3.6.)"""
-    if FUSED:
-        x = 0.0
-    else:
-        x = _load_f32(x_proj_ptr, offsets, mask)
-    return x
 
 
 @triton.jit
@@ -863,15 +770,6 @@ class Plan:
         split_w_once: with ``split_once`` and streamed weights: each program writes the split of its
             rows of ``W_hh`` to a copy in global memory before the time loop and streams both
             halves from there (twice the bytes a step from L2, no arithmetic on the way).
-        fused_input: 0, or a forward that computes its input projection itself (inputs up to
-            :data:`FUSED_INPUT_MAX` wide): each step's ``W_ih x_t`` one more product, made before
-            the barrier's wait (exchange plans), the recurrent matmul accumulating onto it; with
-            the program's rows of ``W_ih`` resident beside ``W_hh``'s (1), or re-read from L2 with
-            ``x_t`` in chunks of :data:`FUSED_INPUT_CHUNK` columns every step (2: 3xTF32, where
-            Triton's split of a resident operand is hoisted into registers, and spilled 600-1056
-            bytes a thread beside the recurrent weights, re-read whole 232-432; sm_90). At 0 the
-            kernel reads ``x_proj``, one matmul outside (cuBLAS). Fused, a layer is one launch
-            and no library call.
     """
 
     block_b: int
@@ -886,7 +784,6 @@ class Plan:
     half_partials: bool = False
     split_once: bool = False
     split_w_once: bool = False
-    fused_input: int = 0
 
     def grid(self, batch_size: int, hidden_size: int) -> tuple[int, int]:
         """(programs over hidden units, programs over batch rows)."""
@@ -930,50 +827,6 @@ def resident_bytes(block_b: int, block_h: int, hidden_size: int, num_gates: int,
         bk, chunks = k_chunks(hidden_size, resident_piece(block_b, element, hidden_size))
         return (gp * block_h * chunks + block_b) * bk * element
     return (block_h + block_b) * gp * kp * element
-
-
-def forward_bytes(plan: Plan, hidden_size: int, num_gates: int, element: int) -> int:
-    """Shared memory a forward on ``plan`` takes before a fused projection's (an estimate for the
-    plan's choices; ``ops/aot.py`` reports what the compiler allocates): the on-chip tile
-    (:func:`on_chip_bytes`), the resident pieces (:func:`resident_bytes`), or the streamed chunks
-    in flight."""
-    if plan.h_on_chip:
-        return on_chip_bytes(plan.block_b, hidden_size, num_gates, element, "forward")
-    if plan.w_resident:
-        return resident_bytes(plan.block_b, plan.block_h, hidden_size, num_gates, element, "forward")
-    rows = gates_padded(num_gates) * plan.block_h
-    if plan.split_once:
-        return plan.num_stages * split_once_stage_bytes(plan.block_b, rows, plan.block_k, plan.split_w_once)
-    return plan.num_stages * (plan.block_b + rows) * plan.block_k * element
-
-
-def fused_input_bytes(plan: Plan, input_size: int, num_gates: int, element: int) -> int:
-    """Shared memory a fused projection adds (:attr:`Plan.fused_input`): the program's rows of
-    ``W_ih`` and one staged ``x_t`` tile, ``k_padded(input_size)`` wide."""
-    return (gates_padded(num_gates) * plan.block_h + plan.block_b) * k_padded(input_size) * element
-
-
-def fused_input_default(plan: Plan, input_size: int, hidden_size: int, num_gates: int, element: int,
-                        precision: str, smem: int | None) -> bool:
-    """Whether a forward on ``plan`` computes its input projection itself by default: inputs up to
-    :data:`FUSED_INPUT_MAX` wide, whose weights fit in shared memory beside the plan's
-    (:func:`forward_bytes`; ``smem`` None under the interpreter, where anything fits), with
-    products on tensor cores (an FMA dot's resident operand spills: see :func:`choose_plan`).
-    3xTF32 re-reads them in chunks each step (:attr:`Plan.fused_input` 2), and only beside
-    streamed recurrent weights: the split of resident ones already takes 210-241 of 255 registers,
-    and the input's chunks spilled beside them (sm_90: the LSTM at hidden 100 and GRU at 128 64-88
-    bytes a thread in Triton 3.9, the on-chip RNN at hidden 100 32 bytes in Triton 3.6)."""
-    if k_padded(input_size) > FUSED_INPUT_MAX:
-        return False
-    if smem is None:
-        return True
-    if precision == "ieee" and element == 4:
-        return False
-    if precision == "tf32x3":
-        return not plan.w_resident
-    need = forward_bytes(plan, hidden_size, num_gates, element) + fused_input_bytes(plan, input_size, num_gates,
-                                                                                    element)
-    return need <= smem - SHARED_MEMORY_MARGIN
 
 
 @functools.lru_cache(maxsize=None)
@@ -1039,7 +892,7 @@ def default_block_b(batch_size: int, hidden_programs: int, slots: int, direction
 
 def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.dtype,
                 device: torch.device, multiprocessors: int | None = None, precision: str = "ieee",
-                direction: str = "forward", input_size: int | None = None, **override) -> Plan:
+                direction: str = "forward", **override) -> Plan:
     """The default split for a recurrence, with ``override`` (Plan fields) applied.
 
     On CUDA every program must be resident at once (they wait for each other), so programs <=
@@ -1074,10 +927,6 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
       cores, stacked tiles of at most :data:`ON_CHIP_MAX_ROWS` rows that fit): 16 batch rows and
       every unit per program, :func:`on_chip_warps` warps.
 
-    - the input projection inside the forward kernel (:attr:`Plan.fused_input`) for an
-      ``input_size`` where :func:`fused_input_default` allows it; without ``input_size``, outside
-      (an override of ``fused_input`` too).
-
     Under the interpreter one program owns all hidden units of its batch block, on chip unless an
     override asks for a tile or weight path (``block_h``, ``block_k``, ``w_resident``) without
     ``h_on_chip``.
@@ -1099,8 +948,6 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     one_way = {prefix: {k.removeprefix(prefix): override.pop(k) for k in list(override) if k.startswith(prefix)}
                for prefix in ("forward_", "backward_")}
     override.pop("split_k" if direction == "forward" else "split_once", None)  # one direction's fields
-    if direction == "backward":
-        override.pop("fused_input", None)
     override.update(one_way[f"{direction}_"])
     tensor_cores = dtype != torch.float32 or precision in ("tf32", "tf32x3")
     # The products this direction runs (the RNN's TF32 backward is 3xTF32: backward_precision)
@@ -1172,20 +1019,6 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         # As many chunks in flight as shared memory holds (each has two fp32 tiles of h, one or two of W).
         stage = split_once_stage_bytes(plan.block_b, gp * plan.block_h, plan.block_k, plan.split_w_once)
         plan = dataclasses.replace(plan, num_stages=max(1, min(plan.num_stages, (smem - SHARED_MEMORY_MARGIN) // stage)))
-    if input_size is None:  # (planned without an input width, as the refusals are: never fused)
-        plan = dataclasses.replace(plan, fused_input=0)
-    elif direction == "forward" and "fused_input" not in override:
-        fused = fused_input_default(plan, input_size, hidden_size, num_gates, element, step_precision,
-                                    smem if device.type == "cuda" else None)
-        # Chunks for 3xTF32 (see Plan.fused_input), and for 16-bit weights on chip: resident there, from 64
-        # input columns at 4 warps, the RNN's forward faulted with an illegal address on the H100 (Triton 3.6;
-        # not at 16 columns, 8 warps, in TF32, nor with chunks: results/h100/fused-input/).
-        chunks = step_precision == "tf32x3" or (plan.h_on_chip and element == 2)
-        plan = dataclasses.replace(plan, fused_input=(2 if chunks else 1) if fused else 0)
-    if plan.fused_input not in (0, 1, 2):
-        raise ValueError(f"fused_input is 0, 1 (resident) or 2 (chunks), got {plan.fused_input}")
-    if plan.fused_input and k_padded(input_size) > FUSED_INPUT_MAX:
-        raise ValueError(f"fused_input needs an input_size of at most {FUSED_INPUT_MAX}, got {input_size}")
     if plan.fast_activations and device.type != "cuda":
         raise ValueError("fast_activations needs CUDA (inline PTX, which the interpreter cannot run)")
     if plan.split_once and (direction != "forward" or plan.h_on_chip or dtype != torch.float32

@@ -1,12 +1,10 @@
 """One recurrent layer in one direction on the Triton kernels, as a torch.autograd.Function.
 
-Forward: **one kernel launch for all T steps** (``ops/<cell>/kernels.py``), which computes each
-step's input term ``x_t W_ih^T`` itself where the plan fuses it (:attr:`~.common.Plan.fused_input`,
-inputs up to ``FUSED_INPUT_MAX`` wide), or else reads it from one matmul before the launch
-(``x_proj = x W_ih^T``, ``[T*B, I] x [I, G*H]``); the biases are added inside the kernel.
-Backward: one launch running the recurrence in reverse time, producing the gradients of the
-pre-activations of every step (``d_gates [T, B, G*H]``), ``dh0`` and ``dc0``; then the
-weight and input gradients as large matmuls over them::
+Forward: the input projection of every step as one matmul (``x_proj = x W_ih^T``, ``[T*B, I] x
+[I, G*H]``; the biases are added inside the kernel), then **one kernel launch for all T steps**
+(``ops/<cell>/kernels.py``). Backward: one launch running the recurrence in reverse time, producing
+the gradients of the pre-activations of every step (``d_gates [T, B, G*H]``), ``dh0`` and ``dc0``;
+then the weight and input gradients as large matmuls over them::
 
     dW_hh = d_gates_h^T h_{t-1}     dW_ih = d_gates_x^T x     db = sums over (T, B)
     dx = d_gates_x W_ih
@@ -17,8 +15,8 @@ every dtype; the tensors the user sees are in the weights' dtype.
 Per call the host does little: the launch plan is cached per shape, the barrier counters are one
 buffer per device and stream that the kernels leave zeroed, ``h0``/``c0`` are read in place
 (absent ones are zeros inside the kernel) and the final states are written by the kernel. A
-forward under ``no_grad`` is one kernel launch (fused) or one matmul and one launch, with no host
-synchronisation (so it can be captured in a CUDA graph).
+forward under ``no_grad`` is one matmul and one kernel launch, with no host synchronisation (so it
+can be captured in a CUDA graph).
 """
 
 from __future__ import annotations
@@ -30,7 +28,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .common import (INTERPRET, MIN_BLOCK, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, choose_plan,
+from .common import (INTERPRET, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, choose_plan,
                      dot_precision, k_chunks, k_padded, split_k_pieces, split_once_level, upcast_dot)
 from .gradients import layer_gradients
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
@@ -110,22 +108,19 @@ def _cached_refusal(cell, batch_size, hidden_size, dtype, device, precision, ove
 
 
 def plan(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtype, device: torch.device,
-         precision: str = "ieee", direction: str = "forward", input_size: int | None = None) -> Plan:
-    """The launch plan for this recurrence (default, with any :func:`plan_override` applied); with
-    ``input_size``, the forward's says whether it computes its input projection itself.
+         precision: str = "ieee", direction: str = "forward") -> Plan:
+    """The launch plan for this recurrence (default, with any :func:`plan_override` applied).
 
     Raises:
         ValueError: the programs of this plan cannot all be resident (see ``choose_plan``).
     """
-    return _cached_plan(cell, batch_size, hidden_size, dtype, device, precision, direction, _PLAN_OVERRIDE.get(),
-                        input_size)
+    return _cached_plan(cell, batch_size, hidden_size, dtype, device, precision, direction, _PLAN_OVERRIDE.get())
 
 
 @functools.lru_cache(maxsize=1024)
-def _cached_plan(cell, batch_size, hidden_size, dtype, device, precision, direction, override,
-                 input_size=None) -> Plan:
+def _cached_plan(cell, batch_size, hidden_size, dtype, device, precision, direction, override) -> Plan:
     return choose_plan(batch_size, hidden_size, NUM_GATES[cell], dtype, device, precision=precision,
-                       direction=direction, input_size=input_size, **dict(override))
+                       direction=direction, **dict(override))
 
 
 @dataclass(frozen=True)
@@ -138,7 +133,6 @@ class _Launch:
     upcast: bool
     hidden_size: int
     num_gates: int
-    input_size: int | None = None
 
     @property
     def backward_precision(self) -> str:
@@ -168,41 +162,35 @@ class _Launch:
                     PRECISION=precision,
                     UPCAST=self.upcast, num_warps=plan.num_warps, num_stages=plan.num_stages)
         if forward:
-            # (An unfused forward takes I = I_PAD = 16 whatever the input: one compiled variant.)
-            fused = plan.fused_input
-            meta.update(CHUNKS=chunks, FAST_ACT=plan.fast_activations, SPLIT_ONCE=split_once_level(plan),
-                        FUSED_INPUT=fused, I=self.input_size if fused else MIN_BLOCK,
-                        I_PAD=k_padded(self.input_size) if fused else MIN_BLOCK)
+            meta.update(CHUNKS=chunks, FAST_ACT=plan.fast_activations, SPLIT_ONCE=split_once_level(plan))
         return meta
 
 
 @functools.lru_cache(maxsize=1024)
-def _cached_launch(cell, batch_size, hidden_size, dtype, device, precision, override, input_size=None) -> _Launch:
-    forward = _cached_plan(cell, batch_size, hidden_size, dtype, device, precision, "forward", override, input_size)
-    backward = _cached_plan(cell, batch_size, hidden_size, dtype, device, precision, "backward", override)
-    return _Launch(forward, backward, precision, upcast_dot(dtype), hidden_size, NUM_GATES[cell], input_size)
+def _cached_launch(cell, batch_size, hidden_size, dtype, device, precision, override) -> _Launch:
+    plans = [_cached_plan(cell, batch_size, hidden_size, dtype, device, precision, d, override)
+             for d in ("forward", "backward")]
+    return _Launch(*plans, precision, upcast_dot(dtype), hidden_size, NUM_GATES[cell])
 
 
-def recurrence_forward(cell: str, x_in, w_hh, b_ih, b_hh, h0, c0, launch: _Launch, save: bool, w_ih=None):
-    """Run the forward kernel. ``x_in``: ``x [T, B, I]`` (contiguous) where ``launch.forward``
-    fuses the input projection (then ``w_ih [G*H, I]`` too), else ``x_proj = x W_ih^T [T, B,
-    G*H]`` (no bias); ``h0``/``c0`` ``[B, H]`` or None (zeros), biases ``[G*H]`` or None.
+def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Launch, save: bool):
+    """Run the forward kernel. ``x_proj [T, B, G*H]`` (no bias), ``h0``/``c0`` ``[B, H]`` or None
+    (zeros), biases ``[G*H]`` or None.
 
     Returns ``(h_buf [T+1, B, H], h_n, c_n, saved, c_buf)``: ``h_buf[1:]`` is the output
     (``h_buf[0]`` holds h0 only when saving), ``h_n``/``c_n`` ``[B, H]`` in the weights' dtype
     (``c_n`` None unless LSTM), ``saved`` the fp32 gate activations and ``c_buf`` LSTM's fp32 cell
     states ``[T+1, B, H]`` (both None unless ``save``).
     """
-    T, B, _ = x_in.shape
+    T, B, _ = x_proj.shape
     H = w_hh.shape[1]
-    dev, dtype = x_in.device, w_hh.dtype
+    dev, dtype = x_proj.device, w_hh.dtype
     plan_ = launch.forward
     grid = plan_.grid(B, H)
     counters, stream = _counters(2 * grid[1], dev)
     h_buf = torch.empty(T + 1, B, H, device=dev, dtype=dtype)
     h_n = torch.empty(B, H, device=dev, dtype=dtype)
     biases = (b_ih, b_hh) if b_ih is not None else (w_hh, w_hh)  # unused pointers without bias
-    w_ih = w_hh if w_ih is None else w_ih  # (unused unless fused)
     flags = dict(HAS_BIAS=b_ih is not None, HAS_H0=h0 is not None, SAVE=save, **launch.forward_meta)
     h0 = h_buf if h0 is None else h0
     f32 = dict(device=dev, dtype=torch.float32)
@@ -216,16 +204,16 @@ def recurrence_forward(cell: str, x_in, w_hh, b_ih, b_hh, h0, c0, launch: _Launc
         c_buf = torch.empty(T + 1, B, H, **f32) if save else None
         saved = torch.empty(T, B, 4 * H, **f32) if save else None
         unused = h_n
-        _LSTM_FORWARD(grid, x_in, w_ih, w_hh, *biases, h0, unused if c0 is None else c0, h_buf, h_n, c_n,
+        _LSTM_FORWARD(grid, x_proj, w_hh, *biases, h0, unused if c0 is None else c0, h_buf, h_n, c_n,
                       unused if c_buf is None else c_buf, unused if saved is None else saved, w_split, h_split,
                       counters, T, B, HAS_C0=c0 is not None, **flags, stream=stream)
     elif cell == "gru":
         saved = torch.empty(T, B, 4 * H, **f32) if save else None
-        _GRU_FORWARD(grid, x_in, w_ih, w_hh, *biases, h0, h_buf, h_n, h_n if saved is None else saved, w_split, h_split,
+        _GRU_FORWARD(grid, x_proj, w_hh, *biases, h0, h_buf, h_n, h_n if saved is None else saved, w_split, h_split,
                      counters, T, B, **flags, stream=stream)
     else:
         saved = torch.empty(T, B, H, **f32) if save else None
-        _RNN_FORWARD(grid, x_in, w_ih, w_hh, *biases, h0, h_buf, h_n, h_n if saved is None else saved, w_split, h_split,
+        _RNN_FORWARD(grid, x_proj, w_hh, *biases, h0, h_buf, h_n, h_n if saved is None else saved, w_split, h_split,
                      counters, T, B, RELU=cell == "rnn_relu", **flags, stream=stream)
     return h_buf, h_n, c_n, saved, c_buf
 
@@ -288,14 +276,10 @@ def _contiguous(t):
 
 
 def _layer_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save):
-    """The forward kernel, after the input projection unless the kernel computes it:
-    ``(output, h_n, c_n, h_buf, saved, c_buf)``."""
-    if launch.forward.fused_input:
-        x_in = x.contiguous()
-    else:
-        T, B, _ = x.shape
-        x_in = torch.mm(x.reshape(T * B, -1), w_ih.t()).view(T, B, -1)
-    h_buf, h_n, c_n, saved, c_buf = recurrence_forward(cell, x_in, w_hh, b_ih, b_hh, h0, c0, launch, save, w_ih)
+    """The input projection and the forward kernel: ``(output, h_n, c_n, h_buf, saved, c_buf)``."""
+    T, B, _ = x.shape
+    x_proj = torch.mm(x.reshape(T * B, -1), w_ih.t()).view(T, B, -1)
+    h_buf, h_n, c_n, saved, c_buf = recurrence_forward(cell, x_proj, w_hh, b_ih, b_hh, h0, c0, launch, save)
     return h_buf[1:], h_n, c_n, h_buf, saved, c_buf
 
 
@@ -361,17 +345,15 @@ def recurrent_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None):
     reason = refusal(cell, B, H, x.dtype, x.device)
     if reason:
         raise ValueError(f"the Triton {cell} kernels cannot run this call: {reason}")
-    return run_layer(cell, x, h0, c0, w_ih, w_hh, b_ih, b_hh, layer_launch(cell, B, H, x.dtype, x.device, x.shape[2]))
+    return run_layer(cell, x, h0, c0, w_ih, w_hh, b_ih, b_hh, layer_launch(cell, B, H, x.dtype, x.device))
 
 
-def layer_launch(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtype, device: torch.device,
-                 input_size: int | None = None) -> _Launch:
+def layer_launch(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtype, device: torch.device) -> _Launch:
     """The plans and precisions of every layer of this shape (cached; any :func:`plan_override`
-    and the TF32 setting of the moment applied); with ``input_size``, the forward computes its input
-    projection itself where the plan allows (:attr:`~.common.Plan.fused_input`), without it never.
-    Call :func:`refusal` first: a shape the kernels refuse raises ValueError here."""
+    and the TF32 setting of the moment applied). Call :func:`refusal` first: a shape the kernels
+    refuse raises ValueError here."""
     return _cached_launch(cell, batch_size, hidden_size, dtype, device, dot_precision(dtype, _STRICT_FP32.get()),
-                          _PLAN_OVERRIDE.get(), input_size)
+                          _PLAN_OVERRIDE.get())
 
 
 def run_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih, b_hh, launch: _Launch):

@@ -1,18 +1,16 @@
 """GRU recurrence kernels: one launch runs every time step of one layer and direction.
 
 Gates r, z, n (torch.nn order) with the reset gate applied after the recurrent matmul, as cuDNN
-and torch.nn do. The input terms ``x W_ih^T`` are computed in the kernel (``FUSED_INPUT``,
-:attr:`~rnnbench.ops.common.Plan.fused_input`) or read from ``x_proj``, all steps at once, one
-matmul outside; the biases are added here, ``b_hn`` inside the reset product::
+and torch.nn do. ``x_proj = x W_ih^T`` (all steps, one matmul outside); the biases are added
+here, ``b_hn`` inside the reset product::
 
     r = sigmoid(xr + b_ir + b_hr + W_hr h)   z = sigmoid(xz + b_iz + b_hz + W_hz h)
     hn = W_hn h + b_hn   n = tanh(xn + b_in + r hn)   h_t = (1 - z) n + z h_{t-1}
 
 Tiles are ``[BLOCK_H, BLOCK_B]`` (see ``ops/common.py``); the stacked weight tile has four gate
-blocks, the fourth zero, where the input term puts ``xn`` (``_input_rows``): one accumulator
-holds ``xr + W_hr h``, ``xz + W_hz h``, ``W_hn h`` and ``xn``. Buffers (contiguous): ``x [T, B,
-I]`` (fused) or ``x_proj [T, B, 3H]``; ``h_buf [T+1, B, H]``, step t writes ``h_buf[t+1]``,
-``h_buf[0]`` (h0) only when saving; ``saved [T, B, 4H]`` fp32 holding r, z, n, hn for backward.
+blocks, the fourth zero. Buffers (contiguous): ``x_proj [T, B, 3H]``; ``h_buf [T+1, B, H]``, step
+t writes ``h_buf[t+1]``, ``h_buf[0]`` (h0) only when saving; ``saved [T, B, 4H]`` fp32 holding r, z,
+n, hn for backward.
 """
 
 from __future__ import annotations
@@ -21,22 +19,20 @@ import triton
 import triton.language as tl
 
 from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _columns_matmul, _forward_weights, _gate_bias,
-                      _gate_columns, _gate_input, _input_rows, _input_start, _input_weights, _load_f32,
-                      _load_weight_columns, _on_chip_columns, _program_tile, _publish_h, _recurrent_matmul,
-                      _release_counters, _resident_stack_t, _split_gates, _split_h0, _split_k_arrive, _split_k_sum,
-                      _stack_gates, _stacked_rows, _step_input, _wait)
+                      _gate_columns, _load_f32, _load_weight_columns, _on_chip_columns, _program_tile, _publish_h,
+                      _recurrent_matmul, _release_counters, _resident_stack_t, _split_gates, _split_h0,
+                      _split_k_arrive, _split_k_sum, _stack_gates, _stacked_rows, _wait)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
 def gru_forward_kernel(
-    x_ptr, w_ih_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr,
+    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr,
     h_buf_ptr, h_n_ptr, saved_ptr, w_split_ptr, h_split_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
     UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr,
-    FUSED_INPUT: tl.constexpr, I: tl.constexpr, I_PAD: tl.constexpr,
 ):
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     gid = rows[None, :] * (3 * H) + units[:, None]  # gate r of a [B, 3H] plane
@@ -50,34 +46,29 @@ def gru_forward_kernel(
     w_plane = 3 * H * H  # one [3H, H] plane of W_hh's split copy
     w, w_src = _forward_weights(w_hh_ptr, w_split_ptr, w_plane, w_rows, w_valid, H, BLOCK_K, CHUNKS, W_RESIDENT,
                                 SPLIT_ONCE)
-    x_rows, x_valid = _input_rows(pid_h, H, 3, 4, BLOCK_H)  # n in the fourth block
-    w_in = _input_weights(w_ih_ptr, x_rows, x_valid, I, I_PAD, FUSED_INPUT)
     bias_r = _gate_bias(b_ih_ptr, b_hh_ptr, 0 * H + units, unit_mask, HAS_BIAS, True)
     bias_z = _gate_bias(b_ih_ptr, b_hh_ptr, 1 * H + units, unit_mask, HAS_BIAS, True)
     bias_xn = _gate_bias(b_ih_ptr, b_hh_ptr, 2 * H + units, unit_mask, HAS_BIAS, False)  # b_in
     bias_hn = _gate_bias(b_hh_ptr, b_ih_ptr, 2 * H + units, unit_mask, HAS_BIAS, False)  # b_hn
     zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
-    zero_stack = tl.zeros([4 * BLOCK_H, BLOCK_B], dtype=tl.float32)
     h = _load_f32(h0_ptr, hid, mask) if HAS_H0 else zero  # fp32 copy of our slice of h, carried across steps
     barriers = _split_h0(h, h_split_ptr, plane_h, hid, mask, counters_ptr + pid_b, HAS_H0, SPLIT_ONCE)
     if SAVE:
         tl.store(h_buf_ptr + hid, h.to(out_ty), mask=mask)
-    # Step 0's input: its fused term (the matmul's starting accumulator) or its x_proj tiles
-    x_term = _step_input(x_ptr, w_in, w_ih_ptr, 0, B, x_rows, x_valid, rows, row_mask, zero_stack, I, I_PAD,
-                         FUSED_INPUT, PRECISION, UPCAST)
-    x_r = _gate_input(x_ptr, gid + 0 * H, mask, FUSED_INPUT)
-    x_z = _gate_input(x_ptr, gid + 1 * H, mask, FUSED_INPUT)
-    x_n = _gate_input(x_ptr, gid + 2 * H, mask, FUSED_INPUT)
+    x_r = _load_f32(x_proj_ptr, gid + 0 * H, mask)
+    x_z = _load_f32(x_proj_ptr, gid + 1 * H, mask)
+    x_n = _load_f32(x_proj_ptr, gid + 2 * H, mask)
     t = 0
     while t < T:
         acc = _recurrent_matmul(w, h, w_src, w_rows, w_valid, h_buf_ptr, h0_ptr, h_split_ptr, w_plane, t, plane_h,
-                                rows, row_mask, _input_start(x_term, zero_stack, FUSED_INPUT), H, K_PAD, BLOCK_K,
-                                CHUNKS, W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST, SPLIT_ONCE)
-        a_r, a_z, a_hn, a_xn = _split_gates(acc, BLOCK_H, BLOCK_B)  # a_xn: the fused W_in x (else 0)
+                                rows, row_mask,
+                                tl.zeros([4 * BLOCK_H, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
+                                W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST, SPLIT_ONCE)
+        a_r, a_z, a_n, _ = _split_gates(acc, BLOCK_H, BLOCK_B)
         r = _act_sigmoid(a_r + x_r + bias_r, FAST_ACT)
         z = _act_sigmoid(a_z + x_z + bias_z, FAST_ACT)
-        hn = a_hn + bias_hn
-        n = _act_tanh(a_xn + x_n + bias_xn + r * hn, FAST_ACT)
+        hn = a_n + bias_hn
+        n = _act_tanh(x_n + bias_xn + r * hn, FAST_ACT)
         h = n + z * (h - n)
         # h published: arrive now, store and load the rest, then wait
         _publish_h(h, h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask, counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE)
@@ -88,12 +79,10 @@ def gru_forward_kernel(
             tl.store(s_t + sid + 2 * H, n, mask=mask)
             tl.store(s_t + sid + 3 * H, hn, mask=mask)
         if t + 1 < T:
-            x_term = _step_input(x_ptr, w_in, w_ih_ptr, t + 1, B, x_rows, x_valid, rows, row_mask, zero_stack, I,
-                                 I_PAD, FUSED_INPUT, PRECISION, UPCAST)
-            x_t = x_ptr + (t + 1) * plane_g
-            x_r = _gate_input(x_t, gid + 0 * H, mask, FUSED_INPUT)
-            x_z = _gate_input(x_t, gid + 1 * H, mask, FUSED_INPUT)
-            x_n = _gate_input(x_t, gid + 2 * H, mask, FUSED_INPUT)
+            x_t = x_proj_ptr + (t + 1) * plane_g
+            x_r = _load_f32(x_t, gid + 0 * H, mask)
+            x_z = _load_f32(x_t, gid + 1 * H, mask)
+            x_n = _load_f32(x_t, gid + 2 * H, mask)
             if not ON_CHIP:
                 _wait(counters_ptr + pid_b, tl.num_programs(0) * (t + 1 + barriers))
         t += 1

@@ -1,18 +1,16 @@
 """LSTM recurrence kernels: one launch runs every time step of one layer and direction.
 
-Gates i, f, g, o (torch.nn order), pre-activations ``x_t W_ih^T + b_ih + b_hh + h_{t-1} W_hh^T``::
+Gates i, f, g, o (torch.nn order), pre-activations ``x_proj_t + b_ih + b_hh + h_{t-1} W_hh^T``
+where ``x_proj = x W_ih^T`` (all steps at once) is computed outside by one matmul::
 
     i, f, o = sigmoid(.)   g = tanh(.)   c_t = f c_{t-1} + i g   h_t = o tanh(c_t)
 
-The input term is computed in the kernel (``FUSED_INPUT``, :attr:`~rnnbench.ops.common.Plan.fused_input`)
-or read from ``x_proj = x W_ih^T``, all steps at once, one matmul outside.
-
 Tiles are ``[BLOCK_H, BLOCK_B]`` (hidden units x batch rows, see ``ops/common.py``); one matmul per
-step gives all four gates of the program's units. Buffers (contiguous, ``G = 4``): ``x [T, B, I]``
-(fused) or ``x_proj [T, B, 4H]``; ``h_buf [T+1, B, H]``, step t writing ``h_buf[t+1]`` (every step
-writes fresh memory, so no program can overwrite what a slower one still reads), ``h_buf[0]``
-written (h0) only when saving; ``c_buf [T+1, B, H]`` fp32 cell states and ``gates [T, B, 4H]`` fp32
-activations, only when saving for backward. ``h0``/``c0`` are read in place (zeros when absent).
+step gives all four gates of the program's units. Buffers (contiguous, ``G = 4``): ``x_proj [T, B,
+4H]``; ``h_buf [T+1, B, H]``, step t writing ``h_buf[t+1]`` (every step writes fresh memory, so no
+program can overwrite what a slower one still reads), ``h_buf[0]`` written (h0) only when saving;
+``c_buf [T+1, B, H]`` fp32 cell states and ``gates [T, B, 4H]`` fp32 activations, only when saving
+for backward. ``h0``/``c0`` are read in place (zeros when absent).
 """
 
 from __future__ import annotations
@@ -21,22 +19,20 @@ import triton
 import triton.language as tl
 
 from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _columns_matmul, _forward_weights, _gate_bias,
-                      _gate_columns, _gate_input, _input_rows, _input_start, _input_weights, _load_f32,
-                      _load_weight_columns, _on_chip_columns, _program_tile, _publish_h, _recurrent_matmul,
-                      _release_counters, _resident_stack_t, _split_gates, _split_h0, _split_k_arrive, _split_k_sum,
-                      _stack_gates, _stacked_rows, _step_input, _tanh, _wait)
+                      _gate_columns, _load_f32, _load_weight_columns, _on_chip_columns, _program_tile, _publish_h,
+                      _recurrent_matmul, _release_counters, _resident_stack_t, _split_gates, _split_h0,
+                      _split_k_arrive, _split_k_sum, _stack_gates, _stacked_rows, _tanh, _wait)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
 def lstm_forward_kernel(
-    x_ptr, w_ih_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, c0_ptr,
+    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, c0_ptr,
     h_buf_ptr, h_n_ptr, c_n_ptr, c_buf_ptr, gates_ptr, w_split_ptr, h_split_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, HAS_C0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
     UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr,
-    FUSED_INPUT: tl.constexpr, I: tl.constexpr, I_PAD: tl.constexpr,
 ):
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     gid = rows[None, :] * (4 * H) + units[:, None]  # offsets of gate i into a [B, 4H] plane
@@ -48,32 +44,27 @@ def lstm_forward_kernel(
     w_plane = 4 * H * H  # one [4H, H] plane of W_hh's split copy
     w, w_src = _forward_weights(w_hh_ptr, w_split_ptr, w_plane, w_rows, w_valid, H, BLOCK_K, CHUNKS, W_RESIDENT,
                                 SPLIT_ONCE)
-    x_rows, x_valid = _input_rows(pid_h, H, 4, 4, BLOCK_H)
-    w_in = _input_weights(w_ih_ptr, x_rows, x_valid, I, I_PAD, FUSED_INPUT)
     bias_i = _gate_bias(b_ih_ptr, b_hh_ptr, 0 * H + units, unit_mask, HAS_BIAS, True)
     bias_f = _gate_bias(b_ih_ptr, b_hh_ptr, 1 * H + units, unit_mask, HAS_BIAS, True)
     bias_g = _gate_bias(b_ih_ptr, b_hh_ptr, 2 * H + units, unit_mask, HAS_BIAS, True)
     bias_o = _gate_bias(b_ih_ptr, b_hh_ptr, 3 * H + units, unit_mask, HAS_BIAS, True)
     zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
-    zero_stack = tl.zeros([4 * BLOCK_H, BLOCK_B], dtype=tl.float32)
     c = _load_f32(c0_ptr, hid, mask) if HAS_C0 else zero  # fp32 cell state, never leaves the chip
     h = _load_f32(h0_ptr, hid, mask) if HAS_H0 else zero
     barriers = _split_h0(h, h_split_ptr, plane_h, hid, mask, counters_ptr + pid_b, HAS_H0, SPLIT_ONCE)
     if SAVE:  # backward reads h_{t-1} and c_{t-1} of every step
         tl.store(h_buf_ptr + hid, h.to(out_ty), mask=mask)
         tl.store(c_buf_ptr + hid, c, mask=mask)
-    # Step 0's input: its fused term (the matmul's starting accumulator) or its x_proj tiles
-    x_term = _step_input(x_ptr, w_in, w_ih_ptr, 0, B, x_rows, x_valid, rows, row_mask, zero_stack, I, I_PAD,
-                         FUSED_INPUT, PRECISION, UPCAST)
-    x_i = _gate_input(x_ptr, gid + 0 * H, mask, FUSED_INPUT)
-    x_f = _gate_input(x_ptr, gid + 1 * H, mask, FUSED_INPUT)
-    x_g = _gate_input(x_ptr, gid + 2 * H, mask, FUSED_INPUT)
-    x_o = _gate_input(x_ptr, gid + 3 * H, mask, FUSED_INPUT)
+    x_i = _load_f32(x_proj_ptr, gid + 0 * H, mask)
+    x_f = _load_f32(x_proj_ptr, gid + 1 * H, mask)
+    x_g = _load_f32(x_proj_ptr, gid + 2 * H, mask)
+    x_o = _load_f32(x_proj_ptr, gid + 3 * H, mask)
     t = 0
     while t < T:
         acc = _recurrent_matmul(w, h, w_src, w_rows, w_valid, h_buf_ptr, h0_ptr, h_split_ptr, w_plane, t, plane_h,
-                                rows, row_mask, _input_start(x_term, zero_stack, FUSED_INPUT), H, K_PAD, BLOCK_K,
-                                CHUNKS, W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST, SPLIT_ONCE)
+                                rows, row_mask,
+                                tl.zeros([4 * BLOCK_H, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
+                                W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST, SPLIT_ONCE)
         a_i, a_f, a_g, a_o = _split_gates(acc, BLOCK_H, BLOCK_B)
         i = _act_sigmoid(a_i + x_i + bias_i, FAST_ACT)
         f = _act_sigmoid(a_f + x_f + bias_f, FAST_ACT)
@@ -91,15 +82,13 @@ def lstm_forward_kernel(
             tl.store(s_t + gid + 3 * H, o, mask=mask)
             tl.store(c_buf_ptr + (t + 1) * plane_h + hid, c, mask=mask)
         if t + 1 < T:
-            # Next step's input first (no other program writes it), then wait until every
-            # program's h_t is in memory.
-            x_term = _step_input(x_ptr, w_in, w_ih_ptr, t + 1, B, x_rows, x_valid, rows, row_mask, zero_stack, I,
-                                 I_PAD, FUSED_INPUT, PRECISION, UPCAST)
-            x_t = x_ptr + (t + 1) * plane_g
-            x_i = _gate_input(x_t, gid + 0 * H, mask, FUSED_INPUT)
-            x_f = _gate_input(x_t, gid + 1 * H, mask, FUSED_INPUT)
-            x_g = _gate_input(x_t, gid + 2 * H, mask, FUSED_INPUT)
-            x_o = _gate_input(x_t, gid + 3 * H, mask, FUSED_INPUT)
+            # Next step's input projection first (no other program writes it), then wait until
+            # every program's h_t is in memory.
+            x_t = x_proj_ptr + (t + 1) * plane_g
+            x_i = _load_f32(x_t, gid + 0 * H, mask)
+            x_f = _load_f32(x_t, gid + 1 * H, mask)
+            x_g = _load_f32(x_t, gid + 2 * H, mask)
+            x_o = _load_f32(x_t, gid + 3 * H, mask)
             if not ON_CHIP:
                 _wait(counters_ptr + pid_b, tl.num_programs(0) * (t + 1 + barriers))
         t += 1

@@ -1,12 +1,11 @@
 """Elman RNN recurrence kernels (tanh or relu): one launch runs every time step of one layer
-and direction. ``h_t = act(x_t W_ih^T + b_ih + b_hh + h_{t-1} W_hh^T)``, the input term computed in
-the kernel (``FUSED_INPUT``, :attr:`~rnnbench.ops.common.Plan.fused_input`) or read from ``x_proj =
-x W_ih^T``, one matmul outside.
+and direction. ``h_t = act(x_proj_t + b_ih + b_hh + h_{t-1} W_hh^T)`` with ``x_proj = x W_ih^T``
+computed outside by one matmul.
 
 Tiles are ``[BLOCK_H, BLOCK_B]`` (see ``ops/common.py``); one gate, so the weight tile is the
-program's ``BLOCK_H`` rows of W_hh. Buffers (contiguous): ``x [T, B, I]`` (fused) or ``x_proj [T,
-B, H]``; ``h_buf [T+1, B, H]``, step t writes ``h_buf[t+1]``, ``h_buf[0]`` (h0) only when saving;
-``saved [T, B, H]`` fp32 h_t (the activation's derivative comes from it).
+program's ``BLOCK_H`` rows of W_hh. Buffers (contiguous): ``x_proj [T, B, H]``; ``h_buf [T+1, B,
+H]``, step t writes ``h_buf[t+1]``, ``h_buf[0]`` (h0) only when saving; ``saved [T, B, H]`` fp32
+h_t (the activation's derivative comes from it).
 """
 
 from __future__ import annotations
@@ -14,10 +13,9 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_act_tanh, _arrive, _columns_matmul, _forward_weights, _gate_bias, _gate_input, _input_rows,
-                      _input_start, _input_weights, _load_f32, _load_weight_columns, _mma,
-                      _program_tile, _publish_h, _recurrent_matmul, _release_counters, _split_h0, _stacked_rows,
-                      _step_input, _wait)
+from ..common import (_act_tanh, _arrive, _columns_matmul, _forward_weights, _gate_bias, _load_f32,
+                      _load_weight_columns, _mma, _program_tile, _publish_h, _recurrent_matmul, _release_counters,
+                      _split_h0, _stacked_rows, _wait)
 
 
 @triton.jit
@@ -31,44 +29,36 @@ def _activation(x, RELU: tl.constexpr, FAST: tl.constexpr):
 
 @triton.jit(do_not_specialize=["T", "B"])
 def rnn_forward_kernel(
-    x_ptr, w_ih_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr,
+    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr,
     h_buf_ptr, h_n_ptr, saved_ptr, w_split_ptr, h_split_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, RELU: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
     UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr,
-    FUSED_INPUT: tl.constexpr, I: tl.constexpr, I_PAD: tl.constexpr,
 ):
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     plane_h = B.to(tl.int64) * H
+    out_ty = h_buf_ptr.dtype.element_ty
 
     w_rows, w_valid = _stacked_rows(pid_h, H, 1, 1, BLOCK_H)
     w_plane = 1 * H * H  # one [1H, H] plane of W_hh's split copy
     w, w_src = _forward_weights(w_hh_ptr, w_split_ptr, w_plane, w_rows, w_valid, H, BLOCK_K, CHUNKS, W_RESIDENT,
                                 SPLIT_ONCE)
-    x_rows, x_valid = _input_rows(pid_h, H, 1, 1, BLOCK_H)
-    w_in = _input_weights(w_ih_ptr, x_rows, x_valid, I, I_PAD, FUSED_INPUT)
     bias = _gate_bias(b_ih_ptr, b_hh_ptr, units, unit_mask, HAS_BIAS, True)
     zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
     h = _load_f32(h0_ptr, hid, mask) if HAS_H0 else zero
     barriers = _split_h0(h, h_split_ptr, plane_h, hid, mask, counters_ptr + pid_b, HAS_H0, SPLIT_ONCE)
     if SAVE:
-        tl.store(h_buf_ptr + hid, h.to(h_buf_ptr.dtype.element_ty), mask=mask)
-    # Step 0's input: its fused term (the matmul's starting accumulator) or its x_proj tile
-    x_term = _step_input(x_ptr, w_in, w_ih_ptr, 0, B, x_rows, x_valid, rows, row_mask, zero, I, I_PAD, FUSED_INPUT,
-                         PRECISION, UPCAST)
-    x = _gate_input(x_ptr, hid, mask, FUSED_INPUT)
+        tl.store(h_buf_ptr + hid, h.to(out_ty), mask=mask)
+    x = _load_f32(x_proj_ptr, hid, mask)
     if ON_CHIP:  # the next step's input too: see the loop's end
-        ahead = tl.minimum(1, T - 1)
-        x_next = _gate_input(x_ptr + ahead * plane_h, hid, mask, FUSED_INPUT)
-        x_term_next = _step_input(x_ptr, w_in, w_ih_ptr, ahead, B, x_rows, x_valid, rows, row_mask, zero, I, I_PAD,
-                                  FUSED_INPUT, PRECISION, UPCAST)
+        x_next = _load_f32(x_proj_ptr + tl.minimum(1, T - 1) * plane_h, hid, mask)
     t = 0
     while t < T:
         a = _recurrent_matmul(w, h, w_src, w_rows, w_valid, h_buf_ptr, h0_ptr, h_split_ptr, w_plane, t, plane_h,
-                              rows, row_mask, _input_start(x_term, zero, FUSED_INPUT), H, K_PAD, BLOCK_K, CHUNKS,
-                              W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST, SPLIT_ONCE)
+                              rows, row_mask, zero, H, K_PAD, BLOCK_K, CHUNKS, W_RESIDENT, ON_CHIP, HAS_H0, PRECISION,
+                              UPCAST, SPLIT_ONCE)
         h = _activation(a + x + bias, RELU, FAST_ACT)
         # h published: arrive now, store and load the rest, then wait
         _publish_h(h, h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask, counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE)
@@ -80,17 +70,11 @@ def rnn_forward_kernel(
             # barrier is there), an on-chip step was 1.7x (TF32) and 1.4x (3xTF32) longer at
             # hidden 100 on the H100, bf16 the same; forward errors against float64 the same to
             # every digit (results/h100/triton-lane-6/README.md, "Loads outside the branch").
-            ahead = tl.minimum(t + 2, T - 1)
             x = x_next
-            x_next = _gate_input(x_ptr + ahead * plane_h, hid, mask, FUSED_INPUT)
-            x_term = x_term_next
-            x_term_next = _step_input(x_ptr, w_in, w_ih_ptr, ahead, B, x_rows, x_valid, rows, row_mask, zero, I,
-                                      I_PAD, FUSED_INPUT, PRECISION, UPCAST)
+            x_next = _load_f32(x_proj_ptr + tl.minimum(t + 2, T - 1) * plane_h, hid, mask)
         else:
             if t + 1 < T:
-                x_term = _step_input(x_ptr, w_in, w_ih_ptr, t + 1, B, x_rows, x_valid, rows, row_mask, zero, I,
-                                     I_PAD, FUSED_INPUT, PRECISION, UPCAST)
-                x = _gate_input(x_ptr + (t + 1) * plane_h, hid, mask, FUSED_INPUT)
+                x = _load_f32(x_proj_ptr + (t + 1) * plane_h, hid, mask)
                 _wait(counters_ptr + pid_b, tl.num_programs(0) * (t + 1 + barriers))
         t += 1
     tl.store(h_n_ptr + hid, h.to(h_n_ptr.dtype.element_ty), mask=mask)
