@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|inputs] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -89,11 +89,6 @@ the layer's weight, bias and input gradients as three cuBLAS matmuls, a sum and 
 backward fills zeros and copies) against the default (one launch of
 ``ops/gradients.layer_gradients_kernel`` for small layers; the states by ``squeeze``/``unbind``),
 on the seed suites' small cases, where eager training is bound by the host.
-
-``--compare inputs`` computes the input projection inside the forward launch, by producer programs
-(``Plan.input_producers``; ``in_launch``, with the FLOP limit lifted), against ``torch.mm`` before
-it (``matmul``), on the seed suites' cases from 0.05 to 2 GFLOP of projection, to set
-``common.INPUT_PRODUCER_MAX_FLOP``; then FlashRNN's shape (77 GFLOP) for the far end.
 
 Writes ``OUT_DIR/<compare>.jsonl`` (the environment record, then one row per case as measured) and
 prints a table. ``--device cpu`` (with ``TRITON_INTERPRET=1``) only checks this script.
@@ -341,20 +336,6 @@ HOST_PATH_CASES = [
     ("gru", 32, 30, 512, 512, "bf16", HOST_PATH), ("lstm", 64, 100, 512, 512, "fp32", HOST_PATH),
 ]
 COMPARISONS["host_path"] = HOST_PATH_CASES
-INPUTS = ("in_launch", "matmul")
-PLANS["matmul"] = {"input_producers": 0}
-PLANS["in_launch"] = {}  # the default plan, the FLOP limit lifted (_setting)
-# The projection's GFLOP (2 T B G*H I) in the comments.
-INPUTS_CASES = [
-    ("rnn_tanh", 20, 30, 100, 100, "fp32", INPUTS), ("lstm", 20, 30, 100, 100, "fp32", INPUTS),  # 0.01, 0.05
-    ("gru", 32, 30, 128, 128, "fp32", INPUTS), ("lstm", 32, 30, 128, 128, "fp32", INPUTS),  # 0.09, 0.13
-    ("rnn_tanh", 20, 30, 100, 500, "fp32", INPUTS), ("lstm", 20, 30, 100, 500, "fp32", INPUTS),  # 0.06, 0.24
-    ("lstm", 128, 30, 128, 128, "fp32", INPUTS), ("gru", 32, 30, 512, 512, "fp32", INPUTS),  # 0.50, 1.5
-    ("lstm", 32, 30, 512, 512, "fp32", INPUTS), ("lstm", 20, 30, 100, 100, "tf32", INPUTS),  # 2.0, 0.05
-    ("lstm", 32, 30, 128, 128, "bf16", INPUTS), ("gru", 32, 30, 512, 512, "bf16", INPUTS),  # 0.13, 1.5
-    ("lstm", 16, 1024, 768, 768, "bf16", INPUTS),  # 77
-]
-COMPARISONS["inputs"] = INPUTS_CASES
 
 
 @contextlib.contextmanager
@@ -372,26 +353,10 @@ def _torch_calls():
         gradients.FUSED_MAX_FLOP, nn._per_layer = saved
 
 
-@contextlib.contextmanager
-def _inputs_in_launch():
-    """The input projection inside the forward launch whatever its FLOPs (the limit lifted)."""
-    from rnnbench.ops import recurrence
-
-    saved = recurrence.INPUT_PRODUCER_MAX_FLOP
-    recurrence.INPUT_PRODUCER_MAX_FLOP = float("inf")
-    try:
-        yield
-    finally:
-        recurrence.INPUT_PRODUCER_MAX_FLOP = saved
-
-
 def _setting(plan: str):
-    """The context a plan's steps are built and timed in: a :func:`plan_override`, the old host
-    path, or the input projection in the launch at any size."""
+    """The context a plan's steps are built and timed in: a :func:`plan_override`, or the old host path."""
     from rnnbench.ops.recurrence import plan_override
 
-    if plan == "in_launch":
-        return _inputs_in_launch()
     return _torch_calls() if plan == "torch_calls" else plan_override(**PLANS[plan])  # (torch_calls' plan is {})
 
 

@@ -50,8 +50,7 @@ def test_on_chip_runs_the_fast_activations_comparison(tmp_path):
 
 
 @pytest.mark.parametrize("compare, case, plans, cell", [("split_k", "2", ["split_k", "transpose"], "lstm"),
-                                                       ("host_path", "1", ["torch_calls", "default"], "rnn_tanh"),
-                                                       ("inputs", "0", ["in_launch", "matmul"], "rnn_tanh")])
+                                                       ("host_path", "1", ["torch_calls", "default"], "rnn_tanh")])
 def test_on_chip_runs_a_training_comparison(tmp_path, compare, case, plans, cell):
     proc = _run("on_chip.py", str(tmp_path), "--device", "cpu", "--compare", compare, "--cases", case,
                 "--case-budget", "0.01", "--order", "AB")

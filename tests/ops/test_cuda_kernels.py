@@ -289,28 +289,6 @@ def test_more_batch_rows_than_on_chip_programs_can_hold():
     check_layer("rnn_tanh", "bf16", _layer("rnn_tanh", batch, 5, 8, 100))
 
 
-@pytest.mark.parametrize("producers", [1, 3, None], ids=["1", "3", "default"])
-@pytest.mark.parametrize("hidden_size", [37, 100])
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("cell", CELLS)
-def test_input_projection_inside_the_launch(cell, dtype, hidden_size, producers):
-    """The forward's producer programs (``Plan.input_producers``) compute the input projection
-    inside the launch: 1, 3 or the default number per recurrent program (as many as leave each
-    program a multiprocessor) over 33 steps of 20 rows and 100 inputs (four chunks of 32), h on
-    chip (the RNN) or exchanged (the LSTM and GRU), against float64; and the input counters are
-    left at zero for the next launch."""
-    from rnnbench.ops.recurrence import layer_launch
-
-    override = {} if producers is None else {"input_producers": producers}
-    with plan_override(**override), matmul_mode(dtype):
-        launch = layer_launch(cell, 20, hidden_size, TORCH_DTYPE[dtype], torch.device("cuda"))
-        used = launch.input_producers(33, 20, 100)
-        assert used == min(producers or launch.forward.input_producers, -(-33 // launch.input_steps)) > 0
-        check_layer(cell, dtype, _layer(cell, 20, 33, 100, hidden_size))
-    torch.cuda.synchronize()
-    assert not any(buf.any() for buf in COUNTERS.values())
-
-
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("cell", CELLS)
 def test_layer_without_initial_states(cell, dtype):

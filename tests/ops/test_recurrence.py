@@ -32,9 +32,7 @@ PLANS = {"on_chip": {}, "exchange": {"h_on_chip": False}, "resident_pieces": {"b
          "split_once": {"h_on_chip": False, "split_once": True},
          "split_once_pieces": {"block_k": 16, "split_once": True},
          "split_once_streamed": {"w_resident": False, "block_k": 16, "split_once": True},
-         "split_w_once": {"w_resident": False, "block_k": 16, "split_once": True, "split_w_once": True},
-         # the input projection by torch.mm before the launch (the default here: producer programs in it)
-         "matmul_inputs": {"input_producers": 0}}
+         "split_w_once": {"w_resident": False, "block_k": 16, "split_once": True, "split_w_once": True}}
 SPLIT_K_CELLS = ("lstm", "gru")  # the cells with a split-K backward (Plan.split_k)
 FP32_TOLERANCE = tolerance("lstm", "fp32")
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -100,18 +98,6 @@ def test_layer_matches_reference_fp32(cell, shape, plan):
         pytest.skip(f"no split-K backward for {cell}")
     with plan_override(**PLANS[plan]):
         check_layer(cell, make_layer(cell, shape), "fp32", FP32_TOLERANCE)
-
-
-@pytest.mark.parametrize("cell", CELLS)
-def test_input_producers_take_several_blocks_of_steps(cell):
-    """Six blocks of steps over 2 producers: each computes three blocks of the input projection,
-    the last block 1 step long (a block is as many steps as the cell's tile allows)."""
-    from rnnbench.ops.recurrence import layer_launch
-
-    launch = layer_launch(cell, 3, 37, torch.float32, torch.device("cpu"))
-    seq_len = 5 * launch.input_steps + 1
-    assert launch.input_producers(seq_len, 3, 5) == 2
-    check_layer(cell, make_layer(cell, (3, seq_len, 5, 37)), "fp32", FP32_TOLERANCE)
 
 
 @pytest.mark.parametrize("cell", CELLS)

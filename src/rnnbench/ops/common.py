@@ -142,15 +142,6 @@ SPLIT_ONCE, SPLIT_W_ONCE_ROWS = True, 64
 # wide took 0.94-1.02x the step time of 64 at 16-32 rows, and six in flight at 64 rows 0.85-0.86x
 # (plan_sweep.py --cases spills: results/h100/triton-lane-14).
 SPLIT_ONCE_BLOCK_K, SPLIT_W_ONCE_STAGES = 32, 6
-# The input projection computed inside the forward launch (Plan.input_producers): up to this many
-# producer programs per recurrent program, and only for projections up to this many FLOPs
-# (2 T B G*H I), where the host call it replaces is what an eager call waits for. Each product of a
-# producer is at most INPUT_TILE elements (stacked rows x time steps x batch rows: 64 x 64, where
-# 128 x 64 spilled in the on-chip RNN's 3xTF32 forward, sm_90), BLOCK_I input columns deep. On the H100 a small eager forward whose x_proj needed no torch.mm ran
-# 1.49x (RNN) and 1.63x (LSTM) as fast at glample's hidden 100 in strict fp32
-# (results/h100/input-producer/probes/no_projection).
-MAX_INPUT_PRODUCERS, INPUT_PRODUCER_MAX_FLOP = 32, 5e8
-INPUT_TILE, INPUT_BLOCK_I = 64 * 64, 32
 # Plan overrides that pick a tile or weight path: given without h_on_chip, they mean the exchange plan.
 _EXCHANGE_FIELDS = frozenset({"block_h", "block_k", "w_resident"})
 
@@ -658,71 +649,6 @@ def _gate_bias(b_ih_ptr, b_hh_ptr, offsets, mask, HAS_BIAS: tl.constexpr, BOTH: 
 
 
 @triton.jit
-def _inputs_counter(counters_ptr):
-    """This recurrent program's input-projection counter (producers arrive, it waits): after the
-    barrier's arrivals and exits, one per program, ``2 NB + pid_b * NH + pid_h``."""
-    return (counters_ptr + 2 * tl.num_programs(1) + tl.program_id(1) * tl.num_programs(0)
-            + tl.program_id(0))
-
-
-@triton.jit
-def _produce_inputs(x_ptr, w_ih_ptr, x_proj_ptr, counters_ptr, T, B, I, H: tl.constexpr, GATES: tl.constexpr,
-                    GP: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_I: tl.constexpr,
-                    STEPS: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
-    """A producer program (``program_id(2) < num_programs(2) - 1``) of recurrent program
-    ``(pid_h, pid_b)``: that program's share of the input projection, ``x_proj[t, rows, w_rows] =
-    x[t, rows] @ W_ih[w_rows]^T`` for its batch rows and the stacked rows of its units
-    (:func:`_stacked_rows`, which are ``x_proj``'s columns), ``STEPS`` time steps per product
-    (``[GP * BLOCK_H, STEPS * BLOCK_B]``, over ``I`` in ``BLOCK_I`` chunks); producer ``z`` of ``S``
-    takes step blocks ``z, z + S, ..``. Then it arrives at the program's input counter
-    (:func:`_inputs_counter`). ``x [T, B, I]``, ``w_ih [GATES * H, I]``, ``x_proj [T, B, GATES *
-    H]``, contiguous, ``x_proj`` in the weights' dtype (as torch.mm would return it)."""
-    pid_h = tl.program_id(0)
-    w_rows, w_valid = _stacked_rows(pid_h, H, GATES, GP, BLOCK_H)
-    col = tl.arange(0, STEPS * BLOCK_B)  # product column: step col // BLOCK_B, row col % BLOCK_B
-    rows = tl.program_id(1) * BLOCK_B + col % BLOCK_B
-    plane_x = B.to(tl.int64) * I
-    plane_g = B.to(tl.int64) * (GATES * H)
-    producers = tl.num_programs(2) - 1
-    for block in range(tl.program_id(2), tl.cdiv(T, STEPS), producers):
-        t = block * STEPS + col // BLOCK_B
-        live = (rows < B) & (t < T)
-        acc = tl.zeros([GP * BLOCK_H, STEPS * BLOCK_B], dtype=tl.float32)
-        for k0 in range(0, I, BLOCK_I):
-            k = k0 + tl.arange(0, BLOCK_I)
-            w = tl.load(w_ih_ptr + w_rows[:, None] * I + k[None, :], mask=w_valid[:, None] & (k < I)[None, :],
-                        other=0.0)
-            x = tl.load(x_ptr + t[:, None] * plane_x + rows[:, None] * I + k[None, :],
-                        mask=live[:, None] & (k < I)[None, :], other=0.0)
-            acc = _mma(w, tl.trans(x), acc, PRECISION, UPCAST)
-        tl.store(x_proj_ptr + t[None, :] * plane_g + rows[None, :] * (GATES * H) + w_rows[:, None],
-                 acc.to(x_proj_ptr.dtype.element_ty), mask=w_valid[:, None] & live[None, :])
-    _arrive(_inputs_counter(counters_ptr))
-
-
-@triton.jit
-def _await_inputs(counters_ptr):
-    """A recurrent program waits until all its producers have arrived (every step's ``x_proj`` of
-    its tile is in memory), then zeroes its counter for the next launch (nobody touches it after
-    the last arrival). Under the interpreter, whose programs run one after another with the
-    producers first, a count short of them raises instead of spinning forever."""
-    counter = _inputs_counter(counters_ptr)
-    producers = tl.num_programs(2) - 1
-    if _INTERPRET:
-        if not INTERPRETER_PROGRAMS_CONCURRENT and tl.atomic_add(counter, 0, sem="acquire", scope="gpu") < producers:
-            raise RuntimeError("a recurrent program ran before its input producers under the interpreter")
-    _wait(counter, producers)
-    tl.atomic_xchg(counter, 0, sem="relaxed", scope="gpu")
-
-
-@triton.jit
-def _load_input(ptr, offsets, mask):
-    """``x_proj`` at ``offsets`` in fp32. Producer programs of this launch may have written it
-    (:func:`_produce_inputs`), so it is read through L2 (``.cg``), never from an L1 line."""
-    return tl.load(ptr + offsets, mask=mask, other=0.0, cache_modifier=".cg").to(tl.float32)
-
-
-@triton.jit
 def _grid_barrier(counter_ptr, target):
     """Wait until ``target`` arrivals have been counted at ``counter_ptr`` (ours included):
     :func:`_arrive` then :func:`_wait`."""
@@ -844,11 +770,6 @@ class Plan:
         split_w_once: with ``split_once`` and streamed weights: each program writes the split of its
             rows of ``W_hh`` to a copy in global memory before the time loop and streams both
             halves from there (twice the bytes a step from L2, no arithmetic on the way).
-        input_producers: forward only: at most this many producer programs per recurrent program
-            compute the input projection inside the launch (:func:`_produce_inputs`; the
-            recurrent program waits for them once, before its first step) instead of a
-            ``torch.mm`` before it; 0 for the ``torch.mm``. Whether a call uses them is decided
-            per call (``recurrence._Launch.input_producers``: small projections only).
     """
 
     block_b: int
@@ -863,7 +784,6 @@ class Plan:
     half_partials: bool = False
     split_once: bool = False
     split_w_once: bool = False
-    input_producers: int = 0
 
     def grid(self, batch_size: int, hidden_size: int) -> tuple[int, int]:
         """(programs over hidden units, programs over batch rows)."""
@@ -1095,8 +1015,6 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         fields.update(_split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision,
                                       step_precision, override))
     plan = Plan(**{**fields, **override})
-    if direction == "forward" and "input_producers" not in override:
-        plan = dataclasses.replace(plan, input_producers=default_input_producers(plan, batch_size, hidden_size, slots))
     if device.type == "cuda" and plan.split_once and not plan.w_resident and "num_stages" not in override:
         # As many chunks in flight as shared memory holds (each has two fp32 tiles of h, one or two of W).
         stage = split_once_stage_bytes(plan.block_b, gp * plan.block_h, plan.block_k, plan.split_w_once)
@@ -1126,31 +1044,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     if slots is not None and nh * nb > slots:
         raise ValueError(f"{nh * nb} programs cannot all be resident on {slots} multiprocessors "
                          f"(batch_size {batch_size}, hidden_size {hidden_size})")
-    # Recurrent programs wait for their input producers: a grid the multiprocessors cannot all
-    # hold could leave producers queued behind waiting programs.
-    if slots is not None and nh * nb * (1 + plan.input_producers) > slots:
-        raise ValueError(f"{nh * nb} programs and {plan.input_producers} input producers each cannot all be "
-                         f"resident on {slots} multiprocessors")
     return plan
-
-
-def input_steps(plan: Plan, num_gates: int) -> int:
-    """Time steps per product of an input producer (:func:`_produce_inputs`): as many as keep its
-    tile ``[gates_padded * block_h, steps * block_b]`` within :data:`INPUT_TILE` elements and 64
-    columns (a 16 x 256 tile of FMA products, strict fp32's IEEE path, spilled 232 bytes a thread)."""
-    rows = gates_padded(num_gates) * plan.block_h
-    return max(1, min(INPUT_TILE // (rows * plan.block_b), 64 // plan.block_b))
-
-
-def default_input_producers(plan: Plan, batch_size: int, hidden_size: int, slots: int | None) -> int:
-    """Producer programs per recurrent program for the input projection (:attr:`Plan.input_producers`):
-    as many as leave every program its own multiprocessor (``slots``), at most
-    :data:`MAX_INPUT_PRODUCERS`; under the interpreter (``slots`` None) 2, so that the tests
-    cover several."""
-    if slots is None:
-        return 2
-    nh, nb = plan.grid(batch_size, hidden_size)
-    return max(0, min(MAX_INPUT_PRODUCERS, slots // (nh * nb) - 1))
 
 
 def split_k_pieces(hidden_size: int, block_k: int) -> int:

@@ -28,9 +28,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .common import (INPUT_BLOCK_I, INPUT_PRODUCER_MAX_FLOP, INTERPRET, STRICT_FP32_DEFAULT,
-                     SUPPORTED_DTYPES, Plan, backward_precision, choose_plan, dot_precision, k_chunks, k_padded,
-                     input_steps, split_k_pieces, split_once_level, upcast_dot)
+from .common import (INTERPRET, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, choose_plan,
+                     dot_precision, k_chunks, k_padded, split_k_pieces, split_once_level, upcast_dot)
 from .gradients import layer_gradients
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
 from .launch import KernelLauncher
@@ -163,26 +162,8 @@ class _Launch:
                     PRECISION=precision,
                     UPCAST=self.upcast, num_warps=plan.num_warps, num_stages=plan.num_stages)
         if forward:
-            meta.update(CHUNKS=chunks, FAST_ACT=plan.fast_activations, SPLIT_ONCE=split_once_level(plan),
-                        BLOCK_I=INPUT_BLOCK_I, STEPS=self.input_steps)
+            meta.update(CHUNKS=chunks, FAST_ACT=plan.fast_activations, SPLIT_ONCE=split_once_level(plan))
         return meta
-
-    @functools.cached_property
-    def input_steps(self) -> int:
-        """Time steps per product of an input producer (:func:`rnnbench.ops.common.input_steps`)."""
-        return input_steps(self.forward, self.num_gates)
-
-    def input_producers(self, seq_len: int, batch_size: int, input_size: int) -> int:
-        """Producer programs per recurrent program that compute this call's input projection inside
-        the forward launch (:attr:`~rnnbench.ops.common.Plan.input_producers`, at most one per block
-        of :attr:`input_steps` steps), or 0 for a ``torch.mm`` before it: projections over
-        :data:`~rnnbench.ops.common.INPUT_PRODUCER_MAX_FLOP` FLOPs take cuBLAS, whose tiles use
-        the whole GPU."""
-        cap = self.forward.input_producers
-        flop = 2 * seq_len * batch_size * self.num_gates * self.hidden_size * input_size
-        if not cap or flop > INPUT_PRODUCER_MAX_FLOP:
-            return 0
-        return min(cap, -(-seq_len // self.input_steps))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -192,13 +173,9 @@ def _cached_launch(cell, batch_size, hidden_size, dtype, device, precision, over
     return _Launch(*plans, precision, upcast_dot(dtype), hidden_size, NUM_GATES[cell])
 
 
-def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Launch, save: bool,
-                       inputs: tuple | None = None, producers: int = 0):
+def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Launch, save: bool):
     """Run the forward kernel. ``x_proj [T, B, G*H]`` (no bias), ``h0``/``c0`` ``[B, H]`` or None
-    (zeros), biases ``[G*H]`` or None. With ``producers`` > 0, ``inputs`` is ``(x [T, B, I], w_ih
-    [G*H, I])``, both contiguous, and that many producer programs per recurrent program compute
-    ``x_proj = x W_ih^T`` into ``x_proj`` (uninitialised) inside the launch
-    (:meth:`_Launch.input_producers`).
+    (zeros), biases ``[G*H]`` or None.
 
     Returns ``(h_buf [T+1, B, H], h_n, c_n, saved, c_buf)``: ``h_buf[1:]`` is the output
     (``h_buf[0]`` holds h0 only when saving), ``h_n``/``c_n`` ``[B, H]`` in the weights' dtype
@@ -209,16 +186,12 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     H = w_hh.shape[1]
     dev, dtype = x_proj.device, w_hh.dtype
     plan_ = launch.forward
-    nh, nb = plan_.grid(B, H)
-    grid = (nh, nb, 1 + producers)
-    # barrier arrivals and exits per batch block, then one input counter per program when producing
-    counters, stream = _counters(2 * nb + (nh * nb if producers else 0), dev)
-    x, w_ih = inputs if producers else (x_proj, x_proj)  # unused pointers without producers
+    grid = plan_.grid(B, H)
+    counters, stream = _counters(2 * grid[1], dev)
     h_buf = torch.empty(T + 1, B, H, device=dev, dtype=dtype)
     h_n = torch.empty(B, H, device=dev, dtype=dtype)
     biases = (b_ih, b_hh) if b_ih is not None else (w_hh, w_hh)  # unused pointers without bias
-    flags = dict(HAS_BIAS=b_ih is not None, HAS_H0=h0 is not None, SAVE=save, PRODUCE=producers > 0,
-                 **launch.forward_meta)
+    flags = dict(HAS_BIAS=b_ih is not None, HAS_H0=h0 is not None, SAVE=save, **launch.forward_meta)
     h0 = h_buf if h0 is None else h0
     f32 = dict(device=dev, dtype=torch.float32)
     # 3xTF32 with operands split once (Plan.split_once): W_hh's split copy [2, G*H, H] (each program
@@ -231,17 +204,17 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
         c_buf = torch.empty(T + 1, B, H, **f32) if save else None
         saved = torch.empty(T, B, 4 * H, **f32) if save else None
         unused = h_n
-        _LSTM_FORWARD(grid, x_proj, x, w_ih, w_hh, *biases, h0, unused if c0 is None else c0, h_buf, h_n, c_n,
+        _LSTM_FORWARD(grid, x_proj, w_hh, *biases, h0, unused if c0 is None else c0, h_buf, h_n, c_n,
                       unused if c_buf is None else c_buf, unused if saved is None else saved, w_split, h_split,
-                      counters, T, B, x.shape[2], HAS_C0=c0 is not None, **flags, stream=stream)
+                      counters, T, B, HAS_C0=c0 is not None, **flags, stream=stream)
     elif cell == "gru":
         saved = torch.empty(T, B, 4 * H, **f32) if save else None
-        _GRU_FORWARD(grid, x_proj, x, w_ih, w_hh, *biases, h0, h_buf, h_n, h_n if saved is None else saved, w_split, h_split,
-                     counters, T, B, x.shape[2], **flags, stream=stream)
+        _GRU_FORWARD(grid, x_proj, w_hh, *biases, h0, h_buf, h_n, h_n if saved is None else saved, w_split, h_split,
+                     counters, T, B, **flags, stream=stream)
     else:
         saved = torch.empty(T, B, H, **f32) if save else None
-        _RNN_FORWARD(grid, x_proj, x, w_ih, w_hh, *biases, h0, h_buf, h_n, h_n if saved is None else saved, w_split, h_split,
-                     counters, T, B, x.shape[2], RELU=cell == "rnn_relu", **flags, stream=stream)
+        _RNN_FORWARD(grid, x_proj, w_hh, *biases, h0, h_buf, h_n, h_n if saved is None else saved, w_split, h_split,
+                     counters, T, B, RELU=cell == "rnn_relu", **flags, stream=stream)
     return h_buf, h_n, c_n, saved, c_buf
 
 
@@ -303,18 +276,10 @@ def _contiguous(t):
 
 
 def _layer_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save):
-    """The input projection and the forward kernel: ``(output, h_n, c_n, h_buf, saved, c_buf)``.
-    A small projection is computed inside the forward launch by its producer programs (no host
-    call for it: what a small eager forward waits for), a larger one by ``torch.mm`` before it."""
-    T, B, I = x.shape
-    producers = launch.input_producers(T, B, I)
-    if producers:
-        x_proj = torch.empty(T, B, w_ih.shape[0], device=x.device, dtype=w_hh.dtype)
-        inputs = (x.contiguous(), w_ih)
-    else:
-        x_proj, inputs = torch.mm(x.reshape(T * B, -1), w_ih.t()).view(T, B, -1), None
-    h_buf, h_n, c_n, saved, c_buf = recurrence_forward(cell, x_proj, w_hh, b_ih, b_hh, h0, c0, launch, save,
-                                                       inputs, producers)
+    """The input projection and the forward kernel: ``(output, h_n, c_n, h_buf, saved, c_buf)``."""
+    T, B, _ = x.shape
+    x_proj = torch.mm(x.reshape(T * B, -1), w_ih.t()).view(T, B, -1)
+    h_buf, h_n, c_n, saved, c_buf = recurrence_forward(cell, x_proj, w_hh, b_ih, b_hh, h0, c0, launch, save)
     return h_buf[1:], h_n, c_n, h_buf, saved, c_buf
 
 

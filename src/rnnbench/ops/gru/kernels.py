@@ -18,29 +18,22 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_act_sigmoid, _act_tanh, _arrive, _await_inputs, _back_tile, _columns_matmul, _forward_weights,
-                      _gate_bias, _gate_columns, _load_f32, _load_input, _load_weight_columns, _on_chip_columns,
-                      _produce_inputs, _program_tile, _publish_h, _recurrent_matmul, _release_counters,
-                      _resident_stack_t, _split_gates, _split_h0, _split_k_arrive, _split_k_sum, _stack_gates,
-                      _stacked_rows, _wait)
+from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _columns_matmul, _forward_weights, _gate_bias,
+                      _gate_columns, _load_f32, _load_weight_columns, _on_chip_columns, _program_tile, _publish_h,
+                      _recurrent_matmul, _release_counters, _resident_stack_t, _split_gates, _split_h0,
+                      _split_k_arrive, _split_k_sum, _stack_gates, _stacked_rows, _wait)
 
 
-@triton.jit(do_not_specialize=["T", "B", "I"])
+@triton.jit(do_not_specialize=["T", "B"])
 def gru_forward_kernel(
-    x_proj_ptr, x_ptr, w_ih_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr,
+    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr,
     h_buf_ptr, h_n_ptr, saved_ptr, w_split_ptr, h_split_ptr, counters_ptr,
-    T, B, I,
+    T, B,
     H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
     UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr,
-    PRODUCE: tl.constexpr, BLOCK_I: tl.constexpr, STEPS: tl.constexpr,
 ):
-    if PRODUCE:  # the input projection's producer programs (the grid's last axis) stop here
-        if tl.program_id(2) < tl.num_programs(2) - 1:
-            _produce_inputs(x_ptr, w_ih_ptr, x_proj_ptr, counters_ptr, T, B, I, H, 3, 4, BLOCK_B, BLOCK_H,
-                            BLOCK_I, STEPS, PRECISION, UPCAST)
-            return
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     gid = rows[None, :] * (3 * H) + units[:, None]  # gate r of a [B, 3H] plane
     sid = rows[None, :] * (4 * H) + units[:, None]  # r of a [B, 4H] saved plane
@@ -62,11 +55,9 @@ def gru_forward_kernel(
     barriers = _split_h0(h, h_split_ptr, plane_h, hid, mask, counters_ptr + pid_b, HAS_H0, SPLIT_ONCE)
     if SAVE:
         tl.store(h_buf_ptr + hid, h.to(out_ty), mask=mask)
-    if PRODUCE:
-        _await_inputs(counters_ptr)
-    x_r = _load_input(x_proj_ptr, gid + 0 * H, mask)
-    x_z = _load_input(x_proj_ptr, gid + 1 * H, mask)
-    x_n = _load_input(x_proj_ptr, gid + 2 * H, mask)
+    x_r = _load_f32(x_proj_ptr, gid + 0 * H, mask)
+    x_z = _load_f32(x_proj_ptr, gid + 1 * H, mask)
+    x_n = _load_f32(x_proj_ptr, gid + 2 * H, mask)
     t = 0
     while t < T:
         acc = _recurrent_matmul(w, h, w_src, w_rows, w_valid, h_buf_ptr, h0_ptr, h_split_ptr, w_plane, t, plane_h,
@@ -89,9 +80,9 @@ def gru_forward_kernel(
             tl.store(s_t + sid + 3 * H, hn, mask=mask)
         if t + 1 < T:
             x_t = x_proj_ptr + (t + 1) * plane_g
-            x_r = _load_input(x_t, gid + 0 * H, mask)
-            x_z = _load_input(x_t, gid + 1 * H, mask)
-            x_n = _load_input(x_t, gid + 2 * H, mask)
+            x_r = _load_f32(x_t, gid + 0 * H, mask)
+            x_z = _load_f32(x_t, gid + 1 * H, mask)
+            x_n = _load_f32(x_t, gid + 2 * H, mask)
             if not ON_CHIP:
                 _wait(counters_ptr + pid_b, tl.num_programs(0) * (t + 1 + barriers))
         t += 1

@@ -18,29 +18,22 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_act_sigmoid, _act_tanh, _arrive, _await_inputs, _back_tile, _columns_matmul, _forward_weights,
-                      _gate_bias, _gate_columns, _load_f32, _load_input, _load_weight_columns, _on_chip_columns,
-                      _produce_inputs, _program_tile, _publish_h, _recurrent_matmul, _release_counters,
-                      _resident_stack_t, _split_gates, _split_h0, _split_k_arrive, _split_k_sum, _stack_gates,
-                      _stacked_rows, _tanh, _wait)
+from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _columns_matmul, _forward_weights, _gate_bias,
+                      _gate_columns, _load_f32, _load_weight_columns, _on_chip_columns, _program_tile, _publish_h,
+                      _recurrent_matmul, _release_counters, _resident_stack_t, _split_gates, _split_h0,
+                      _split_k_arrive, _split_k_sum, _stack_gates, _stacked_rows, _tanh, _wait)
 
 
-@triton.jit(do_not_specialize=["T", "B", "I"])
+@triton.jit(do_not_specialize=["T", "B"])
 def lstm_forward_kernel(
-    x_proj_ptr, x_ptr, w_ih_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, c0_ptr,
+    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, c0_ptr,
     h_buf_ptr, h_n_ptr, c_n_ptr, c_buf_ptr, gates_ptr, w_split_ptr, h_split_ptr, counters_ptr,
-    T, B, I,
+    T, B,
     H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, HAS_C0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
     UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr,
-    PRODUCE: tl.constexpr, BLOCK_I: tl.constexpr, STEPS: tl.constexpr,
 ):
-    if PRODUCE:  # the input projection's producer programs (the grid's last axis) stop here
-        if tl.program_id(2) < tl.num_programs(2) - 1:
-            _produce_inputs(x_ptr, w_ih_ptr, x_proj_ptr, counters_ptr, T, B, I, H, 4, 4, BLOCK_B, BLOCK_H,
-                            BLOCK_I, STEPS, PRECISION, UPCAST)
-            return
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     gid = rows[None, :] * (4 * H) + units[:, None]  # offsets of gate i into a [B, 4H] plane
     plane_h = B.to(tl.int64) * H
@@ -62,12 +55,10 @@ def lstm_forward_kernel(
     if SAVE:  # backward reads h_{t-1} and c_{t-1} of every step
         tl.store(h_buf_ptr + hid, h.to(out_ty), mask=mask)
         tl.store(c_buf_ptr + hid, c, mask=mask)
-    if PRODUCE:
-        _await_inputs(counters_ptr)
-    x_i = _load_input(x_proj_ptr, gid + 0 * H, mask)
-    x_f = _load_input(x_proj_ptr, gid + 1 * H, mask)
-    x_g = _load_input(x_proj_ptr, gid + 2 * H, mask)
-    x_o = _load_input(x_proj_ptr, gid + 3 * H, mask)
+    x_i = _load_f32(x_proj_ptr, gid + 0 * H, mask)
+    x_f = _load_f32(x_proj_ptr, gid + 1 * H, mask)
+    x_g = _load_f32(x_proj_ptr, gid + 2 * H, mask)
+    x_o = _load_f32(x_proj_ptr, gid + 3 * H, mask)
     t = 0
     while t < T:
         acc = _recurrent_matmul(w, h, w_src, w_rows, w_valid, h_buf_ptr, h0_ptr, h_split_ptr, w_plane, t, plane_h,
@@ -94,10 +85,10 @@ def lstm_forward_kernel(
             # Next step's input projection first (no other program writes it), then wait until
             # every program's h_t is in memory.
             x_t = x_proj_ptr + (t + 1) * plane_g
-            x_i = _load_input(x_t, gid + 0 * H, mask)
-            x_f = _load_input(x_t, gid + 1 * H, mask)
-            x_g = _load_input(x_t, gid + 2 * H, mask)
-            x_o = _load_input(x_t, gid + 3 * H, mask)
+            x_i = _load_f32(x_t, gid + 0 * H, mask)
+            x_f = _load_f32(x_t, gid + 1 * H, mask)
+            x_g = _load_f32(x_t, gid + 2 * H, mask)
+            x_o = _load_f32(x_t, gid + 3 * H, mask)
             if not ON_CHIP:
                 _wait(counters_ptr + pid_b, tl.num_programs(0) * (t + 1 + barriers))
         t += 1

@@ -13,9 +13,9 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_act_tanh, _arrive, _await_inputs, _columns_matmul, _forward_weights, _gate_bias, _load_f32,
-                      _load_input, _load_weight_columns, _mma, _produce_inputs, _program_tile, _publish_h,
-                      _recurrent_matmul, _release_counters, _split_h0, _stacked_rows, _wait)
+from ..common import (_act_tanh, _arrive, _columns_matmul, _forward_weights, _gate_bias, _load_f32,
+                      _load_weight_columns, _mma, _program_tile, _publish_h, _recurrent_matmul, _release_counters,
+                      _split_h0, _stacked_rows, _wait)
 
 
 @triton.jit
@@ -27,22 +27,16 @@ def _activation(x, RELU: tl.constexpr, FAST: tl.constexpr):
     return y
 
 
-@triton.jit(do_not_specialize=["T", "B", "I"])
+@triton.jit(do_not_specialize=["T", "B"])
 def rnn_forward_kernel(
-    x_proj_ptr, x_ptr, w_ih_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr,
+    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr,
     h_buf_ptr, h_n_ptr, saved_ptr, w_split_ptr, h_split_ptr, counters_ptr,
-    T, B, I,
+    T, B,
     H: tl.constexpr, RELU: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
     UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr,
-    PRODUCE: tl.constexpr, BLOCK_I: tl.constexpr, STEPS: tl.constexpr,
 ):
-    if PRODUCE:  # the input projection's producer programs (the grid's last axis) stop here
-        if tl.program_id(2) < tl.num_programs(2) - 1:
-            _produce_inputs(x_ptr, w_ih_ptr, x_proj_ptr, counters_ptr, T, B, I, H, 1, 1, BLOCK_B, BLOCK_H,
-                            BLOCK_I, STEPS, PRECISION, UPCAST)
-            return
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     plane_h = B.to(tl.int64) * H
     out_ty = h_buf_ptr.dtype.element_ty
@@ -57,11 +51,9 @@ def rnn_forward_kernel(
     barriers = _split_h0(h, h_split_ptr, plane_h, hid, mask, counters_ptr + pid_b, HAS_H0, SPLIT_ONCE)
     if SAVE:
         tl.store(h_buf_ptr + hid, h.to(out_ty), mask=mask)
-    if PRODUCE:
-        _await_inputs(counters_ptr)
-    x = _load_input(x_proj_ptr, hid, mask)
+    x = _load_f32(x_proj_ptr, hid, mask)
     if ON_CHIP:  # the next step's input too: see the loop's end
-        x_next = _load_input(x_proj_ptr + tl.minimum(1, T - 1) * plane_h, hid, mask)
+        x_next = _load_f32(x_proj_ptr + tl.minimum(1, T - 1) * plane_h, hid, mask)
     t = 0
     while t < T:
         a = _recurrent_matmul(w, h, w_src, w_rows, w_valid, h_buf_ptr, h0_ptr, h_split_ptr, w_plane, t, plane_h,
@@ -79,10 +71,10 @@ def rnn_forward_kernel(
             # hidden 100 on the H100, bf16 the same; forward errors against float64 the same to
             # every digit (results/h100/triton-lane-6/README.md, "Loads outside the branch").
             x = x_next
-            x_next = _load_input(x_proj_ptr + tl.minimum(t + 2, T - 1) * plane_h, hid, mask)
+            x_next = _load_f32(x_proj_ptr + tl.minimum(t + 2, T - 1) * plane_h, hid, mask)
         else:
             if t + 1 < T:
-                x = _load_input(x_proj_ptr + (t + 1) * plane_h, hid, mask)
+                x = _load_f32(x_proj_ptr + (t + 1) * plane_h, hid, mask)
                 _wait(counters_ptr + pid_b, tl.num_programs(0) * (t + 1 + barriers))
         t += 1
     tl.store(h_n_ptr + hid, h.to(h_n_ptr.dtype.element_ty), mask=mask)
