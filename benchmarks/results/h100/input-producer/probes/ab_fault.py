@@ -5,6 +5,8 @@ caller), printing the traceback of the first failure.
 
 With ``off`` no call computes its projection in the launch (both settings take torch.mm): does the
 fault come without the producers?
+
+Ran on the tree of c907e95 (on_chip.py's ``inputs`` comparison, reverted in b5a29be); see ../README.md.
 """
 import sys
 import traceback

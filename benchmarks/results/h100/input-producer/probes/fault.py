@@ -3,6 +3,8 @@ projection inside the launch? Each configuration in a process of its own (a faul
 context), CUDA_LAUNCH_BLOCKING=1 so the faulting launch raises.
 
     PYTHONPATH=src python3 benchmarks/results/h100/input-producer/probes/fault.py [CONFIG]
+
+Ran on the tree of c907e95 (``Plan.input_producers``, reverted in b5a29be); see ../README.md.
 """
 import os
 import subprocess
