@@ -1,6 +1,6 @@
 """Our recurrence kernels alone under launch-plan overrides: µs per step, forward and backward (one GPU).
 
-    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first] [--budget SECONDS]
+    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows] [--budget SECONDS]
 
 For each case (cell, batch_size, hidden_size, dtype, seq_len) and each plan override
 (``rnnbench.ops.recurrence.plan_override``; ``{}`` is the default plan), on prebuilt inputs
@@ -24,6 +24,10 @@ the choice against float64 and times the lanes. Case sets:
 - ``spills``: strict fp32's split-once forwards (``Plan.split_once``), the default against 8
   warps, 32-wide chunks and no split once (and at 64 rows: 32-wide chunks six in flight, the
   weights split in the step).
+- ``rows``: batch rows a program at batch 32-128 where 16-row blocks still fit on the
+  multiprocessors at the smallest weight tile (``common.default_block_b`` gives 32 past batch 32
+  in the forward, from a sweep of 32 against 64 rows only, and the batch up to 64 rows in the
+  backward, not swept before): the default against 16 rows forward, and 16 and 32 rows backward.
 
 Writes ``OUT_DIR/plan_sweep-<cases>.jsonl`` (the environment record, then one row per case and
 plan as measured) and prints one line per row.
@@ -80,6 +84,15 @@ CASE_SETS = {
         *[(cell, b, h, "fp32", 30, ONCE_COPY) for cell, b, h in (("lstm", 128, 1024), ("gru", 128, 1024), ("lstm", 256, 512))],
     ],
 }
+# Batch rows a program: 16 forward, 16 or 32 backward, against the default.
+ROWS = [{}, {"forward_block_b": 16}, {"backward_block_b": 16}, {"backward_block_b": 32}]
+CASE_SETS["rows"] = [
+    *[(cell, 128, 128, dtype, 30, ROWS) for cell in ("lstm", "gru") for dtype in ("fp32", "tf32", "bf16")],
+    *[("lstm", 64, 512, dtype, 100, ROWS) for dtype in ("fp32", "tf32", "bf16")],  # fastrnns
+    ("lstm", 128, 256, "bf16", 30, ROWS),
+    *[(cell, 32, 128, "fp32", 30, [{}, {"backward_block_b": 16}]) for cell in ("lstm", "gru")],
+    ("lstm", 32, 512, "bf16", 30, [{}, {"backward_block_b": 16}]),
+]
 FIELDS = ("cell", "batch_size", "hidden_size", "dtype", "seq_len", "plan")
 
 
