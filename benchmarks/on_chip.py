@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -90,6 +90,13 @@ backward fills zeros and copies) against the default (one launch of
 ``ops/gradients.layer_gradients_kernel`` for small layers; the states by ``squeeze``/``unbind``),
 on the seed suites' small cases, where eager training is bound by the host.
 
+``--compare batch_rows`` runs the default, batch blocks of 16 rows wherever their programs fit
+(``common.default_block_b``; the split-K backward takes the forward's blocks), against 32
+(``plan_override(block_b=32)``, the default before past batch 32; the RNN's forward alone, its
+backward keeps the whole batch), both ways: theano's depth-1
+cases at hidden 128 and fastrnns', then the RNN (forward only changes) and shapes the kernel
+sweep (``plan_sweep.py --cases rows``) did not cover.
+
 Writes ``OUT_DIR/<compare>.jsonl`` (the environment record, then one row per case as measured) and
 prints a table. ``--device cpu`` (with ``TRITON_INTERPRET=1``) only checks this script.
 """
@@ -123,6 +130,7 @@ PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip":
          "resident64": {"forward_w_resident": True, "forward_block_k": 64},
          "fwd_w8": {"forward_num_warps": 8}, "w8": {"num_warps": 8}, "split_in_step": {"split_once": False},
          "w_in_step": {"split_w_once": False}, "w_copy": {"split_w_once": True},
+         "batch32": {"block_b": 32}, "fwd_batch32": {"forward_block_b": 32},
          "torch_calls": {}}  # the default plan on the host path before ops/gradients.py (_setting)
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
@@ -318,11 +326,25 @@ SPLIT_ONCE_CASES = [
     _case(cell, b, h, "fp32", ("default", "w_in_step" if _weights_copied(cell, b, h) else "w_copy"), seq_len=t)
     for cell, b, h, t in _STREAMED_FP32
 ]
+# Batch blocks of 16 rows wherever their programs fit (common.default_block_b; the split-K backward
+# takes the forward's blocks) against 32, the default before past batch 32: theano's depth-1 cases at
+# hidden 128 and fastrnns' (which it changes), then shapes the kernel sweep did not cover (the RNN,
+# whose backward keeps the whole batch, so only its forward's blocks differ; the GRU at hidden 512,
+# batch 64).
+BATCH_ROWS = ("default", "batch32")
+BATCH_ROWS_CASES = [
+    _case(cell, 128, 128, dtype, BATCH_ROWS) for dtype in ("fp32", "tf32", "bf16") for cell in ("lstm", "gru")
+] + [_case("lstm", 64, 512, dtype, BATCH_ROWS, seq_len=100) for dtype in ("fp32", "bf16")] + [
+    _case("rnn_tanh", 128, 512, "bf16", ("default", "fwd_batch32")),
+    _case("rnn_tanh", 128, 1024, "bf16", ("default", "fwd_batch32")),
+    _case("lstm", 128, 256, "bf16", BATCH_ROWS), _case("gru", 64, 512, "tf32", BATCH_ROWS),
+]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
                "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES, "split_k_x3": X3_CASES,
                "split_k_tf32": TF32_TALL_CASES,
                "block_h": UNITS_CASES, "piece": PIECE_CASES,
-               "stream": STREAM_CASES, "warps64": WARPS64_CASES, "split_once": SPLIT_ONCE_CASES}
+               "stream": STREAM_CASES, "warps64": WARPS64_CASES, "split_once": SPLIT_ONCE_CASES,
+               "batch_rows": BATCH_ROWS_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 HOST_PATH = ("torch_calls", "default")
 # The seed suites' small cases (fp32 is strict: glample's and theano's own), where eager training

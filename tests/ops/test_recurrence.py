@@ -277,7 +277,7 @@ def test_default_plans_for_the_h100():
     assert not plan(128, 1024, 3, torch.float16).w_resident
     assert plan(64, 1024, 4, torch.bfloat16).w_resident
     assert plan(128, 512, 4, torch.float32, "tf32").w_resident
-    assert plan(64, 1024, 4, torch.bfloat16).block_k == plan(128, 1024, 1, torch.bfloat16).block_k == 128
+    assert plan(64, 1024, 4, torch.bfloat16).block_k == plan(256, 1024, 1, torch.bfloat16).block_k == 128
     # Its backward is split-K on the forward's programs, W_stack^T resident (96 KB), partials 256
     # units high (16-bit weights, 16 batch rows); the transpose backward's 16-row weight tile would
     # go through mma.sync (spills): streamed.
@@ -319,11 +319,18 @@ def test_default_plans_for_the_h100():
     assert (p.block_h, p.w_resident, p.grid(20, 500)) == (4, False, (125, 1))  # 2 x 125 would not fit
     assert plan(20, 100, 4, torch.float32).grid(20, 100) == (25, 2)  # 16 batch rows: more programs
     assert plan(20, 500, 4, torch.float32, direction="backward").block_k == 16
-    # Forward batch blocks of 16 rows up to batch 32, 32 beyond, where the programs still fit at
-    # the smallest tile; else the whole batch (up to 64 rows) per program. Backward: whole batch.
+    # Forward batch blocks of 16 rows, else 32, where the programs still fit at the smallest tile;
+    # else the whole batch (up to 64 rows) per program. Backward: whole batch, but split-K takes
+    # the forward's blocks.
     assert plan(32, 512, 4, torch.bfloat16).grid(32, 512) == (32, 2)
+    assert plan(128, 128, 4, torch.bfloat16).grid(128, 128) == (8, 8)
+    assert plan(64, 512, 4, torch.float32, "tf32x3").grid(64, 512) == (32, 4)  # 128 programs
+    assert plan(65, 512, 4, torch.float32, "tf32x3").grid(65, 512) == (32, 3)  # 32 rows: 5 x 32 would not fit
     assert plan(128, 512, 4, torch.bfloat16).grid(128, 512) == (32, 4)
     assert plan(128, 1024, 4, torch.bfloat16).grid(128, 1024) == (64, 2)
+    assert plan(128, 128, 3, torch.float32, "tf32", "backward").grid(128, 128) == (8, 8)
+    assert plan(128, 512, 1, torch.float32, "tf32").block_b == 16
+    assert plan(128, 512, 1, torch.float32, "tf32", "backward").block_b == 64  # the RNN's (not split-K)
     assert plan(32, 512, 3, torch.bfloat16, direction="backward", split_k=False).block_b == 32
     assert plan(32, 512, 4, torch.bfloat16, direction="backward").block_b == 16  # split-K: the forward's
     # Strict fp32 as 3xTF32 (the default on CUDA): tensor-core tiles; the forward resident only up

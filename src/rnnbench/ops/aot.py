@@ -48,7 +48,8 @@ KERNELS = {
     ("lstm", "backward", "split_k"): lstm_backward_split_k_kernel,
     ("gru", "backward", "split_k"): gru_backward_split_k_kernel,
 }
-# (cell, dtype, batch, hidden, precision): the shapes benchmarks/triton_dev.py times.
+# (cell, dtype, batch, hidden, precision): the shapes benchmarks/triton_dev.py times, and (last
+# four) seed and plan-sweep shapes that batch blocks of 16 rows past batch 32 reach.
 BENCHMARK_SHAPES = [
     ("lstm", torch.float32, 20, 100, "tf32x3"), ("lstm", torch.float32, 20, 500, "tf32x3"),
     ("lstm", torch.float32, 20, 500, "ieee"), ("rnn", torch.float32, 20, 100, "tf32x3"),
@@ -59,6 +60,8 @@ BENCHMARK_SHAPES = [
     ("gru", torch.bfloat16, 128, 512, "ieee"), ("lstm", torch.bfloat16, 128, 1024, "ieee"),
     ("lstm", torch.bfloat16, 16, 768, "ieee"), ("lstm", torch.float16, 16, 768, "ieee"),
     ("rnn", torch.bfloat16, 32, 512, "ieee"),
+    ("lstm", torch.float32, 128, 128, "tf32x3"), ("gru", torch.float32, 128, 128, "tf32"),
+    ("lstm", torch.float32, 64, 512, "tf32x3"), ("rnn", torch.bfloat16, 128, 1024, "ieee"),
 ]
 # Every kernel once, and each path: resident wgmma forward (LSTM bf16 at 768), strict fp32 streamed
 # on FMA units both ways (GRU), strict fp32 as 3xTF32 streamed both ways (LSTM at 500) and resident

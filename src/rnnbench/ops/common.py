@@ -877,16 +877,20 @@ def default_block_b(batch_size: int, hidden_programs: int, slots: int, direction
     """Batch rows per program on CUDA, given ``hidden_programs`` (programs per batch block at the
     smallest ``block_h``) and ``slots`` (programs that can be resident).
 
-    Forward: at most 16 rows up to batch 32 and 32 beyond, so more programs share the batch (the
-    H100 sweep of docs/kernels.md: 0.71-0.80x the kernel time of 32 rows at batch 20-32,
-    0.54-0.64x of 64 rows at batch 128), but only where those programs fit without a taller
-    weight tile (which could leave shared memory: not swept). Otherwise, and backward (not swept
-    yet): the batch, up to :data:`MAX_BLOCK_B` rows."""
+    Forward: the fewest rows, 16 then 32, at which every batch block's programs fit without a taller
+    weight tile (which could leave shared memory: not swept): a program's step is a matmul
+    ``block_b`` columns wide, and batch blocks never wait for each other, so more of them cost no
+    step time. On the H100, the kernels alone (``benchmarks/plan_sweep.py``): 16 rows took 0.71-0.80x
+    the step time of 32 at batch 20-32 and 32 rows 0.54-0.64x of 64 at batch 128 (docs/kernels.md,
+    round 2); 16 against 32 at batch 64-128 (``--cases rows``, ``results/h100/batch-rows``): forward
+    0.72-0.89x (LSTM and GRU at hidden 128, the LSTM at 256 and 512; strict fp32, TF32, bf16), and
+    the split-K backward, which takes the forward's programs, 0.75-0.88x. Otherwise, and for the
+    other backwards (not swept): the batch, up to :data:`MAX_BLOCK_B` rows."""
     rows = min(max(MIN_BLOCK, next_pow2(batch_size)), MAX_BLOCK_B)
     if direction == "forward":
-        fewer = min(rows, 16 if batch_size <= 32 else 32)
-        if hidden_programs * triton.cdiv(batch_size, fewer) <= slots:
-            return fewer
+        for fewer in (MIN_BLOCK, 2 * MIN_BLOCK):
+            if fewer < rows and hidden_programs * triton.cdiv(batch_size, fewer) <= slots:
+                return fewer
     return rows
 
 
