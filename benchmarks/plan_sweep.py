@@ -1,6 +1,6 @@
 """Our recurrence kernels alone under launch-plan overrides: µs per step, forward and backward (one GPU).
 
-    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows] [--budget SECONDS]
+    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward] [--budget SECONDS]
 
 For each case (cell, batch_size, hidden_size, dtype, seq_len) and each plan override
 (``rnnbench.ops.recurrence.plan_override``; ``{}`` is the default plan), on prebuilt inputs
@@ -28,6 +28,9 @@ the choice against float64 and times the lanes. Case sets:
   multiprocessors at the smallest weight tile (``common.default_block_b`` gives 32 past batch 32
   in the forward, from a sweep of 32 against 64 rows only, and the batch up to 64 rows in the
   backward, not swept before): the default against 16 rows forward, and 16 and 32 rows backward.
+- ``rows_backward``: the backwards that keep the whole batch (up to 64 rows) a program after that
+  (the RNN's; the LSTM's and GRU's transpose backward, strict fp32 and TF32 at hidden 1024): the
+  default against 16 rows, or 32 where 16 would not fit.
 
 Writes ``OUT_DIR/plan_sweep-<cases>.jsonl`` (the environment record, then one row per case and
 plan as measured) and prints one line per row.
@@ -92,6 +95,14 @@ CASE_SETS["rows"] = [
     ("lstm", 128, 256, "bf16", 30, ROWS),
     *[(cell, 32, 128, "fp32", 30, [{}, {"backward_block_b": 16}]) for cell in ("lstm", "gru")],
     ("lstm", 32, 512, "bf16", 30, [{}, {"backward_block_b": 16}]),
+]
+# Batch rows a program in the backwards that do not take the forward's (not split-K).
+BACK16, BACK32 = {"backward_block_b": 16}, {"backward_block_b": 32}
+CASE_SETS["rows_backward"] = [
+    *[("rnn_tanh", 20, 500, dtype, 30, [{}, BACK16]) for dtype in ("fp32", "tf32", "bf16")],  # glample
+    ("rnn_tanh", 128, 512, "bf16", 30, [{}, BACK16, BACK32]),
+    *[(cell, 32, 1024, dtype, 30, [{}, BACK16]) for cell in ("lstm", "gru") for dtype in ("fp32", "tf32")],
+    ("lstm", 64, 1024, "tf32", 30, [{}, BACK32]),
 ]
 FIELDS = ("cell", "batch_size", "hidden_size", "dtype", "seq_len", "plan")
 
