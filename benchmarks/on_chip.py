@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -95,7 +95,10 @@ on the seed suites' small cases, where eager training is bound by the host.
 (``plan_override(block_b=32)``, the default before past batch 32; the RNN's forward alone, its
 backward keeps the whole batch), both ways: theano's depth-1
 cases at hidden 128 and fastrnns', then the RNN (forward only changes) and shapes the kernel
-sweep (``plan_sweep.py --cases rows``) did not cover.
+sweep (``plan_sweep.py --cases rows``) did not cover. ``--compare backward_rows`` does the same for
+the backwards that do not take the forward's blocks (the RNN's; the LSTM's and GRU's transpose
+backward in TF32 at hidden 1024): the default (16 or 32 rows) against the whole batch up to 64
+(``backward_block_b``, the default before).
 
 Writes ``OUT_DIR/<compare>.jsonl`` (the environment record, then one row per case as measured) and
 prints a table. ``--device cpu`` (with ``TRITON_INTERPRET=1``) only checks this script.
@@ -131,6 +134,7 @@ PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip":
          "fwd_w8": {"forward_num_warps": 8}, "w8": {"num_warps": 8}, "split_in_step": {"split_once": False},
          "w_in_step": {"split_w_once": False}, "w_copy": {"split_w_once": True},
          "batch32": {"block_b": 32}, "fwd_batch32": {"forward_block_b": 32},
+         **{f"bwd_batch{k}": {"backward_block_b": k} for k in (32, 64)},
          "torch_calls": {}}  # the default plan on the host path before ops/gradients.py (_setting)
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
@@ -339,12 +343,21 @@ BATCH_ROWS_CASES = [
     _case("rnn_tanh", 128, 1024, "bf16", ("default", "fwd_batch32")),
     _case("lstm", 128, 256, "bf16", BATCH_ROWS), _case("gru", 64, 512, "tf32", BATCH_ROWS),
 ]
+# The backwards that do not take the forward's blocks (the RNN's; the LSTM's and GRU's transpose
+# backward in TF32 at hidden 1024) in blocks of 16 or 32 rows (the default now) against the whole
+# batch up to 64 rows (the default before); forwards unchanged (the control).
+BACKWARD_ROWS_CASES = [
+    _case("rnn_tanh", 20, 500, "fp32", ("default", "bwd_batch32")), _case("rnn_tanh", 20, 500, "tf32", ("default", "bwd_batch32")),
+    _case("rnn_tanh", 20, 500, "bf16", ("default", "bwd_batch32")), _case("rnn_tanh", 128, 512, "bf16", ("default", "bwd_batch64")),
+    _case("lstm", 32, 1024, "tf32", ("default", "bwd_batch32")), _case("gru", 32, 1024, "tf32", ("default", "bwd_batch32")),
+    _case("lstm", 64, 1024, "tf32", ("default", "bwd_batch64")),
+]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
                "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES, "split_k_x3": X3_CASES,
                "split_k_tf32": TF32_TALL_CASES,
                "block_h": UNITS_CASES, "piece": PIECE_CASES,
                "stream": STREAM_CASES, "warps64": WARPS64_CASES, "split_once": SPLIT_ONCE_CASES,
-               "batch_rows": BATCH_ROWS_CASES}
+               "batch_rows": BATCH_ROWS_CASES, "backward_rows": BACKWARD_ROWS_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 HOST_PATH = ("torch_calls", "default")
 # The seed suites' small cases (fp32 is strict: glample's and theano's own), where eager training

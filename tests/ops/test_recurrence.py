@@ -319,9 +319,10 @@ def test_default_plans_for_the_h100():
     assert (p.block_h, p.w_resident, p.grid(20, 500)) == (4, False, (125, 1))  # 2 x 125 would not fit
     assert plan(20, 100, 4, torch.float32).grid(20, 100) == (25, 2)  # 16 batch rows: more programs
     assert plan(20, 500, 4, torch.float32, direction="backward").block_k == 16
-    # Forward batch blocks of 16 rows, else 32, where the programs still fit at the smallest tile;
-    # else the whole batch (up to 64 rows) per program. Backward: whole batch, but split-K takes
-    # the forward's blocks.
+    # Batch blocks of 16 rows, else 32, where the programs still fit at the smallest tile; else the
+    # whole batch (up to 64 rows) per program. The split-K backward takes the forward's blocks;
+    # the LSTM's and GRU's 3xTF32 transpose backward (slower split) and FMA backwards keep the
+    # whole batch.
     assert plan(32, 512, 4, torch.bfloat16).grid(32, 512) == (32, 2)
     assert plan(128, 128, 4, torch.bfloat16).grid(128, 128) == (8, 8)
     assert plan(64, 512, 4, torch.float32, "tf32x3").grid(64, 512) == (32, 4)  # 128 programs
@@ -330,8 +331,14 @@ def test_default_plans_for_the_h100():
     assert plan(128, 1024, 4, torch.bfloat16).grid(128, 1024) == (64, 2)
     assert plan(128, 128, 3, torch.float32, "tf32", "backward").grid(128, 128) == (8, 8)
     assert plan(128, 512, 1, torch.float32, "tf32").block_b == 16
-    assert plan(128, 512, 1, torch.float32, "tf32", "backward").block_b == 64  # the RNN's (not split-K)
-    assert plan(32, 512, 3, torch.bfloat16, direction="backward", split_k=False).block_b == 32
+    assert plan(128, 512, 1, torch.float32, "tf32", "backward").block_b == 16  # the RNN's (not split-K)
+    assert plan(20, 500, 1, torch.float32, "tf32x3", "backward").block_b == 16
+    assert plan(32, 512, 3, torch.bfloat16, direction="backward", split_k=False).block_b == 16
+    assert plan(32, 1024, 4, torch.float32, "tf32", "backward").grid(32, 1024) == (64, 2)  # transpose
+    assert plan(64, 1024, 3, torch.float32, "tf32", "backward").grid(64, 1024) == (64, 2)  # 32 rows
+    assert plan(32, 1024, 4, torch.float32, "tf32x3", "backward").block_b == 32  # 3xTF32 transpose
+    assert plan(32, 1024, 3, torch.float32, "tf32x3", "backward").block_b == 32
+    assert plan(20, 500, 4, torch.float32, direction="backward").block_b == 32  # FMA products
     assert plan(32, 512, 4, torch.bfloat16, direction="backward").block_b == 16  # split-K: the forward's
     # Strict fp32 as 3xTF32 (the default on CUDA): tensor-core tiles; the forward resident only up
     # to 128 columns (the operand's split is held in registers), the backward streamed, its split-K

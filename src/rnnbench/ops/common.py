@@ -873,21 +873,24 @@ def on_chip_warps(hidden_size: int, num_gates: int, precision: str) -> int:
     return 8 if gates_padded(num_gates) * kp >= 512 or precision == "tf32x3" or kp >= 256 else 4
 
 
-def default_block_b(batch_size: int, hidden_programs: int, slots: int, direction: str) -> int:
+def default_block_b(batch_size: int, hidden_programs: int, slots: int, split: bool = True) -> int:
     """Batch rows per program on CUDA, given ``hidden_programs`` (programs per batch block at the
     smallest ``block_h``) and ``slots`` (programs that can be resident).
 
-    Forward: the fewest rows, 16 then 32, at which every batch block's programs fit without a taller
-    weight tile (which could leave shared memory: not swept): a program's step is a matmul
-    ``block_b`` columns wide, and batch blocks never wait for each other, so more of them cost no
-    step time. On the H100, the kernels alone (``benchmarks/plan_sweep.py``): 16 rows took 0.71-0.80x
+    With ``split``: the fewest rows, 16 then 32, at which every batch block's programs fit without
+    a taller weight tile (which could leave shared memory: not swept): a program's step is a
+    matmul ``block_b`` columns wide, and batch blocks never wait for each other, so more of them
+    cost no step time. Otherwise, or where neither fits: the batch, up to :data:`MAX_BLOCK_B` rows.
+    On the H100, the kernels alone (``benchmarks/plan_sweep.py``): forward, 16 rows took 0.71-0.80x
     the step time of 32 at batch 20-32 and 32 rows 0.54-0.64x of 64 at batch 128 (docs/kernels.md,
-    round 2); 16 against 32 at batch 64-128 (``--cases rows``, ``results/h100/batch-rows``): forward
-    0.72-0.89x (LSTM and GRU at hidden 128, the LSTM at 256 and 512; strict fp32, TF32, bf16), and
-    the split-K backward, which takes the forward's programs, 0.75-0.88x. Otherwise, and for the
-    other backwards (not swept): the batch, up to :data:`MAX_BLOCK_B` rows."""
+    round 2), 16 against 32 at batch 64-128 0.72-0.89x (``--cases rows``,
+    ``results/h100/batch-rows``: the LSTM and GRU at hidden 128, the LSTM at 256 and 512; strict
+    fp32, TF32, bf16); backward (``--cases rows_backward``), against the whole batch: the RNN's
+    0.71-0.88x (hidden 500-512, batch 20-128), the LSTM's and GRU's transpose backward in TF32 at
+    hidden 1024 0.69-0.83x, but in 3xTF32 1.15x (slower): ``choose_plan`` does not split those.
+    The split-K backward takes the forward's blocks (0.75-0.88x against 32 rows)."""
     rows = min(max(MIN_BLOCK, next_pow2(batch_size)), MAX_BLOCK_B)
-    if direction == "forward":
+    if split:
         for fewer in (MIN_BLOCK, 2 * MIN_BLOCK):
             if fewer < rows and hidden_programs * triton.cdiv(batch_size, fewer) <= slots:
                 return fewer
@@ -960,7 +963,11 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     if device.type == "cuda":
         slots, smem = _limits(device, multiprocessors)
         bh = max(MIN_BLOCK_H, 64 // gp) if tensor_cores else MIN_BLOCK_H
-        bb = override.get("block_b", default_block_b(batch_size, triton.cdiv(hidden_size, bh), slots, direction))
+        # Batch blocks of 16 or 32 rows: every forward, and backwards on tensor cores but the LSTM's and
+        # GRU's in 3xTF32 (whose transpose backward was slower so: default_block_b; their split-K
+        # backward takes the forward's blocks anyway). FMA backwards were not measured.
+        split_rows = direction == "forward" or (tensor_cores and not (step_precision == "tf32x3" and num_gates > 1))
+        bb = override.get("block_b", default_block_b(batch_size, triton.cdiv(hidden_size, bh), slots, split_rows))
         nb = triton.cdiv(batch_size, bb)
         while triton.cdiv(hidden_size, bh) * nb > slots and bh < MAX_BLOCK_H:
             bh *= 2
