@@ -963,9 +963,9 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     if device.type == "cuda":
         slots, smem = _limits(device, multiprocessors)
         bh = max(MIN_BLOCK_H, 64 // gp) if tensor_cores else MIN_BLOCK_H
-        # Batch blocks of 16 or 32 rows: every forward, and backwards on tensor cores but the LSTM's and
-        # GRU's in 3xTF32 (whose transpose backward was slower so: default_block_b; their split-K
-        # backward takes the forward's blocks anyway). FMA backwards were not measured.
+        # Batch blocks of 16 or 32 rows (default_block_b): every forward, and backwards on tensor
+        # cores but the LSTM's and GRU's in 3xTF32, whose transpose backward was slower split (their
+        # split-K backward takes the forward's blocks anyway). FMA backwards were not measured.
         split_rows = direction == "forward" or (tensor_cores and not (step_precision == "tf32x3" and num_gates > 1))
         bb = override.get("block_b", default_block_b(batch_size, triton.cdiv(hidden_size, bh), slots, split_rows))
         nb = triton.cdiv(batch_size, bb)
