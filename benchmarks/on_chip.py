@@ -347,10 +347,11 @@ BATCH_ROWS_CASES = [
 # backward in TF32 at hidden 1024) in blocks of 16 or 32 rows (the default now) against the whole
 # batch up to 64 rows (the default before); forwards unchanged (the control).
 BACKWARD_ROWS_CASES = [
-    _case("rnn_tanh", 20, 500, "fp32", ("default", "bwd_batch32")), _case("rnn_tanh", 20, 500, "tf32", ("default", "bwd_batch32")),
-    _case("rnn_tanh", 20, 500, "bf16", ("default", "bwd_batch32")), _case("rnn_tanh", 128, 512, "bf16", ("default", "bwd_batch64")),
-    _case("lstm", 32, 1024, "tf32", ("default", "bwd_batch32")), _case("gru", 32, 1024, "tf32", ("default", "bwd_batch32")),
-    _case("lstm", 64, 1024, "tf32", ("default", "bwd_batch64")),
+    _case(cell, b, h, dtype, ("default", f"bwd_batch{whole}"))
+    for cell, b, h, dtype, whole in (("rnn_tanh", 20, 500, "fp32", 32), ("rnn_tanh", 20, 500, "tf32", 32),
+                                     ("rnn_tanh", 20, 500, "bf16", 32), ("rnn_tanh", 128, 512, "bf16", 64),
+                                     ("lstm", 32, 1024, "tf32", 32), ("gru", 32, 1024, "tf32", 32),
+                                     ("lstm", 64, 1024, "tf32", 64))
 ]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
                "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES, "split_k_x3": X3_CASES,

@@ -88,16 +88,16 @@ CASE_SETS = {
     ],
 }
 # Batch rows a program: 16 forward, 16 or 32 backward, against the default.
-ROWS = [{}, {"forward_block_b": 16}, {"backward_block_b": 16}, {"backward_block_b": 32}]
+BACK16, BACK32 = {"backward_block_b": 16}, {"backward_block_b": 32}
+ROWS = [{}, {"forward_block_b": 16}, BACK16, BACK32]
 CASE_SETS["rows"] = [
     *[(cell, 128, 128, dtype, 30, ROWS) for cell in ("lstm", "gru") for dtype in ("fp32", "tf32", "bf16")],
     *[("lstm", 64, 512, dtype, 100, ROWS) for dtype in ("fp32", "tf32", "bf16")],  # fastrnns
     ("lstm", 128, 256, "bf16", 30, ROWS),
-    *[(cell, 32, 128, "fp32", 30, [{}, {"backward_block_b": 16}]) for cell in ("lstm", "gru")],
-    ("lstm", 32, 512, "bf16", 30, [{}, {"backward_block_b": 16}]),
+    *[(cell, 32, 128, "fp32", 30, [{}, BACK16]) for cell in ("lstm", "gru")],
+    ("lstm", 32, 512, "bf16", 30, [{}, BACK16]),
 ]
 # Batch rows a program in the backwards that do not take the forward's (not split-K).
-BACK16, BACK32 = {"backward_block_b": 16}, {"backward_block_b": 32}
 CASE_SETS["rows_backward"] = [
     *[("rnn_tanh", 20, 500, dtype, 30, [{}, BACK16]) for dtype in ("fp32", "tf32", "bf16")],  # glample
     ("rnn_tanh", 128, 512, "bf16", 30, [{}, BACK16, BACK32]),

@@ -873,7 +873,7 @@ def on_chip_warps(hidden_size: int, num_gates: int, precision: str) -> int:
     return 8 if gates_padded(num_gates) * kp >= 512 or precision == "tf32x3" or kp >= 256 else 4
 
 
-def default_block_b(batch_size: int, hidden_programs: int, slots: int, split: bool = True) -> int:
+def default_block_b(batch_size: int, hidden_programs: int, slots: int, split: bool) -> int:
     """Batch rows per program on CUDA, given ``hidden_programs`` (programs per batch block at the
     smallest ``block_h``) and ``slots`` (programs that can be resident).
 
