@@ -83,53 +83,53 @@ class _KernelPath:
         self.backend = backend
 
     def forward(self, input, hx=None):
-        return self._dispatch(super().forward, input, hx)
-
-    def extra_repr(self) -> str:
-        return f"{super().extra_repr()}, backend={self.backend!r}"
-
-    def _refusal(self, input: torch.Tensor) -> str | None:
-        """None if the kernels can run this call, else why not (one line)."""
-        if not _triton_installed():
-            return "Triton is not installed"
-        if getattr(self, "proj_size", 0):
-            return "proj_size > 0 has no kernel"
-        if input.dim() not in (2, 3):
-            return f"a {input.dim()}-D input (expected [T, B, I] or [T, I])"
-        device = input.device
-        amp = _autocast_dtype(device.type)
-        weight_dtype = self._flat_weights[1].dtype  # weight_hh_l0 (no nn.Module.__getattr__ per call)
-        if input.dtype != weight_dtype and amp is None:
-            return f"input dtype {input.dtype} differs from the weights' {weight_dtype}"
-        if device.type == "cpu" and not _interpreted():
-            return "CPU tensors (the Triton kernels run on CUDA, or on the CPU under TRITON_INTERPRET=1)"
-        batch = 1 if input.dim() == 2 else input.shape[0 if self.batch_first else 1]
-        # Imports Triton: only once a kernel is a candidate.
-        return _recurrence().refusal(self.cell, batch, self.hidden_size, amp or input.dtype, device)
-
-    def _dispatch(self, torch_forward, input, hx):
         if isinstance(input, PackedSequence):
             raise TypeError(f"rnnbench.nn.{type(self).__name__} does not take a PackedSequence yet; "
                             "pad it (torch.nn.utils.rnn.pad_packed_sequence) or use torch.nn")
         if self.backend == "torch":
-            return torch_forward(input, hx)
-        reason = self._refusal(input)
+            return super().forward(input, hx)
+        cell = self.cell  # (a property for the RNN: read once)
+        amp = _autocast_dtype(input.device.type)
+        launch, reason = self._launch(input, cell, amp)
         if reason is None:
-            return self._kernel_forward(input, hx)
+            return self._kernel_forward(input, hx, cell, amp, launch)
         if self.backend == "triton":
             raise RuntimeError(f"rnnbench.nn.{type(self).__name__}(backend='triton') cannot run this call: {reason}")
         key = (type(self).__name__, reason)
         if key not in _WARNED:
             _WARNED.add(key)
             warnings.warn(f"rnnbench.nn.{type(self).__name__}: {reason}; running PyTorch's own path instead",
-                          RuntimeWarning, stacklevel=3)
-        return torch_forward(input, hx)
+                          RuntimeWarning, stacklevel=2)
+        return super().forward(input, hx)
 
-    def _kernel_forward(self, input, hx):
-        """The stack on the kernels; shapes and returns as torch.nn's forward."""
-        recurrence = _recurrence()
-        lstm = self.cell == "lstm"
-        amp = _autocast_dtype(input.device.type)
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, backend={self.backend!r}"
+
+    def _launch(self, input: torch.Tensor, cell: str, amp: torch.dtype | None):
+        """``(launch, None)`` if the kernels can run this call (``launch`` the plans of every layer,
+        ``rnnbench.ops.recurrence.layer_launch``), else ``(None, why not)`` in one line."""
+        if not _triton_installed():
+            return None, "Triton is not installed"
+        if self.proj_size:
+            return None, "proj_size > 0 has no kernel"
+        dim = input.dim()
+        if dim != 3 and dim != 2:
+            return None, f"a {dim}-D input (expected [T, B, I] or [T, I])"
+        device = input.device
+        weight_dtype = self._flat_weights[1].dtype  # weight_hh_l0 (no nn.Module.__getattr__ per call)
+        if input.dtype != weight_dtype and amp is None:
+            return None, f"input dtype {input.dtype} differs from the weights' {weight_dtype}"
+        if device.type == "cpu" and not _interpreted():
+            return None, "CPU tensors (the Triton kernels run on CUDA, or on the CPU under TRITON_INTERPRET=1)"
+        batch = 1 if dim == 2 else input.shape[1 - self.batch_first]
+        # Imports Triton: only once a kernel is a candidate.
+        return _recurrence().launch_or_refusal(cell, batch, self.hidden_size, amp or input.dtype, device)
+
+    def _kernel_forward(self, input, hx, cell: str, amp: torch.dtype | None, launch):
+        """The stack on the kernels, each layer and direction with ``launch`` (one plan for all:
+        same batch, width, dtype, device); shapes and returns as torch.nn's forward."""
+        run_layer = _recurrence().run_layer
+        lstm = cell == "lstm"
         batched = input.dim() == 3
         x = input if batched else input.unsqueeze(1)
         if amp is not None:
@@ -137,28 +137,28 @@ class _KernelPath:
         if batched and self.batch_first:
             x = x.transpose(0, 1)
         directions = 2 if self.bidirectional else 1
-        h0, c0 = self._initial_state(x, hx, batched, directions)  # None: zeros in the kernel
+        h0, c0 = self._initial_state(x, hx, lstm, batched, directions)  # None: zeros in the kernel
         if amp is not None:
             h0, c0 = (None if s is None else s.to(amp) for s in (h0, c0))
-        # One launch plan for every layer and direction (same batch, width, dtype, device), checked
-        # by _refusal already; weights as torch.nn's own forward takes them, from _flat_weights
-        # (per layer and direction: w_ih, w_hh, then b_ih, b_hh when there is a bias).
-        launch = recurrence.layer_launch(self.cell, x.shape[1], self.hidden_size, x.dtype, x.device)
-        per_layer = 4 if self.bias else 2
-        no_bias = [] if self.bias else [None, None]
         h0, c0 = _per_layer(h0), _per_layer(c0)
+        # Weights as torch.nn's own forward takes them, from _flat_weights (per layer and
+        # direction: w_ih, w_hh, then b_ih, b_hh when there is a bias).
+        weights = self._flat_weights
+        per_layer = 4 if self.bias else 2
         finals_h, finals_c, layer_input = [], [], x
         for k in range(self.num_layers):
             outputs = []
             for d in range(directions):
                 idx = k * directions + d
-                w = self._flat_weights[idx * per_layer:(idx + 1) * per_layer] + no_bias
+                w = weights[idx * per_layer:(idx + 1) * per_layer]
+                if per_layer == 2:
+                    w = [*w, None, None]
                 if amp is not None:
                     w = [None if t is None else t.to(amp) for t in w]
                 # The reverse direction is the forward kernel on the time-reversed sequence.
                 inp = layer_input.flip(0) if d else layer_input
-                out, h_n, c_n = recurrence.run_layer(self.cell, inp, None if h0 is None else h0[idx],
-                                                     None if c0 is None else c0[idx], *w, launch)
+                out, h_n, c_n = run_layer(cell, inp, None if h0 is None else h0[idx], None if c0 is None else c0[idx],
+                                          *w, launch)
                 outputs.append(out.flip(0) if d else out)
                 finals_h.append(h_n)
                 finals_c.append(c_n)
@@ -168,31 +168,34 @@ class _KernelPath:
         output = layer_input
         if batched and self.batch_first:
             output = output.transpose(0, 1)
-        stack = (lambda ts: ts[0].unsqueeze(0)) if len(finals_h) == 1 else torch.stack  # noqa: E731
-        h_n = stack(finals_h)
-        c_n = stack(finals_c) if lstm else None
+        if len(finals_h) == 1:
+            h_n = finals_h[0].unsqueeze(0)
+            c_n = finals_c[0].unsqueeze(0) if lstm else None
+        else:
+            h_n = torch.stack(finals_h)
+            c_n = torch.stack(finals_c) if lstm else None
         if not batched:
             output, h_n = output.squeeze(1), h_n.squeeze(1)
             c_n = c_n.squeeze(1) if lstm else None
         return output, ((h_n, c_n) if lstm else h_n)
 
-    def _initial_state(self, x, hx, batched: bool, directions: int):
+    def _initial_state(self, x, hx, lstm: bool, batched: bool, directions: int):
         """``(h0, c0)`` as ``[L*D, B, H]``; ``(None, None)`` when ``hx`` is None (the kernels
         start from zeros without a tensor of them); ``c0`` None unless LSTM.
 
         Raises:
             RuntimeError: a state of the wrong shape (torch.nn raises RuntimeError too).
         """
-        shape = (self.num_layers * directions, x.shape[1], self.hidden_size)
         if hx is None:
             return None, None
-        states = hx if self.cell == "lstm" else (hx,)
+        shape = (self.num_layers * directions, x.shape[1], self.hidden_size)
+        states = hx if lstm else (hx,)
         if not batched:
             states = tuple(s.unsqueeze(1) for s in states)
         for s in states:
-            if tuple(s.shape) != shape:
+            if s.shape != shape:
                 raise RuntimeError(f"Expected hidden size {shape}, got {tuple(s.shape)}")
-        return states[0], (states[1] if self.cell == "lstm" else None)
+        return states[0], (states[1] if lstm else None)
 
 
 def _per_layer(state: torch.Tensor | None) -> tuple[torch.Tensor, ...] | None:

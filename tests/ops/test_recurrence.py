@@ -217,10 +217,10 @@ def test_rnn_tf32_backward_runs_its_products_as_3xtf32():
     from rnnbench.ops.recurrence import _Launch, layer_launch
 
     plan = Plan(block_b=16, block_h=16, w_resident=False)
-    for gates, backward in ((1, "tf32x3"), (3, "tf32"), (4, "tf32")):
-        tf32 = _Launch(plan, plan, "tf32", False, 64, gates)
+    for cell, backward in (("rnn_tanh", "tf32x3"), ("gru", "tf32"), ("lstm", "tf32")):
+        tf32 = _Launch(plan, plan, "tf32", False, 64, cell, 16)
         assert (tf32.forward_meta["PRECISION"], tf32.backward_meta["PRECISION"]) == ("tf32", backward)
-    ieee = _Launch(plan, plan, "ieee", False, 64, 1)
+    ieee = _Launch(plan, plan, "ieee", False, 64, "rnn_tanh", 16)
     assert (ieee.forward_meta["PRECISION"], ieee.backward_meta["PRECISION"]) == ("ieee", "ieee")
     assert layer_launch("rnn_relu", 3, 37, torch.float32, torch.device("cpu")).num_gates == 1
 
@@ -474,7 +474,7 @@ def test_fast_activations_where_the_products_round_as_coarsely():
                 forward, backward = (choose_plan(20, hidden, gates, dtype, cuda, multiprocessors=132,
                                                  precision=precision, direction=d) for d in ("forward", "backward"))
                 assert (forward.fast_activations, backward.fast_activations) == (fast, False), (dtype, precision)
-                launch = _Launch(forward, backward, precision, False, hidden, gates)
+                launch = _Launch(forward, backward, precision, False, hidden, {1: "rnn_tanh", 4: "lstm"}[gates], 20)
                 assert launch.forward_meta["FAST_ACT"] == fast and "FAST_ACT" not in launch.backward_meta
         assert not choose_plan(20, 100, 1, dtype, cpu, precision=precision).fast_activations
     exact = choose_plan(20, 100, 1, torch.bfloat16, cuda, multiprocessors=132, fast_activations=False)

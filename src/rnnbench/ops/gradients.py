@@ -28,6 +28,7 @@ stored in the weights' dtype, as torch's matmuls return them.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -35,7 +36,7 @@ import triton
 import triton.language as tl
 
 from .common import _mma
-from .launch import KernelLauncher, counters
+from .launch import Constexprs, KernelLauncher, counters
 
 # The three products' FLOPs (2 N G*H (2I + H)) up to which one fused launch replaces the torch
 # calls. Strict fp32 on the H100 (results/h100/triton-lane-15, both paths checked against float64
@@ -228,11 +229,18 @@ def layer_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...], precisi
     count, stream = counters(sum(tasks) if split else 1, dev)
     unused = d_gx  # a pointer for every gradient not asked for (its tasks are 0)
     outputs = [unused if t is None else t for t in (dx, dw_ih, dw_hh, db_ih, db_hh)]
-    _LAYER_GRADIENTS((sum(tasks),), d_gx, d_gh, x, h_prev, w_ih, *outputs, partials, count, rows, input_size,
-                     hidden_size, *tasks, *slices, GATES=gate_width // hidden_size, DB_IH=need[3],
-                     DB_HH_FROM_IH=db_hh_from_ih, DB_HH=need[4] and not db_hh_from_ih, PRECISION=precision,
-                     UPCAST=upcast, BM=BLOCK_M, BN=BLOCK_N, BK=BLOCK_K, num_warps=4, num_stages=3, stream=stream)
+    constexprs = _constexprs(gate_width // hidden_size, need[3], db_hh_from_ih, need[4] and not db_hh_from_ih,
+                             precision, upcast)
+    _LAYER_GRADIENTS((sum(tasks),), (d_gx, d_gh, x, h_prev, w_ih, *outputs, partials, count, rows, input_size,
+                                     hidden_size, *tasks, *slices), constexprs, stream)
     return LayerGradients(dx, dw_ih, dw_hh, db_ih, db_hh)
+
+
+@functools.lru_cache(maxsize=256)
+def _constexprs(gates: int, db_ih: bool, db_hh_from_ih: bool, db_hh: bool, precision: str, upcast: bool) -> Constexprs:
+    """The gradients kernel's compile-time arguments (built once per combination)."""
+    return Constexprs(dict(GATES=gates, DB_IH=db_ih, DB_HH_FROM_IH=db_hh_from_ih, DB_HH=db_hh, PRECISION=precision,
+                           UPCAST=upcast, BM=BLOCK_M, BN=BLOCK_N, BK=BLOCK_K, num_warps=4, num_stages=3))
 
 
 def slices_for(tiles: int, reduction: int) -> int:

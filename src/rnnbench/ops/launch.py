@@ -6,8 +6,9 @@ pointer), turns the options into a cache key and looks the compiled kernel up. A
 :class:`KernelLauncher` does that once per specialisation: it keeps the compiled kernel that the
 first JIT launch returns and launches it directly afterwards (``CompiledKernel[grid](*args)``,
 Triton's own launcher for a compiled kernel), keyed by what the JIT would specialise on here: the
-constexpr values, each tensor's dtype and alignment, the device. The measured saving is in
-docs/kernels.md ("Host time per call").
+constexpr values (numbered once, :class:`Constexprs`), the dtype and alignment of the tensors
+that can vary (the caller's, not the buffers it allocates), the device. The measured saving is in
+docs/kernels.md ("Host time per call", "A leaner eager call").
 
 It is only valid for kernels whose integer arguments are never specialised (``do_not_specialize``:
 the JIT would compile other variants for values 1 or multiples of 16) and that take their tensors
@@ -34,18 +35,33 @@ def _specialisation(tensors: tuple) -> tuple:
     return tuple([(a.dtype, not a.data_ptr() & 15) for a in tensors])
 
 
+class Constexprs:
+    """A kernel's compile-time arguments and launch options (``num_warps``, ``num_stages``) by
+    name, built once per plan and flags and kept by the caller. Equal values get one ``number``,
+    which the launch's cache key holds instead of the values (hashing a tuple of twenty of them on
+    every call is host time)."""
+
+    __slots__ = ("values", "number")
+    _NUMBERS: dict[tuple, int] = {}
+
+    def __init__(self, values: dict):
+        self.values = values
+        self.number = Constexprs._NUMBERS.setdefault(tuple(sorted(values.items())), len(Constexprs._NUMBERS))
+
+
 def _leading_tensors(args: tuple) -> int:
     """How many arguments come before the first one that is not a tensor."""
     return next((i for i, a in enumerate(args) if not isinstance(a, torch.Tensor)), len(args))
 
 
 class KernelLauncher:
-    """``launcher(grid, *args, **constexprs)`` launches ``fn`` as ``fn[grid](*args, **constexprs)``
-    would, with ``args`` the positional runtime arguments (tensors and integers) and ``constexprs``
-    the compile-time ones by name, plus the options ``num_warps`` and ``num_stages``.
+    """``launcher(grid, args, constexprs)`` launches ``fn`` as ``fn[grid](*args, **constexprs.values)``
+    would, with ``args`` the positional runtime arguments (tensors, then integers) and
+    ``constexprs`` the compile-time ones (:class:`Constexprs`).
 
     Raises:
-        TypeError: ``fn`` has an integer parameter that Triton would specialise on its value.
+        TypeError: ``fn`` has an integer parameter that Triton would specialise on its value, or a
+            tensor after an integer.
     """
 
     def __init__(self, fn):
@@ -54,14 +70,17 @@ class KernelLauncher:
         self._integers_checked = False
         self._tensors = 0  # runtime arguments before the first integer (set by the first call)
 
-    def __call__(self, grid, *args, stream=None, **constexprs) -> None:
+    def __call__(self, grid, args: tuple, constexprs: Constexprs, stream=None, keyed: int | None = None) -> None:
         """``stream``: the raw CUDA stream Triton would launch on (its driver's current stream),
-        when the caller has it already; None to let Triton ask its driver again."""
+        when the caller has it already; None to let Triton ask its driver again. ``keyed``: how
+        many leading tensors decide the specialisation (all of them when None). A caller passes
+        fewer only when the rest are buffers it has just allocated (the caching allocator aligns
+        every block to 512 bytes) in dtypes that the keyed tensors and ``constexprs`` decide."""
         if INTERPRET or JIT_ONLY:
-            self.fn[grid](*args, **constexprs)
+            self.fn[grid](*args, **constexprs.values)
             return
         tensors = self._tensors or _leading_tensors(args)
-        key = (tuple(constexprs.items()), _specialisation(args[:tensors]), args[0].device.index)
+        key = (constexprs.number, _specialisation(args[:tensors if keyed is None else keyed]), args[0].device.index)
         entry = self._compiled.get(key)
         if entry is not None:
             kernel, tail = entry
@@ -73,9 +92,9 @@ class KernelLauncher:
             return
         self._tensors = tensors  # our kernels take their tensors first, then T and B
         self._check_integers(args)
-        kernel = self.fn[grid](*args, **constexprs)  # compiles (or loads Triton's cache) and launches
+        kernel = self.fn[grid](*args, **constexprs.values)  # compiles (or loads Triton's cache) and launches
         names = self.fn.arg_names[len(args):]
-        self._compiled[key] = (kernel, tuple(constexprs[n] for n in names))
+        self._compiled[key] = (kernel, tuple(constexprs.values[n] for n in names))
 
     def _check_integers(self, args: tuple) -> None:
         if self._integers_checked:

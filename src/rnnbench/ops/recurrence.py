@@ -27,12 +27,13 @@ import functools
 from dataclasses import dataclass
 
 import torch
+from torch.nn import functional as F
 
 from .common import (INTERPRET, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, choose_plan,
                      dot_precision, k_chunks, k_padded, split_k_pieces, split_once_level, upcast_dot)
 from .gradients import layer_gradients
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
-from .launch import KernelLauncher
+from .launch import Constexprs, KernelLauncher
 from .launch import counters as _counters  # (bound here: a test replaces the recurrences' counters alone)
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
@@ -107,6 +108,22 @@ def _cached_refusal(cell, batch_size, hidden_size, dtype, device, precision, ove
     return None
 
 
+def launch_or_refusal(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtype,
+                      device: torch.device) -> tuple[_Launch | None, str | None]:
+    """``(layer_launch(...), None)`` if the kernels take this recurrence, else ``(None, refusal(...))``:
+    both in one cached lookup, for callers that need both on every call (``rnnbench.nn``)."""
+    precision = dot_precision(dtype, _STRICT_FP32.get()) if dtype in SUPPORTED_DTYPES else "ieee"
+    return _cached_choice(cell, batch_size, hidden_size, dtype, device, precision, _PLAN_OVERRIDE.get())
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_choice(cell, batch_size, hidden_size, dtype, device, precision, override):
+    reason = _cached_refusal(cell, batch_size, hidden_size, dtype, device, precision, override)
+    if reason:
+        return None, reason
+    return _cached_launch(cell, batch_size, hidden_size, dtype, device, precision, override), None
+
+
 def plan(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtype, device: torch.device,
          precision: str = "ieee", direction: str = "forward") -> Plan:
     """The launch plan for this recurrence (default, with any :func:`plan_override` applied).
@@ -125,19 +142,65 @@ def _cached_plan(cell, batch_size, hidden_size, dtype, device, precision, direct
 
 @dataclass(frozen=True)
 class _Launch:
-    """What every kernel of one call takes beyond its tensors: a plan per direction of time."""
+    """What every kernel of one call takes beyond its tensors: a plan per direction of time, for
+    one cell, batch size and width (so the grids and the compile-time arguments are built once)."""
 
     forward: Plan
     backward: Plan
     precision: str
     upcast: bool
     hidden_size: int
-    num_gates: int
+    cell: str
+    batch_size: int
+
+    @property
+    def num_gates(self) -> int:
+        return NUM_GATES[self.cell]
 
     @property
     def backward_precision(self) -> str:
         """The reverse recurrence's dot precision (:func:`~rnnbench.ops.common.backward_precision`)."""
         return backward_precision(self.precision, self.num_gates)
+
+    @functools.cached_property
+    def forward_grid(self) -> tuple[int, int]:
+        """The forward kernel's grid: (programs over hidden units, programs over batch rows)."""
+        return self.forward.grid(self.batch_size, self.hidden_size)
+
+    @functools.cached_property
+    def backward_grid(self) -> tuple[int, int]:
+        """The backward kernel's grid."""
+        return self.backward.grid(self.batch_size, self.hidden_size)
+
+    def forward_constexprs(self, has_bias: bool, has_h0: bool, save: bool, has_c0: bool) -> Constexprs:
+        """The forward kernel's compile-time arguments with these flags (built once per flags)."""
+        key = (has_bias, has_h0, save, has_c0)
+        found = self._constexprs.get(key)
+        if found is None:
+            flags = dict(HAS_BIAS=has_bias, HAS_H0=has_h0, SAVE=save)
+            if self.cell == "lstm":
+                flags["HAS_C0"] = has_c0
+            elif self.cell != "gru":
+                flags["RELU"] = self.cell == "rnn_relu"
+            found = self._constexprs[key] = Constexprs({**flags, **self.forward_meta})
+        return found
+
+    def backward_constexprs(self, has_d_out: bool, has_d_h_n: bool, has_d_c_n: bool) -> Constexprs:
+        """The backward kernel's compile-time arguments with these flags (built once per flags)."""
+        key = ("backward", has_d_out, has_d_h_n, has_d_c_n)
+        found = self._constexprs.get(key)
+        if found is None:
+            flags = dict(HAS_D_OUT=has_d_out, HAS_D_H_N=has_d_h_n)
+            if self.cell == "lstm":
+                flags["HAS_D_C_N"] = has_d_c_n
+            elif self.cell != "gru":
+                flags["RELU"] = self.cell == "rnn_relu"
+            found = self._constexprs[key] = Constexprs({**flags, **self.backward_meta})
+        return found
+
+    @functools.cached_property
+    def _constexprs(self) -> dict:
+        return {}
 
     @functools.cached_property
     def forward_meta(self) -> dict:
@@ -170,7 +233,7 @@ class _Launch:
 def _cached_launch(cell, batch_size, hidden_size, dtype, device, precision, override) -> _Launch:
     plans = [_cached_plan(cell, batch_size, hidden_size, dtype, device, precision, d, override)
              for d in ("forward", "backward")]
-    return _Launch(*plans, precision, upcast_dot(dtype), hidden_size, NUM_GATES[cell])
+    return _Launch(*plans, precision, upcast_dot(dtype), hidden_size, cell, batch_size)
 
 
 def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Launch, save: bool):
@@ -182,40 +245,39 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     (``c_n`` None unless LSTM), ``saved`` the fp32 gate activations and ``c_buf`` LSTM's fp32 cell
     states ``[T+1, B, H]`` (both None unless ``save``).
     """
-    T, B, _ = x_proj.shape
-    H = w_hh.shape[1]
+    T, B, H = x_proj.shape[0], launch.batch_size, launch.hidden_size
     dev, dtype = x_proj.device, w_hh.dtype
-    plan_ = launch.forward
-    grid = plan_.grid(B, H)
+    grid = launch.forward_grid
     counters, stream = _counters(2 * grid[1], dev)
     h_buf = torch.empty(T + 1, B, H, device=dev, dtype=dtype)
     h_n = torch.empty(B, H, device=dev, dtype=dtype)
-    biases = (b_ih, b_hh) if b_ih is not None else (w_hh, w_hh)  # unused pointers without bias
-    flags = dict(HAS_BIAS=b_ih is not None, HAS_H0=h0 is not None, SAVE=save, **launch.forward_meta)
+    lstm = cell == "lstm"
+    constexprs = launch.forward_constexprs(b_ih is not None, h0 is not None, save, lstm and c0 is not None)
+    # Absent tensors are zeros inside the kernel; a buffer of ours stands in for their pointers.
+    biases = (b_ih, b_hh) if b_ih is not None else (w_hh, w_hh)
     h0 = h_buf if h0 is None else h0
     f32 = dict(device=dev, dtype=torch.float32)
     # 3xTF32 with operands split once (Plan.split_once): W_hh's split copy [2, G*H, H] (each program
     # writes its own rows) and h's exchange buffer, two slots of (high parts, remainders) [2, 2, B, H].
-    w_split = torch.empty(2, *w_hh.shape, **f32) if flags["SPLIT_ONCE"] == 2 else h_n
-    h_split = torch.empty(2, 2, B, H, **f32) if flags["SPLIT_ONCE"] else h_n
-    c_n = c_buf = saved = None
-    if cell == "lstm":
+    split_once = launch.forward_meta["SPLIT_ONCE"]
+    w_split = torch.empty(2, *w_hh.shape, **f32) if split_once == 2 else h_n
+    h_split = torch.empty(2, 2, B, H, **f32) if split_once else h_n
+    c_n = c_buf = None
+    if lstm:
         c_n = torch.empty(B, H, device=dev, dtype=dtype)
-        c_buf = torch.empty(T + 1, B, H, **f32) if save else None
-        saved = torch.empty(T, B, 4 * H, **f32) if save else None
-        unused = h_n
-        _LSTM_FORWARD(grid, x_proj, w_hh, *biases, h0, unused if c0 is None else c0, h_buf, h_n, c_n,
-                      unused if c_buf is None else c_buf, unused if saved is None else saved, w_split, h_split,
-                      counters, T, B, HAS_C0=c0 is not None, **flags, stream=stream)
-    elif cell == "gru":
-        saved = torch.empty(T, B, 4 * H, **f32) if save else None
-        _GRU_FORWARD(grid, x_proj, w_hh, *biases, h0, h_buf, h_n, h_n if saved is None else saved, w_split, h_split,
-                     counters, T, B, **flags, stream=stream)
-    else:
-        saved = torch.empty(T, B, H, **f32) if save else None
-        _RNN_FORWARD(grid, x_proj, w_hh, *biases, h0, h_buf, h_n, h_n if saved is None else saved, w_split, h_split,
-                     counters, T, B, RELU=cell == "rnn_relu", **flags, stream=stream)
-    return h_buf, h_n, c_n, saved, c_buf
+        c_buf = torch.empty(T + 1, B, H, **f32) if save else h_n
+        saved = torch.empty(T, B, 4 * H, **f32) if save else h_n
+        # The caller's tensors lead (they decide the specialisation); the rest are allocated here.
+        args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, h_buf, h_n, c_n, c_buf, saved, w_split,
+                h_split, counters, T, B)
+        _LSTM_FORWARD(grid, args, constexprs, stream, keyed=6)
+        if not save:
+            c_buf = saved = None
+        return h_buf, h_n, c_n, saved, c_buf
+    saved = torch.empty(T, B, (4 if cell == "gru" else 1) * H, **f32) if save else h_n
+    args = (x_proj, w_hh, *biases, h0, h_buf, h_n, saved, w_split, h_split, counters, T, B)
+    (_GRU_FORWARD if cell == "gru" else _RNN_FORWARD)(grid, args, constexprs, stream, keyed=5)
+    return h_buf, h_n, None, saved if save else None, None
 
 
 def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_hh, launch: _Launch):
@@ -229,10 +291,10 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
     T, B, H = h_buf.shape[0] - 1, h_buf.shape[1], h_buf.shape[2]
     dev, dtype = h_buf.device, w_hh.dtype
     plan_ = launch.backward
-    grid = plan_.grid(B, H)
+    grid = launch.backward_grid
     counters, stream = _counters(2 * grid[1], dev)
     d_h0 = torch.empty(B, H, device=dev, dtype=dtype)
-    flags = dict(HAS_D_OUT=d_out is not None, HAS_D_H_N=d_h_n is not None, **launch.backward_meta)
+    constexprs = launch.backward_constexprs(d_out is not None, d_h_n is not None, d_c_n is not None)
     d_out = h_buf if d_out is None else d_out  # unused pointer when absent
     d_h_n = d_h0 if d_h_n is None else d_h_n
     if plan_.split_k:  # the LSTM's and GRU's (choose_plan refuses the RNN's): W_hh as it is, partials of dh
@@ -240,35 +302,30 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
         if cell == "lstm":
             d_gates = torch.empty(T, B, 4 * H, device=dev, dtype=dtype)
             d_c0 = torch.empty_like(d_h0)
-            _LSTM_BACKWARD_SPLIT_K(grid, d_out, d_h_n, d_c0 if d_c_n is None else d_c_n, saved, c_buf, w_hh, d_gates,
-                                   d_h0, d_c0, partials, counters, T, B, HAS_D_C_N=d_c_n is not None, **flags,
-                                   stream=stream)
+            _LSTM_BACKWARD_SPLIT_K(grid, (d_out, d_h_n, d_c0 if d_c_n is None else d_c_n, saved, c_buf, w_hh, d_gates,
+                                          d_h0, d_c0, partials, counters, T, B), constexprs, stream)
             return d_gates, d_gates, d_h0, d_c0
         d_gates_h = torch.empty(T, B, 3 * H, device=dev, dtype=dtype)
         d_gates_x = torch.empty_like(d_gates_h)
-        _GRU_BACKWARD_SPLIT_K(grid, d_out, d_h_n, saved, h_buf, w_hh, d_gates_h, d_gates_x, d_h0, partials, counters,
-                              T, B, **flags, stream=stream)
+        _GRU_BACKWARD_SPLIT_K(grid, (d_out, d_h_n, saved, h_buf, w_hh, d_gates_h, d_gates_x, d_h0, partials, counters,
+                                     T, B), constexprs, stream)
         return d_gates_x, d_gates_h, d_h0, None
     w_hh_t = w_hh.t().contiguous()  # our units' columns of W_hh as contiguous rows
     if cell == "lstm":
         d_gates = torch.empty(T, B, 4 * H, device=dev, dtype=dtype)
         d_c0 = torch.empty_like(d_h0)
-        _LSTM_BACKWARD(grid, d_out, d_h_n, d_c0 if d_c_n is None else d_c_n, saved, c_buf, w_hh_t, d_gates,
-                       d_h0, d_c0, counters, T, B, HAS_D_C_N=d_c_n is not None, **flags, stream=stream)
+        _LSTM_BACKWARD(grid, (d_out, d_h_n, d_c0 if d_c_n is None else d_c_n, saved, c_buf, w_hh_t, d_gates, d_h0,
+                              d_c0, counters, T, B), constexprs, stream)
         return d_gates, d_gates, d_h0, d_c0
     if cell == "gru":
         d_gates_h = torch.empty(T, B, 3 * H, device=dev, dtype=dtype)
         d_gates_x = torch.empty_like(d_gates_h)
-        _GRU_BACKWARD(grid, d_out, d_h_n, saved, h_buf, w_hh_t, d_gates_h, d_gates_x, d_h0, counters, T, B,
-                      **flags, stream=stream)
+        _GRU_BACKWARD(grid, (d_out, d_h_n, saved, h_buf, w_hh_t, d_gates_h, d_gates_x, d_h0, counters, T, B),
+                      constexprs, stream)
         return d_gates_x, d_gates_h, d_h0, None
     d_pre = torch.empty(T, B, H, device=dev, dtype=dtype)
-    _RNN_BACKWARD(grid, d_out, d_h_n, saved, w_hh_t, d_pre, d_h0, counters, T, B, RELU=cell == "rnn_relu", **flags,
-                  stream=stream)
+    _RNN_BACKWARD(grid, (d_out, d_h_n, saved, w_hh_t, d_pre, d_h0, counters, T, B), constexprs, stream)
     return d_pre, d_pre, d_h0, None
-
-
-_NO_CONTEXT = contextlib.nullcontext()
 
 
 def _contiguous(t):
@@ -277,8 +334,9 @@ def _contiguous(t):
 
 def _layer_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save):
     """The input projection and the forward kernel: ``(output, h_n, c_n, h_buf, saved, c_buf)``."""
-    T, B, _ = x.shape
-    x_proj = torch.mm(x.reshape(T * B, -1), w_ih.t()).view(T, B, -1)
+    # [T, B, G*H] in rows of stride G*H (a no-op call unless a strided input came out strided):
+    # one cuBLAS product, one call from Python instead of four (reshape, t, mm, view).
+    x_proj = F.linear(x, w_ih).contiguous()
     h_buf, h_n, c_n, saved, c_buf = recurrence_forward(cell, x_proj, w_hh, b_ih, b_hh, h0, c0, launch, save)
     return h_buf[1:], h_n, c_n, h_buf, saved, c_buf
 
@@ -368,11 +426,13 @@ def run_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih, b_hh, launch: _Launch):
         raise ValueError("seq_len must be at least 1")
     save = torch.is_grad_enabled() and (x.requires_grad or w_ih.requires_grad or w_hh.requires_grad or any(
         t is not None and t.requires_grad for t in (h0, c0, b_ih, b_hh)))
-    args = (x, _contiguous(h0), _contiguous(c0 if cell == "lstm" else None), w_ih.contiguous(), w_hh.contiguous(),
-            _contiguous(b_ih), _contiguous(b_hh), cell, launch, save)
-    # Every matmul in the weights' dtype; nothing to record when no gradient is wanted (autograd's
-    # Function machinery costs host time on every call).
-    with torch.autocast(x.device.type, enabled=False) if torch.is_autocast_enabled(x.device.type) else _NO_CONTEXT:
-        if not save:
-            return _layer_forward(*args)[:3]
-        return RecurrentLayer.apply(*args)
+    # The kernels read rows of stride H: contiguous tensors (a no-op call for those that are).
+    args = (x, None if h0 is None else h0.contiguous(), None if c0 is None or cell != "lstm" else c0.contiguous(),
+            w_ih.contiguous(), w_hh.contiguous(), None if b_ih is None else b_ih.contiguous(),
+            None if b_hh is None else b_hh.contiguous(), cell, launch, save)
+    if not torch.is_autocast_enabled(x.device.type):
+        # Nothing to record when no gradient is wanted (autograd's Function machinery costs host
+        # time on every call).
+        return RecurrentLayer.apply(*args) if save else _layer_forward(*args)[:3]
+    with torch.autocast(x.device.type, enabled=False):  # every matmul in the weights' dtype
+        return RecurrentLayer.apply(*args) if save else _layer_forward(*args)[:3]
