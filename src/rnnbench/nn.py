@@ -168,12 +168,12 @@ class _KernelPath:
         output = layer_input
         if batched and self.batch_first:
             output = output.transpose(0, 1)
+        # Each layer's final states come as [1, B, H]: one layer's are the module's as they are.
         if len(finals_h) == 1:
-            h_n = finals_h[0].unsqueeze(0)
-            c_n = finals_c[0].unsqueeze(0) if lstm else None
+            h_n, c_n = finals_h[0], finals_c[0]
         else:
-            h_n = torch.stack(finals_h)
-            c_n = torch.stack(finals_c) if lstm else None
+            h_n = torch.cat(finals_h)
+            c_n = torch.cat(finals_c) if lstm else None
         if not batched:
             output, h_n = output.squeeze(1), h_n.squeeze(1)
             c_n = c_n.squeeze(1) if lstm else None
@@ -199,13 +199,14 @@ class _KernelPath:
 
 
 def _per_layer(state: torch.Tensor | None) -> tuple[torch.Tensor, ...] | None:
-    """``state [L*D, B, H]`` as one ``[B, H]`` tensor per layer and direction (None stays None),
-    taken so that the backward is cheap: one layer's by ``squeeze`` (its gradient a view), several
-    by ``unbind`` (one stack), not by indexing, whose backward fills a tensor of zeros and copies
-    into it for every layer (two launches each on the host's clock)."""
+    """``state [L*D, B, H]`` as one ``[1, B, H]`` tensor per layer and direction (None stays
+    None): one layer's as it is (the kernels read ``[1, B, H]`` as ``[B, H]``), several by
+    ``split`` (one view each, and one concatenation in the backward), not by indexing, whose
+    backward fills a tensor of zeros and copies into it for every layer (two launches each on the
+    host's clock)."""
     if state is None:
         return None
-    return (state.squeeze(0),) if state.shape[0] == 1 else state.unbind(0)
+    return (state,) if state.shape[0] == 1 else state.split(1)
 
 
 class LSTM(_KernelPath, nn.LSTM):

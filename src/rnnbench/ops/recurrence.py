@@ -237,11 +237,12 @@ def _cached_launch(cell, batch_size, hidden_size, dtype, device, precision, over
 
 
 def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Launch, save: bool):
-    """Run the forward kernel. ``x_proj [T, B, G*H]`` (no bias), ``h0``/``c0`` ``[B, H]`` or None
-    (zeros), biases ``[G*H]`` or None.
+    """Run the forward kernel. ``x_proj [T, B, G*H]`` (no bias), ``h0``/``c0`` ``[B, H]`` or
+    ``[1, B, H]`` (contiguous) or None (zeros), biases ``[G*H]`` or None.
 
     Returns ``(h_buf [T+1, B, H], h_n, c_n, saved, c_buf)``: ``h_buf[1:]`` is the output
-    (``h_buf[0]`` holds h0 only when saving), ``h_n``/``c_n`` ``[B, H]`` in the weights' dtype
+    (``h_buf[0]`` holds h0 only when saving), ``h_n``/``c_n`` ``[1, B, H]`` (the shape a
+    one-layer module returns, so it needs no view of them) in the weights' dtype
     (``c_n`` None unless LSTM), ``saved`` the fp32 gate activations and ``c_buf`` LSTM's fp32 cell
     states ``[T+1, B, H]`` (both None unless ``save``).
     """
@@ -250,7 +251,7 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     grid = launch.forward_grid
     counters, stream = _counters(2 * grid[1], dev)
     h_buf = torch.empty(T + 1, B, H, device=dev, dtype=dtype)
-    h_n = torch.empty(B, H, device=dev, dtype=dtype)
+    h_n = torch.empty(1, B, H, device=dev, dtype=dtype)
     lstm = cell == "lstm"
     constexprs = launch.forward_constexprs(b_ih is not None, h0 is not None, save, lstm and c0 is not None)
     # Absent tensors are zeros inside the kernel; a buffer of ours stands in for their pointers.
@@ -264,7 +265,7 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     h_split = torch.empty(2, 2, B, H, **f32) if split_once else h_n
     c_n = c_buf = None
     if lstm:
-        c_n = torch.empty(B, H, device=dev, dtype=dtype)
+        c_n = torch.empty(1, B, H, device=dev, dtype=dtype)
         c_buf = torch.empty(T + 1, B, H, **f32) if save else h_n
         saved = torch.empty(T, B, 4 * H, **f32) if save else h_n
         # The caller's tensors lead (they decide the specialisation); the rest are allocated here.
@@ -281,8 +282,8 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
 
 
 def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_hh, launch: _Launch):
-    """Run the backward kernel. ``d_out [T, B, H]``, ``d_h_n``/``d_c_n`` ``[B, H]``, each None
-    when no gradient flows there (zeros inside the kernel).
+    """Run the backward kernel. ``d_out [T, B, H]``, ``d_h_n``/``d_c_n`` ``[B, H]`` or ``[1, B, H]``
+    (contiguous), each None when no gradient flows there (zeros inside the kernel).
 
     Returns ``(d_gates_x, d_gates_h, d_h0, d_c0)``: gradients of the input-side and recurrent
     pre-activations ``[T, B, G*H]`` (the same tensor except for the GRU), ``d_h0`` and ``d_c0``
@@ -350,6 +351,8 @@ class RecurrentLayer(torch.autograd.Function):
         if save:
             ctx.save_for_backward(x, w_ih, w_hh, h_buf, saved, c_buf)
         ctx.cell, ctx.launch, ctx.has_bias = cell, launch, b_ih is not None
+        ctx.h0_shape = None if h0 is None else h0.shape  # [B, H] or [1, B, H]: their gradients' shapes
+        ctx.c0_shape = None if c0 is None else c0.shape
         # An output without a gradient (h_n, c_n of a language model's carried state) arrives as
         # None, not as a tensor of zeros to fill and read: the kernel takes absent ones as zeros.
         ctx.set_materialize_grads(False)
@@ -378,8 +381,8 @@ class RecurrentLayer(torch.autograd.Function):
                                 (need[0], need[3], need[4], bias and need[5], bias and need[6]),
                                 ctx.launch.precision, ctx.launch.upcast)
         dx = grads.dx.view(T, B, -1) if need[0] else None
-        dh0 = d_h0 if need[1] else None
-        dc0 = d_c0 if d_c0 is not None and need[2] else None
+        dh0 = d_h0.view(ctx.h0_shape) if need[1] else None
+        dc0 = d_c0.view(ctx.c0_shape) if d_c0 is not None and need[2] else None
         return dx, dh0, dc0, grads.dw_ih, grads.dw_hh, grads.db_ih, grads.db_hh, None, None, None
 
 
@@ -403,7 +406,8 @@ def recurrent_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None):
     reason = refusal(cell, B, H, x.dtype, x.device)
     if reason:
         raise ValueError(f"the Triton {cell} kernels cannot run this call: {reason}")
-    return run_layer(cell, x, h0, c0, w_ih, w_hh, b_ih, b_hh, layer_launch(cell, B, H, x.dtype, x.device))
+    out, h_n, c_n = run_layer(cell, x, h0, c0, w_ih, w_hh, b_ih, b_hh, layer_launch(cell, B, H, x.dtype, x.device))
+    return out, h_n.squeeze(0), None if c_n is None else c_n.squeeze(0)
 
 
 def layer_launch(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtype, device: torch.device) -> _Launch:
@@ -417,7 +421,9 @@ def layer_launch(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtyp
 def run_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih, b_hh, launch: _Launch):
     """:func:`recurrent_layer` without its checks, for callers that made them (``rnnbench.nn``
     checks once per call of a stack, and takes ``launch`` from :func:`layer_launch` once for all
-    its layers). Same arguments and returns.
+    its layers). Same arguments, except that ``h0``/``c0`` may also be ``[1, B, H]`` (a one-layer
+    module's state as it comes; their gradients take their shape); returns ``h_n``/``c_n`` as
+    ``[1, B, H]``.
 
     Raises:
         ValueError: ``seq_len`` is 0.
