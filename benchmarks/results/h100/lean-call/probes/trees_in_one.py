@@ -5,7 +5,7 @@ src/rnnbench under OLD_PKG_DIR; the package imports itself relatively).
 
     PYTHONPATH=src python3 THIS OLD_PKG_DIR
 
-Per case: host µs per eager no-grad forward (no synchronisation inside the timed call), µs per
+Per case (the initial states given, as the engine gives them): host µs per eager no-grad forward (no synchronisation inside the timed call), µs per
 forward and per training step synchronised before and after (as the engine times), each the
 median over rounds of per-round medians, and new/old."""
 import importlib, statistics, sys, time
@@ -42,6 +42,8 @@ cases = [("rnn_tanh", 20, 100, torch.float32), ("lstm", 20, 100, torch.float32),
 print("case | fwd host old | new | new/old | fwd sync old | new | new/old | train sync old | new | new/old")
 for cell, b, h, dt in cases:
     x = torch.randn(30, b, h, device="cuda", dtype=dt, requires_grad=True)
+    h0 = torch.randn(1, b, h, device="cuda", dtype=dt, requires_grad=True)  # states given, as the engine does
+    hx = (h0, torch.randn_like(h0)) if cell == "lstm" else h0
     mods = {}
     for name, nn_ in (("old", old_nn), ("new", new_nn)):
         cls = {"lstm": nn_.LSTM, "gru": nn_.GRU}.get(cell, nn_.RNN)
@@ -51,10 +53,10 @@ for cell, b, h, dt in cases:
     for name, m in mods.items():
         def fwd(m=m):
             with torch.no_grad():
-                return m(x)
+                return m(x, hx)
         def train(m=m):
-            out, _ = m(x)
-            return torch.autograd.grad(out.float().square().sum(), [x, *m.parameters()])
+            out, _ = m(x, hx)
+            return torch.autograd.grad(out.float().square().sum(), [x, h0, *m.parameters()])
         steps[name] = (fwd, train)
         fwd(); train(); fwd(); train()
     res = {(k, n): [] for k in ("fh", "fs", "ts") for n in ("old", "new")}
