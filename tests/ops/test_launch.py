@@ -51,3 +51,40 @@ def test_every_recurrence_kernel_takes_the_cached_launch():
         runtime = [p.name for p in params if p.annotation not in (tl.constexpr, "tl.constexpr")]
         args = tuple(torch.zeros(1) if name.endswith("_ptr") else 3 for name in runtime)
         launcher._check_integers(args)  # raises for an integer Triton would specialise
+
+
+def test_constexprs_are_numbered_by_value():
+    """The launch key holds a Constexprs' number: equal values (in any order) must share it and
+    different values must not (a number shared by two plans would launch one plan's variant for
+    the other's)."""
+    from rnnbench.ops.launch import Constexprs
+
+    first, same = Constexprs(dict(H=8, BLOCK_B=16, num_warps=4)), Constexprs(dict(num_warps=4, BLOCK_B=16, H=8))
+    other = Constexprs(dict(H=8, BLOCK_B=32, num_warps=4))
+    assert first.number == same.number
+    assert other.number != first.number
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru", "rnn_tanh"])
+def test_the_forward_keys_every_tensor_its_caller_gives(cell, monkeypatch):
+    """The forward's launch key reads only its leading ``keyed`` tensors: every tensor the caller
+    passes (a weight or state that may sit off a 16-byte boundary, or in another dtype) must be
+    among them, and none of them after (those must be buffers the call allocated)."""
+    seen = {}
+
+    def spy(self, grid, args, constexprs, stream=None, keyed=None):
+        seen.update(args=args, keyed=keyed)
+
+    monkeypatch.setattr(KernelLauncher, "__call__", spy)
+    torch.manual_seed(0)
+    t, b, h = 3, 2, 8
+    gates = recurrence.NUM_GATES[cell]
+    lstm = cell == "lstm"
+    x_proj, w_hh = torch.randn(t, b, gates * h), torch.randn(gates * h, h)
+    b_ih, b_hh, h0, c0 = torch.randn(gates * h), torch.randn(gates * h), torch.randn(b, h), torch.randn(b, h)
+    launch = recurrence.layer_launch(cell, b, h, torch.float32, torch.device("cpu"))
+    recurrence.recurrence_forward(cell, x_proj, w_hh, b_ih, b_hh, h0, c0 if lstm else None, launch, True)
+    given = [x_proj, w_hh, b_ih, b_hh, h0] + ([c0] if lstm else [])
+    keyed, rest = seen["args"][:seen["keyed"]], seen["args"][seen["keyed"]:]
+    assert all(any(g is k for k in keyed) for g in given)
+    assert not any(a is g for a in rest for g in given)
