@@ -174,28 +174,28 @@ class _Launch:
 
     def forward_constexprs(self, has_bias: bool, has_h0: bool, save: bool, has_c0: bool) -> Constexprs:
         """The forward kernel's compile-time arguments with these flags (built once per flags)."""
-        key = (has_bias, has_h0, save, has_c0)
-        found = self._constexprs.get(key)
-        if found is None:
-            flags = dict(HAS_BIAS=has_bias, HAS_H0=has_h0, SAVE=save)
-            if self.cell == "lstm":
-                flags["HAS_C0"] = has_c0
-            elif self.cell != "gru":
-                flags["RELU"] = self.cell == "rnn_relu"
-            found = self._constexprs[key] = Constexprs({**flags, **self.forward_meta})
-        return found
+        return self._cached(("forward", has_bias, has_h0, save, has_c0), lambda: self._with_flags(
+            self.forward_meta, HAS_BIAS=has_bias, HAS_H0=has_h0, SAVE=save, HAS_C0=has_c0))
 
     def backward_constexprs(self, has_d_out: bool, has_d_h_n: bool, has_d_c_n: bool) -> Constexprs:
         """The backward kernel's compile-time arguments with these flags (built once per flags)."""
-        key = ("backward", has_d_out, has_d_h_n, has_d_c_n)
+        return self._cached(("backward", has_d_out, has_d_h_n, has_d_c_n), lambda: self._with_flags(
+            self.backward_meta, HAS_D_OUT=has_d_out, HAS_D_H_N=has_d_h_n, HAS_D_C_N=has_d_c_n))
+
+    def _with_flags(self, meta: dict, **flags) -> Constexprs:
+        """``meta`` and the call's flags: the cell state's (``HAS_C0``, ``HAS_D_C_N``) for the
+        LSTM only, ``RELU`` for the RNN only, as the kernels take them."""
+        if self.cell != "lstm":
+            flags.pop("HAS_C0", None)
+            flags.pop("HAS_D_C_N", None)
+        if self.cell.startswith("rnn_"):
+            flags["RELU"] = self.cell == "rnn_relu"
+        return Constexprs({**flags, **meta})
+
+    def _cached(self, key: tuple, build) -> Constexprs:
         found = self._constexprs.get(key)
         if found is None:
-            flags = dict(HAS_D_OUT=has_d_out, HAS_D_H_N=has_d_h_n)
-            if self.cell == "lstm":
-                flags["HAS_D_C_N"] = has_d_c_n
-            elif self.cell != "gru":
-                flags["RELU"] = self.cell == "rnn_relu"
-            found = self._constexprs[key] = Constexprs({**flags, **self.backward_meta})
+            found = self._constexprs[key] = build()
         return found
 
     @functools.cached_property
