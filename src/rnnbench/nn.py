@@ -121,7 +121,7 @@ class _KernelPath:
             return None, f"input dtype {input.dtype} differs from the weights' {weight_dtype}"
         if device.type == "cpu" and not _interpreted():
             return None, "CPU tensors (the Triton kernels run on CUDA, or on the CPU under TRITON_INTERPRET=1)"
-        batch = 1 if dim == 2 else input.shape[1 - self.batch_first]
+        batch = 1 if dim == 2 else input.shape[0 if self.batch_first else 1]
         # Imports Triton: only once a kernel is a candidate.
         return _recurrence().launch_or_refusal(cell, batch, self.hidden_size, amp or input.dtype, device)
 
