@@ -1,9 +1,11 @@
 """Where an eager call of rnnbench.nn spends its host time, and what two changes buy (one GPU).
 
-    python benchmarks/host_time.py OUT_DIR [--parts launch,barrier,profile,engine]
+    python benchmarks/host_time.py OUT_DIR [--parts launch,barrier,profile,engine] [--launch-modes A,B]
 
-1. Launch: Triton's JIT launch of the forward kernel against our cached compiled launch
-   (``ops/launch.py``), host µs per launch; the whole module per eager call (forward under
+1. Launch: two ways of launching the forward kernel (``--launch-modes``, default
+   ``runner,direct``; ``jit`` is Triton's JIT launch on every call, ``runner`` our cached
+   compiled launch through Triton's Python runner, ``direct`` the same calling Triton 3.6's C
+   launcher itself: ``ops/launch.py``), host µs per launch; the whole module per eager call (forward under
    no_grad, and a training step: forward, MSE over every step, backward) with each launch mode,
    as host µs per call (no synchronisation inside the timed call), as µs per call synchronised
    before and after (as the engine times), and as device-inclusive ms per call
@@ -40,7 +42,10 @@ from triton_dev import _host_ms, _modules  # noqa: E402  (shared: one timer of h
 
 # (cell, batch, seq, input, hidden, dtype): theano-cudnn-2016 depth 1, glample-2016, flashrnn-2024.
 CASES = [("lstm", 32, 30, 512, 512, "bf16"), ("gru", 32, 30, 512, 512, "bf16"), ("lstm", 20, 30, 100, 100, "fp32"),
-         ("lstm", 128, 30, 1024, 1024, "bf16")]
+         ("lstm", 128, 30, 1024, 1024, "bf16"), ("gru", 32, 30, 128, 128, "fp32"), ("rnn_tanh", 20, 30, 100, 100, "fp32")]
+# How each launch mode sets ops/launch.py's switches.
+LAUNCH_MODES = {"jit": dict(JIT_ONLY=True, DIRECT_LAUNCH=False), "runner": dict(JIT_ONLY=False, DIRECT_LAUNCH=False),
+                "direct": dict(JIT_ONLY=False, DIRECT_LAUNCH=True)}
 KERNEL_CASES = CASES[:3] + [("lstm", 20, 30, 500, 500, "fp32"), ("lstm", 16, 1024, 768, 768, "bf16"),
                             ("lstm", 16, 1024, 768, 768, "fp16")]
 
@@ -89,7 +94,12 @@ def _steps(module, x):
     return forward, train
 
 
-def launch_part() -> list[dict]:
+def _set_launch_mode(launch, mode: str) -> None:
+    for name, value in LAUNCH_MODES[mode].items():
+        setattr(launch, name, value)
+
+
+def launch_part(modes: tuple[str, str]) -> list[dict]:
     import torch
     from triton.testing import do_bench
 
@@ -112,8 +122,8 @@ def launch_part() -> list[dict]:
         # A B B A: each launch mode measured twice, in both orders, and averaged, so that a drift
         # over the run (clocks, the allocator's pools, the host's load) favours neither.
         samples: dict[str, list[float]] = {}
-        for mode in ("jit", "cached", "cached", "jit"):
-            launch.JIT_ONLY = mode == "jit"
+        for mode in (*modes, *reversed(modes)):
+            _set_launch_mode(launch, mode)
             fwd, train = _steps(mine, x)
             for name, value in (
                 ("recurrence_forward_host_us", lambda: host_us(kernel_call, 200)),
@@ -126,7 +136,7 @@ def launch_part() -> list[dict]:
             ):
                 samples.setdefault(f"{name}_{mode}", []).append(value())
         row.update({k: statistics.fmean(v) for k, v in samples.items()})
-        launch.JIT_ONLY = False
+        _set_launch_mode(launch, "direct")
         fwd, train = _steps(ref, x)
         row["torch_nn_forward_host_us"] = host_us(fwd)
         row["torch_nn_forward_sync_us"] = synced_us(fwd)
@@ -258,6 +268,10 @@ def engine_part() -> list[dict]:
     return rows
 
 
+def _per_mode(names, modes) -> list[str]:
+    return [f"{name}_{mode}" for name in names for mode in modes]
+
+
 def _table(rows, keys) -> str:
     lines = [" | ".join(keys)]
     for r in rows:
@@ -269,13 +283,18 @@ def main(argv) -> int:
     parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--parts", default="launch,barrier", help="launch, barrier, profile, engine (comma-separated)")
+    parser.add_argument("--launch-modes", default="runner,direct",
+                        help=f"the two launch modes the launch part compares: {', '.join(LAUNCH_MODES)}")
     args = parser.parse_args(argv)
     unknown = set(args.parts.split(",")) - {"launch", "barrier", "profile", "engine"}
     if unknown:
         parser.error(f"unknown part {sorted(unknown)[0]!r}; choose from launch, barrier, profile, engine")
+    modes = tuple(args.launch_modes.split(","))
+    if len(modes) != 2 or len(set(modes)) != 2 or not set(modes) <= set(LAUNCH_MODES):
+        parser.error(f"--launch-modes takes two different modes of {', '.join(LAUNCH_MODES)}, not {args.launch_modes!r}")
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
-    rows = launch_part() if "launch" in args.parts else []
+    rows = launch_part(modes) if "launch" in args.parts else []
     rows += barrier_part() if "barrier" in args.parts else []
     rows += profile_part() if "profile" in args.parts else []
     rows += engine_part() if "engine" in args.parts else []
@@ -283,15 +302,15 @@ def main(argv) -> int:
     launch_rows = [r for r in rows if r["part"] == "launch"]
     text = "\n\n".join([
         "launch (host µs per call, no synchronisation inside the timed call)",
-        _table(launch_rows, ["case", "recurrence_forward_host_us_jit", "recurrence_forward_host_us_cached",
-                             "forward_host_us_jit", "forward_host_us_cached", "torch_nn_forward_host_us",
-                             "train_host_us_jit", "train_host_us_cached", "torch_nn_train_host_us"]),
+        _table(launch_rows, ["case", *_per_mode(("recurrence_forward_host_us", "forward_host_us"), modes),
+                             "torch_nn_forward_host_us", *_per_mode(("train_host_us",), modes), "torch_nn_train_host_us"]),
         "synchronised before and after each call, as the engine times (µs per call)",
-        _table(launch_rows, ["case", "recurrence_forward_sync_us_jit", "recurrence_forward_sync_us_cached",
-                             "forward_sync_us_jit", "forward_sync_us_cached", "torch_nn_forward_sync_us"]),
+        _table(launch_rows, ["case", *_per_mode(("recurrence_forward_sync_us", "forward_sync_us"), modes),
+                             "torch_nn_forward_sync_us"]),
         "device-inclusive ms per call (triton.testing.do_bench); host µs of torch.empty and torch.mm",
-        _table(launch_rows, ["case", "forward_ms_jit", "forward_ms_cached", "torch_nn_forward_ms", "train_ms_jit",
-                             "train_ms_cached", "torch_nn_train_ms", "torch_empty_host_us", "torch_mm_host_us"]),
+        _table(launch_rows, ["case", *_per_mode(("forward_ms",), modes), "torch_nn_forward_ms",
+                             *_per_mode(("train_ms",), modes), "torch_nn_train_ms", "torch_empty_host_us",
+                             "torch_mm_host_us"]),
         "barrier (µs per step)",
         _table([r for r in rows if r["part"] == "barrier"], ["programs", "us_per_step", "stale_slots"]),
         "kernels replayed from CUDA graphs (ms)",

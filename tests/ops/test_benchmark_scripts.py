@@ -81,6 +81,8 @@ def test_on_chip_anatomy_times_every_part_and_the_kernel(tmp_path):
     ("plan_sweep.py", ("--cases", "nope"), "invalid choice: 'nope'"),
     ("plan_sweep.py", ("--budget", "soon"), "invalid float value: 'soon'"),
     ("host_time.py", ("--parts", "engine,nope"), "unknown part 'nope'"),
+    ("host_time.py", ("--launch-modes", "direct,direct"), "--launch-modes takes two different modes"),
+    ("host_time.py", ("--launch-modes", "jit,fast"), "--launch-modes takes two different modes"),
 ])
 def test_bad_options_are_refused_in_one_line_before_measuring(tmp_path, script, args, message):
     proc = _run(script, str(tmp_path), *args)

@@ -435,6 +435,36 @@ def test_cached_launch_skips_the_jit_after_the_first_call(monkeypatch):
     assert len(calls) == 1
 
 
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("cell", CELLS)
+def test_the_c_launch_is_taken_and_right(cell, dtype, monkeypatch):
+    """Under Triton 3.6 a cached launch calls the compiled kernel's C launcher itself
+    (ops/launch.py): from their second call the forward and backward kernels go that way, and the
+    outputs and every gradient still match float64."""
+    import triton
+
+    from rnnbench.ops import gradients, launch, recurrence
+
+    if not triton.__version__.startswith(launch.C_LAUNCHER_VERSIONS):
+        pytest.skip(f"Triton {triton.__version__} launches through its runner")
+    taken = []
+    real = launch._c_launcher
+
+    def counting(kernel):
+        found = real(kernel)
+        return None if found is None else ((lambda *a: taken.append(kernel.name) or found[0](*a)), found[1])
+
+    monkeypatch.setattr(launch, "_c_launcher", counting)
+    for module in (recurrence, gradients):  # cached entries from other tests hold the real launcher
+        for launcher in vars(module).values():
+            if isinstance(launcher, launch.KernelLauncher):
+                monkeypatch.setattr(launcher, "_compiled", {})
+    tensors = _layer(cell, 20, 9, 5, 100)
+    for _ in range(2):
+        check_layer(cell, dtype, tensors)
+    assert any("forward" in name for name in taken) and any("backward" in name for name in taken), taken
+
+
 @pytest.mark.parametrize("hidden_size", [100, 500], ids=["resident", "streamed"])
 @pytest.mark.parametrize("mode", STRICT_FP32_MODES)
 @pytest.mark.parametrize("cell", CELLS)

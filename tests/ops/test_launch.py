@@ -88,3 +88,88 @@ def test_the_forward_keys_every_tensor_its_caller_gives(cell, monkeypatch):
     keyed, rest = seen["args"][:seen["keyed"]], seen["args"][seen["keyed"]:]
     assert all(any(g is k for k in keyed) for g in given)
     assert not any(a is g for a in rest for g in given)
+
+
+class _Param:
+    def __init__(self, name, do_not_specialize):
+        self.name, self.do_not_specialize = name, do_not_specialize
+
+
+class CudaLauncher:  # named as Triton's, which _c_launcher asks for
+    launch_cooperative_grid, launch_pdl = False, False
+
+    def __init__(self, scratch=0):
+        self.global_scratch_size, self.profile_scratch_size = scratch, 0
+        self.calls = []
+
+    def launch(self, *args):
+        self.calls.append(args)
+
+
+class _Compiled:
+    """Stands in for a CompiledKernel: its runner (``kernel[grid](...)``) and its C launcher."""
+
+    function, packed_metadata = 1234, (4, 1, 0)
+
+    def __init__(self, scratch=0):
+        self.run = CudaLauncher(scratch)
+        self.runner_calls = []
+
+    def __getitem__(self, grid):
+        return lambda *args, stream=None: self.runner_calls.append((grid, args, stream))
+
+
+class _Jit:
+    """Stands in for a JIT function whose first launch compiles ``compiled``."""
+
+    arg_names = ["x_ptr", "n", "BLOCK"]
+    params = [_Param("x_ptr", False), _Param("n", True), _Param("BLOCK", False)]
+    __name__ = "fake_kernel"
+
+    def __init__(self, compiled):
+        self.compiled, self.jit_calls = compiled, 0
+
+    def __getitem__(self, grid):
+        def launch(*args, **constexprs):
+            self.jit_calls += 1
+            return self.compiled
+        return launch
+
+
+def _launch_twice(compiled, monkeypatch, version="3.6.0"):
+    from rnnbench.ops import launch
+
+    monkeypatch.setattr(launch, "INTERPRET", False)
+    monkeypatch.setattr(launch.triton, "__version__", version)
+    fn = _Jit(compiled)
+    launcher, x = KernelLauncher(fn), torch.zeros(4)
+    constexprs = launch.Constexprs(dict(BLOCK=16))
+    for _ in range(2):
+        launcher((2, 3), (x, 5), constexprs, stream=77)
+    return fn, x
+
+
+def test_the_second_launch_calls_tritons_c_launcher_directly(monkeypatch):
+    """Under Triton 3.6 a cached launch skips the runner: the C launcher gets the grid, the stream,
+    the arguments 3.6's runner gives it (no scratch, no launch metadata, no hooks), then the
+    kernel's runtime arguments and its constexprs, in the kernel's order."""
+    compiled = _Compiled()
+    fn, x = _launch_twice(compiled, monkeypatch)
+    assert fn.jit_calls == 1 and not compiled.runner_calls
+    (call,) = compiled.run.calls
+    assert call[:4] == (2, 3, 1, 77)
+    assert call[4:13] == (1234, False, False, None, None, (4, 1, 0), None, None, None)
+    assert call[13] is x and call[14:] == (5, 16)
+
+
+@pytest.mark.parametrize("case", ["another triton", "scratch memory", "a launch hook"])
+def test_the_runner_launches_where_the_c_launcher_is_not_known_to_fit(case, monkeypatch):
+    from triton import knobs
+
+    compiled = _Compiled(scratch=256 if case == "scratch memory" else 0)
+    if case == "a launch hook":  # a profiler's: it must see every launch, with its metadata
+        monkeypatch.setattr(knobs.runtime, "launch_enter_hook", lambda metadata: None)
+    fn, x = _launch_twice(compiled, monkeypatch, version="3.9.0" if case == "another triton" else "3.6.0")
+    assert not compiled.run.calls
+    ((grid, args, stream),) = compiled.runner_calls
+    assert grid == (2, 3, 1) and args[0] is x and args[1:] == (5, 16) and stream == 77

@@ -15,17 +15,33 @@ the JIT would compile other variants for values 1 or multiples of 16) and that t
 before their integers (the key reads the leading tensors); the launcher checks both once per
 kernel and raises otherwise. Under ``TRITON_INTERPRET=1`` there is no compiled kernel and
 every call is the JIT's.
+
+Under Triton 3.6 (the version measured) the launch goes one step further down: to the compiled
+kernel's C launcher (``CudaLauncher.launch``, Triton's own), with the arguments its Python runner
+would give it. The runner costs host time on every call for what our kernels never use: a
+``LazyDict`` of launch metadata and two empty hook chains called from C (3.6 calls
+``knobs.runtime.launch_enter_hook`` even when nothing is registered), a closure per grid, and the
+scratch allocations. The C launcher's arguments are Triton's internal interface (3.9 orders them
+differently), so any other version, a kernel with scratch memory, or a registered launch hook (a
+profiler's) keeps the runner.
 """
 
 from __future__ import annotations
 
 import torch
+import triton
+from triton import knobs
 from triton.runtime import driver
 
 from .common import INTERPRET
 
 # Launch through Triton's JIT every time (the first design); for the side-by-side measurement.
 JIT_ONLY = False
+# Call the compiled kernel's C launcher directly where this Triton's is known (False: through
+# Triton's Python runner, as before; for the side-by-side measurement).
+DIRECT_LAUNCH = True
+# The Triton versions whose C launcher takes the arguments _c_launcher gives it.
+C_LAUNCHER_VERSIONS = ("3.6.",)
 
 
 def _specialisation(tensors: tuple) -> tuple:
@@ -83,7 +99,13 @@ class KernelLauncher:
         key = (constexprs.number, _specialisation(args[:tensors if keyed is None else keyed]), args[0].device.index)
         entry = self._compiled.get(key)
         if entry is not None:
-            kernel, tail = entry
+            kernel, tail, direct = entry
+            if direct is not None and DIRECT_LAUNCH and _no_launch_hooks():
+                c_launch, head = direct
+                grid3 = (*grid, 1, 1)
+                c_launch(grid3[0], grid3[1], grid3[2], _current_stream() if stream is None else stream, *head,
+                         *args, *tail)
+                return
             launch = kernel[(*grid, 1, 1)[:3]]  # the compiled kernel's launcher wants 3 grid sizes
             if stream is None:
                 launch(*args, *tail)
@@ -94,7 +116,7 @@ class KernelLauncher:
         self._check_integers(args)
         kernel = self.fn[grid](*args, **constexprs.values)  # compiles (or loads Triton's cache) and launches
         names = self.fn.arg_names[len(args):]
-        self._compiled[key] = (kernel, tuple(constexprs.values[n] for n in names))
+        self._compiled[key] = (kernel, tuple(constexprs.values[n] for n in names), _c_launcher(kernel))
 
     def _check_integers(self, args: tuple) -> None:
         if self._integers_checked:
@@ -111,6 +133,36 @@ class KernelLauncher:
                 raise TypeError(f"{self.fn.__name__}: parameter {name!r} is specialised on its value; "
                                 "a KernelLauncher would reuse one variant for every value")
         self._integers_checked = True
+
+
+def _c_launcher(kernel) -> tuple | None:
+    """``(launch, head)``: the compiled kernel's C launcher and the arguments Triton 3.6's runner
+    gives it between the stream and the kernel's own (function, cooperative and PDL flags, no
+    scratch buffers, the packed metadata, no launch metadata, no hooks); None where that is not
+    known to hold (another Triton, a launcher of another backend, a kernel with scratch memory)."""
+    if not triton.__version__.startswith(C_LAUNCHER_VERSIONS):
+        return None
+    run = kernel.run  # loads the binary and builds the launcher (the first launch did already)
+    if type(run).__name__ != "CudaLauncher" or run.global_scratch_size or run.profile_scratch_size:
+        return None
+    head = (kernel.function, run.launch_cooperative_grid, run.launch_pdl, None, None, kernel.packed_metadata,
+            None, None, None)
+    return run.launch, head
+
+
+def _no_launch_hooks() -> bool:
+    """Whether no launch hook is registered (a profiler such as Proton registers them; then every
+    launch goes through Triton's runner, which gives them their metadata)."""
+    return _empty_hook(knobs.runtime.launch_enter_hook) and _empty_hook(knobs.runtime.launch_exit_hook)
+
+
+def _empty_hook(hook) -> bool:
+    return hook is None or not getattr(hook, "calls", True)
+
+
+def _current_stream() -> int:
+    """The raw CUDA stream Triton's runner would launch on."""
+    return driver.active.get_current_stream(driver.active.get_current_device())
 
 
 def _unspecialised(fn) -> set[str]:
@@ -140,7 +192,7 @@ def counters(count: int, device: torch.device) -> tuple[torch.Tensor, int | None
         return torch.zeros(count, dtype=torch.int32, device=device), None
     # The stream Triton launches on, asked of Triton's driver as its launcher does (cheaper than
     # torch.cuda.current_stream(device), which builds a Stream object and resolves the device).
-    stream = driver.active.get_current_stream(driver.active.get_current_device())
+    stream = _current_stream()
     key = (device, stream)
     buf = COUNTERS.get(key)
     if buf is None or buf.numel() < count:
