@@ -344,13 +344,8 @@ def _stacked_matmul(pieces, w_ptr, w_rows, w_valid, h_ptr, rows, row_live, acc,
     re-read from global memory (L2) in ``BLOCK_K`` chunks. Either way the reduction stops at the
     chunk holding unit H - 1, not at K_PAD: no chunk of padding."""
     if W_RESIDENT:
-        # The next piece of h is loaded before this piece's product is issued, so its trip through
-        # L2 overlaps the product instead of following it (two pieces in registers at most).
-        h_next = _load_gate_padded(h_ptr, H, rows, row_live, 0, H, 1, K_PAD, BLOCK_K)
         for i in tl.static_range(CHUNKS):
-            h = h_next
-            if i + 1 < CHUNKS:
-                h_next = _load_gate_padded(h_ptr, H, rows, row_live, (i + 1) * BLOCK_K, H, 1, K_PAD, BLOCK_K)
+            h = _load_gate_padded(h_ptr, H, rows, row_live, i * BLOCK_K, H, 1, K_PAD, BLOCK_K)
             acc = _mma(pieces[i], tl.trans(h), acc, PRECISION, UPCAST)
     else:
         for k0 in range(0, H, BLOCK_K):
@@ -424,16 +419,10 @@ def _split_stacked_matmul(pieces, w_hi_ptr, w_lo_ptr, w_rows, w_valid, h_ptr, pl
     wgmma may come from registers), or with ``W_COPY`` (:attr:`Plan.split_w_once`) read split from
     the copies at ``w_hi_ptr`` and ``w_lo_ptr`` (twice the bytes from L2)."""
     small = tl.zeros(acc.shape, dtype=tl.float32)
-    if W_RESIDENT:  # the next piece loaded before this one's products, as _stacked_matmul does
-        hi_next = _load_gate_padded(h_ptr, H, rows, row_live, 0, H, 1, K_PAD, BLOCK_K)
-        lo_next = _load_gate_padded(h_ptr + plane_h, H, rows, row_live, 0, H, 1, K_PAD, BLOCK_K)
+    if W_RESIDENT:
         for i in tl.static_range(CHUNKS):
-            h_hi = hi_next
-            h_lo = lo_next
-            if i + 1 < CHUNKS:
-                hi_next = _load_gate_padded(h_ptr, H, rows, row_live, (i + 1) * BLOCK_K, H, 1, K_PAD, BLOCK_K)
-                lo_next = _load_gate_padded(h_ptr + plane_h, H, rows, row_live, (i + 1) * BLOCK_K, H, 1, K_PAD,
-                                            BLOCK_K)
+            h_hi = _load_gate_padded(h_ptr, H, rows, row_live, i * BLOCK_K, H, 1, K_PAD, BLOCK_K)
+            h_lo = _load_gate_padded(h_ptr + plane_h, H, rows, row_live, i * BLOCK_K, H, 1, K_PAD, BLOCK_K)
             acc, small = _mma_split(pieces[i], pieces[CHUNKS + i], tl.trans(h_hi), tl.trans(h_lo), acc, small)
     else:
         for k0 in range(0, H, BLOCK_K):

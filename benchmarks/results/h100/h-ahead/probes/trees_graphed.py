@@ -12,7 +12,9 @@ import torch
 
 sys.path.insert(0, "src")
 sys.path.insert(0, sys.argv[1])
+import os  # noqa: E402
 trees = {"old": importlib.import_module("rnnbench_old.nn"), "new": importlib.import_module("rnnbench.nn")}
+trees = {k: v for k, v in trees.items() if k in os.environ.get("TREES", "old,new").split(",")}  # (debugging)
 ROUNDS, REPLAYS = 10, 20
 DT = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 CASES = [("lstm", 16, 1024, 768, "fp16"), ("lstm", 16, 1024, 768, "bf16"), ("lstm", 32, 30, 512, "bf16"),
@@ -61,7 +63,8 @@ for cell, b, t, h, dt in chosen:
         replays[name] = g
     times = {n: [] for n in trees}
     for r in range(ROUNDS):
-        for name in (("old", "new", "new", "old") if r % 2 == 0 else ("new", "old", "old", "new")):
+        names = list(trees)
+        for name in (names + names[::-1] if r % 2 == 0 else names[::-1] + names):
             g = replays[name]
             g.replay()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -72,5 +75,8 @@ for cell, b, t, h, dt in chosen:
             end.synchronize()
             times[name].append(start.elapsed_time(end) / REPLAYS)
     med = {n: statistics.median(v) for n, v in times.items()}
+    if len(trees) < 2:
+        print(cell, b, t, h, dt, errors, med, flush=True)
+        continue
     print(f"{cell} B{b} T{t} H{h} {dt} | {errors['old']:.2e} | {errors['new']:.2e} | {med['old']:.4f} | "
           f"{med['new']:.4f} | {med['new'] / med['old']:.3f}", flush=True)
