@@ -33,14 +33,14 @@ VARIANTS = [
     ("rnn", "backward", 20, 100, {}), ("rnn", "backward", 20, 100, {"w_resident": True, "num_warps": 8}),
     ("rnn", "backward", 20, 500, {}), ("rnn", "backward", 20, 500, {"w_resident": True, "num_warps": 8}),
     # 64 batch rows a program: the forward and the split-K backward at 4 warps (the defaults,
-    # common.FP32_WIDE_FORWARD_WARPS and X3_SPLIT_K_WIDE_WARPS) against the 8 before.
+    # plans.FP32_WIDE_FORWARD_WARPS and X3_SPLIT_K_WIDE_WARPS) against the 8 before.
     *[(cell, "forward", batch, hidden, changes) for cell, batch, hidden in (("lstm", 128, 1024), ("gru", 128, 1024),
                                                                              ("lstm", 256, 512))
       for changes in ({}, {"num_warps": 8})],
     *[(cell, "backward", batch, hidden, changes) for cell, batch, hidden in (("lstm", 256, 512), ("gru", 256, 512),
                                                                               ("gru", 128, 768))
       for changes in ({}, {"num_warps": 8})],
-    # Split once: 32-wide chunks (common.SPLIT_ONCE_BLOCK_K; six in flight with the weights' copy
+    # Split once: 32-wide chunks (plans.SPLIT_ONCE_BLOCK_K; six in flight with the weights' copy
     # at 64 rows) against 64 wide at the stages the plan had then (four, three with the copy), at 4 and 8 warps.
     *[(cell, "forward", batch, hidden, changes)
       for cell, batch, hidden, old_stages in (("lstm", 20, 500, 4), ("rnn", 20, 500, 4), ("gru", 32, 512, 4),

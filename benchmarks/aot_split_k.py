@@ -9,7 +9,7 @@ wgmma's result in the SASS) with partial matmuls 64, 128 or 256 units high (``bl
 warps: the plans ``benchmarks/on_chip.py --compare split_k_rows`` and ``split_k_warps`` timed.
 ``default`` marks the split-K plan ``choose_plan`` makes now (split-K asked for where the default
 backward is the transpose: TF32 at hidden 1024). Strict fp32's (3xTF32) shapes, whose default is
-128 units at 8 warps (``common.X3_SPLIT_K_ROWS``), are compiled at 64 and 128 units at 4 warps
+128 units at 8 warps (``plans.X3_SPLIT_K_ROWS``), are compiled at 64 and 128 units at 4 warps
 (the default before, and the warps it spilled at), 128 and 256 at 8: the plans
 ``on_chip.py --compare split_k_x3`` timed.
 """

@@ -104,7 +104,7 @@ def launch_part(modes: tuple[str, str]) -> list[dict]:
     from triton.testing import do_bench
 
     from rnnbench.ops import launch, recurrence
-    from rnnbench.ops.common import dot_precision
+    from rnnbench.ops.plans import dot_precision
 
     rows = []
     torch.backends.cuda.matmul.allow_tf32 = False

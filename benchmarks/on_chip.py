@@ -46,7 +46,7 @@ a local sm_90 compile, Triton 3.9, spilled up to 240 bytes a thread at 4 warps a
 the default's 64 at 4 warps, on the fp32 training cases of glample-2016 and theano-cudnn-2016
 (depth 1), then 256 units at 8 warps at hidden 500-512; then (indices 13-14), TF32's resident
 backward at 128 units against 64 on theano's GRU at hidden 128; from index 15, with the rule
-(``common.X3_SPLIT_K_ROWS``), the default against 64 units at 4 warps on shapes it covers that
+(``plans.X3_SPLIT_K_ROWS``), the default against 64 units at 4 warps on shapes it covers that
 were not measured for it.
 
 ``--compare split_k_tf32`` runs plain TF32's resident split-K backward with partials 128 units high,
@@ -91,7 +91,7 @@ backward fills zeros and copies) against the default (one launch of
 on the seed suites' small cases, where eager training is bound by the host.
 
 ``--compare batch_rows`` runs the default, batch blocks of 16 rows wherever their programs fit
-(``common.default_block_b``; the split-K backward takes the forward's blocks), against 32
+(``plans.default_block_b``; the split-K backward takes the forward's blocks), against 32
 (``plan_override(block_b=32)``, the default before past batch 32; the RNN's forward alone, its
 backward keeps the whole batch), both ways: theano's depth-1
 cases at hidden 128 and fastrnns', then the RNN (forward only changes) and shapes the kernel
@@ -245,7 +245,7 @@ PIECE_CASES = [
     _case("lstm", 32, 1024, "bf16", ("piece512", "default")), _case("gru", 32, 1024, "bf16", ("piece512", "default")),
     _case("lstm", 128, 512, "tf32", ("piece128", "default")), _case("lstm", 32, 512, "tf32", ("piece256", "default")),
     _case("lstm", 16, 768, "bf16", ("piece512", "default"), seq_len=1024),
-] + [  # indices 11-18, after the rule (common.WIDE_PIECE_ROWS; at aea332f it covered hidden 1024 too,
+] + [  # indices 11-18, after the rule (plans.WIDE_PIECE_ROWS; at aea332f it covered hidden 1024 too,
     # since WIDE_PIECE_MAX_HIDDEN = 768 the default there is 128 columns): the default against 128 at 32 rows
     _case("lstm", 128, 512, "bf16", ("default", "piece128")), _case("gru", 128, 512, "bf16", ("default", "piece128")),
     _case("lstm", 128, 512, "fp16", ("default", "piece128")), _case("lstm", 64, 512, "bf16", ("default", "piece128")),
@@ -263,7 +263,7 @@ STREAM_CASES = [
     _case("gru", 128, 512, "tf32", STREAM), _case("lstm", 32, 512, "tf32", STREAM),
     _case("lstm", 32, 1024, "bf16", STREAM), _case("lstm", 128, 512, "bf16", STREAM),
     _case("lstm", 64, 768, "bf16", STREAM),
-] + [  # indices 11-14, after the rule (common.STREAM_FORWARD_ROWS): other shapes it streams, against resident
+] + [  # indices 11-14, after the rule (plans.STREAM_FORWARD_ROWS): other shapes it streams, against resident
     _case(cell, b, h, "bf16", ("default", "resident64"))
     for cell, b, h in (("lstm", 128, 768), ("lstm", 256, 512), ("gru", 512, 256), ("lstm", 256, 768))
 ]
@@ -280,7 +280,7 @@ X3_CASES = [
     _case("lstm", 20, 500, "fp32", ("rows256w8", "default")), _case("lstm", 32, 512, "fp32", ("rows256w8", "default")),
     _case("gru", 32, 512, "fp32", ("rows256w8", "default")),
     _case("gru", 32, 128, "tf32", ("rows128", "default")), _case("gru", 128, 128, "tf32", ("rows128", "default")),
-] + [  # indices 15-19, after the rule (common.X3_SPLIT_K_ROWS): shapes it covers that were not measured
+] + [  # indices 15-19, after the rule (plans.X3_SPLIT_K_ROWS): shapes it covers that were not measured
     # for it, the default against 64 units at 4 warps
     _case(cell, b, h, "fp32", ("default", "rows64w4"), seq_len=t)
     for cell, b, h, t in (("lstm", 16, 768, 100), ("lstm", 256, 256, 30), ("gru", 64, 512, 30),
@@ -294,7 +294,7 @@ TF32_TALL_CASES = [
     for cell, b, h in (("lstm", 32, 512), ("gru", 32, 512), ("lstm", 20, 500)) for plan in ("rows128", "rows128w8")
 ] + [_case("lstm", 128, 512, "tf32", ("rows128w8", "default")), _case("lstm", 32, 128, "tf32", ("rows128w8", "default"))]
 # 64 batch rows a program (batch 128 from hidden 768, 256 from 512), fp32 weights: the default
-# (common.FP32_WIDE_FORWARD_WARPS, X3_SPLIT_K_WIDE_WARPS: one warpgroup of 4 warps) against the 8
+# (plans.FP32_WIDE_FORWARD_WARPS, X3_SPLIT_K_WIDE_WARPS: one warpgroup of 4 warps) against the 8
 # warps before, in the forward (fwd_w8) or both ways (w8, where the split-K backward changed too).
 WARPS64_CASES = [
     _case("lstm", 128, 1024, "fp32", ("default", "fwd_w8")), _case("gru", 128, 1024, "fp32", ("default", "fwd_w8")),
@@ -302,11 +302,11 @@ WARPS64_CASES = [
     _case("gru", 128, 768, "fp32", ("default", "w8")),
     _case("lstm", 128, 1024, "tf32", ("default", "fwd_w8")), _case("lstm", 256, 512, "tf32", ("default", "fwd_w8")),
 ]
-# Strict fp32's forward with h split once (common.SPLIT_ONCE, Plan.split_once) against Triton's
+# Strict fp32's forward with h split once (plans.SPLIT_ONCE, Plan.split_once) against Triton's
 # tf32x3, which splits both operands inside every product, on every fp32 case of glample-2016,
 # theano-cudnn-2016 (depth 1) and fastrnns whose weights stream (hidden 500 and up), and one at
 # batch 256; then (from index 11) the weights from a split copy (Plan.split_w_once, the default
-# from 64 batch rows a program: common.SPLIT_W_ONCE_ROWS) against split in the step, both ways.
+# from 64 batch rows a program: plans.SPLIT_W_ONCE_ROWS) against split in the step, both ways.
 _STREAMED_FP32 = (("lstm", 20, 500, 30), ("rnn_tanh", 20, 500, 30), ("gru", 32, 512, 30), ("lstm", 32, 512, 30),
                   ("lstm", 128, 512, 30), ("lstm", 64, 512, 100), ("lstm", 32, 1024, 30), ("gru", 32, 1024, 30),
                   ("lstm", 128, 1024, 30), ("gru", 128, 1024, 30), ("lstm", 256, 512, 30))
@@ -317,7 +317,7 @@ def _weights_copied(cell: str, batch_size: int, hidden_size: int) -> bool:
     weights from a split copy (``Plan.split_w_once``)."""
     import torch
 
-    from rnnbench.ops.common import choose_plan
+    from rnnbench.ops.plans import choose_plan
     from rnnbench.ops.recurrence import NUM_GATES
 
     return choose_plan(batch_size, hidden_size, NUM_GATES[cell], torch.float32, torch.device("cuda"),
@@ -330,7 +330,7 @@ SPLIT_ONCE_CASES = [
     _case(cell, b, h, "fp32", ("default", "w_in_step" if _weights_copied(cell, b, h) else "w_copy"), seq_len=t)
     for cell, b, h, t in _STREAMED_FP32
 ]
-# Batch blocks of 16 rows wherever their programs fit (common.default_block_b; the split-K backward
+# Batch blocks of 16 rows wherever their programs fit (plans.default_block_b; the split-K backward
 # takes the forward's blocks) against 32, the default before past batch 32: theano's depth-1 cases at
 # hidden 128 and fastrnns' (which it changes), then shapes the kernel sweep did not cover (the RNN,
 # whose backward keeps the whole batch, so only its forward's blocks differ; the GRU at hidden 512,

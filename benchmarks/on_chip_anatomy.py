@@ -50,7 +50,7 @@ def case_rows(cell: str, batch: int, hidden: int, dtype: str, device: str, lengt
     import torch
 
     from rnnbench.ops import recurrence
-    from rnnbench.ops.common import dot_precision, on_chip_warps
+    from rnnbench.ops.plans import dot_precision, on_chip_warps
     from rnnbench.ops.floor import chain_floor
     from rnnbench.precision import TORCH_DTYPE, matmul_mode
     from triton_dev import _graph_ms

@@ -16,7 +16,7 @@ the choice against float64 and times the lanes. Case sets:
 
 - ``warps64``: at 64 batch rows a program (batch 128 at hidden 768-1024, 256 at 512, 64 at 2048),
   fp32 (3xTF32), TF32, bf16 and fp16, the default against 8 warps both ways (the plans before
-  ``common.FP32_WIDE_FORWARD_WARPS`` and ``X3_SPLIT_K_WIDE_WARPS``) and 4 both ways (run before
+  ``plans.FP32_WIDE_FORWARD_WARPS`` and ``X3_SPLIT_K_WIDE_WARPS``) and 4 both ways (run before
   the rule, as 4 against the default then: ``results/h100/triton-lane-12``);
 - ``first``: the sweep that found it, forward only then (tile heights, chunk widths, stages,
   warps at batch 128, hidden 512-1024; FlashRNN's fp16 LSTM; glample's and theano's small fp32
@@ -25,7 +25,7 @@ the choice against float64 and times the lanes. Case sets:
   warps, 32-wide chunks and no split once (and at 64 rows: 32-wide chunks six in flight, the
   weights split in the step).
 - ``rows``: batch rows a program at batch 32-128 where 16-row blocks still fit on the
-  multiprocessors at the smallest weight tile (``common.default_block_b`` gives 32 past batch 32
+  multiprocessors at the smallest weight tile (``plans.default_block_b`` gives 32 past batch 32
   in the forward, from a sweep of 32 against 64 rows only, and the batch up to 64 rows in the
   backward, not swept before): the default against 16 rows forward, and 16 and 32 rows backward.
 - ``rows_backward``: the backwards that keep the whole batch (up to 64 rows) a program after that
@@ -117,7 +117,7 @@ def measure(case: tuple) -> dict:
     """One case and one override (``case[-1]``): the kernels' times, or the error the plan raised."""
     import torch
 
-    from rnnbench.ops.common import dot_precision
+    from rnnbench.ops.plans import dot_precision
     from rnnbench.ops.recurrence import NUM_GATES, plan, plan_override
     from rnnbench.precision import matmul_mode
     from triton_dev import _backward_alone, _graph_ms, _kernel_alone, _saved_forward, _torch_dtype

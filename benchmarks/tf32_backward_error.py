@@ -5,7 +5,7 @@
 Our TF32 backward ran its recurrent products as 3xTF32 because plain TF32 missed the float64
 reference for the gradient to h0 by 1.9-2.0 % against a 1 % tolerance (H100, glample's sizes).
 A cheaper accurate product would split only the operand whose rounding matters, or only the cells
-that need it (what ``common.backward_precision`` now does, after this script: 3xTF32 for the RNN). This script emulates the reverse product ``dh_{t-1} = d_gates_t @ W_hh`` in
+that need it (what ``plans.backward_precision`` now does, after this script: 3xTF32 for the RNN). This script emulates the reverse product ``dh_{t-1} = d_gates_t @ W_hh`` in
 float64 with TF32 operands (fp32 with the low 13 mantissa bits cleared, as tensor cores read them)
 for: neither operand rounded, both (plain TF32), only ``W_hh`` (splitting the gradients), only the
 gradients (splitting ``W_hh``: two products); the forward and every other product exact. It prints

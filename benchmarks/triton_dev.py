@@ -293,10 +293,10 @@ def task_timing(cell, b, t, i, h, dtype, warm_only=False) -> list[dict]:
     import torch
     from triton.testing import do_bench
 
-    from rnnbench.ops.common import gates_padded
+    from rnnbench.ops.plans import gates_padded
     from rnnbench.ops.floor import barrier_floor, dot_floor
     from rnnbench.ops.recurrence import NUM_GATES, plan, plan_override
-    from rnnbench.ops.common import dot_precision
+    from rnnbench.ops.plans import dot_precision
     from rnnbench.precision import matmul_mode
     from rnnbench.verify import relative_error
 

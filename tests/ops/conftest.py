@@ -50,7 +50,7 @@ def concurrent_programs(interpreter, monkeypatch):
     import triton.language as tl
     from triton.runtime import interpreter as ti
 
-    from rnnbench.ops import common
+    from rnnbench.ops import plans
 
     builder = ti.interpreter_builder
     local = threading.local()
@@ -96,4 +96,4 @@ def concurrent_programs(interpreter, monkeypatch):
 
     monkeypatch.setattr(ti.GridExecutor, "__init__", init)
     monkeypatch.setattr(builder, "create_get_program_id", program_id)
-    monkeypatch.setattr(common, "INTERPRETER_PROGRAMS_CONCURRENT", True)
+    monkeypatch.setattr(plans, "INTERPRETER_PROGRAMS_CONCURRENT", True)

@@ -120,7 +120,7 @@ def _check_h100_accepts(label: str, cell: str, batch: int, hidden: int, dtype: s
     multiprocessors, no GPU touched) in both directions."""
     import torch
 
-    from rnnbench.ops.common import STRICT_FP32_DEFAULT, choose_plan
+    from rnnbench.ops.plans import STRICT_FP32_DEFAULT, choose_plan
     from rnnbench.ops.recurrence import NUM_GATES
 
     torch_dtype, precision = {"fp32": (torch.float32, STRICT_FP32_DEFAULT), "tf32": (torch.float32, "tf32"),

@@ -45,7 +45,7 @@ def _widened(tensors):
 @pytest.mark.parametrize("dtype", list(DTYPES))
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "N{}-G{}-I{}-H{}-{}".format(*s[:4], "same" if s[4] else "two"))
 def test_fused_gradients_match_float64(shape, dtype):
-    from rnnbench.ops.common import upcast_dot
+    from rnnbench.ops.plans import upcast_dot
     from rnnbench.ops.gradients import fused, layer_gradients, reference_gradients
 
     tensors = _inputs(*shape, DTYPES[dtype])

@@ -213,7 +213,7 @@ def test_reference_is_the_judge_and_can_fail():
 def test_rnn_tf32_backward_runs_its_products_as_3xtf32():
     """Plain TF32 in the RNN's reverse recurrence missed the reference (H100), the LSTM's and
     GRU's did not; half types and strict fp32 keep their precision both ways."""
-    from rnnbench.ops.common import Plan
+    from rnnbench.ops.plans import Plan
     from rnnbench.ops.recurrence import _Launch, layer_launch
 
     plan = Plan(block_b=16, block_h=16, w_resident=False)
@@ -226,7 +226,7 @@ def test_rnn_tf32_backward_runs_its_products_as_3xtf32():
 
 
 def test_plan_validation():
-    from rnnbench.ops.common import choose_plan
+    from rnnbench.ops.plans import choose_plan
 
     cpu = torch.device("cpu")
     with pytest.raises(ValueError, match="wait for each other forever"):
@@ -253,7 +253,7 @@ def test_plan_validation():
 
 def test_default_plans_for_the_h100():
     """The launch rules, planned for an H100 (132 multiprocessors) without touching a GPU."""
-    from rnnbench.ops.common import choose_plan
+    from rnnbench.ops.plans import choose_plan
 
     cuda = torch.device("cuda")
 
@@ -428,7 +428,7 @@ def test_strict_fp32_forwards_that_stream_their_weights_split_h_once():
     any backward). Their chunks are 32 wide, six in flight with the copy; asked for 64 wide with
     the copy, three, not four: four fp32 tiles a chunk would take 256 KB of shared memory. Asked
     for where it cannot run, refused."""
-    from rnnbench.ops.common import choose_plan, split_once_level
+    from rnnbench.ops.plans import choose_plan, split_once_level
 
     cuda = torch.device("cuda")
 
@@ -462,7 +462,7 @@ def test_fast_activations_where_the_products_round_as_coarsely():
     """The MUFU's tanh (relative error about 2^-11) in the forward of bf16, fp16 and TF32, never
     in strict fp32, never backward, never under the interpreter (inline PTX); and the forward
     kernel is told so."""
-    from rnnbench.ops.common import choose_plan
+    from rnnbench.ops.plans import choose_plan
     from rnnbench.ops.recurrence import _Launch
 
     cuda, cpu = torch.device("cuda"), torch.device("cpu")
@@ -576,11 +576,11 @@ def test_strict_fp32_runs_as_3xtf32_on_cuda_unless_asked_for_ieee(monkeypatch):
     """Which products a float32 recurrence gets on CUDA (planned without a GPU): TF32 where torch
     allows it, else 3xTF32 by default or IEEE under ``strict_fp32("ieee")``; half types and the
     interpreter are unaffected."""
-    from rnnbench.ops import common, recurrence
-    from rnnbench.ops.common import dot_precision
+    from rnnbench.ops import plans, recurrence
+    from rnnbench.ops.plans import dot_precision
     from rnnbench.precision import matmul_mode
 
-    monkeypatch.setattr(common, "INTERPRET", False)
+    monkeypatch.setattr(plans, "INTERPRET", False)
     with matmul_mode("fp32"):
         assert dot_precision(torch.float32) == "tf32x3"
         assert dot_precision(torch.float32, recurrence._STRICT_FP32.get()) == "tf32x3"
@@ -592,7 +592,7 @@ def test_strict_fp32_runs_as_3xtf32_on_cuda_unless_asked_for_ieee(monkeypatch):
     with pytest.raises(ValueError, match="unknown strict fp32 mode"):
         with recurrence.strict_fp32("tf32"):
             pass
-    monkeypatch.setattr(common, "INTERPRET", True)
+    monkeypatch.setattr(plans, "INTERPRET", True)
     with matmul_mode("fp32"):
         assert dot_precision(torch.float32) == "ieee"
 

@@ -4,7 +4,7 @@
   layer and direction; ``<cell>/naive.py``: the same layer, readable, calling
   :mod:`rnnbench.reference`.
 - ``recurrence.py``: the autograd Function gluing them to the input projection and the weight
-  gradients (large torch matmuls); ``common.py``: shared tiles, barrier and launch plan;
+  gradients (large torch matmuls); ``common.py``: shared tiles and barrier; ``plans.py``: the launch plan;
   ``floor.py``: kernels that measure the per-step floor (barrier alone, barrier + small dot).
 - ``naive.py``: whole readable networks (layers, directions) from the per-cell naive layers.
 

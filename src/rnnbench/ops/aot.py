@@ -31,7 +31,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from . import gradients
-from .common import Plan, backward_precision, choose_plan, k_chunks, k_padded, split_k_pieces, split_once_level
+from .plans import Plan, backward_precision, choose_plan, k_chunks, k_padded, split_k_pieces, split_once_level
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel

@@ -22,8 +22,8 @@ import triton
 import triton.language as tl
 
 from .common import (_grid_barrier, _load_f32, _mma, _release_counters, _resident_stack, _split_gates, _stacked_matmul,
-                     _stacked_rows, _tanh, _tanh_approx,
-                     gates_padded, k_chunks, k_padded, next_pow2)
+                     _stacked_rows, _tanh, _tanh_approx)
+from .plans import gates_padded, k_chunks, k_padded, next_pow2
 
 
 @triton.jit(do_not_specialize=["T"])

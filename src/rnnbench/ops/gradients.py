@@ -21,7 +21,7 @@ device. The slices of a tile meet without waiting for each other: the last to fi
 others' partials (so no program depends on another being resident, and the interpreter's
 one-at-a-time programs run it too).
 
-Products run in the layer's precision (:func:`rnnbench.ops.common.dot_precision`: 3xTF32 or IEEE
+Products run in the layer's precision (:func:`rnnbench.ops.plans.dot_precision`: 3xTF32 or IEEE
 for strict fp32, TF32 where torch allows it, fp32 accumulation for the half types); results are
 stored in the weights' dtype, as torch's matmuls return them.
 """
@@ -197,7 +197,7 @@ def layer_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...], precisi
 
     Args: as :func:`reference_gradients` (each tensor contiguous); ``precision`` the tl.dot input
     precision (``ieee``, ``tf32``, ``tf32x3``), ``upcast`` whether to widen the operands first
-    (the interpreter's bf16, :func:`rnnbench.ops.common.upcast_dot`).
+    (the interpreter's bf16, :func:`rnnbench.ops.plans.upcast_dot`).
     """
     rows, gate_width = d_gx.shape
     input_size, hidden_size = x.shape[1], h_prev.shape[1]

@@ -29,8 +29,9 @@ from dataclasses import dataclass
 import torch
 from torch.nn import functional as F
 
-from .common import (INTERPRET, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, choose_plan,
-                     dot_precision, k_chunks, k_padded, split_k_pieces, split_once_level, upcast_dot)
+from .common import INTERPRET
+from .plans import (STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, choose_plan, dot_precision,
+                    k_chunks, k_padded, split_k_pieces, split_once_level, upcast_dot)
 from .gradients import layer_gradients
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
 from .launch import Constexprs, KernelLauncher
@@ -53,7 +54,7 @@ _STRICT_FP32: contextvars.ContextVar[str] = contextvars.ContextVar("rnnbench_str
 @contextlib.contextmanager
 def plan_override(**fields):
     """Within the block, every launch (forward and backward) uses these
-    :class:`~rnnbench.ops.common.Plan` fields (``block_b``, ``block_h``, ``w_resident``,
+    :class:`~rnnbench.ops.plans.Plan` fields (``block_b``, ``block_h``, ``w_resident``,
     ``block_k``, ``num_warps``, ``num_stages``): for tests and tuning. A field named
     ``backward_<field>`` (``backward_block_k=256``) sets the backward's plan alone, one named
     ``forward_<field>`` (``forward_block_k=256``) the forward's."""
@@ -68,7 +69,7 @@ def plan_override(**fields):
 def strict_fp32(mode: str):
     """Within the block, float32 recurrences that torch keeps out of TF32 multiply as ``mode``:
     ``"tf32x3"`` (the default: 3xTF32 on tensor cores, fp32-accurate) or ``"ieee"`` (FMA units).
-    See :func:`rnnbench.ops.common.dot_precision`; for comparisons and tests.
+    See :func:`rnnbench.ops.plans.dot_precision`; for comparisons and tests.
 
     Raises:
         ValueError: an unknown mode.
@@ -85,8 +86,14 @@ def strict_fp32(mode: str):
 def refusal(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtype, device: torch.device) -> str | None:
     """None if the kernels take this recurrence, else why not (one line, for the fallback warning).
     Cached per shape and setting (the modules ask on every call)."""
+    return _cached_refusal(*_setting(cell, batch_size, hidden_size, dtype, device))
+
+
+def _setting(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtype, device: torch.device) -> tuple:
+    """The key of the cached choices: the call's shape, the dot precision that the TF32 setting
+    and :func:`strict_fp32` of the moment give its dtype, and any :func:`plan_override`."""
     precision = dot_precision(dtype, _STRICT_FP32.get()) if dtype in SUPPORTED_DTYPES else "ieee"
-    return _cached_refusal(cell, batch_size, hidden_size, dtype, device, precision, _PLAN_OVERRIDE.get())
+    return cell, batch_size, hidden_size, dtype, device, precision, _PLAN_OVERRIDE.get()
 
 
 @functools.lru_cache(maxsize=1024)
@@ -112,8 +119,7 @@ def launch_or_refusal(cell: str, batch_size: int, hidden_size: int, dtype: torch
                       device: torch.device) -> tuple[_Launch | None, str | None]:
     """``(layer_launch(...), None)`` if the kernels take this recurrence, else ``(None, refusal(...))``:
     both in one cached lookup, for callers that need both on every call (``rnnbench.nn``)."""
-    precision = dot_precision(dtype, _STRICT_FP32.get()) if dtype in SUPPORTED_DTYPES else "ieee"
-    return _cached_choice(cell, batch_size, hidden_size, dtype, device, precision, _PLAN_OVERRIDE.get())
+    return _cached_choice(*_setting(cell, batch_size, hidden_size, dtype, device))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -159,7 +165,7 @@ class _Launch:
 
     @property
     def backward_precision(self) -> str:
-        """The reverse recurrence's dot precision (:func:`~rnnbench.ops.common.backward_precision`)."""
+        """The reverse recurrence's dot precision (:func:`~rnnbench.ops.plans.backward_precision`)."""
         return backward_precision(self.precision, self.num_gates)
 
     @functools.cached_property
@@ -414,8 +420,7 @@ def layer_launch(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtyp
     """The plans and precisions of every layer of this shape (cached; any :func:`plan_override`
     and the TF32 setting of the moment applied). Call :func:`refusal` first: a shape the kernels
     refuse raises ValueError here."""
-    return _cached_launch(cell, batch_size, hidden_size, dtype, device, dot_precision(dtype, _STRICT_FP32.get()),
-                          _PLAN_OVERRIDE.get())
+    return _cached_launch(*_setting(cell, batch_size, hidden_size, dtype, device))
 
 
 def run_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih, b_hh, launch: _Launch):

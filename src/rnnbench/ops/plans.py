@@ -1,0 +1,572 @@
+"""The launch plan of a recurrence: how its hidden units and batch rows are split across programs,
+whether the weights stay resident, h stays on chip, the backward splits K, and the dot precision
+of each dtype; with the rules measured for each choice (``docs/kernels.md``). The kernels' shared
+pieces are ``ops/common.py``; ``ops/recurrence.py`` caches a plan per shape.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass
+
+import torch
+import triton
+
+from .common import INTERPRET
+
+# Tests may run the interpreter's programs in threads, side by side (tests/ops/conftest.py); only
+# then may a batch block have several programs under the interpreter.
+INTERPRETER_PROGRAMS_CONCURRENT = False
+
+SUPPORTED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+# Shared memory one program may fill with its resident weights and the staged h tile: the H100's
+# per-block limit (227 KB, read off the device when there is one) less room for the compiler's own
+# scratch (layout conversions). Measured by compiling: a resident LSTM step at hidden 768, 16
+# batch rows, bf16, uses exactly (64 + 16) * 1024 * 2 = 160 KB.
+H100_SHARED_MEMORY = 232448
+SHARED_MEMORY_MARGIN = 16 * 1024
+# Tile sizes. tl.dot needs K >= 16; M and N may be smaller on sm_90 (padded by the compiler).
+MIN_BLOCK = 16  # batch rows and reduction chunks
+MIN_BLOCK_H = 4
+MAX_BLOCK_B = 64
+MAX_BLOCK_H = 256
+BLOCK_K = 64
+# Resident forward weights are held in pieces of BLOCK_K columns, and h is staged one piece at a
+# time: a piece of h (BLOCK_B x BLOCK_K) of at most this many bytes kept ptxas from spilling at 4
+# warps (sm_90, Triton 3.6: bf16 16 x 256 and 32 x 128, fp32 16 x 128 and 32 x 64 compile clean).
+RESIDENT_PIECE_BYTES = 8 * 1024
+# Except 16-bit weights at 32 batch rows up to hidden 768: pieces of 256 columns (16 KB of h), one
+# wgmma chain waited for per piece, so half the waits a step: 1.07-1.16x the graphed forward at
+# hidden 512-768 on the H100 (benchmarks/on_chip.py --compare piece, triton-lane-10). At hidden
+# 1024 they spilled 96-168 bytes a thread (sm_90, Triton 3.6) for 1.01-1.02x; 16 KB pieces
+# elsewhere measured 0.86-1.05x (512 columns at 16 rows, TF32) or spilled (bf16 at 64 rows).
+WIDE_PIECE_ROWS, WIDE_PIECE_MAX_HIDDEN = 32, 768
+# A 16-bit forward at this many batch rows a program streams its weights from L2 (the chunk loop,
+# which Triton pipelines) instead of holding them resident: there the pieces are 64 columns wide,
+# each waited for in turn (16 waits a step at hidden 1024). Streamed: 1.31-1.41x the graphed
+# forward at batch 128, hidden 1024 on the H100; at 16-32 rows 0.81-0.99x (benchmarks/on_chip.py
+# --compare stream, triton-lane-10). TF32 at 64 rows was not measured and stays resident.
+STREAM_FORWARD_ROWS = 64
+# A forward with fp32 weights (TF32 or 3xTF32 products) at 64 batch rows a program (batch 128 from
+# hidden 768, batch 256 from 512) and a 64-row weight tile (LSTM and GRU at 16 units a program) runs
+# one warpgroup, 4 warps: with 8 the two warpgroups split the batch columns and each reads, and for
+# 3xTF32 splits, every weight chunk. On the H100 (results/h100/triton-lane-12), the kernel alone
+# (benchmarks/plan_sweep.py --cases warps64, per step): strict fp32 1.19-1.31x at batch 64-256,
+# hidden 512-2048, TF32 1.02-1.24x; the lanes (on_chip.py --compare warps64, both plans verified
+# against float64): graphed forward 1.12-1.18x (strict fp32) and 1.04-1.19x (TF32), graphed
+# training 1.04-1.11x and 1.01-1.05x. 16-bit streamed weights at 4 warps: 0.89-0.97x at hidden
+# 1024 (1.11x at 512, not checked further), so they keep 8. The 3xTF32 forward spills at 64 rows
+# either way (192 bytes a thread at 8 warps, 248 at 4: sm_90, Triton 3.6).
+FP32_WIDE_FORWARD_WARPS = 4
+# Widest resident forward stack for 3xTF32 (strict fp32 on tensor cores): the split of a resident
+# operand lands in registers (two fp32 copies of it), which held 64 x 128 without spills and
+# spilled 2.4 KB per thread at 64 x 512 (sm_90, Triton 3.6, ops/aot.py).
+X3_RESIDENT_K = 128
+# On-chip plans (Plan.h_on_chip) by default up to this many rows of stacked weights (gates_padded x
+# k_padded): one program per batch block runs every unit, so its step's matmul is as tall as the
+# tile. Measured on the H100 against the exchange plan, kernel time (benchmarks/on_chip.py): the
+# RNN at hidden 100 (128 rows) 1.23-1.36x faster forward, 1.27-1.50x training; 512 rows (LSTM and
+# GRU at hidden 100-128, bf16) 0.69-0.94x forward, 0.83-1.02x training; the RNN at hidden 256
+# (256 rows) 0.80-1.00x forward, 0.91-1.14x training. With fast activations the 512-row LSTM and GRU
+# tiles still lost: 0.78-0.95x forward, 0.86-0.93x training (triton-lane-6/fast_activations.jsonl).
+ON_CHIP_MAX_ROWS = 128
+# The LSTM's and GRU's backward run split-K (Plan.split_k) by default up to this hidden size on CUDA.
+# Graphed training against the transpose backward on the H100 (benchmarks/on_chip.py --compare
+# split_k, results/h100/triton-lane-7): the LSTM 1.07-1.56x faster at every case of hidden 100-768
+# (FlashRNN bf16 1.23x, fp16 1.21x; strict fp32 1.30-1.56x), the GRU 1.05-1.39x at hidden 128-512;
+# at hidden 1024 0.67-0.92x but for bf16 at batch 32 (LSTM 1.05x, GRU 1.17x): the partials every
+# program writes and reads grow as hidden^2 x batch, 64 MB a step at batch 128, and in TF32 the
+# transposed weights no longer fit on chip.
+SPLIT_K_MAX_HIDDEN = 768
+# Where the weights are 16-bit and a program holds 16 batch rows, the split-K backward multiplies
+# its partials 256 units at a time, not 64 (a [256, 16] fp32 result is 32 registers a thread at 4
+# warps): each step waits for a wgmma's result before storing it 3 times at hidden 768, not 12.
+# Graphed training on the H100 against 64 units (results/h100/triton-lane-8): FlashRNN bf16 and
+# fp16 1.07x, theano's LSTM and GRU at batch 32, hidden 512, bf16 1.09-1.11x, glample's LSTM at
+# hidden 500 bf16 1.03x. Not for fp32 weights (TF32: spilled 16-32 bytes a thread, 0.99-1.07x) nor
+# 32 batch rows (128 units high: 1.00x bf16, 0.95x TF32 with spills; 256: 0.94-0.99x).
+SPLIT_K_TALL_ROWS = 256
+# Strict fp32's split-K backward (3xTF32, its transposed weights streamed from L2) multiplies its
+# partials this many units high (at most the padded width) at 16 or 32 batch rows a program, at 8
+# warps (one warpgroup per 64 rows of a partial): half the waits for a wgmma result before a store
+# (12 a step at hidden 512, not 24), in 171-219 registers without spills (sm_90, Triton 3.6 on the
+# H100, results/h100/triton-lane-11/aot-x3-67974f2.txt; at 4 warps 128 units took all 255 registers
+# and spilled 32-240 bytes a thread in 5 of 8 shapes in a local Triton 3.9 compile,
+# aot_split_k-x3-local-c8903cc.txt). Graphed training on the H100 against 64 units at 4 warps
+# (triton-lane-11): 1.04-1.09x on every fp32 LSTM and GRU case of glample-2016 and
+# theano-cudnn-2016 (hidden 100-512, batch 20-128), then 1.03-1.10x on five other shapes. 256
+# units at 16 rows were 2-4% faster again at hidden 500-512 but take all 255 registers (spilled 8
+# bytes at hidden 500 in Triton 3.9; at 32 rows 88-104 in 3.6): not taken. 64 batch rows a program
+# (batch 512) were not measured and keep 64 units.
+X3_SPLIT_K_ROWS, X3_SPLIT_K_MAX_BATCH_ROWS = 128, 32
+X3_SPLIT_K_WARPS = 8
+# At 64 batch rows (partials 64 units high) and 16 units a program (a 64-row tile; taller ones
+# were not measured) strict fp32's split-K backward runs 4 warps, not the 8 that 16-bit weights
+# need there: 1.14-1.18x the backward kernel at batch 128-256, hidden 512-768 (plan_sweep.py, H100,
+# triton-lane-12; it spills either way, 40-64 bytes a thread at 4 warps, 8-88 at 8). TF32's
+# resident split-K (0.68x) and the transpose backward (0.76-0.87x) were slower at 4 and keep 8.
+X3_SPLIT_K_WIDE_WARPS = 4
+# 16-bit weights keep their split-K partials in 16 bits too (Plan.half_partials: half the bytes
+# written and read each step, still summed in fp32): graphed training on the H100 1.03-1.11x
+# faster than fp32 partials (FlashRNN bf16 1.06x, fp16 1.05x; errors against float64 3.6e-3
+# instead of 3.1e-3 in bf16, tolerance 6e-2). With both, 16-bit split-K beats the transpose
+# backward up to hidden 1024: in bf16 at batch 32 the LSTM 1.27x and the GRU 1.19x with tall fp32
+# partials; at batch 128 (64 rows a program, partials 64 high) 1.12x and 1.00x with 16-bit ones,
+# where with fp32 partials it lost (0.73-0.92x). In fp16 with both: 1.31-1.40x at batch 32,
+# 1.01-1.12x at 128.
+SPLIT_K_16BIT_MAX_HIDDEN = 1024
+# Strict fp32 forwards that stream their weights split h once (Plan.split_once), and from this many
+# batch rows a program their weights too (Plan.split_w_once).
+SPLIT_ONCE, SPLIT_W_ONCE_ROWS = True, 64
+# Their chunks: 32 wide, not 64 (BLOCK_K), and six in flight with the weights' copy. At 64 wide
+# 8 of 9 split-once forwards spilled under Triton 3.9 (32-200 bytes a thread), at 64 batch rows
+# under 3.6 too (152-184); at 32 none does (benchmarks/aot_3xtf32.py). On the H100 (Triton 3.6) 32
+# wide took 0.94-1.02x the step time of 64 at 16-32 rows, and six in flight at 64 rows 0.85-0.86x
+# (plan_sweep.py --cases spills: results/h100/triton-lane-14).
+SPLIT_ONCE_BLOCK_K, SPLIT_W_ONCE_STAGES = 32, 6
+# Plan overrides that pick a tile or weight path: given without h_on_chip, they mean the exchange plan.
+_EXCHANGE_FIELDS = frozenset({"block_h", "block_k", "w_resident"})
+
+
+def next_pow2(n: int) -> int:
+    return 1 << max(0, (int(n) - 1).bit_length())
+
+
+def gates_padded(num_gates: int) -> int:
+    """Gate blocks in a stacked weight tile: the gate count rounded up to a power of 2."""
+    return next_pow2(num_gates)
+
+
+def k_padded(hidden_size: int) -> int:
+    """The reduction length of the recurrent matmul as a tile dimension (power of 2, >= 16)."""
+    return max(MIN_BLOCK, next_pow2(hidden_size))
+
+
+def k_chunks(hidden_size: int, block_k: int) -> tuple[int, int]:
+    """``(BLOCK_K, CHUNKS)``: the reduction chunk as launched (at most ``k_padded``) and how many
+    cover ``hidden_size``."""
+    bk = min(block_k, k_padded(hidden_size))
+    return bk, -(-hidden_size // bk)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one recurrence (one direction of time) is split across programs.
+
+    Attributes:
+        block_b: batch rows per program (power of 2, >= 16; rows past batch_size are masked).
+        block_h: hidden units per program (power of 2, >= 4).
+        w_resident: load the program's recurrent weights once, before the time loop (the compiler
+            keeps them in shared memory); otherwise re-read them from L2 in ``block_k`` chunks
+            every step.
+        block_k: reduction chunk: streamed, the chunk re-read each step; resident (forward), the
+            width of the pieces the weights are held in (the backward's resident tile is one piece).
+        num_warps: warps per program.
+        num_stages: chunks in flight when streaming (Triton's software pipeline of the chunk
+            loop: a streamed step is a chain of L2 round trips, so deeper is faster until shared
+            memory runs out).
+        h_on_chip: one program holds every hidden unit of its batch rows (``block_h`` and
+            ``block_k`` equal to :func:`k_padded`, weights resident in one piece), so the step's
+            matmul operand (h forward, the gate gradients backward) never leaves its registers:
+            no exchange through memory, no grid barrier. For small hidden sizes, where those
+            round trips are most of a step.
+        fast_activations: the forward computes its gate nonlinearities on the multi-function unit
+            (:func:`_tanh_approx`, relative error about 2^-11) instead of from ``exp`` and a
+            division: see :func:`fast_activations`.
+        split_k: backward (the LSTM's and GRU's, so far) on the forward's split instead of the transpose:
+            each program multiplies its own units' gate gradients by its own rows of ``W_hh`` (the
+            forward's stacked tile, transposed and resident when it fits) into a partial
+            ``dh_{t-1}`` of every unit, and after the barrier sums its units' partials from every
+            program (a split-K matmul, K spread over the programs). ``block_k`` is then the height
+            of one partial's matmul (64, a wgmma, or :data:`SPLIT_K_TALL_ROWS`). The transpose
+            plan instead reads every program's gate gradients and its units' columns of ``W_hh``
+            from L2 each step.
+        half_partials: split-K only: the partials stored in the weights' dtype (bf16, fp16: half
+            the bytes written and read each step; summed in fp32 all the same) instead of fp32.
+        split_once: a 3xTF32 forward (strict fp32 on tensor cores, exchange plans) whose operands
+            are split into TF32 high parts and remainders once, not inside every product (Triton's
+            ``tf32x3``): each program splits its rows of ``W_hh`` before the time loop (into
+            shared memory, or a copy in global memory it streams from) and its slice of ``h_t`` as
+            it publishes it (two planes, read by the next step straight into its products). The
+            same three products per chunk, plain TF32 each (:func:`_mma_split`). Streamed
+            weights are split in registers each step unless ``split_w_once``.
+        split_w_once: with ``split_once`` and streamed weights: each program writes the split of its
+            rows of ``W_hh`` to a copy in global memory before the time loop and streams both
+            halves from there (twice the bytes a step from L2, no arithmetic on the way).
+    """
+
+    block_b: int
+    block_h: int
+    w_resident: bool
+    block_k: int = BLOCK_K
+    num_warps: int = 4
+    num_stages: int = 3
+    h_on_chip: bool = False
+    fast_activations: bool = False
+    split_k: bool = False
+    half_partials: bool = False
+    split_once: bool = False
+    split_w_once: bool = False
+
+    def grid(self, batch_size: int, hidden_size: int) -> tuple[int, int]:
+        """(programs over hidden units, programs over batch rows)."""
+        return -(-hidden_size // self.block_h), -(-batch_size // self.block_b)  # (triton.cdiv costs µs per call)
+
+
+def resident_piece(block_b: int, element: int, hidden_size: int) -> int:
+    """Width (columns) of the pieces a resident forward tile is held and h staged in: 8 KB of h
+    (:data:`RESIDENT_PIECE_BYTES`), 64 to 256 columns; 256 for 16-bit weights up to
+    :data:`WIDE_PIECE_ROWS` batch rows and :data:`WIDE_PIECE_MAX_HIDDEN` units."""
+    if element == 2 and block_b <= WIDE_PIECE_ROWS and hidden_size <= WIDE_PIECE_MAX_HIDDEN:
+        return 256
+    return max(64, min(256, RESIDENT_PIECE_BYTES // (block_b * element)))
+
+
+def split_once_level(plan: Plan) -> int:
+    """The forward kernels' ``SPLIT_ONCE`` constexpr for ``plan``: 0 (Triton's ``tf32x3`` in every
+    product, or no 3xTF32), 1 (:attr:`Plan.split_once`), 2 (and the streamed weights from a split
+    copy, :attr:`Plan.split_w_once`)."""
+    if not plan.split_once:
+        return 0
+    return 2 if plan.split_w_once and not plan.w_resident else 1
+
+
+def split_once_stage_bytes(block_b: int, rows: int, block_k: int, w_copy: bool) -> int:
+    """Shared memory one chunk in flight takes in a streamed forward that splits once
+    (:attr:`Plan.split_once`), fp32: the high parts and remainders of a ``block_b x block_k``
+    piece of h and a ``rows x block_k`` weight chunk (both halves with ``w_copy``,
+    :attr:`Plan.split_w_once`). (At batch 128, hidden 1024 with the copy, 64 KB: four in flight,
+    the streamed default, would not fit in the H100's 227 KB.)"""
+    return (2 * block_b + (2 if w_copy else 1) * rows) * block_k * 4
+
+
+def resident_bytes(block_b: int, block_h: int, hidden_size: int, num_gates: int, element: int,
+                   direction: str) -> int:
+    """Shared memory of a resident step. Forward: the weight pieces (up to the one holding unit
+    H - 1) plus one staged piece of h (the compiler reuses its buffer: measured by compiling).
+    Backward: one weight tile ``GP * K_PAD`` long plus the staged gate gradients."""
+    gp, kp = gates_padded(num_gates), k_padded(hidden_size)
+    if direction == "forward":
+        bk, chunks = k_chunks(hidden_size, resident_piece(block_b, element, hidden_size))
+        return (gp * block_h * chunks + block_b) * bk * element
+    return (block_h + block_b) * gp * kp * element
+
+
+@functools.lru_cache(maxsize=None)
+def _device_limits(index: int) -> tuple[int, int]:
+    props = torch.cuda.get_device_properties(index)
+    return props.multi_processor_count, getattr(props, "shared_memory_per_block_optin", H100_SHARED_MEMORY)
+
+
+def _limits(device: torch.device, multiprocessors: int | None) -> tuple[int, int]:
+    """``(multiprocessors, shared memory per block)`` of the CUDA ``device``, or an H100's with
+    ``multiprocessors`` of them when planning for a GPU not present."""
+    if multiprocessors is not None:
+        return multiprocessors, H100_SHARED_MEMORY
+    return _device_limits(device.index if device.index is not None else torch.cuda.current_device())
+
+
+def on_chip_bytes(block_b: int, hidden_size: int, num_gates: int, element: int, direction: str) -> int:
+    """Shared memory of an on-chip step (:attr:`Plan.h_on_chip`): forward, the stacked tile
+    ``gates_padded * K_PAD`` rows by ``K_PAD``; backward, one ``K_PAD`` square per real gate; plus
+    the operand staged for the matmul (``K_PAD x block_b`` per gate backward)."""
+    kp = k_padded(hidden_size)
+    if direction == "forward":
+        return (gates_padded(num_gates) * kp + block_b) * kp * element
+    return num_gates * (kp + block_b) * kp * element
+
+
+def on_chip_default(hidden_size: int, num_gates: int, element: int, precision: str, direction: str,
+                    smem: int) -> bool:
+    """Whether the default plan keeps h on chip (CUDA, tensor-core products): a stacked tile of
+    at most :data:`ON_CHIP_MAX_ROWS` rows that fits in shared memory; with 3xTF32 only for the RNN's
+    single gate (the split of a resident 3xTF32 operand is held in registers: at 8 warps the RNN's
+    128 x 128 compiled without spills both ways, the LSTM's four 64 x 64 backward tiles spilled
+    1.3 KB per thread; sm_90, Triton 3.6, ``ops/aot.py``)."""
+    rows = gates_padded(num_gates) * k_padded(hidden_size)
+    return (rows <= ON_CHIP_MAX_ROWS and (precision != "tf32x3" or num_gates == 1)
+            and on_chip_bytes(MIN_BLOCK, hidden_size, num_gates, element, direction) <= smem - SHARED_MEMORY_MARGIN)
+
+
+def on_chip_warps(hidden_size: int, num_gates: int, precision: str) -> int:
+    """Warps of an on-chip program: 8 where 4 spilled (sm_90, Triton 3.6, ``ops/aot.py``): a
+    stacked tile of 512 rows or more (LSTM and GRU at hidden 128 in bf16: 24-576 bytes per thread at
+    4 warps, none at 8), any 3xTF32 tile (its split in registers), and widths of 256."""
+    kp = k_padded(hidden_size)
+    return 8 if gates_padded(num_gates) * kp >= 512 or precision == "tf32x3" or kp >= 256 else 4
+
+
+def default_block_b(batch_size: int, hidden_programs: int, slots: int, split: bool) -> int:
+    """Batch rows per program on CUDA, given ``hidden_programs`` (programs per batch block at the
+    smallest ``block_h``) and ``slots`` (programs that can be resident).
+
+    With ``split``: the fewest rows, 16 then 32, at which every batch block's programs fit without
+    a taller weight tile (which could leave shared memory: not swept): a program's step is a
+    matmul ``block_b`` columns wide, and batch blocks never wait for each other, so more of them
+    cost no step time. Otherwise, or where neither fits: the batch, up to :data:`MAX_BLOCK_B` rows.
+    On the H100, the kernels alone (``benchmarks/plan_sweep.py``): forward, 16 rows took 0.71-0.80x
+    the step time of 32 at batch 20-32 and 32 rows 0.54-0.64x of 64 at batch 128 (docs/kernels.md,
+    round 2), 16 against 32 at batch 64-128 0.72-0.89x (``--cases rows``,
+    ``results/h100/batch-rows``: the LSTM and GRU at hidden 128, the LSTM at 256 and 512; strict
+    fp32, TF32, bf16); backward (``--cases rows_backward``), against the whole batch: the RNN's
+    0.71-0.88x (hidden 500-512, batch 20-128), the LSTM's and GRU's transpose backward in TF32 at
+    hidden 1024 0.69-0.83x, but in 3xTF32 1.15x (slower): ``choose_plan`` does not split those.
+    The split-K backward takes the forward's blocks (0.75-0.88x against 32 rows)."""
+    rows = min(max(MIN_BLOCK, next_pow2(batch_size)), MAX_BLOCK_B)
+    if split:
+        for fewer in (MIN_BLOCK, 2 * MIN_BLOCK):
+            if fewer < rows and hidden_programs * triton.cdiv(batch_size, fewer) <= slots:
+                return fewer
+    return rows
+
+
+def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.dtype,
+                device: torch.device, multiprocessors: int | None = None, precision: str = "ieee",
+                direction: str = "forward", **override) -> Plan:
+    """The default split for a recurrence, with ``override`` (Plan fields) applied.
+
+    On CUDA every program must be resident at once (they wait for each other), so programs <=
+    multiprocessors. Within that:
+
+    - matmuls on tensor cores (half types, or fp32 as TF32), forward: ``block_h`` as small as
+      keeps the stacked weight tile 64 rows high (``gates_padded * block_h >= 64``, the height of
+      Hopper's wgmma; twice that was 0.63-0.95x as fast graphed on the H100, ``triton-lane-9``),
+      weights resident (in shared memory) when they and a staged piece of h fit, except 16-bit
+      weights at :data:`STREAM_FORWARD_ROWS` batch rows (streamed), held in pieces of
+      :func:`resident_piece` columns, at 4 warps (one warpgroup: 8 split the batch columns
+      between two, each reading all the weights) unless 64 batch rows of 16-bit weights need 8
+      (fp32 weights keep 4 there: :data:`FP32_WIDE_FORWARD_WARPS`);
+    - backward: the weight tile is ``block_h`` rows high; resident only when that is a whole
+      wgmma (``block_h >= 64``, the RNN): a shorter tile goes through mma.sync, whose operands the
+      compiler hoists into registers, where 64 KB of weights spill (2.3 KB per thread seen);
+      otherwise streamed from L2;
+    - 3xTF32 (``precision="tf32x3"``: strict fp32 on tensor cores, three products per step; and
+      the RNN's backward in ``tf32``): the TF32 plans, but the forward's weights resident only up to
+      :data:`X3_RESIDENT_K` columns and the backward's never, in chunks of 64: the split of a
+      resident operand into its TF32 high part and remainder is hoisted out of the loop into
+      registers (spilled: 2.4 KB per thread for the LSTM forward at hidden 500, 0.4-3.4 KB for
+      the resident RNN backward, sm_90), and 128-wide streamed backward chunks spilled 72-112 bytes;
+    - strict fp32 on FMA units (``precision="ieee"``): the smallest ``block_h`` (more programs,
+      less arithmetic each) and weights always streamed: a resident FMA operand is moved into
+      registers whole and spills (seen: 4 KB of local memory per thread at hidden 100);
+    - the LSTM's and GRU's backward on tensor cores up to :data:`SPLIT_K_MAX_HIDDEN`, or
+      :data:`SPLIT_K_16BIT_MAX_HIDDEN` for 16-bit weights (not on chip): split-K
+      (:attr:`Plan.split_k`, :func:`_split_k_fields`): the forward's programs, each multiplying its
+      own units' gate gradients by its own rows of ``W_hh`` into partials summed after the barrier;
+    - h on chip (:attr:`Plan.h_on_chip`) instead, where :func:`on_chip_default` allows it (tensor
+      cores, stacked tiles of at most :data:`ON_CHIP_MAX_ROWS` rows that fit): 16 batch rows and
+      every unit per program, :func:`on_chip_warps` warps.
+
+    Under the interpreter one program owns all hidden units of its batch block, on chip unless an
+    override asks for a tile or weight path (``block_h``, ``block_k``, ``w_resident``) without
+    ``h_on_chip``.
+    ``multiprocessors`` stands in for the CUDA device's count (to plan for a GPU not present).
+    An override named ``backward_<field>`` applies to the backward plan only, as ``split_k`` does;
+    one named ``forward_<field>`` to the forward plan only.
+
+    Raises:
+        ValueError: a plan whose programs cannot all be resident (more programs than
+            multiprocessors on CUDA, more than one program per batch block under the interpreter),
+            a block size that is not a power of 2 of its minimum, or an on-chip plan whose tile
+            is not one resident piece of every unit or does not fit in shared memory.
+    """
+    element = torch.empty((), dtype=dtype).element_size()
+    gp, kp = gates_padded(num_gates), k_padded(hidden_size)
+    # One direction's choices: split_k and any field named backward_<field> for the backward, any
+    # named forward_<field> for the forward (the other direction's plan is the same either way, so
+    # one direction can be compared under one override).
+    one_way = {prefix: {k.removeprefix(prefix): override.pop(k) for k in list(override) if k.startswith(prefix)}
+               for prefix in ("forward_", "backward_")}
+    override.pop("split_k" if direction == "forward" else "split_once", None)  # one direction's fields
+    override.update(one_way[f"{direction}_"])
+    tensor_cores = dtype != torch.float32 or precision in ("tf32", "tf32x3")
+    # The products this direction runs (the RNN's TF32 backward is 3xTF32: backward_precision)
+    step_precision = backward_precision(precision, num_gates) if direction == "backward" else precision
+    exchange_asked = not _EXCHANGE_FIELDS.isdisjoint(override) and "h_on_chip" not in override
+    if device.type == "cuda":
+        slots, smem = _limits(device, multiprocessors)
+        bh = max(MIN_BLOCK_H, 64 // gp) if tensor_cores else MIN_BLOCK_H
+        # Batch blocks of 16 or 32 rows (default_block_b): every forward, and backwards on tensor
+        # cores but the LSTM's and GRU's in 3xTF32, whose transpose backward was slower split (their
+        # split-K backward takes the forward's blocks anyway). FMA backwards were not measured.
+        split_rows = direction == "forward" or (tensor_cores and not (step_precision == "tf32x3" and num_gates > 1))
+        bb = override.get("block_b", default_block_b(batch_size, triton.cdiv(hidden_size, bh), slots, split_rows))
+        nb = triton.cdiv(batch_size, bb)
+        while triton.cdiv(hidden_size, bh) * nb > slots and bh < MAX_BLOCK_H:
+            bh *= 2
+        bh = override.get("block_h", bh)
+        fits = resident_bytes(bb, bh, hidden_size, num_gates, element, direction) <= smem - SHARED_MEMORY_MARGIN
+        resident = tensor_cores and fits and (direction == "forward" or bh >= 64)
+        if direction == "forward" and element == 2 and bb >= STREAM_FORWARD_ROWS:
+            resident = False
+        # 3xTF32 (strict fp32 both ways; the RNN's TF32 backward: backward_precision)
+        x3 = step_precision == "tf32x3"
+        if x3:
+            resident = resident and direction == "forward" and k_padded(hidden_size) <= X3_RESIDENT_K
+        warps = 8 if bb >= 64 or (resident and direction == "backward") else 4
+        if direction == "forward" and bb >= 64 and tensor_cores and element == 4 and gp * bh == 64:
+            warps = FP32_WIDE_FORWARD_WARPS  # (a 64-row weight tile: taller ones were not measured)
+        # Streamed chunks: fewer, larger round trips, several in flight (a guess; the device sweeps it).
+        # Resident (forward): the width of the pieces the weights are held in.
+        # Strict fp32 backward: 16-wide chunks (0.66-0.72x the kernel time of 32 in the H100 sweep).
+        # 3xTF32 backward: 64-wide chunks (128 spilled 72-112 bytes per thread, sm_90; the split-K
+        # backward then widens its partials to X3_SPLIT_K_ROWS at 8 warps: _split_k_fields).
+        block_k = (128 if direction == "backward" and not x3 else BLOCK_K) if tensor_cores else (
+            16 if direction == "backward" else 32)
+        if resident and direction == "forward":
+            block_k = resident_piece(bb, element, hidden_size)
+        stages = 4 if tensor_cores else 3
+        # (Past 16 x multiprocessors batch rows its programs could not all be resident: exchange.)
+        on_chip = override.get("h_on_chip", not exchange_asked and tensor_cores and on_chip_default(
+            hidden_size, num_gates, element, step_precision, direction, smem) and -(-batch_size // MIN_BLOCK) <= slots)
+        if on_chip:  # the fewest rows per program: batch blocks run side by side, never waiting
+            bb, bh, resident, block_k = MIN_BLOCK, kp, True, kp
+            warps = on_chip_warps(hidden_size, num_gates, step_precision)
+    else:
+        slots = None
+        bb = max(MIN_BLOCK, next_pow2(batch_size))
+        bh = max(MIN_BLOCK_H, next_pow2(hidden_size))
+        resident, warps, block_k, stages = True, 4, BLOCK_K, 3
+        on_chip = override.get("h_on_chip", not exchange_asked)  # one program per batch block already
+        if on_chip:
+            bh, block_k = kp, kp
+    fast = device.type == "cuda" and direction == "forward" and fast_activations(dtype, precision)
+    x3_streamed = (SPLIT_ONCE and device.type == "cuda" and direction == "forward" and precision == "tf32x3"
+                   and not on_chip and not resident)
+    # (Its chunks follow an override of split_once, so that asking for none gives the plan without.)
+    x3_streamed = override.get("split_once", x3_streamed)
+    split_w_once = override.get("split_w_once", x3_streamed and bb >= SPLIT_W_ONCE_ROWS)
+    if x3_streamed and not resident:
+        block_k, stages = SPLIT_ONCE_BLOCK_K, SPLIT_W_ONCE_STAGES if split_w_once else stages
+    fields = {"block_b": bb, "block_h": bh, "w_resident": resident, "num_warps": warps, "block_k": block_k,
+              "num_stages": stages, "h_on_chip": on_chip, "fast_activations": fast, "split_once": x3_streamed,
+              "split_w_once": split_w_once}
+    split_default = (device.type == "cuda" and num_gates in (3, 4) and tensor_cores and not on_chip
+                     and hidden_size <= (SPLIT_K_16BIT_MAX_HIDDEN if element == 2 else SPLIT_K_MAX_HIDDEN))
+    if direction == "backward" and override.get("split_k", split_default):
+        if num_gates not in (3, 4):
+            raise ValueError("split_k is the LSTM's and GRU's backward only, so far")
+        fields.update(_split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision,
+                                      step_precision, override))
+    plan = Plan(**{**fields, **override})
+    if device.type == "cuda" and plan.split_once and not plan.w_resident and "num_stages" not in override:
+        # As many chunks in flight as shared memory holds (each has two fp32 tiles of h, one or two of W).
+        stage = split_once_stage_bytes(plan.block_b, gp * plan.block_h, plan.block_k, plan.split_w_once)
+        plan = dataclasses.replace(plan, num_stages=max(1, min(plan.num_stages, (smem - SHARED_MEMORY_MARGIN) // stage)))
+    if plan.fast_activations and device.type != "cuda":
+        raise ValueError("fast_activations needs CUDA (inline PTX, which the interpreter cannot run)")
+    if plan.split_once and (direction != "forward" or plan.h_on_chip or dtype != torch.float32
+                            or (device.type == "cuda" and precision != "tf32x3")):
+        raise ValueError("split_once is for 3xTF32 forwards that exchange h (float32 weights, strict fp32 on "
+                         "CUDA), not on chip")
+    if plan.split_k and plan.h_on_chip:
+        raise ValueError("split_k and h_on_chip exclude each other (an on-chip backward exchanges nothing)")
+    if plan.h_on_chip and not (plan.w_resident and plan.block_h == kp and plan.block_k == kp):
+        raise ValueError(f"h_on_chip needs resident weights and block_h = block_k = {kp} at hidden_size "
+                         f"{hidden_size}, got {plan.block_h}, {plan.block_k}")
+    if plan.h_on_chip and slots is not None and (
+            on_chip_bytes(plan.block_b, hidden_size, num_gates, element, direction) > smem - SHARED_MEMORY_MARGIN):
+        raise ValueError(f"an on-chip tile at hidden_size {hidden_size} does not fit in shared memory")
+    for name, least in (("block_b", MIN_BLOCK), ("block_h", MIN_BLOCK_H), ("block_k", MIN_BLOCK)):
+        value = getattr(plan, name)
+        if value < least or value != next_pow2(value):
+            raise ValueError(f"{name} must be a power of 2 >= {least}, got {value}")
+    nh, nb = plan.grid(batch_size, hidden_size)
+    if slots is None and nh > 1 and not INTERPRETER_PROGRAMS_CONCURRENT:
+        raise ValueError(f"{nh} programs per batch block would wait for each other forever under "
+                         "the interpreter (it runs programs one after another); use block_h >= hidden_size")
+    if slots is not None and nh * nb > slots:
+        raise ValueError(f"{nh * nb} programs cannot all be resident on {slots} multiprocessors "
+                         f"(batch_size {batch_size}, hidden_size {hidden_size})")
+    return plan
+
+
+def split_k_pieces(hidden_size: int, block_k: int) -> int:
+    """The split-K backward's partial matmuls per step: pieces of ``block_k`` units covering
+    ``hidden_size`` (not padded to a power of 2, unlike :func:`k_chunks`)."""
+    return -(-hidden_size // block_k)
+
+
+def _split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, step_precision,
+                    override) -> dict:
+    """The split-K backward's plan fields (:attr:`Plan.split_k`): the forward's programs (its
+    ``block_b`` and ``block_h``, exchange plan), ``W_stack^T`` resident where it and the staged
+    gradients fit in shared memory (never for 3xTF32, whose resident split lands in registers),
+    partial matmuls 64 units high (a wgmma), or :data:`SPLIT_K_TALL_ROWS` (at most the padded
+    width) for resident 16-bit weights at 16 batch rows, or :data:`X3_SPLIT_K_ROWS` for 3xTF32 at
+    16-32 rows (at :data:`X3_SPLIT_K_WARPS`), partials in 16 bits for 16-bit weights,
+    4 warps (8 for 64 batch rows: 4 spilled 32 bytes per thread at batch 128, hidden
+    1024, bf16, sm_90; 3xTF32 keeps :data:`X3_SPLIT_K_WIDE_WARPS` there)."""
+    tiles = {k: override[k] for k in ("block_b", "block_h") if k in override}
+    forward = choose_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, "forward",
+                          h_on_chip=False, **tiles)
+    element = torch.empty((), dtype=dtype).element_size()
+    rows = gates_padded(num_gates) * forward.block_h
+    cuda = device.type == "cuda"
+    smem = _limits(device, multiprocessors)[1] - SHARED_MEMORY_MARGIN if cuda else 0
+    x3 = step_precision == "tf32x3"
+    warps = (X3_SPLIT_K_WIDE_WARPS if x3 and rows == 64 else 8) if forward.block_b >= 64 else 4
+    # Partial heights to try, tallest first; the first whose weights fit stays resident.
+    if cuda and element == 2 and forward.block_b == MIN_BLOCK:
+        heights = (min(SPLIT_K_TALL_ROWS, k_padded(hidden_size)), BLOCK_K)
+    elif cuda and x3 and forward.block_b <= X3_SPLIT_K_MAX_BATCH_ROWS and k_padded(hidden_size) >= X3_SPLIT_K_ROWS:
+        heights, warps = (X3_SPLIT_K_ROWS,), X3_SPLIT_K_WARPS
+    else:
+        heights = (BLOCK_K,)
+    for block_k in heights:
+        pieces = split_k_pieces(hidden_size, block_k) * block_k
+        resident = not cuda or (not x3 and (pieces + forward.block_b) * rows * element <= smem)
+        if resident:
+            break
+    return {"block_b": forward.block_b, "block_h": forward.block_h, "w_resident": resident, "block_k": block_k,
+            "num_warps": warps, "num_stages": 3, "h_on_chip": False, "split_k": True, "half_partials": element == 2}
+
+
+STRICT_FP32_DEFAULT = "tf32x3"  # the products of float32 with TF32 off (see dot_precision)
+
+
+def dot_precision(dtype: torch.dtype, strict_fp32: str = STRICT_FP32_DEFAULT) -> str:
+    """tl.dot input precision for ``dtype``: ``tf32`` where torch allows TF32 matmuls (the setting
+    rnnbench's ``tf32`` dtype turns on), else ``strict_fp32`` for float32 on CUDA, ``ieee`` under
+    the interpreter (it multiplies in fp32 whatever it is asked); ignored for half types.
+
+    ``strict_fp32`` is ``tf32x3`` (default: Triton's 3xTF32, each operand split into a TF32 high
+    part and a TF32 remainder, three tensor-core products summed in fp32, about 2^-21 relative
+    error per product against fp32's 2^-24, the split NVIDIA's CUTLASS calls 3xTF32) or ``ieee``
+    (FMA units, bit-for-bit fp32 products). Either passes the float64 check at fp32's tolerance.
+    """
+    if dtype != torch.float32 or INTERPRET:
+        return "ieee"
+    if torch.backends.cuda.matmul.allow_tf32:
+        return "tf32"
+    return strict_fp32
+
+
+def fast_activations(dtype: torch.dtype, precision: str) -> bool:
+    """Whether a forward in ``dtype`` with products in ``precision`` computes its nonlinearities on
+    the multi-function unit (``tanh.approx.f32``, relative error about 2^-11): wherever the
+    products themselves already round to 2^-11 or coarser -- bf16 (2^-9), fp16 (2^-11) and TF32
+    (2^-11) operands -- but not strict fp32. On the H100 the exact tanh (``exp`` and a division)
+    cost 0.34-0.38 us of a 1.3-1.6 us on-chip RNN step at hidden 100, the MUFU's 0.05-0.07; the
+    kernel's step went from 1.61 to 1.37 us (TF32) and 1.36 to 1.06 (bf16), errors against
+    float64 unchanged to two digits (``benchmarks/on_chip_anatomy.py``, ``on_chip.py --compare
+    fast_activations``, ``results/h100/triton-lane-6``). The backward reads the saved
+    activations; it computes none of its own but the LSTM's ``tanh(c)``, which stays exact."""
+    return dtype != torch.float32 or precision == "tf32"
+
+
+def backward_precision(precision: str, num_gates: int) -> str:
+    """The reverse recurrence's dot precision for a forward in ``precision``: the RNN's TF32
+    becomes 3xTF32 (about fp32's accuracy on tensor cores, three products); the LSTM's and GRU's
+    stays TF32. The gradient to h_0 passes through every step's product: with plain TF32 at
+    glample's sizes the RNN's missed the float64 reference by 1.9-2.0 % against TF32's 1 %
+    tolerance, the LSTM's by 0.40-0.52 %, and theano's LSTM and GRU by 0.04-0.09 % (H100,
+    ``triton-lane-2``); a CPU emulation of the reverse product agrees (RNN 2.2 %, LSTM and GRU
+    0.39-0.51 %: ``benchmarks/tf32_backward_error.py``)."""
+    return "tf32x3" if precision == "tf32" and num_gates == 1 else precision
+
+
+def upcast_dot(dtype: torch.dtype) -> bool:
+    """Widen dot operands to fp32 (only under the interpreter, whose bf16 dot is wrong)."""
+    return INTERPRET and dtype == torch.bfloat16
