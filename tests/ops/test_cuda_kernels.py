@@ -145,7 +145,7 @@ def test_split_k_backward_with_taller_partials(cell, dtype, rows, batch, seq, hi
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
 def test_strict_fp32_split_k_backward_default(cell, batch, seq, hidden):
     """Strict fp32's default backward (3xTF32): split-K with partials 128 units high
-    (``common.X3_SPLIT_K_ROWS``, masked past hidden 500, 100 and 200) at 8 warps, on 16 and 32
+    (``plans.X3_SPLIT_K_ROWS``, masked past hidden 500, 100 and 200) at 8 warps, on 16 and 32
     batch rows a program, each batch ending in a partial block."""
     from rnnbench.ops import recurrence
 
@@ -158,7 +158,7 @@ def test_strict_fp32_split_k_backward_default(cell, batch, seq, hidden):
 @pytest.mark.parametrize("cell, dtype, batch, hidden", [("lstm", "fp32", 100, 1000), ("gru", "fp32", 200, 500),
                                                       ("gru", "tf32", 128, 1000), ("lstm", "tf32", 255, 512)])
 def test_fp32_weights_at_64_batch_rows_on_one_warpgroup(cell, dtype, batch, hidden):
-    """fp32 weights at 64 batch rows a program: the forward on 4 warps (``common.FP32_WIDE_FORWARD_WARPS``),
+    """fp32 weights at 64 batch rows a program: the forward on 4 warps (``plans.FP32_WIDE_FORWARD_WARPS``),
     and strict fp32's split-K backward (at hidden 500) too (``X3_SPLIT_K_WIDE_WARPS``); each batch
     and width but one ending in a partial block."""
     from rnnbench.ops import recurrence
@@ -185,7 +185,7 @@ def test_strict_fp32_forward_splits_h_once(cell, batch, hidden, level, with_h0):
     program). Its errors against float64 must stay at fp32's: a lost remainder would leave
     TF32's (about 1e-3)."""
     from rnnbench.ops import recurrence
-    from rnnbench.ops.common import split_once_level
+    from rnnbench.ops.plans import split_once_level
 
     tensors = _layer(cell, batch, 9, 5, hidden)
     if not with_h0:
@@ -319,7 +319,7 @@ def test_widest_grid_long_sequence(cell, dtype):
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
 def test_streamed_forward_at_64_rows(cell, dtype):
     """The default plan at batch 128, hidden 1024 in 16 bits: 64 batch rows a program, the forward's
-    weights streamed from L2 (common.STREAM_FORWARD_ROWS), 128 programs, 40 barriers."""
+    weights streamed from L2 (plans.STREAM_FORWARD_ROWS), 128 programs, 40 barriers."""
     p = plan(cell, 128, 1024, TORCH_DTYPE[dtype], torch.device("cuda"))
     assert (p.block_b, p.w_resident) == (64, False)
     check_layer(cell, dtype, _layer(cell, 128, 40, 64, 1024))
@@ -377,6 +377,38 @@ def test_modules_run_under_torchs_make_graphed_callables(cell):
             results.append([t.detach().clone() for t in (out, *finals, *grads)])
         for k, (eager, replayed) in enumerate(zip(*results)):  # same kernels; reductions may reorder
             assert relative_error(replayed, eager) <= tolerance(cell, "bf16"), (k, relative_error(replayed, eager))
+
+
+def test_two_graphs_replay_in_turns():
+    """Two modules captured in two CUDA graphs on the same capture stream (so their kernels share
+    one counter buffer, ops/launch.counters), each warmed up on a side stream of its own, then
+    replayed in turns: every replay gives the eager module's output and final states (a kernel
+    that left a counter behind, or a buffer freed under a graph, would break the next replay)."""
+    torch.manual_seed(0)
+    cases = []
+    for cell, hidden in (("lstm", 96), ("gru", 160)):
+        cls, _, extra = MODULES[cell]
+        module = cls(48, hidden, **extra, backend="triton").to("cuda", torch.bfloat16)
+        x = torch.randn(20, 24, 48, device="cuda", dtype=torch.bfloat16)
+        with torch.no_grad():
+            expected = module(x)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side), torch.no_grad():
+            for _ in range(3):
+                module(x)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph), torch.no_grad():
+            captured = module(x)
+        cases.append((cell, graph, captured, expected))
+    for _ in range(3):
+        for cell, graph, captured, expected in cases:
+            graph.replay()
+            torch.cuda.synchronize()
+            flat = lambda r: [r[0], *(r[1] if cell == "lstm" else [r[1]])]  # noqa: E731  (output, h_n[, c_n])
+            for a, b in zip(flat(captured), flat(expected), strict=True):
+                assert relative_error(a, b) <= tolerance(cell, "bf16")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
