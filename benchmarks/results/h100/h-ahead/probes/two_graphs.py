@@ -4,7 +4,9 @@ stream each, outputs discarded inside the capture as trees_graphed.py does), rep
     PYTHONPATH=src python3 THIS MODE [OLD_PKG_DIR]
 
 MODE: one-tree (both modules from src), two-trees (src and OLD_PKG_DIR's rnnbench_old),
-two-trees-runner (the same with DIRECT_LAUNCH off in both), one-tree-kept (outputs kept).
+two-trees-runner (the same with DIRECT_LAUNCH off in both), one-tree-kept (outputs kept),
+one-tree-fresh-counters (the counter buffers forgotten before each capture), one-module (the
+same module captured twice), one-tree-no-warmup, one-graph (the first module only).
 Prints 'ok' or the error."""
 import importlib, sys
 import torch
@@ -19,15 +21,23 @@ if mode.startswith("two-trees"):
     if mode == "two-trees-runner":
         for name in ("rnnbench_old.ops.launch", "rnnbench.ops.launch"):
             importlib.import_module(name).DIRECT_LAUNCH = False
+if mode == "one-graph":
+    trees = trees[:1]
 graphs, kept = [], []
+module = None
 for k, nn_ in enumerate(trees):
     torch.manual_seed(k)
     m = nn_.LSTM(512, 512, backend="triton").cuda().to(torch.bfloat16)
+    if mode == "one-module":
+        module = module or m
+        m = module
+    if mode == "one-tree-fresh-counters":
+        importlib.import_module("rnnbench.ops.launch").COUNTERS.clear()
     x = torch.randn(30, 32, 512, device="cuda", dtype=torch.bfloat16)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side), torch.no_grad():
-        for _ in range(3):
+        for _ in range(0 if mode == "one-tree-no-warmup" else 3):
             m(x)
     torch.cuda.current_stream().wait_stream(side)
     g = torch.cuda.CUDAGraph()
