@@ -6,7 +6,7 @@ stream each, outputs discarded inside the capture as trees_graphed.py does), rep
 MODE: one-tree (both modules from src), two-trees (src and OLD_PKG_DIR's rnnbench_old),
 two-trees-runner (the same with DIRECT_LAUNCH off in both), one-tree-kept (outputs kept),
 one-tree-fresh-counters (the counter buffers forgotten before each capture), one-module (the
-same module captured twice), one-tree-no-warmup, one-graph (the first module only).
+same module captured twice), one-tree-no-warmup, one-graph (the first module only), torch (torch.nn's LSTM, the control), one-tree-alive (each module and its input kept).
 Prints 'ok' or the error."""
 import importlib, sys
 import torch
@@ -28,6 +28,8 @@ module = None
 for k, nn_ in enumerate(trees):
     torch.manual_seed(k)
     m = nn_.LSTM(512, 512, backend="triton").cuda().to(torch.bfloat16)
+    if mode == "torch":  # the control: torch.nn's LSTM (cuDNN) in the same pattern
+        m = torch.nn.LSTM(512, 512).cuda().to(torch.bfloat16)
     if mode == "one-module":
         module = module or m
         m = module
@@ -45,6 +47,8 @@ for k, nn_ in enumerate(trees):
         out = m(x)
     if mode.endswith("kept"):
         kept.append(out)
+    if mode.endswith("alive"):  # the module and its input outlive the capture, as a graph's must
+        kept.append((m, x))
     graphs.append(g)
 try:
     for _ in range(3):
