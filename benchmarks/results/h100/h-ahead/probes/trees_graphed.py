@@ -60,12 +60,12 @@ for cell, b, t, h, dt in chosen:
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g), torch.no_grad():
             m(x, hx)
-        replays[name] = g
+        replays[name] = (g, m)  # the module outlives its graph's replays (they read its weights)
     times = {n: [] for n in trees}
     for r in range(ROUNDS):
         names = list(trees)
         for name in (names + names[::-1] if r % 2 == 0 else names[::-1] + names):
-            g = replays[name]
+            g = replays[name][0]
             g.replay()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
