@@ -383,7 +383,10 @@ def test_two_graphs_replay_in_turns():
     """Two modules captured in two CUDA graphs on the same capture stream (so their kernels share
     one counter buffer, ops/launch.counters), each warmed up on a side stream of its own, then
     replayed in turns: every replay gives the eager module's output and final states (a kernel
-    that left a counter behind, or a buffer freed under a graph, would break the next replay)."""
+    that left a counter behind, or a buffer freed under a graph, would break the next replay).
+    Each module and its input are kept: a graph reads them where they were at capture, and
+    ``torch.cuda.graph`` empties the allocator's cache before each capture, so a freed one may no
+    longer be mapped."""
     torch.manual_seed(0)
     cases = []
     for cell, hidden in (("lstm", 96), ("gru", 160)):
@@ -401,9 +404,9 @@ def test_two_graphs_replay_in_turns():
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph), torch.no_grad():
             captured = module(x)
-        cases.append((cell, graph, captured, expected))
+        cases.append((cell, graph, captured, expected, module, x))
     for _ in range(3):
-        for cell, graph, captured, expected in cases:
+        for cell, graph, captured, expected, _module, _x in cases:
             graph.replay()
             torch.cuda.synchronize()
             flat = lambda r: [r[0], *(r[1] if cell == "lstm" else [r[1]])]  # noqa: E731  (output, h_n[, c_n])
