@@ -1,6 +1,6 @@
 """Strict fp32 on our kernels: 3xTF32 on tensor cores against IEEE products on FMA units (one GPU).
 
-    python benchmarks/strict_fp32.py OUT_DIR [--budget SECONDS]
+    python benchmarks/strict_fp32.py OUT_DIR [--budget SECONDS] [--cases N] [--graphed]
 
 For each strict-fp32 case of the seed suites (TF32 off, as rnnbench's ``fp32`` dtype runs), the
 engine's ``triton`` lane runs under ``ops.recurrence.strict_fp32("ieee")`` and under
@@ -12,6 +12,9 @@ engine's ``triton`` lane runs under ``ops.recurrence.strict_fp32("ieee")`` and u
 - time: the engine's forward and training steps, timed as the engine times them
   (``Step.measure``), the two modes in the order A B B A and averaged, so that drift favours
   neither.
+
+``--graphed`` times the CUDA-graph lanes instead (``triton-graph`` beside ``torch-nn-graph``,
+captured under each mode): the kernels alone, without the host's time per call.
 
 (The run in ``benchmarks/results/h100/triton-lane-4/strict_fp32.jsonl`` was made by this script's
 first version, which built its own modules, step and reference; same measures, MSE over every step
@@ -42,7 +45,7 @@ CASES = [
 ]
 
 
-def measure_case(cell, b, t, i, h, layers, budget_s, device="cuda") -> dict:
+def measure_case(cell, b, t, i, h, layers, budget_s, device="cuda", graphed=False) -> dict:
     """One case through the engine's own pieces: its inputs and canonical weights, the lanes'
     steps (``workload.lane_step``), the float64 reference and ``verify.compare``, and
     ``Step.measure``; ``triton`` under each strict-fp32 mode, ``torch-nn`` beside it."""
@@ -64,7 +67,7 @@ def measure_case(cell, b, t, i, h, layers, budget_s, device="cuda") -> dict:
         steps = {}
         for key, mode in modes.items():
             with strict_fp32(mode or "tf32x3"):
-                lane = LANES["torch-nn" if mode is None else "triton"]
+                lane = LANES[("torch-nn" if mode is None else "triton") + ("-graph" if graphed else "")]
                 steps[key] = {which: lane_step(lane, case, inputs) for which, case in cases.items()}
                 outputs, _ = steps[key]["train"].first_call()
                 row[f"error_{key}"] = compare(outputs, reference, 1.0).max_rel_error
@@ -96,12 +99,13 @@ def _table(rows: list[dict]) -> str:
 def main() -> int:
     parser = ab_parser(__doc__, 240.0)
     parser.add_argument("--cases", type=int, default=len(CASES), help="the first N cases")
+    parser.add_argument("--graphed", action="store_true", help="time the CUDA-graph lanes (kernels alone)")
     args = parser.parse_args()
     if not 1 <= args.cases <= len(CASES):
         parser.error(f"--cases takes 1 to {len(CASES)}; got {args.cases}")
     fields = ("cell", "batch_size", "seq_len", "input_size", "hidden_size", "num_layers")
     rows = run_cases(args.out_dir / "strict_fp32.jsonl", CASES[: args.cases], fields,
-                     lambda case: measure_case(*case, args.case_budget, args.device), args.budget)
+                     lambda case: measure_case(*case, args.case_budget, args.device, args.graphed), args.budget)
     print(_table(rows))
     return 0
 

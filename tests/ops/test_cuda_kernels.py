@@ -395,15 +395,7 @@ def test_two_graphs_replay_in_turns():
         x = torch.randn(20, 24, 48, device="cuda", dtype=torch.bfloat16)
         with torch.no_grad():
             expected = module(x)
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side), torch.no_grad():
-            for _ in range(3):
-                module(x)
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph), torch.no_grad():
-            captured = module(x)
+            graph, captured = _captured(lambda module=module, x=x: module(x))
         cases.append((cell, graph, captured, expected, module, x))
     for _ in range(3):
         for cell, graph, captured, expected, _module, _x in cases:
@@ -412,6 +404,57 @@ def test_two_graphs_replay_in_turns():
             flat = lambda r: [r[0], *(r[1] if cell == "lstm" else [r[1]])]  # noqa: E731  (output, h_n[, c_n])
             for a, b in zip(flat(captured), flat(expected), strict=True):
                 assert relative_error(a, b) <= tolerance(cell, "bf16")
+
+
+def _captured(step):
+    """``step`` warmed up on a side stream, then captured: ``(graph, its outputs)``."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        outputs = step()
+    return graph, outputs
+
+
+def test_a_graph_outlives_its_counters_growing(monkeypatch):
+    """A training step captured in one graph: its forward launches on the capture stream's counter
+    buffer as it was, then the weight gradients need more counters and the buffer is replaced
+    (ops/launch.counters). The old buffer came from an earlier graph, now gone; a later capture
+    empties the allocator's cache. Replayed, the step must still give the eager gradients: the
+    old buffer has to stay allocated (``launch.RETIRED``)."""
+    from rnnbench.ops import launch
+
+    monkeypatch.setattr(launch, "COUNTERS", {})
+    monkeypatch.setattr(launch, "RETIRED", [])
+    monkeypatch.setattr(launch, "MIN_COUNTERS", 2)  # the first buffer holds one batch block's barrier
+    torch.manual_seed(0)
+    small = rnn.LSTM(16, 32, backend="triton").to("cuda", torch.bfloat16)
+    x_small = torch.randn(5, 16, 16, device="cuda", dtype=torch.bfloat16)
+    with torch.no_grad():
+        first, _ = _captured(lambda: small(x_small))
+    del first  # the buffer it allocated outlives it, in its pool
+    module = rnn.GRU(128, 256, backend="triton").to("cuda", torch.bfloat16)
+    x = torch.randn(40, 16, 128, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    params = [x, *module.parameters()]
+
+    def train():
+        out, h_n = module(x)
+        return torch.autograd.grad(out.float().square().sum() + h_n.float().sum(), params)
+
+    expected = [g.clone() for g in train()]
+    graph, grads = _captured(train)
+    assert launch.RETIRED, "the gradients' counters did not outgrow the buffer: the test checks nothing"
+    with torch.no_grad():
+        later, _ = _captured(lambda: small(x_small))  # empties the allocator's cache first
+    for _ in range(2):
+        graph.replay()
+        torch.cuda.synchronize()
+        for got, want in zip(grads, expected, strict=True):
+            assert relative_error(got, want) <= tolerance("gru", "bf16")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -177,6 +177,13 @@ def _unspecialised(fn) -> set[str]:
 
 # One counter buffer per (device, stream): see counters.
 COUNTERS: dict[tuple, torch.Tensor] = {}
+# Buffers a larger one replaced. A CUDA graph captured before the growth still launches on the old
+# one, so it is never freed: freed, its memory could leave the process (``torch.cuda.graph`` empties
+# the allocator's cache before every capture) and that graph's next replay would fault.
+RETIRED: list[torch.Tensor] = []
+# Counters of a new buffer at least (16 KB): the weight gradients' split products take one per
+# tile and slice, several hundred for a large layer, so few buffers ever grow.
+MIN_COUNTERS = 4096
 
 
 def counters(count: int, device: torch.device) -> tuple[torch.Tensor, int | None]:
@@ -186,8 +193,9 @@ def counters(count: int, device: torch.device) -> tuple[torch.Tensor, int | None
     per output tile, ``ops/gradients.py``). Every kernel leaves them at zero when it finishes
     (``common._release_counters``; the last slice of a tile resets its own), so on CUDA one buffer
     per device and stream serves every launch without a memset; launches on one stream run one
-    after another, so two never share a counter at once. Under the interpreter a fresh buffer
-    each call (an interpreted kernel stopped at a barrier leaves its counts behind)."""
+    after another, so two never share a counter at once. A buffer too small for ``count`` is
+    replaced and kept (:data:`RETIRED`). Under the interpreter a fresh buffer each call (an
+    interpreted kernel stopped at a barrier leaves its counts behind)."""
     if device.type != "cuda":
         return torch.zeros(count, dtype=torch.int32, device=device), None
     # The stream Triton launches on, asked of Triton's driver as its launcher does (cheaper than
@@ -196,6 +204,8 @@ def counters(count: int, device: torch.device) -> tuple[torch.Tensor, int | None
     key = (device, stream)
     buf = COUNTERS.get(key)
     if buf is None or buf.numel() < count:
-        buf = torch.zeros(max(count, 256), dtype=torch.int32, device=device)
+        if buf is not None:
+            RETIRED.append(buf)
+        buf = torch.zeros(max(count, MIN_COUNTERS), dtype=torch.int32, device=device)
         COUNTERS[key] = buf
     return buf, stream
