@@ -437,8 +437,9 @@ def test_a_graph_outlives_its_counters_growing(monkeypatch):
     with torch.no_grad():
         first, _ = _captured(lambda: small(x_small))
     del first  # the buffer it allocated outlives it, in its pool
-    module = rnn.GRU(128, 256, backend="triton").to("cuda", torch.bfloat16)
-    x = torch.randn(40, 16, 128, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    # small enough for the fused gradients (ops/gradients.fused), whose split products take 30+ counters
+    module = rnn.GRU(64, 128, backend="triton").to("cuda", torch.bfloat16)
+    x = torch.randn(40, 16, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True)
     params = [x, *module.parameters()]
 
     def train():
@@ -446,8 +447,10 @@ def test_a_graph_outlives_its_counters_growing(monkeypatch):
         return torch.autograd.grad(out.float().square().sum() + h_n.float().sum(), params)
 
     expected = [g.clone() for g in train()]
+    before = dict(launch.COUNTERS)
     graph, grads = _captured(train)
-    assert launch.RETIRED, "the gradients' counters did not outgrow the buffer: the test checks nothing"
+    grown = [key for key, buf in before.items() if launch.COUNTERS[key] is not buf]
+    assert grown, "no counter buffer grew during the capture: the test checks nothing"
     with torch.no_grad():
         later, _ = _captured(lambda: small(x_small))  # empties the allocator's cache first
     for _ in range(2):
