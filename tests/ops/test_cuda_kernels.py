@@ -435,8 +435,8 @@ def test_a_graph_outlives_its_counters_growing(monkeypatch):
     small = rnn.LSTM(16, 32, backend="triton").to("cuda", torch.bfloat16)
     x_small = torch.randn(5, 16, 16, device="cuda", dtype=torch.bfloat16)
     with torch.no_grad():
-        first, _ = _captured(lambda: small(x_small))
-    del first  # the buffer it allocated outlives it, in its pool
+        first, outputs = _captured(lambda: small(x_small))
+    del first, outputs  # the buffer it allocated outlives it, the only block left of its pool
     # small enough for the fused gradients (ops/gradients.fused), whose split products take 30+ counters
     module = rnn.GRU(64, 128, backend="triton").to("cuda", torch.bfloat16)
     x = torch.randn(40, 16, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True)
