@@ -5,10 +5,10 @@
 1. Launch: two ways of launching the forward kernel (``--launch-modes``, default
    ``runner,direct``; ``jit`` is Triton's JIT launch on every call, ``runner`` our cached
    compiled launch through Triton's Python runner, ``direct`` the same calling Triton 3.6's C
-   launcher itself: ``ops/launch.py``), host µs per launch; the whole module per eager call (forward under
-   no_grad, and a training step: forward, MSE over every step, backward) with each launch mode,
-   as host µs per call (no synchronisation inside the timed call), as µs per call synchronised
-   before and after (as the engine times), and as device-inclusive ms per call
+   launcher itself: ``ops/launch.py``), host µs per launch; the whole module per eager call
+   (forward under no_grad, and a training step: forward, MSE over every step, backward) with
+   each launch mode, as host µs per call (no synchronisation inside the timed call), as µs per
+   call synchronised before and after (as the engine times), and as device-inclusive ms per call
    (``triton.testing.do_bench``); each mode measured twice, in the order A B B A, and averaged;
    torch.nn beside it; a cProfile of the training step.
 2. Barrier: the grid barrier's per-step cost (``ops/floor.barrier_floor``), the barrier check,
@@ -42,7 +42,8 @@ from triton_dev import _host_ms, _modules  # noqa: E402  (shared: one timer of h
 
 # (cell, batch, seq, input, hidden, dtype): theano-cudnn-2016 depth 1, glample-2016, flashrnn-2024.
 CASES = [("lstm", 32, 30, 512, 512, "bf16"), ("gru", 32, 30, 512, 512, "bf16"), ("lstm", 20, 30, 100, 100, "fp32"),
-         ("lstm", 128, 30, 1024, 1024, "bf16"), ("gru", 32, 30, 128, 128, "fp32"), ("rnn_tanh", 20, 30, 100, 100, "fp32")]
+         ("lstm", 128, 30, 1024, 1024, "bf16"), ("gru", 32, 30, 128, 128, "fp32"),
+         ("rnn_tanh", 20, 30, 100, 100, "fp32")]
 # How each launch mode sets ops/launch.py's switches.
 LAUNCH_MODES = {"jit": dict(JIT_ONLY=True, DIRECT_LAUNCH=False), "runner": dict(JIT_ONLY=False, DIRECT_LAUNCH=False),
                 "direct": dict(JIT_ONLY=False, DIRECT_LAUNCH=True)}
@@ -291,7 +292,8 @@ def main(argv) -> int:
         parser.error(f"unknown part {sorted(unknown)[0]!r}; choose from launch, barrier, profile, engine")
     modes = tuple(args.launch_modes.split(","))
     if len(modes) != 2 or len(set(modes)) != 2 or not set(modes) <= set(LAUNCH_MODES):
-        parser.error(f"--launch-modes takes two different modes of {', '.join(LAUNCH_MODES)}, not {args.launch_modes!r}")
+        parser.error(f"--launch-modes takes two different modes of {', '.join(LAUNCH_MODES)}, "
+                     f"not {args.launch_modes!r}")
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     rows = launch_part(modes) if "launch" in args.parts else []
@@ -303,7 +305,8 @@ def main(argv) -> int:
     text = "\n\n".join([
         "launch (host µs per call, no synchronisation inside the timed call)",
         _table(launch_rows, ["case", *_per_mode(("recurrence_forward_host_us", "forward_host_us"), modes),
-                             "torch_nn_forward_host_us", *_per_mode(("train_host_us",), modes), "torch_nn_train_host_us"]),
+                             "torch_nn_forward_host_us", *_per_mode(("train_host_us",), modes),
+                             "torch_nn_train_host_us"]),
         "synchronised before and after each call, as the engine times (µs per call)",
         _table(launch_rows, ["case", *_per_mode(("recurrence_forward_sync_us", "forward_sync_us"), modes),
                              "torch_nn_forward_sync_us"]),
