@@ -103,6 +103,8 @@ def main() -> int:
     args = parser.parse_args()
     if not 1 <= args.cases <= len(CASES):
         parser.error(f"--cases takes 1 to {len(CASES)}; got {args.cases}")
+    if args.graphed and args.device != "cuda":
+        parser.error("--graphed times CUDA graphs: it needs --device cuda")
     fields = ("cell", "batch_size", "seq_len", "input_size", "hidden_size", "num_layers")
     rows = run_cases(args.out_dir / "strict_fp32.jsonl", CASES[: args.cases], fields,
                      lambda case: measure_case(*case, args.case_budget, args.device, args.graphed), args.budget)

@@ -78,6 +78,7 @@ def test_on_chip_anatomy_times_every_part_and_the_kernel(tmp_path):
     ("on_chip.py", ("--device", "cpu", "--cases", "one"), "--cases takes indices"),
     ("on_chip.py", ("--compare", "nope"), "invalid choice: 'nope'"),
     ("strict_fp32.py", ("--device", "cpu", "--cases", "-3"), "--cases takes 1 to"),
+    ("strict_fp32.py", ("--device", "cpu", "--graphed"), "--graphed times CUDA graphs"),
     ("plan_sweep.py", ("--cases", "nope"), "invalid choice: 'nope'"),
     ("plan_sweep.py", ("--budget", "soon"), "invalid float value: 'soon'"),
     ("host_time.py", ("--parts", "engine,nope"), "unknown part 'nope'"),

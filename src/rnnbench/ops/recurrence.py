@@ -438,9 +438,8 @@ def run_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih, b_hh, launch: _Launch):
     save = torch.is_grad_enabled() and (x.requires_grad or w_ih.requires_grad or w_hh.requires_grad or any(
         t is not None and t.requires_grad for t in (h0, c0, b_ih, b_hh)))
     # The kernels read rows of stride H: contiguous tensors (a no-op call for those that are).
-    args = (x, None if h0 is None else h0.contiguous(), None if c0 is None or cell != "lstm" else c0.contiguous(),
-            w_ih.contiguous(), w_hh.contiguous(), None if b_ih is None else b_ih.contiguous(),
-            None if b_hh is None else b_hh.contiguous(), cell, launch, save)
+    args = (x, _contiguous(h0), _contiguous(c0) if cell == "lstm" else None, w_ih.contiguous(), w_hh.contiguous(),
+            _contiguous(b_ih), _contiguous(b_hh), cell, launch, save)
     if not torch.is_autocast_enabled(x.device.type):
         # Nothing to record when no gradient is wanted (autograd's Function machinery costs host
         # time on every call).
