@@ -35,6 +35,7 @@ from rnnbench.ops.recurrence import STRICT_FP32_MODES, plan, plan_override, recu
 from rnnbench.precision import device_supports, matmul_mode, tolerance  # noqa: E402
 from rnnbench.results import ResultsFile  # noqa: E402
 from rnnbench.verify import relative_error  # noqa: E402
+from rnnbench.workload import graphed  # noqa: E402
 
 _REGISTERED = "triton" in LANES
 from rnnbench.lanes.triton import make_lane  # noqa: E402  (registers the lane)
@@ -395,29 +396,16 @@ def test_two_graphs_replay_in_turns():
         x = torch.randn(20, 24, 48, device="cuda", dtype=torch.bfloat16)
         with torch.no_grad():
             expected = module(x)
-            graph, captured = _captured(lambda module=module, x=x: module(x))
-        cases.append((cell, graph, captured, expected, module, x))
+            replay = graphed(lambda module=module, x=x: module(x))
+            replay()  # captures both graphs before either is replayed in turn
+        cases.append((cell, replay, expected, module, x))
     for _ in range(3):
-        for cell, graph, captured, expected, _module, _x in cases:
-            graph.replay()
+        for cell, replay, expected, _module, _x in cases:
+            captured = replay()
             torch.cuda.synchronize()
             flat = lambda r: [r[0], *(r[1] if cell == "lstm" else [r[1]])]  # noqa: E731  (output, h_n[, c_n])
             for a, b in zip(flat(captured), flat(expected), strict=True):
                 assert relative_error(a, b) <= tolerance(cell, "bf16")
-
-
-def _captured(step):
-    """``step`` warmed up on a side stream, then captured: ``(graph, its outputs)``."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            step()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        outputs = step()
-    return graph, outputs
 
 
 def test_a_replaced_counter_buffer_is_never_freed(monkeypatch):
