@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -83,6 +83,11 @@ inside the step (``split_in_step``), on the fp32 cases of the seed suites whose 
 then the weights read from a split copy (``Plan.split_w_once``) against split in the step, each
 against the default.
 
+``--compare chip_split`` runs the on-chip RNN's strict fp32 forward from operands split once
+(``Plan.on_chip_split``): 3xFP16 (``chip_fp16``: fp16 high parts and scaled remainders, half the
+wgmma instructions of TF32's) and 3xTF32 (``chip_tf32``) against Triton's ``tf32x3``, which splits
+both operands inside every product (``chip_in_step``).
+
 ``--compare host_path`` is not a plan: it runs the eager host path before ``ops/gradients.py`` (``torch_calls``:
 the layer's weight, bias and input gradients as three cuBLAS matmuls, a sum and a copy,
 ``ops/gradients.reference_gradients``; the initial states taken per layer by indexing, whose
@@ -135,6 +140,8 @@ PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip":
          "w_in_step": {"split_w_once": False}, "w_copy": {"split_w_once": True},
          "batch32": {"block_b": 32}, "fwd_batch32": {"forward_block_b": 32},
          **{f"bwd_batch{k}": {"backward_block_b": k} for k in (32, 64)},
+         "chip_in_step": {"on_chip_split": ""}, "chip_tf32": {"on_chip_split": "tf32"},
+         "chip_fp16": {"on_chip_split": "fp16"},
          "torch_calls": {}}  # the default plan on the host path before ops/gradients.py (_setting)
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
@@ -353,12 +360,21 @@ BACKWARD_ROWS_CASES = [
                                      ("lstm", 32, 1024, "tf32", 32), ("gru", 32, 1024, "tf32", 32),
                                      ("lstm", 64, 1024, "tf32", 64))
 ]
+# The on-chip RNN's strict fp32 forward from operands split once (Plan.on_chip_split): 3xFP16 and
+# 3xTF32 against Triton's tf32x3 in the step, at glample's hidden 100 (tanh, relu), and at 128 and 64.
+CHIP_SPLIT_CASES = [
+    _case("rnn_tanh", 20, 100, "fp32", ("chip_in_step", "chip_fp16")),
+    _case("rnn_tanh", 20, 100, "fp32", ("chip_in_step", "chip_tf32")),
+    _case("rnn_relu", 20, 100, "fp32", ("chip_in_step", "chip_fp16")),
+    _case("rnn_tanh", 32, 128, "fp32", ("chip_in_step", "chip_fp16")),
+    _case("rnn_tanh", 128, 64, "fp32", ("chip_in_step", "chip_fp16")),
+]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
                "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES, "split_k_x3": X3_CASES,
                "split_k_tf32": TF32_TALL_CASES,
                "block_h": UNITS_CASES, "piece": PIECE_CASES,
                "stream": STREAM_CASES, "warps64": WARPS64_CASES, "split_once": SPLIT_ONCE_CASES,
-               "batch_rows": BATCH_ROWS_CASES, "backward_rows": BACKWARD_ROWS_CASES}
+               "batch_rows": BATCH_ROWS_CASES, "backward_rows": BACKWARD_ROWS_CASES, "chip_split": CHIP_SPLIT_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 HOST_PATH = ("torch_calls", "default")
 # The seed suites' small cases (fp32 is strict: glample's and theano's own), where eager training

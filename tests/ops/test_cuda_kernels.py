@@ -209,6 +209,29 @@ def test_strict_fp32_forward_splits_h_once(cell, batch, hidden, level, with_h0):
         assert err <= tolerance(cell, "fp32"), f"tensor {k}: relative error {err:.3g}"
 
 
+@pytest.mark.parametrize("scale", ["plain", "h0_1e6", "w_1e-7"])
+@pytest.mark.parametrize("split", ["tf32", "fp16"])
+@pytest.mark.parametrize("cell, batch, hidden", [("rnn_tanh", 20, 100), ("rnn_relu", 37, 128), ("rnn_tanh", 3, 37),
+                                                 ("rnn_relu", 1, 64)])
+def test_on_chip_rnn_splits_once(cell, batch, hidden, split, scale):
+    """The on-chip RNN's strict fp32 forward from operands split once (``Plan.on_chip_split``):
+    3xTF32, and 3xFP16 with its power-of-two scales, where fp16 alone would overflow (h0 10^6) or
+    lose the weights to subnormals (10^-7). A lost remainder would leave a 2^-11 product's error
+    (about 5e-4), over fp32's tolerance."""
+    from rnnbench.ops import recurrence
+
+    tensors = _layer(cell, batch, 9, 5, hidden)
+    if scale == "h0_1e6":
+        tensors[1] = tensors[1] * 2e6
+    elif scale == "w_1e-7":
+        tensors[4] = tensors[4] * 1e-7
+    with matmul_mode("fp32"), plan_override(on_chip_split=split):
+        launch = recurrence.layer_launch(cell, batch, hidden, torch.float32, torch.device("cuda"))
+        assert launch.forward.h_on_chip and launch.forward_meta["CHIP_SPLIT"] == {"tf32": 1, "fp16": 2}[split]
+    with plan_override(on_chip_split=split):
+        check_layer(cell, "fp32", tensors)
+
+
 @pytest.mark.parametrize("batch, seq, hidden", [(20, 9, 100), (16, 40, 768), (32, 30, 1024)])
 @pytest.mark.parametrize("dtype", [d for d in DTYPES if d in ("bf16", "fp16")])
 @pytest.mark.parametrize("cell", ["lstm", "gru"])

@@ -32,7 +32,11 @@ PLANS = {"on_chip": {}, "exchange": {"h_on_chip": False}, "resident_pieces": {"b
          "split_once": {"h_on_chip": False, "split_once": True},
          "split_once_pieces": {"block_k": 16, "split_once": True},
          "split_once_streamed": {"w_resident": False, "block_k": 16, "split_once": True},
-         "split_w_once": {"w_resident": False, "block_k": 16, "split_once": True, "split_w_once": True}}
+         "split_w_once": {"w_resident": False, "block_k": 16, "split_once": True, "split_w_once": True},
+         # the on-chip RNN's operands split once: TF32 parts (exact here), fp16 parts (3xFP16:
+         # fp16 products here too, so its scales and remainders are checked to 2^-22)
+         "chip_tf32": {"on_chip_split": "tf32"}, "chip_fp16": {"on_chip_split": "fp16"}}
+CHIP_SPLIT_PLANS = ("chip_tf32", "chip_fp16")  # the RNN's only (Plan.on_chip_split)
 SPLIT_K_CELLS = ("lstm", "gru")  # the cells with a split-K backward (Plan.split_k)
 FP32_TOLERANCE = tolerance("lstm", "fp32")
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -96,6 +100,8 @@ def test_layer_matches_reference_fp32(cell, shape, plan):
 
     if plan == "split_k" and cell not in SPLIT_K_CELLS:
         pytest.skip(f"no split-K backward for {cell}")
+    if plan in CHIP_SPLIT_PLANS and not cell.startswith("rnn_"):
+        pytest.skip(f"no on-chip split for {cell}")
     with plan_override(**PLANS[plan]):
         check_layer(cell, make_layer(cell, shape), "fp32", FP32_TOLERANCE)
 
@@ -107,6 +113,23 @@ def test_batch_split_across_blocks(cell):
 
     with plan_override(block_b=16):
         check_layer(cell, make_layer(cell, (20, 5, 4, 37)), "fp32", FP32_TOLERANCE)
+
+
+@pytest.mark.parametrize("h0_scale, w_scale", [(1e6, 1.0), (1e-9, 1.0), (0.5, 1e-7), (0.5, 1e5)])
+@pytest.mark.parametrize("cell", ["rnn_tanh", "rnn_relu"])
+def test_chip_fp16_scales(cell, h0_scale, w_scale):
+    """3xFP16 (``Plan.on_chip_split="fp16"``) where fp16 alone would overflow or flush: h0 past
+    fp16's 65504 and below its normal range, weights 10^-7 and 10^5 (relu's h grows with them; the
+    tanh saturates there, whose reference comparison fails for every plan, so it is left out)."""
+    from rnnbench.ops.recurrence import plan_override
+
+    if cell == "rnn_tanh" and w_scale > 1:
+        pytest.skip("tanh saturated: ill-conditioned for any plan")
+    tensors = make_layer(cell, (3, 7, 5, 37))
+    tensors[1] = tensors[1] * (2 * h0_scale)
+    tensors[4] = tensors[4] * w_scale
+    with plan_override(on_chip_split="fp16"):
+        check_layer(cell, tensors, "fp32", FP32_TOLERANCE)
 
 
 @pytest.mark.parametrize("cell", CELLS)

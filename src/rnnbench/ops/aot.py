@@ -31,7 +31,8 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from . import gradients
-from .plans import Plan, backward_precision, choose_plan, k_chunks, k_padded, split_k_pieces, split_once_level
+from .plans import (Plan, backward_precision, chip_split_level, choose_plan, k_chunks, k_padded, split_k_pieces,
+                    split_once_level)
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
@@ -90,7 +91,8 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
         hidden_size, plan.block_k)
     constexprs = dict(H=hidden_size, BLOCK_B=plan.block_b, BLOCK_H=plan.block_h, BLOCK_K=block_k,
                       K_PAD=kp, CHUNKS=chunks, W_RESIDENT=plan.w_resident, ON_CHIP=plan.h_on_chip, PRECISION=precision,
-                      UPCAST=False, FAST_ACT=plan.fast_activations, SPLIT_ONCE=split_once_level(plan), SAVE=save, RELU=False,
+                      UPCAST=False, FAST_ACT=plan.fast_activations, SPLIT_ONCE=split_once_level(plan),
+                      CHIP_SPLIT=chip_split_level(plan), SAVE=save, RELU=False,
                       HAS_BIAS=True, HAS_H0=True, HAS_C0=True, HAS_D_OUT=True, HAS_D_H_N=True, HAS_D_C_N=True)
     constexprs = {k: v for k, v in constexprs.items() if k in names}
     f32 = F32_POINTERS - ({"partials_ptr"} if plan.half_partials else set())

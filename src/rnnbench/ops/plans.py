@@ -194,6 +194,12 @@ class Plan:
         split_w_once: with ``split_once`` and streamed weights: each program writes the split of its
             rows of ``W_hh`` to a copy in global memory before the time loop and streams both
             halves from there (twice the bytes a step from L2, no arithmetic on the way).
+        on_chip_split: the on-chip RNN's strict fp32 forward from operands split once instead of
+            Triton's ``tf32x3`` (which splits both operands inside every product): ``"tf32"``
+            (3xTF32, the weights split before the time loop) or ``"fp16"`` (3xFP16: fp16 high parts
+            and remainders scaled by 2^11, under power-of-two scales of the weights and of h's
+            columns; fp16 products take K 16 per wgmma where TF32 takes 8, so the step's chain is
+            half as long). ``""``: neither.
     """
 
     block_b: int
@@ -208,6 +214,7 @@ class Plan:
     half_partials: bool = False
     split_once: bool = False
     split_w_once: bool = False
+    on_chip_split: str = ""
 
     def grid(self, batch_size: int, hidden_size: int) -> tuple[int, int]:
         """(programs over hidden units, programs over batch rows)."""
@@ -230,6 +237,15 @@ def split_once_level(plan: Plan) -> int:
     if not plan.split_once:
         return 0
     return 2 if plan.split_w_once and not plan.w_resident else 1
+
+
+ON_CHIP_SPLITS = {"": 0, "tf32": 1, "fp16": 2}
+
+
+def chip_split_level(plan: Plan) -> int:
+    """The RNN forward kernel's ``CHIP_SPLIT`` constexpr for ``plan``: 0, or 1 and 2 for
+    :attr:`Plan.on_chip_split` ``"tf32"`` and ``"fp16"``."""
+    return ON_CHIP_SPLITS[plan.on_chip_split]
 
 
 def split_once_stage_bytes(block_b: int, rows: int, block_k: int, w_copy: bool) -> int:
@@ -378,7 +394,8 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     # one direction can be compared under one override).
     one_way = {prefix: {k.removeprefix(prefix): override.pop(k) for k in list(override) if k.startswith(prefix)}
                for prefix in ("forward_", "backward_")}
-    override.pop("split_k" if direction == "forward" else "split_once", None)  # one direction's fields
+    for field in ("split_k",) if direction == "forward" else ("split_once", "on_chip_split"):
+        override.pop(field, None)  # one direction's fields
     override.update(one_way[f"{direction}_"])
     tensor_cores = dtype != torch.float32 or precision in ("tf32", "tf32x3")
     # The products this direction runs (the RNN's TF32 backward is 3xTF32: backward_precision)
@@ -460,6 +477,11 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
                             or (device.type == "cuda" and precision != "tf32x3")):
         raise ValueError("split_once is for 3xTF32 forwards that exchange h (float32 weights, strict fp32 on "
                          "CUDA), not on chip")
+    if plan.on_chip_split not in ON_CHIP_SPLITS:
+        raise ValueError(f"on_chip_split is one of {sorted(ON_CHIP_SPLITS)}, got {plan.on_chip_split!r}")
+    if plan.on_chip_split and (num_gates != 1 or not plan.h_on_chip or dtype != torch.float32
+                               or (device.type == "cuda" and precision != "tf32x3")):
+        raise ValueError("on_chip_split is for the RNN's strict fp32 forward on chip (float32 weights, 3xTF32 on CUDA)")
     if plan.split_k and plan.h_on_chip:
         raise ValueError("split_k and h_on_chip exclude each other (an on-chip backward exchanges nothing)")
     if plan.h_on_chip and not (plan.w_resident and plan.block_h == kp and plan.block_k == kp):

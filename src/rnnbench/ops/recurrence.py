@@ -35,8 +35,8 @@ from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_f
 from .launch import Constexprs, KernelLauncher
 from .launch import counters as _counters  # (bound here: a test replaces the recurrences' counters alone)
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
-from .plans import (STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, choose_plan, dot_precision,
-                    k_chunks, k_padded, split_k_pieces, split_once_level, upcast_dot)
+from .plans import (STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, chip_split_level, choose_plan,
+                    dot_precision, k_chunks, k_padded, split_k_pieces, split_once_level, upcast_dot)
 from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
 
 _LSTM_FORWARD, _LSTM_BACKWARD = KernelLauncher(lstm_forward_kernel), KernelLauncher(lstm_backward_kernel)
@@ -232,6 +232,8 @@ class _Launch:
                     UPCAST=self.upcast, num_warps=plan.num_warps, num_stages=plan.num_stages)
         if forward:
             meta.update(CHUNKS=chunks, FAST_ACT=plan.fast_activations, SPLIT_ONCE=split_once_level(plan))
+            if self.cell.startswith("rnn_"):
+                meta.update(CHIP_SPLIT=chip_split_level(plan))
         return meta
 
 

@@ -14,8 +14,12 @@ import triton
 import triton.language as tl
 
 from ..common import (_act_tanh, _arrive, _columns_matmul, _forward_weights, _gate_bias, _load_f32,
-                      _load_weight_columns, _mma, _program_tile, _publish_h, _recurrent_matmul, _release_counters,
-                      _split_h0, _stacked_rows, _wait)
+                      _load_stacked_weights, _load_weight_columns, _mma, _mma_split, _program_tile, _publish_h,
+                      _recurrent_matmul, _release_counters, _split_h0, _split_tf32, _stacked_rows, _wait)
+
+# 3xFP16 (CHIP_SPLIT 2): a remainder is scaled by 2^11 before its rounding to fp16, so that it is
+# as far from fp16's subnormals as its high part (the small products are scaled back after).
+LO_SCALE = tl.constexpr(2048.0)
 
 
 @triton.jit
@@ -27,6 +31,79 @@ def _activation(x, RELU: tl.constexpr, FAST: tl.constexpr):
     return y
 
 
+@triton.jit
+def _pow2_above(m):
+    """``(s, 1 / s)`` for fp32 ``m >= 0``: the power of two ``s`` with ``m < s <= 2m``, from ``m``'s
+    exponent bits (so ``x / s`` and ``x * s`` are exact), clamped to [2^-125, 2^126] (``m`` 0 or
+    subnormal gives 2^-125)."""
+    e = (m.to(tl.int32, bitcast=True) >> 23) & 0xFF
+    e = tl.minimum(tl.maximum(e, 1), 252)
+    return ((e + 1) << 23).to(tl.float32, bitcast=True), ((253 - e) << 23).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _split_fp16(x):
+    """``(hi, lo)`` in fp16 for fp32 ``|x| <= 1``: ``hi`` is ``x`` rounded to fp16 (11 significant
+    bits), ``lo`` the remainder times :data:`LO_SCALE` rounded to fp16 (11 more), so ``hi + lo /
+    LO_SCALE`` is ``x`` to about 2^-22 of it, or to 2^-35 absolute where ``x`` is below fp16's
+    normal range (2^-14)."""
+    hi = x.to(tl.float16)
+    return hi, ((x - hi.to(tl.float32)) * LO_SCALE).to(tl.float16)
+
+
+@triton.jit
+def _chip_split_weights(w_ptr, w_rows, w_valid, H: tl.constexpr, BLOCK_K: tl.constexpr, CHIP_SPLIT: tl.constexpr):
+    """The on-chip RNN's resident ``W_hh`` split once, before the time loop: ``(hi, lo, scale)``.
+    ``CHIP_SPLIT`` 1: TF32 high parts and remainders (:func:`_split_tf32`), ``scale`` 1. 2 (3xFP16):
+    ``W_hh / scale`` split by :func:`_split_fp16`, ``scale`` the power of two above ``max |W_hh|``
+    (:func:`_pow2_above`: fp16's range holds any weights; a row 2^13 times smaller than the largest
+    keeps about 2^-22 of its own size, smaller ones less)."""
+    w = _load_stacked_weights(w_ptr, w_rows, w_valid, 0, H, BLOCK_K).to(tl.float32)
+    if CHIP_SPLIT == 1:
+        hi, lo = _split_tf32(w)
+        scale = 1.0
+    else:
+        scale, inv = _pow2_above(tl.max(tl.max(tl.abs(w), axis=1), axis=0))
+        hi, lo = _split_fp16(w * inv)
+    return hi, lo, scale
+
+
+@triton.jit
+def _column_scales(h, SCALED: tl.constexpr):
+    """``(s, 1 / s)`` per column (batch row) of fp32 ``h [K_PAD, BLOCK_B]`` for a 3xFP16 product:
+    :func:`_pow2_above` its largest ``|h|`` when ``SCALED``, else ones (tanh's h, at most 1)."""
+    if SCALED:
+        scale, inv = _pow2_above(tl.max(tl.abs(h), axis=0))
+    else:
+        scale = tl.full([h.shape[1]], 1.0, tl.float32)
+        inv = scale
+    return scale, inv
+
+
+@triton.jit
+def _chip_split_matmul(w, h, h_scale, h_inv, zero, CHIP_SPLIT: tl.constexpr, SCALE_H: tl.constexpr):
+    """The on-chip RNN's ``W_hh @ h_{t-1}`` from weights split once (:func:`_chip_split_weights`)
+    and ``h`` (fp32 ``[K_PAD, BLOCK_B]``) split here: three products, the small ones summed apart
+    (:func:`_mma_split`). 3xTF32 (``CHIP_SPLIT`` 1) or 3xFP16 (2: fp16 products at K 16 per
+    instruction where TF32 takes 8, so half the wgmma chain; ``h`` divided by its column scales
+    first when ``SCALE_H``, the result multiplied back)."""
+    w_hi, w_lo, w_scale = w
+    if CHIP_SPLIT == 1:
+        h_hi, h_lo = _split_tf32(h)
+        big, small = _mma_split(w_hi, w_lo, h_hi, h_lo, zero, zero)
+        acc = big + small
+    else:
+        if SCALE_H:
+            h = h * h_inv[None, :]
+        h_hi, h_lo = _split_fp16(h)
+        small = tl.dot(w_lo, h_hi, zero)
+        small = tl.dot(w_hi, h_lo, small)
+        acc = (tl.dot(w_hi, h_hi, zero) + small * (1.0 / LO_SCALE)) * w_scale
+        if SCALE_H:
+            acc = acc * h_scale[None, :]
+    return acc
+
+
 @triton.jit(do_not_specialize=["T", "B"])
 def rnn_forward_kernel(
     x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr,
@@ -35,19 +112,29 @@ def rnn_forward_kernel(
     H: tl.constexpr, RELU: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
-    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr,
+    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr, CHIP_SPLIT: tl.constexpr,
 ):
+    """``CHIP_SPLIT`` (on chip, strict fp32: :attr:`Plan.on_chip_split`): 0 Triton's ``tf32x3`` in
+    every product (or no 3xTF32), 1 3xTF32 and 2 3xFP16 from operands split once
+    (:func:`_chip_split_matmul`)."""
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     plane_h = B.to(tl.int64) * H
     out_ty = h_buf_ptr.dtype.element_ty
 
     w_rows, w_valid = _stacked_rows(pid_h, H, 1, 1, BLOCK_H)
     w_plane = 1 * H * H  # one [1H, H] plane of W_hh's split copy
-    w, w_src = _forward_weights(w_hh_ptr, w_split_ptr, w_plane, w_rows, w_valid, H, BLOCK_K, CHUNKS, W_RESIDENT,
-                                SPLIT_ONCE)
+    if CHIP_SPLIT:
+        w = _chip_split_weights(w_hh_ptr, w_rows, w_valid, H, BLOCK_K, CHIP_SPLIT)
+        w_src = w_hh_ptr
+    else:
+        w, w_src = _forward_weights(w_hh_ptr, w_split_ptr, w_plane, w_rows, w_valid, H, BLOCK_K, CHUNKS, W_RESIDENT,
+                                    SPLIT_ONCE)
     bias = _gate_bias(b_ih_ptr, b_hh_ptr, units, unit_mask, HAS_BIAS, True)
     zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
     h = _load_f32(h0_ptr, hid, mask) if HAS_H0 else zero
+    # 3xFP16's h in fp16's range: h0 and relu's h scaled per column (tanh's h is at most 1)
+    SCALE_H: tl.constexpr = CHIP_SPLIT == 2 and (HAS_H0 or RELU)
+    h_scale, h_inv = _column_scales(h, SCALE_H)
     barriers = _split_h0(h, h_split_ptr, plane_h, hid, mask, counters_ptr + pid_b, HAS_H0, SPLIT_ONCE)
     if SAVE:
         tl.store(h_buf_ptr + hid, h.to(out_ty), mask=mask)
@@ -56,10 +143,15 @@ def rnn_forward_kernel(
         x_next = _load_f32(x_proj_ptr + tl.minimum(1, T - 1) * plane_h, hid, mask)
     t = 0
     while t < T:
-        a = _recurrent_matmul(w, h, w_src, w_rows, w_valid, h_buf_ptr, h0_ptr, h_split_ptr, w_plane, t, plane_h,
-                              rows, row_mask, zero, H, K_PAD, BLOCK_K, CHUNKS, W_RESIDENT, ON_CHIP, HAS_H0, PRECISION,
-                              UPCAST, SPLIT_ONCE)
+        if CHIP_SPLIT:
+            a = _chip_split_matmul(w, h, h_scale, h_inv, zero, CHIP_SPLIT, SCALE_H)
+        else:
+            a = _recurrent_matmul(w, h, w_src, w_rows, w_valid, h_buf_ptr, h0_ptr, h_split_ptr, w_plane, t, plane_h,
+                                  rows, row_mask, zero, H, K_PAD, BLOCK_K, CHUNKS, W_RESIDENT, ON_CHIP, HAS_H0,
+                                  PRECISION, UPCAST, SPLIT_ONCE)
         h = _activation(a + x + bias, RELU, FAST_ACT)
+        if SCALE_H:
+            h_scale, h_inv = _column_scales(h, RELU)
         # h published: arrive now, store and load the rest, then wait
         _publish_h(h, h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask, counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE)
         if SAVE:
