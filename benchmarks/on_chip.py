@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -88,6 +88,10 @@ against the default.
 wgmma instructions of TF32's) and 3xTF32 (``chip_tf32``) against Triton's ``tf32x3``, which splits
 both operands inside every product (``chip_in_step``).
 
+``--compare projection`` is not a plan either: the input projection as our own launch
+(``ops/projection.py``, ``our_projection``) against F.linear (cuBLAS, ``cublas_projection``),
+whatever ``PROJECTION_MAX_FLOP`` says, from the seed suites' small cases to larger ones.
+
 ``--compare host_path`` is not a plan: it runs the eager host path before ``ops/gradients.py`` (``torch_calls``:
 the layer's weight, bias and input gradients as three cuBLAS matmuls, a sum and a copy,
 ``ops/gradients.reference_gradients``; the initial states taken per layer by indexing, whose
@@ -142,7 +146,8 @@ PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip":
          **{f"bwd_batch{k}": {"backward_block_b": k} for k in (32, 64)},
          "chip_in_step": {"on_chip_split": ""}, "chip_tf32": {"on_chip_split": "tf32"},
          "chip_fp16": {"on_chip_split": "fp16"},
-         "torch_calls": {}}  # the default plan on the host path before ops/gradients.py (_setting)
+         "torch_calls": {},  # the default plan on the host path before ops/gradients.py (_setting)
+         "cublas_projection": {}, "our_projection": {}}  # the input projection by F.linear, by ours (_setting)
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
     ("rnn_tanh", 20, 30, 100, 100, "fp32", DEFAULT), ("rnn_tanh", 20, 30, 100, 100, "tf32", DEFAULT),
@@ -388,6 +393,18 @@ HOST_PATH_CASES = [
     ("gru", 32, 30, 512, 512, "bf16", HOST_PATH), ("lstm", 64, 100, 512, 512, "fp32", HOST_PATH),
 ]
 COMPARISONS["host_path"] = HOST_PATH_CASES
+# The input projection as our launch (ops/projection.py) against F.linear (cuBLAS), whatever
+# PROJECTION_MAX_FLOP says: the seed suites' small cases (FLOPs of the projection 1.2e7 to 1.3e8),
+# then larger ones (2.4e8 to 1.5e9), where the rule's limit is decided.
+PROJECTION = ("cublas_projection", "our_projection")
+PROJECTION_CASES = [
+    ("rnn_tanh", 20, 30, 100, 100, "fp32", PROJECTION), ("lstm", 20, 30, 100, 100, "fp32", PROJECTION),
+    ("lstm", 20, 30, 100, 100, "tf32", PROJECTION), ("rnn_tanh", 20, 30, 100, 500, "fp32", PROJECTION),
+    ("gru", 32, 30, 128, 128, "fp32", PROJECTION), ("lstm", 32, 30, 128, 128, "bf16", PROJECTION),
+    ("lstm", 20, 30, 100, 500, "fp32", PROJECTION), ("lstm", 128, 30, 128, 128, "fp32", PROJECTION),
+    ("gru", 32, 30, 512, 512, "bf16", PROJECTION), ("lstm", 32, 30, 512, 512, "fp32", PROJECTION),
+]
+COMPARISONS["projection"] = PROJECTION_CASES
 
 
 @contextlib.contextmanager
@@ -405,11 +422,29 @@ def _torch_calls():
         gradients.FUSED_MAX_FLOP, nn._per_layer = saved
 
 
+@contextlib.contextmanager
+def _projection_limit(flop: float):
+    """``ops.projection.PROJECTION_MAX_FLOP`` set to ``flop`` (0: F.linear always; inf: ours)."""
+    from rnnbench.ops import projection
+
+    saved = projection.PROJECTION_MAX_FLOP
+    projection.PROJECTION_MAX_FLOP = flop
+    try:
+        yield
+    finally:
+        projection.PROJECTION_MAX_FLOP = saved
+
+
 def _setting(plan: str):
-    """The context a plan's steps are built and timed in: a :func:`plan_override`, or the old host path."""
+    """The context a plan's steps are built and timed in: a :func:`plan_override`, the old host
+    path, or the input projection forced to F.linear or to ours."""
     from rnnbench.ops.recurrence import plan_override
 
-    return _torch_calls() if plan == "torch_calls" else plan_override(**PLANS[plan])  # (torch_calls' plan is {})
+    if plan == "torch_calls":
+        return _torch_calls()
+    if plan in PROJECTION:
+        return _projection_limit(0.0 if plan == "cublas_projection" else float("inf"))
+    return plan_override(**PLANS[plan])
 
 
 def measure_case(cell, b, t, i, h, dtype, plans, budget_s, device="cuda", order="ABBA") -> dict:

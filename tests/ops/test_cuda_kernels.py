@@ -232,6 +232,25 @@ def test_on_chip_rnn_splits_once(cell, batch, hidden, split, scale):
         check_layer(cell, "fp32", tensors)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("seq, batch, inputs, width", [(1, 1, 3, 37), (7, 3, 5, 148), (30, 20, 100, 400),
+                                                       (30, 32, 128, 384), (2, 65, 70, 65)])
+def test_input_projection_on_the_gpu(seq, batch, inputs, width, dtype):
+    """Our launch of the input projection (``ops/projection.py``) in each precision it runs (3xTF32
+    for strict fp32), partial tiles at every edge, against float64 on the operands as it sees them."""
+    from rnnbench.ops import projection
+    from rnnbench.ops.plans import dot_precision
+
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(seq, batch, inputs, generator=gen).to("cuda", TORCH_DTYPE[dtype])
+    w = (torch.randn(width, inputs, generator=gen) * inputs ** -0.5).to("cuda", TORCH_DTYPE[dtype])
+    assert 2 * seq * batch * width * inputs <= projection.PROJECTION_MAX_FLOP
+    with matmul_mode(dtype):
+        got = projection.input_projection(x, w, dot_precision(w.dtype), False)
+    assert got.dtype == w.dtype and got.shape == (seq, batch, width)
+    assert relative_error(got, x.double() @ w.double().t()) <= tolerance("lstm", dtype)
+
+
 @pytest.mark.parametrize("batch, seq, hidden", [(20, 9, 100), (16, 40, 768), (32, 30, 1024)])
 @pytest.mark.parametrize("dtype", [d for d in DTYPES if d in ("bf16", "fp16")])
 @pytest.mark.parametrize("cell", ["lstm", "gru"])

@@ -478,6 +478,34 @@ def test_strict_fp32_forwards_that_stream_their_weights_split_h_once():
             plan(20, 500, 4, split_once=True, **bad)
     with pytest.raises(ValueError, match="split_once"):
         plan(20, 100, 1, split_once=True)  # on chip
+
+
+def test_the_on_chip_rnn_splits_strict_fp32_once_in_fp16():
+    """``Plan.on_chip_split``, planned for an H100: the RNN's strict fp32 forward on chip is 3xFP16
+    (hidden 37 to 128, any batch that stays on chip); not its backward, not TF32, not the exchange
+    plan (hidden 256), not the LSTM or GRU, not the interpreter's plans. Asked for where it cannot
+    run, refused."""
+    from rnnbench.ops.plans import choose_plan
+
+    def plan(batch, hidden, gates=1, dtype=torch.float32, precision="tf32x3", direction="forward", device="cuda",
+             **override):
+        return choose_plan(batch, hidden, gates, dtype, torch.device(device), multiprocessors=132,
+                           precision=precision, direction=direction, **override)
+
+    for batch, hidden in ((20, 100), (3, 37), (128, 64), (32, 128)):
+        assert plan(batch, hidden).h_on_chip and plan(batch, hidden).on_chip_split == "fp16", (batch, hidden)
+        assert plan(batch, hidden, direction="backward").on_chip_split == ""
+        assert plan(batch, hidden, precision="tf32").on_chip_split == ""
+        assert plan(batch, hidden, device="cpu").on_chip_split == ""
+    assert not plan(20, 256).h_on_chip and plan(20, 256).on_chip_split == ""
+    assert plan(20, 32, 4, precision="tf32").on_chip_split == ""
+    assert plan(20, 100, on_chip_split="tf32").on_chip_split == "tf32"
+    for bad in (dict(gates=4, precision="tf32", hidden=32), dict(precision="tf32"), dict(h_on_chip=False),
+                dict(dtype=torch.bfloat16, precision="ieee")):
+        with pytest.raises(ValueError, match="on_chip_split"):
+            plan(**{"batch": 20, "hidden": 100, **bad, "on_chip_split": "fp16"})
+    with pytest.raises(ValueError, match="on_chip_split is one of"):
+        plan(20, 100, on_chip_split="bf16")
     assert not plan(20, 500, 4, split_once=True, direction="backward").split_once  # a forward's field
 
 

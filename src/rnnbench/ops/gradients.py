@@ -35,8 +35,8 @@ import torch
 import triton
 import triton.language as tl
 
-from .common import _mma
 from .launch import Constexprs, KernelLauncher, counters
+from .products import _product_tile
 
 # The three products' FLOPs (2 N G*H (2I + H)) up to which one fused launch replaces the torch
 # calls. Strict fp32 on the H100 (results/h100/triton-lane-15, both paths checked against float64
@@ -63,75 +63,6 @@ class LayerGradients:
     dw_hh: torch.Tensor | None
     db_ih: torch.Tensor | None
     db_hh: torch.Tensor | None
-
-
-@triton.jit
-def _product_tile(a_ptr, lda, b_ptr, ldb, c_ptr, M, N, K, task, SLICES, part_ptr, count_ptr, bias_ptr, also_ptr,
-                  A_T: tl.constexpr, BIAS: tl.constexpr, ALSO: tl.constexpr, PRECISION: tl.constexpr,
-                  UPCAST: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    """Slice ``task % SLICES`` of the reduction of tile ``task // SLICES`` (row-major over the
-    ``[M, N]`` output's tiles) of ``C = A @ B``: ``A [M, K]`` stored row-major with row stride
-    ``lda``, or (``A_T``) as its transpose ``[K, M]``; ``B [K, N]`` row-major with row stride
-    ``ldb``; ``C`` contiguous ``[M, N]``. With ``BIAS``, the tiles of the first column also sum
-    ``A`` over ``K`` (the rows of ``A^T``: a bias gradient, from the operand already loaded) into
-    ``bias_ptr [M]``, and with ``ALSO`` into ``also_ptr`` too.
-
-    With one slice the tile is stored. With several, each slice stores its fp32 partial (and its
-    partial sums) at ``part_ptr + task * (BM * BN + BM)`` and counts itself done on the tile's
-    counter (``count_ptr + tile * SLICES``, zero before); the last to arrive adds the partials in
-    slice order (the same sum whichever finishes last), stores the tile and sets the counter back
-    to zero."""
-    tile = task // SLICES
-    tiles_n = tl.cdiv(N, BN)
-    m = (tile // tiles_n) * BM + tl.arange(0, BM)
-    n = (tile % tiles_n) * BN + tl.arange(0, BN)
-    k_per = tl.cdiv(tl.cdiv(K, SLICES), BK) * BK
-    k_lo = (task % SLICES) * k_per
-    k_hi = tl.minimum(K, k_lo + k_per)
-    acc = tl.zeros([BM, BN], dtype=tl.float32)
-    # The bias sums elementwise in the loop, reduced once after it: a reduction inside the loop
-    # crashed Triton 3.6's TritonGPUOptimizeThreadLocality pass for fp32 operands (sm_90).
-    a_sum = tl.zeros([BM, BK], dtype=tl.float32)
-    for k0 in range(k_lo, k_hi, BK):
-        k = k0 + tl.arange(0, BK)
-        a_mask = (m[:, None] < M) & (k[None, :] < k_hi)
-        if A_T:
-            a = tl.load(a_ptr + k[None, :] * lda + m[:, None], mask=a_mask, other=0.0)
-        else:
-            a = tl.load(a_ptr + m[:, None] * lda + k[None, :], mask=a_mask, other=0.0)
-        if BIAS:
-            a_sum += a.to(tl.float32)
-        b = tl.load(b_ptr + k[:, None] * ldb + n[None, :], mask=(k[:, None] < k_hi) & (n[None, :] < N), other=0.0)
-        acc = _mma(a, b, acc, PRECISION, UPCAST)
-    sums = tl.sum(a_sum, axis=1)
-    c_offsets = m[:, None] * N + n[None, :]
-    c_mask = (m[:, None] < M) & (n[None, :] < N)
-    last = SLICES == 1
-    if not last:
-        partial = part_ptr + task * (BM * BN + BM)
-        local = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
-        tl.store(partial + local, acc)
-        if BIAS:
-            tl.store(partial + BM * BN + tl.arange(0, BM), sums)
-        tl.debug_barrier()  # every thread's part of the partials written before the count
-        first = tile * SLICES
-        if tl.atomic_add(count_ptr + first, 1, sem="acq_rel") == SLICES - 1:
-            last = True
-            acc = tl.zeros([BM, BN], dtype=tl.float32)
-            sums = tl.zeros([BM], dtype=tl.float32)
-            for j in range(SLICES):  # written by other programs: read through L2 (.cg), not a stale L1
-                slice_ = part_ptr + (first + j) * (BM * BN + BM)
-                acc += tl.load(slice_ + local, cache_modifier=".cg")
-                if BIAS:
-                    sums += tl.load(slice_ + BM * BN + tl.arange(0, BM), cache_modifier=".cg")
-            tl.atomic_xchg(count_ptr + first, 0)
-    if last:
-        tl.store(c_ptr + c_offsets, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
-        if BIAS:
-            if tile % tiles_n == 0:
-                tl.store(bias_ptr + m, sums.to(bias_ptr.dtype.element_ty), mask=m < M)
-                if ALSO:
-                    tl.store(also_ptr + m, sums.to(also_ptr.dtype.element_ty), mask=m < M)
 
 
 @triton.jit(do_not_specialize=["ROWS", "I", "H", "TASKS_IH", "TASKS_HH", "TASKS_DX", "SLICES_IH", "SLICES_HH",

@@ -456,9 +456,14 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     split_w_once = override.get("split_w_once", x3_streamed and bb >= SPLIT_W_ONCE_ROWS)
     if x3_streamed and not resident:
         block_k, stages = SPLIT_ONCE_BLOCK_K, SPLIT_W_ONCE_STAGES if split_w_once else stages
+    # The on-chip RNN's strict fp32 forward in 3xFP16: graphed forwards 0.89-0.90x the time of
+    # Triton's tf32x3 on the H100 at hidden 64-128, tanh and relu, errors against float64 the same
+    # (results/h100/chip-split); 3xTF32 split once gained nothing (0.99x).
+    chip_split = "fp16" if (device.type == "cuda" and on_chip and direction == "forward" and num_gates == 1
+                            and precision == "tf32x3" and dtype == torch.float32) else ""
     fields = {"block_b": bb, "block_h": bh, "w_resident": resident, "num_warps": warps, "block_k": block_k,
               "num_stages": stages, "h_on_chip": on_chip, "fast_activations": fast, "split_once": x3_streamed,
-              "split_w_once": split_w_once}
+              "split_w_once": split_w_once, "on_chip_split": chip_split}
     split_default = (device.type == "cuda" and num_gates in (3, 4) and tensor_cores and not on_chip
                      and hidden_size <= (SPLIT_K_16BIT_MAX_HIDDEN if element == 2 else SPLIT_K_MAX_HIDDEN))
     if direction == "backward" and override.get("split_k", split_default):

@@ -1,7 +1,8 @@
 """One recurrent layer in one direction on the Triton kernels, as a torch.autograd.Function.
 
 Forward: the input projection of every step as one matmul (``x_proj = x W_ih^T``, ``[T*B, I] x
-[I, G*H]``; the biases are added inside the kernel), then **one kernel launch for all T steps**
+[I, G*H]``; ``ops/projection.py``: our own launch for small layers, cuBLAS for the rest; the
+biases are added inside the kernel), then **one kernel launch for all T steps**
 (``ops/<cell>/kernels.py``). Backward: one launch running the recurrence in reverse time, producing
 the gradients of the pre-activations of every step (``d_gates [T, B, G*H]``), ``dh0`` and ``dc0``;
 then the weight and input gradients as large matmuls over them::
@@ -27,7 +28,6 @@ import functools
 from dataclasses import dataclass
 
 import torch
-from torch.nn import functional as F
 
 from .common import INTERPRET
 from .gradients import layer_gradients
@@ -37,6 +37,7 @@ from .launch import counters as _counters  # (bound here: a test replaces the re
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .plans import (STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, chip_split_level, choose_plan,
                     dot_precision, k_chunks, k_padded, split_k_pieces, split_once_level, upcast_dot)
+from .projection import input_projection
 from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
 
 _LSTM_FORWARD, _LSTM_BACKWARD = KernelLauncher(lstm_forward_kernel), KernelLauncher(lstm_backward_kernel)
@@ -343,9 +344,7 @@ def _contiguous(t):
 
 def _layer_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save):
     """The input projection and the forward kernel: ``(output, h_n, c_n, h_buf, saved, c_buf)``."""
-    # [T, B, G*H] in rows of stride G*H (a no-op call unless a strided input came out strided):
-    # one cuBLAS product, one call from Python instead of four (reshape, t, mm, view).
-    x_proj = F.linear(x, w_ih).contiguous()
+    x_proj = input_projection(x, w_ih, launch.precision, launch.upcast)  # [T, B, G*H], rows of stride G*H
     h_buf, h_n, c_n, saved, c_buf = recurrence_forward(cell, x_proj, w_hh, b_ih, b_hh, h0, c0, launch, save)
     return h_buf[1:], h_n, c_n, h_buf, saved, c_buf
 

@@ -1,0 +1,67 @@
+"""A layer's input projection ``x_proj = x W_ih^T`` (``[T*B, I] x [I, G*H]``), the matmul the
+recurrence kernels read their input terms from.
+
+Where the layer is small, an eager forward is bound by host time, and torch's call into cuBLAS
+(``F.linear``) is a large piece of it: 10-24 µs of host time on the H100's host
+(results/h100/triton-lane-15). :func:`input_projection` runs it as one launch of our own tile
+product (``ops/products.py``) through the cached launcher instead, up to
+:data:`PROJECTION_MAX_FLOP`; past that, cuBLAS' tiles are faster on the device and the host time
+no longer decides. The products run in the layer's precision (3xTF32 for strict fp32, TF32 where
+torch allows it, fp32 accumulation for the half types) and are stored in the weights' dtype, as
+``F.linear`` returns them.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+from torch.nn import functional as F
+import triton
+import triton.language as tl
+
+from .launch import Constexprs, KernelLauncher
+from .products import _product_tile
+
+# FLOPs of the product (2 T*B G*H I) up to which our launch replaces F.linear (to be measured).
+PROJECTION_MAX_FLOP = 2e8
+# Tiles of the product.
+BLOCK_M, BLOCK_N, BLOCK_K = 64, 64, 32
+
+
+@triton.jit(do_not_specialize=["ROWS", "I", "GH"])
+def input_projection_kernel(x_ptr, w_ih_ptr, out_ptr, ROWS, I, GH, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+                            BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """One program per ``[BM, BN]`` tile of ``out [ROWS, GH] = x [ROWS, I] @ W_ih^T`` (``W_ih``
+    ``[GH, I]`` row-major, read as the transposed right operand); every tensor contiguous."""
+    _product_tile(x_ptr, I, w_ih_ptr, I, out_ptr, ROWS, GH, I, tl.program_id(0), 1, out_ptr, out_ptr, out_ptr,
+                  out_ptr, False, False, False, PRECISION, UPCAST, BM, BN, BK, True, False)
+
+
+_PROJECTION = KernelLauncher(input_projection_kernel)
+
+
+def input_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast: bool) -> torch.Tensor:
+    """``x W_ih^T`` as ``[T, B, G*H]``, contiguous.
+
+    Args:
+        x: ``[T, B, I]`` (any strides). w_ih: ``[G*H, I]``, contiguous, in ``x``'s dtype and on its device.
+        precision: the tl.dot input precision (``ieee``, ``tf32``, ``tf32x3``; :func:`rnnbench.ops.plans.dot_precision`).
+        upcast: widen the operands first (the interpreter's bf16, :func:`rnnbench.ops.plans.upcast_dot`).
+    """
+    T, B, I = x.shape
+    GH = w_ih.shape[0]
+    rows = T * B
+    if 2 * rows * GH * I > PROJECTION_MAX_FLOP:
+        return F.linear(x, w_ih).contiguous()  # (a no-op call unless a strided input came out strided)
+    out = torch.empty(T, B, GH, device=x.device, dtype=w_ih.dtype)
+    grid = (triton.cdiv(rows, BLOCK_M) * triton.cdiv(GH, BLOCK_N),)
+    _PROJECTION(grid, (x.contiguous(), w_ih, out, rows, I, GH), _constexprs(precision, upcast))
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _constexprs(precision: str, upcast: bool) -> Constexprs:
+    """The projection kernel's compile-time arguments (built once per precision)."""
+    return Constexprs(dict(PRECISION=precision, UPCAST=upcast, BM=BLOCK_M, BN=BLOCK_N, BK=BLOCK_K, num_warps=4,
+                           num_stages=3))

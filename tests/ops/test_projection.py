@@ -1,0 +1,59 @@
+"""rnnbench.ops.projection: the input projection ``x W_ih^T`` as our own launch (interpreted on CPU
+tensors) against float64, on odd sizes and a strided input; and the size rule that sends larger
+layers to F.linear."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from rnnbench.precision import tolerance
+from rnnbench.verify import relative_error
+
+pytestmark = pytest.mark.usefixtures("interpreter")
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("seq, batch, inputs, width", [(1, 1, 3, 37), (7, 3, 5, 148), (3, 37, 100, 111),
+                                                       (2, 65, 70, 65)])
+def test_projection_matches_float64(seq, batch, inputs, width, dtype):
+    """Every tile, partial ones at each edge (rows, columns, the reduction), against float64 on the
+    operands as the kernel sees them."""
+    from rnnbench.ops import projection
+    from rnnbench.ops.plans import upcast_dot
+
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(seq, batch, inputs, generator=gen).to(DTYPES[dtype])
+    w = (torch.randn(width, inputs, generator=gen) * inputs ** -0.5).to(DTYPES[dtype])
+    assert 2 * seq * batch * width * inputs <= projection.PROJECTION_MAX_FLOP  # our launch, not F.linear
+    got = projection.input_projection(x, w, "ieee", upcast_dot(DTYPES[dtype]))
+    assert got.shape == (seq, batch, width) and got.dtype == DTYPES[dtype] and got.is_contiguous()
+    assert relative_error(got, x.double() @ w.double().t()) <= tolerance("lstm", dtype)
+
+
+def test_a_strided_input_is_read_as_its_values():
+    """A batch_first input transposed to [T, B, I] (what rnnbench.nn passes) is not contiguous."""
+    from rnnbench.ops import projection
+
+    x = torch.randn(3, 5, 7).transpose(0, 1)  # [5, 3, 7] with strides of [3, 5, 7]
+    w = torch.randn(12, 7)
+    assert not x.is_contiguous()
+    got = projection.input_projection(x, w, "ieee", False)
+    assert relative_error(got, x.double() @ w.double().t()) <= tolerance("lstm", "fp32")
+
+
+def test_larger_layers_take_f_linear(monkeypatch):
+    """Past PROJECTION_MAX_FLOP the product is F.linear's (cuBLAS on a GPU), not our launch."""
+    from rnnbench.ops import projection
+
+    calls = []
+    monkeypatch.setattr(projection, "_PROJECTION", lambda *a: calls.append(a))
+    x, w = torch.randn(2, 3, 4), torch.randn(5, 4)
+    monkeypatch.setattr(projection, "PROJECTION_MAX_FLOP", 2 * 6 * 5 * 4)
+    projection.input_projection(x, w, "ieee", False)
+    assert len(calls) == 1
+    monkeypatch.setattr(projection, "PROJECTION_MAX_FLOP", 2 * 6 * 5 * 4 - 1)
+    got = projection.input_projection(x, w, "ieee", False)
+    assert len(calls) == 1 and torch.allclose(got, x @ w.t())
