@@ -5,8 +5,8 @@ Where the layer is small, an eager forward is bound by host time, and torch's ca
 (``F.linear``) is a large piece of it: 10-24 µs of host time on the H100's host
 (results/h100/triton-lane-15). :func:`input_projection` runs it as one launch of our own tile
 product (``ops/products.py``) through the cached launcher instead, up to
-:data:`PROJECTION_MAX_FLOP`; past that, cuBLAS' tiles are faster on the device and the host time
-no longer decides. The products run in the layer's precision (3xTF32 for strict fp32, TF32 where
+:data:`PROJECTION_MAX_FLOP`, when not capturing a CUDA graph; cuBLAS' kernel is faster on the
+device, so past that size, and in a graph, where no host time recurs, F.linear. The products run in the layer's precision (3xTF32 for strict fp32, TF32 where
 torch allows it, fp32 accumulation for the half types) and are stored in the weights' dtype, as
 ``F.linear`` returns them.
 """
@@ -23,10 +23,16 @@ import triton.language as tl
 from .launch import Constexprs, KernelLauncher
 from .products import _product_tile
 
-# FLOPs of the product (2 T*B G*H I) up to which our launch replaces F.linear (to be measured).
-PROJECTION_MAX_FLOP = 2e8
-# Tiles of the product.
-BLOCK_M, BLOCK_N, BLOCK_K = 64, 64, 32
+# FLOPs of the product (2 T*B G*H I) up to which our launch replaces F.linear eagerly: the seed
+# suites' small layers (glample's at hidden 100 and 500 but the LSTM's at 500, theano's at batch
+# 32, hidden 128: 1.2e7 to 1.3e8). On the H100 our tiles took longer on the device than cuBLAS
+# at every shape probed (600x100x100 fp32: 7.0 µs against 4.1; 960x512x128 bf16: 4.5 against 3.3;
+# 960x2048x512 fp32: 92 against 55, results/h100/projection/tiles), so past this the host time
+# saved no longer pays.
+PROJECTION_MAX_FLOP = 1.5e8
+# Tiles: 32x64 with two chunks in flight was the fastest probed for strict fp32 at these shapes
+# (7.0-8.1 µs; 64x64 with three, the weight gradients' tile, 17.4-17.9).
+BLOCK_M, BLOCK_N, BLOCK_K, STAGES = 32, 64, 32, 2
 
 
 @triton.jit(do_not_specialize=["ROWS", "I", "GH"])
@@ -52,7 +58,8 @@ def input_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast
     T, B, I = x.shape
     GH = w_ih.shape[0]
     rows = T * B
-    if 2 * rows * GH * I > PROJECTION_MAX_FLOP:
+    # In a CUDA graph being captured the host time does not recur, and cuBLAS' kernel is the faster one.
+    if 2 * rows * GH * I > PROJECTION_MAX_FLOP or (x.is_cuda and torch.cuda.is_current_stream_capturing()):
         return F.linear(x, w_ih).contiguous()  # (a no-op call unless a strided input came out strided)
     out = torch.empty(T, B, GH, device=x.device, dtype=w_ih.dtype)
     grid = (triton.cdiv(rows, BLOCK_M) * triton.cdiv(GH, BLOCK_N),)
@@ -64,4 +71,4 @@ def input_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast
 def _constexprs(precision: str, upcast: bool) -> Constexprs:
     """The projection kernel's compile-time arguments (built once per precision)."""
     return Constexprs(dict(PRECISION=precision, UPCAST=upcast, BM=BLOCK_M, BN=BLOCK_N, BK=BLOCK_K, num_warps=4,
-                           num_stages=3))
+                           num_stages=STAGES))
