@@ -23,13 +23,13 @@ import triton.language as tl
 from .launch import Constexprs, KernelLauncher
 from .products import _product_tile
 
-# FLOPs of the product (2 T*B G*H I) up to which our launch replaces F.linear eagerly: the seed
-# suites' small layers (glample's at hidden 100 and 500 but the LSTM's at 500, theano's at batch
-# 32, hidden 128: 1.2e7 to 1.3e8). On the H100 our tiles took longer on the device than cuBLAS
-# at every shape probed (600x100x100 fp32: 7.0 µs against 4.1; 960x512x128 bf16: 4.5 against 3.3;
-# 960x2048x512 fp32: 92 against 55, results/h100/projection/tiles), so past this the host time
-# saved no longer pays.
-PROJECTION_MAX_FLOP = 1.5e8
+# FLOPs of the product (2 T*B G*H I) up to which our launch replaces F.linear eagerly. On the H100
+# our tiles take longer on the device than cuBLAS at every shape probed (600x100x100 fp32: 7.0 µs
+# against 4.1; 960x512x128 bf16: 4.5 against 3.3; 960x2048x512 fp32: 92 against 55,
+# results/h100/projection/tiles), but eager forwards were faster with ours from 1.2e7 to 1.5e9
+# FLOPs (0.86-0.96x the time, the host time saved) and not at 2e9 (1.02x,
+# results/h100/projection/4ba7825).
+PROJECTION_MAX_FLOP = 1e9
 # Tiles: 32x64 with two chunks in flight was the fastest probed for strict fp32 at these shapes
 # (7.0-8.1 µs; 64x64 with three, the weight gradients' tile, 17.4-17.9).
 BLOCK_M, BLOCK_N, BLOCK_K, STAGES = 32, 64, 32, 2
