@@ -109,8 +109,9 @@ the backwards that do not take the forward's blocks (the RNN's; the LSTM's and G
 backward in TF32 at hidden 1024): the default (16 or 32 rows) against the whole batch up to 64
 (``backward_block_b``, the default before).
 
-Writes ``OUT_DIR/<compare>.jsonl`` (the environment record, then one row per case as measured) and
-prints a table. ``--device cpu`` (with ``TRITON_INTERPRET=1``) only checks this script.
+Writes ``OUT_DIR/<compare>.jsonl`` (the environment record, then one row per case as measured;
+``forward_meta_<plan>`` in a row is the forward kernel's compile-time arguments as launched under
+that plan) and prints a table. ``--device cpu`` (with ``TRITON_INTERPRET=1``) only checks this script.
 """
 
 from __future__ import annotations
@@ -447,6 +448,19 @@ def _setting(plan: str):
     return plan_override(**PLANS[plan])
 
 
+def _forward_meta(case) -> dict:
+    """The compile-time arguments of the forward kernel that a call of ``case`` launches in the
+    setting of the moment (the plan's override, the TF32 mode): what the row says ran."""
+    import torch
+
+    from rnnbench.ops.recurrence import layer_launch
+    from rnnbench.precision import TORCH_DTYPE
+
+    launch = layer_launch(case.cell, case.batch_size, case.hidden_size, TORCH_DTYPE[case.dtype],
+                          torch.device(case.device))
+    return dict(launch.forward_meta)
+
+
 def measure_case(cell, b, t, i, h, dtype, plans, budget_s, device="cuda", order="ABBA") -> dict:
     """One case: each plan's steps for both our lanes (built, and for the graph lane captured,
     under that plan), cuDNN's two lanes beside them, errors and times. ``order``: the sequence in
@@ -475,6 +489,7 @@ def measure_case(cell, b, t, i, h, dtype, plans, budget_s, device="cuda", order=
                                for name in lanes if not name.startswith("torch") for which, case in cases.items()}
                 outputs, _ = steps[plan][("triton", "train")].first_call()
                 row[f"error_{plan}"] = compare(outputs, reference, 1.0).max_rel_error
+                row[f"forward_meta_{plan}"] = _forward_meta(train)
         for key in steps[plans[0]]:
             times = in_turns({plan: steps[plan][key] for plan in plans}, _setting,
                              budget_s, order)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from rnnbench.cases import CELLS
+from rnnbench.ops.plans import ON_CHIP_SPLITS
 from rnnbench.precision import tolerance
 from rnnbench.verify import relative_error
 
@@ -60,6 +61,9 @@ def test_on_chip_runs_a_training_comparison(tmp_path, compare, case, plans, cell
     assert row["plans"] == plans and row["cell"] == cell and "error" not in row, row
     assert max(row[f"error_{plan}"] for plan in plans) <= tolerance(row["cell"], row["dtype"])
     assert all(row[f"train_ms_triton_{plan}"] > 0 for plan in plans)
+    if compare == "chip_split":  # the kernel was launched with the split each plan names
+        assert row["forward_meta_chip_in_step"]["CHIP_SPLIT"] == ON_CHIP_SPLITS[""]
+        assert row["forward_meta_chip_fp16"]["CHIP_SPLIT"] == ON_CHIP_SPLITS["fp16"]
 
 
 def test_on_chip_anatomy_times_every_part_and_the_kernel(tmp_path):
