@@ -95,6 +95,27 @@ def test_split_reductions_in_any_order(same, concurrent_programs, monkeypatch):
         assert not buf.any()
 
 
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("same", [True, False], ids=["same", "two"])
+def test_whole_tiles_take_the_unmasked_path(dtype, same, monkeypatch):
+    """Sizes that are whole tiles (rows 128, gate width 128, input and hidden 32 in 32x32x16 tiles)
+    run the tiles' unmasked path, each weight gradient's reduction split into 4 slices."""
+    from rnnbench.ops import gradients
+    from rnnbench.ops.plans import upcast_dot
+    from rnnbench.ops.products import Tiles, even
+
+    tiles = Tiles(32, 32, 16)
+    monkeypatch.setattr(gradients, "MIN_SLICE_K", 32)
+    assert all(even(tiles, *sizes) for sizes in [(128, 32, 128, 128, 32), (128, 32, 128, 32), (128, 32, 128, 128, 32)])
+    assert gradients.slices_for(4, 128) == 4
+    tensors = _inputs(128, 4, 32, 32, same, DTYPES[dtype])
+    got = gradients.layer_gradients(*tensors, (True,) * 5, "ieee", upcast_dot(DTYPES[dtype]), tiles)
+    ref = gradients.reference_gradients(*_widened(tensors), (True,) * 5)
+    for field in FIELDS:
+        err = relative_error(getattr(got, field), getattr(ref, field))
+        assert err <= TOLERANCE[dtype], f"{field}: relative error {err:.3g}"
+
+
 def test_one_gate_gradient_gives_two_bias_gradients_not_one_tensor():
     """The LSTM's and RNN's b_ih and b_hh get the same sum, in two tensors (an optimiser updating
     one gradient in place must not change the other)."""

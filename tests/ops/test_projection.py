@@ -33,6 +33,24 @@ def test_projection_matches_float64(seq, batch, inputs, width, dtype):
     assert relative_error(got, x.double() @ w.double().t()) <= tolerance("lstm", dtype)
 
 
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("path", ["even", "masked"])
+def test_whole_tiles_take_the_unmasked_path_and_match_float64(dtype, path):
+    """Sizes that are whole tiles (rows 64, width 128, input 48 in 32x64x16 tiles) run the tile's
+    unmasked path (``even``), and the masked one when the tiles refuse it; both against float64."""
+    from rnnbench.ops import projection
+    from rnnbench.ops.plans import upcast_dot
+    from rnnbench.ops.products import Tiles, even
+
+    tiles = Tiles(32, 64, 16, even=path == "even")
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(4, 16, 48, generator=gen).to(DTYPES[dtype])
+    w = (torch.randn(128, 48, generator=gen) * 48 ** -0.5).to(DTYPES[dtype])
+    assert even(tiles, 64, 128, 48, 48) is (path == "even")
+    got = projection.input_projection(x, w, "ieee", upcast_dot(DTYPES[dtype]), tiles)
+    assert relative_error(got, x.double() @ w.double().t()) <= tolerance("lstm", dtype)
+
+
 def test_a_strided_input_is_read_as_its_values():
     """A batch_first input transposed to [T, B, I] (what rnnbench.nn passes) is not contiguous."""
     from rnnbench.ops import projection

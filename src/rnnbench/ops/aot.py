@@ -17,6 +17,7 @@ kernel (``ops/gradients.py``) in every dtype and precision it runs. Must run wit
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import re
 import subprocess
@@ -119,14 +120,18 @@ GRADIENT_VARIANTS = [(torch.float32, "tf32x3"), (torch.float32, "ieee"), (torch.
                      (torch.bfloat16, "ieee"), (torch.float16, "ieee")]
 
 
-def compile_gradients(dtype: torch.dtype, precision: str, gates: int = 4, capability: int = 90):
+def compile_gradients(dtype: torch.dtype, precision: str, gates: int = 4, capability: int = 90,
+                      is_even: bool = False):
     """Compile :func:`~rnnbench.ops.gradients.layer_gradients_kernel` for ``sm_<capability>``, every
-    pointer 16-byte aligned, as :func:`~rnnbench.ops.gradients.layer_gradients` launches it."""
+    pointer 16-byte aligned, as :func:`~rnnbench.ops.gradients.layer_gradients` launches it
+    (``is_even``: its unmasked path, :func:`~rnnbench.ops.products.even`)."""
     # (both bias paths: db_ih with dW_ih's tiles, db_hh with dW_hh's, as the GRU's)
+    tiles = gradients.TILES
     constexprs = dict(GATES=gates, DB_IH=True, DB_HH_FROM_IH=False, DB_HH=True, PRECISION=precision, UPCAST=False,
-                      BM=gradients.BLOCK_M, BN=gradients.BLOCK_N, BK=gradients.BLOCK_K)
+                      BM=tiles.bm, BN=tiles.bn, BK=tiles.bk, EVEN=is_even)
     pointers = {"part_ptr": "*fp32", "count_ptr": "*i32"}  # the split products' partials and counters
-    return _compile(gradients.layer_gradients_kernel, constexprs, pointers, POINTER[dtype], 4, 3, capability)
+    return _compile(gradients.layer_gradients_kernel, constexprs, pointers, POINTER[dtype], tiles.num_warps,
+                    tiles.num_stages, capability)
 
 
 def _tool(name: str) -> Path:
@@ -208,10 +213,10 @@ def main(argv: list[str]) -> int:
             except Exception as err:  # report every failure, then exit non-zero
                 failures += 1
                 print(_failure(label, err))
-    for dtype, precision in GRADIENT_VARIANTS:
-        label = f"gradients-{str(dtype).removeprefix('torch.')}-{precision}"
+    for (dtype, precision), is_even in itertools.product(GRADIENT_VARIANTS, (False, True)):
+        label = f"gradients-{str(dtype).removeprefix('torch.')}-{precision}{'-even' if is_even else ''}"
         try:
-            print(f"ok    {label} {resource_usage(compile_gradients(dtype, precision))}", flush=True)
+            print(f"ok    {label} {resource_usage(compile_gradients(dtype, precision, is_even=is_even))}", flush=True)
         except Exception as err:
             failures += 1
             print(_failure(label, err))

@@ -36,7 +36,7 @@ import triton
 import triton.language as tl
 
 from .launch import Constexprs, KernelLauncher, counters
-from .products import _product_tile
+from .products import Tiles, _product_tile, even
 
 # The three products' FLOPs (2 N G*H (2I + H)) up to which one fused launch replaces the torch
 # calls. Strict fp32 on the H100 (results/h100/triton-lane-15, both paths checked against float64
@@ -46,7 +46,7 @@ from .products import _product_tile
 # step took 1.05-1.36x, the fused products' 3xTF32 tiles slower than cuBLAS' there.
 FUSED_MAX_FLOP = 4e8
 # Tiles of the products.
-BLOCK_M, BLOCK_N, BLOCK_K = 64, 64, 32
+TILES = Tiles(64, 64, 32, num_warps=4, num_stages=3)
 # A product with few tiles splits each tile's reduction into slices, up to about this many
 # programs and down to MIN_SLICE_K of the reduction a slice: dW's reduction runs over all T*B
 # rows: at batch 128 (3840 rows, 12 tiles) one program per tile made the graphed training step
@@ -73,6 +73,7 @@ def layer_gradients_kernel(
     ROWS, I, H, TASKS_IH, TASKS_HH, TASKS_DX, SLICES_IH, SLICES_HH, SLICES_DX,
     GATES: tl.constexpr, DB_IH: tl.constexpr, DB_HH_FROM_IH: tl.constexpr, DB_HH: tl.constexpr,
     PRECISION: tl.constexpr, UPCAST: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+    EVEN: tl.constexpr = False,
 ):
     """One program per task, in this order: the tiles of ``dW_ih`` (``TASKS_IH`` = its tiles
     times ``SLICES_IH``, the slices each tile's reduction is split into), of ``dW_hh``, then of
@@ -81,22 +82,24 @@ def layer_gradients_kernel(
     ``d_gx``, and ``db_hh`` either there too (``DB_HH_FROM_IH``: the LSTM's and RNN's two biases
     have one gradient) or (``DB_HH``) with ``dW_hh``'s, from ``d_gh``. The products' partials and
     counters are indexed by program (``part_ptr``: fp32, ``BM * BN + BM`` per program;
-    ``count_ptr``: zero, as left)."""
+    ``count_ptr``: zero, as left). ``EVEN``: :func:`~rnnbench.ops.products.even` holds for all
+    three products (``ROWS, G*H, I, H`` multiples of the tiles' sides and of 16)."""
     pid = tl.program_id(0)
     GH = GATES * H
     end_ih = TASKS_IH
     end_hh = end_ih + TASKS_HH
     if pid < end_ih:
         _product_tile(d_gx_ptr, GH, x_ptr, I, dw_ih_ptr, GH, I, ROWS, pid, SLICES_IH, part_ptr, count_ptr,
-                      db_ih_ptr, db_hh_ptr, True, DB_IH, DB_HH_FROM_IH, PRECISION, UPCAST, BM, BN, BK)
+                      db_ih_ptr, db_hh_ptr, True, DB_IH, DB_HH_FROM_IH, PRECISION, UPCAST, BM, BN, BK, False, True,
+                      EVEN)
     elif pid < end_hh:
         _product_tile(d_gh_ptr, GH, h_ptr, H, dw_hh_ptr, GH, H, ROWS, pid - end_ih, SLICES_HH,
                       part_ptr + end_ih * (BM * BN + BM), count_ptr + end_ih, db_hh_ptr, db_hh_ptr, True, DB_HH, False,
-                      PRECISION, UPCAST, BM, BN, BK)
+                      PRECISION, UPCAST, BM, BN, BK, False, True, EVEN)
     elif pid < end_hh + TASKS_DX:
         _product_tile(d_gx_ptr, GH, w_ih_ptr, I, dx_ptr, ROWS, I, GH, pid - end_hh, SLICES_DX,
                       part_ptr + end_hh * (BM * BN + BM), count_ptr + end_hh, dx_ptr, dx_ptr, False, False, False,
-                      PRECISION, UPCAST, BM, BN, BK)
+                      PRECISION, UPCAST, BM, BN, BK, False, True, EVEN)
 
 
 _LAYER_GRADIENTS = KernelLauncher(layer_gradients_kernel)
@@ -123,12 +126,13 @@ def reference_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...]) -> 
 
 
 def layer_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...], precision: str,
-                    upcast: bool) -> LayerGradients:
+                    upcast: bool, tiles: Tiles = TILES) -> LayerGradients:
     """:func:`reference_gradients`, in one Triton launch where :func:`fused` says so.
 
     Args: as :func:`reference_gradients` (each tensor contiguous); ``precision`` the tl.dot input
     precision (``ieee``, ``tf32``, ``tf32x3``), ``upcast`` whether to widen the operands first
-    (the interpreter's bf16, :func:`rnnbench.ops.plans.upcast_dot`).
+    (the interpreter's bf16, :func:`rnnbench.ops.plans.upcast_dot`), ``tiles`` the products' tiling
+    (:data:`TILES` but in comparisons).
     """
     rows, gate_width = d_gx.shape
     input_size, hidden_size = x.shape[1], h_prev.shape[1]
@@ -147,31 +151,37 @@ def layer_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...], precisi
     dw_hh = torch.empty(gate_width, hidden_size, device=dev, dtype=dtype) if need[2] else None
     db_ih = torch.empty(gate_width, device=dev, dtype=dtype) if need[3] else None
     db_hh = torch.empty(gate_width, device=dev, dtype=dtype) if need[4] else None
-    row_tiles = triton.cdiv(gate_width, BLOCK_M)
+    bm, bn = tiles.bm, tiles.bn
+    row_tiles = triton.cdiv(gate_width, bm)
     # (tiles, reduction length) of dW_ih, dW_hh, dx; 0 tiles where not asked for
-    products = [(row_tiles * triton.cdiv(input_size, BLOCK_N) if need[1] else 0, rows),
-                (row_tiles * triton.cdiv(hidden_size, BLOCK_N) if need[2] else 0, rows),
-                (triton.cdiv(rows, BLOCK_M) * triton.cdiv(input_size, BLOCK_N) if need[0] else 0, gate_width)]
+    products = [(row_tiles * triton.cdiv(input_size, bn) if need[1] else 0, rows),
+                (row_tiles * triton.cdiv(hidden_size, bn) if need[2] else 0, rows),
+                (triton.cdiv(rows, bm) * triton.cdiv(input_size, bn) if need[0] else 0, gate_width)]
     slices = [slices_for(tiles, k) for tiles, k in products]
     tasks = [tiles * n for (tiles, _), n in zip(products, slices)]
     split = any(n > 1 for n in slices)
-    partials = torch.empty(sum(tasks) * (BLOCK_M * BLOCK_N + BLOCK_M) if split else 1, device=dev,
+    partials = torch.empty(sum(tasks) * (bm * bn + bm) if split else 1, device=dev,
                            dtype=torch.float32)
     count, stream = counters(sum(tasks) if split else 1, dev)
     unused = d_gx  # a pointer for every gradient not asked for (its tasks are 0)
     outputs = [unused if t is None else t for t in (dx, dw_ih, dw_hh, db_ih, db_hh)]
+    # dW_ih [G*H, I] and dW_hh [G*H, H] over the rows, dx [rows, I] over G*H (strides G*H, I, H)
+    is_even = (even(tiles, gate_width, input_size, rows, gate_width, input_size)
+               and even(tiles, gate_width, hidden_size, rows, hidden_size) and even(tiles, rows, input_size, gate_width, gate_width, input_size))
     constexprs = _constexprs(gate_width // hidden_size, need[3], db_hh_from_ih, need[4] and not db_hh_from_ih,
-                             precision, upcast)
+                             precision, upcast, tiles, is_even)
     _LAYER_GRADIENTS((sum(tasks),), (d_gx, d_gh, x, h_prev, w_ih, *outputs, partials, count, rows, input_size,
                                      hidden_size, *tasks, *slices), constexprs, stream)
     return LayerGradients(dx, dw_ih, dw_hh, db_ih, db_hh)
 
 
 @functools.lru_cache(maxsize=256)
-def _constexprs(gates: int, db_ih: bool, db_hh_from_ih: bool, db_hh: bool, precision: str, upcast: bool) -> Constexprs:
+def _constexprs(gates: int, db_ih: bool, db_hh_from_ih: bool, db_hh: bool, precision: str, upcast: bool,
+                tiles: Tiles, is_even: bool) -> Constexprs:
     """The gradients kernel's compile-time arguments (built once per combination)."""
     return Constexprs(dict(GATES=gates, DB_IH=db_ih, DB_HH_FROM_IH=db_hh_from_ih, DB_HH=db_hh, PRECISION=precision,
-                           UPCAST=upcast, BM=BLOCK_M, BN=BLOCK_N, BK=BLOCK_K, num_warps=4, num_stages=3))
+                           UPCAST=upcast, BM=tiles.bm, BN=tiles.bn, BK=tiles.bk, EVEN=is_even,
+                           num_warps=tiles.num_warps, num_stages=tiles.num_stages))
 
 
 def slices_for(tiles: int, reduction: int) -> int:

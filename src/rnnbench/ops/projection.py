@@ -21,7 +21,7 @@ import triton
 import triton.language as tl
 
 from .launch import Constexprs, KernelLauncher
-from .products import _product_tile
+from .products import Tiles, _product_tile, even
 
 # FLOPs of the product (2 T*B G*H I) up to which our launch replaces F.linear eagerly. On the H100
 # our tiles take longer on the device than cuBLAS at every shape probed (600x100x100 fp32: 7.0 µs
@@ -32,28 +32,31 @@ from .products import _product_tile
 PROJECTION_MAX_FLOP = 1e9
 # Tiles: 32x64 with two chunks in flight was the fastest probed for strict fp32 at these shapes
 # (7.0-8.1 µs; 64x64 with three, the weight gradients' tile, 17.4-17.9).
-BLOCK_M, BLOCK_N, BLOCK_K, STAGES = 32, 64, 32, 2
+TILES = Tiles(32, 64, 32, num_warps=4, num_stages=2)
 
 
 @triton.jit(do_not_specialize=["ROWS", "I", "GH"])
 def input_projection_kernel(x_ptr, w_ih_ptr, out_ptr, ROWS, I, GH, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
-                            BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+                            BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, EVEN: tl.constexpr = False):
     """One program per ``[BM, BN]`` tile of ``out [ROWS, GH] = x [ROWS, I] @ W_ih^T`` (``W_ih``
-    ``[GH, I]`` row-major, read as the transposed right operand); every tensor contiguous."""
+    ``[GH, I]`` row-major, read as the transposed right operand); every tensor contiguous.
+    ``EVEN``: :func:`~rnnbench.ops.products.even` holds for ``ROWS, GH, I`` and the stride ``I``."""
     _product_tile(x_ptr, I, w_ih_ptr, I, out_ptr, ROWS, GH, I, tl.program_id(0), 1, out_ptr, out_ptr, out_ptr,
-                  out_ptr, False, False, False, PRECISION, UPCAST, BM, BN, BK, True, False)
+                  out_ptr, False, False, False, PRECISION, UPCAST, BM, BN, BK, True, False, EVEN)
 
 
 _PROJECTION = KernelLauncher(input_projection_kernel)
 
 
-def input_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast: bool) -> torch.Tensor:
+def input_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast: bool,
+                     tiles: Tiles = TILES) -> torch.Tensor:
     """``x W_ih^T`` as ``[T, B, G*H]``, contiguous.
 
     Args:
         x: ``[T, B, I]`` (any strides). w_ih: ``[G*H, I]``, contiguous, in ``x``'s dtype and on its device.
         precision: the tl.dot input precision (``ieee``, ``tf32``, ``tf32x3``; :func:`rnnbench.ops.plans.dot_precision`).
         upcast: widen the operands first (the interpreter's bf16, :func:`rnnbench.ops.plans.upcast_dot`).
+        tiles: our launch's tiling (the default, :data:`TILES`, except in comparisons).
     """
     T, B, I = x.shape
     GH = w_ih.shape[0]
@@ -62,13 +65,14 @@ def input_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast
     if 2 * rows * GH * I > PROJECTION_MAX_FLOP or (x.is_cuda and torch.cuda.is_current_stream_capturing()):
         return F.linear(x, w_ih).contiguous()  # (a no-op call unless a strided input came out strided)
     out = torch.empty(T, B, GH, device=x.device, dtype=w_ih.dtype)
-    grid = (triton.cdiv(rows, BLOCK_M) * triton.cdiv(GH, BLOCK_N),)
-    _PROJECTION(grid, (x.contiguous(), w_ih, out, rows, I, GH), _constexprs(precision, upcast))
+    grid = (triton.cdiv(rows, tiles.bm) * triton.cdiv(GH, tiles.bn),)
+    _PROJECTION(grid, (x.contiguous(), w_ih, out, rows, I, GH),
+                _constexprs(precision, upcast, tiles, even(tiles, rows, GH, I, I)))
     return out
 
 
-@functools.lru_cache(maxsize=16)
-def _constexprs(precision: str, upcast: bool) -> Constexprs:
-    """The projection kernel's compile-time arguments (built once per precision)."""
-    return Constexprs(dict(PRECISION=precision, UPCAST=upcast, BM=BLOCK_M, BN=BLOCK_N, BK=BLOCK_K, num_warps=4,
-                           num_stages=STAGES))
+@functools.lru_cache(maxsize=64)
+def _constexprs(precision: str, upcast: bool, tiles: Tiles, is_even: bool) -> Constexprs:
+    """The projection kernel's compile-time arguments (built once per combination)."""
+    return Constexprs(dict(PRECISION=precision, UPCAST=upcast, BM=tiles.bm, BN=tiles.bn, BK=tiles.bk, EVEN=is_even,
+                           num_warps=tiles.num_warps, num_stages=tiles.num_stages))
