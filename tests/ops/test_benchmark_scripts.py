@@ -66,6 +66,20 @@ def test_on_chip_runs_a_training_comparison(tmp_path, compare, case, plans, cell
         assert row["forward_meta_chip_fp16"]["CHIP_SPLIT"] == ON_CHIP_SPLITS["fp16"]
 
 
+def test_products_checks_and_times_every_tiling_beside_cublas(tmp_path):
+    proc = _run("products.py", str(tmp_path), "--device", "cpu")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    env, *rows = [json.loads(line) for line in (tmp_path / "products.jsonl").read_text().splitlines()]
+    assert env["record"] == "env" and [r["part"] for r in rows] == ["projection", "gradients"]
+    for row in rows:
+        assert "error" not in row, row
+        tilings = [k.removeprefix("us_") for k in row if k.startswith("us_") and k != "us_cublas"]
+        assert len(tilings) >= 4 and any(t.endswith("-masked") for t in tilings)
+        assert row["us_cublas"] > 0 and all(row[f"us_{t}"] > 0 for t in tilings)
+        assert max(row[f"error_{t}"] for t in tilings) <= tolerance("lstm", row["dtype"])
+    assert "projection 64x128x64 fp32" in proc.stdout  # the table
+
+
 def test_on_chip_anatomy_times_every_part_and_the_kernel(tmp_path):
     proc = _run("on_chip_anatomy.py", str(tmp_path), "--device", "cpu")
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -87,6 +101,7 @@ def test_on_chip_anatomy_times_every_part_and_the_kernel(tmp_path):
     ("plan_sweep.py", ("--cases", "nope"), "invalid choice: 'nope'"),
     ("plan_sweep.py", ("--budget", "soon"), "invalid float value: 'soon'"),
     ("host_time.py", ("--parts", "engine,nope"), "unknown part 'nope'"),
+    ("products.py", ("--device", "cpu", "--parts", "projection,nope"), "unknown part 'nope'"),
     ("host_time.py", ("--launch-modes", "direct,direct"), "--launch-modes takes two different modes"),
     ("host_time.py", ("--launch-modes", "jit,fast"), "--launch-modes takes two different modes"),
 ])

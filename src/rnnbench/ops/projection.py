@@ -60,10 +60,19 @@ def input_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast
     """
     T, B, I = x.shape
     GH = w_ih.shape[0]
-    rows = T * B
     # In a CUDA graph being captured the host time does not recur, and cuBLAS' kernel is the faster one.
-    if 2 * rows * GH * I > PROJECTION_MAX_FLOP or (x.is_cuda and torch.cuda.is_current_stream_capturing()):
+    if 2 * T * B * GH * I > PROJECTION_MAX_FLOP or (x.is_cuda and torch.cuda.is_current_stream_capturing()):
         return F.linear(x, w_ih).contiguous()  # (a no-op call unless a strided input came out strided)
+    return our_projection(x, w_ih, precision, upcast, tiles)
+
+
+def our_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast: bool,
+                   tiles: Tiles = TILES) -> torch.Tensor:
+    """:func:`input_projection` by our launch whatever the size and whether a graph is being
+    captured (for comparisons; same arguments and result)."""
+    T, B, I = x.shape
+    GH = w_ih.shape[0]
+    rows = T * B
     out = torch.empty(T, B, GH, device=x.device, dtype=w_ih.dtype)
     grid = (triton.cdiv(rows, tiles.bm) * triton.cdiv(GH, tiles.bn),)
     _PROJECTION(grid, (x.contiguous(), w_ih, out, rows, I, GH),
