@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection|products] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -91,6 +91,11 @@ both operands inside every product (``chip_in_step``).
 ``--compare projection`` is not a plan either: the input projection as our own launch
 (``ops/projection.py``, ``our_projection``) against F.linear (cuBLAS, ``cublas_projection``),
 whatever ``PROJECTION_MAX_FLOP`` says, from the seed suites' small cases to larger ones.
+
+``--compare products`` is not a plan either: the tile products as they were (``masked_products``:
+masked tiles everywhere, the gradients' 64x64 for every dtype, each launch within its general size
+limit) against now (``products``: the unmasked path for whole tiles, ``ops/products.even``, and
+what it allows), on the seed suites' cases whose products changed.
 
 ``--compare host_path`` is not a plan: it runs the eager host path before ``ops/gradients.py`` (``torch_calls``:
 the layer's weight, bias and input gradients as three cuBLAS matmuls, a sum and a copy,
@@ -406,6 +411,19 @@ PROJECTION_CASES = [
     ("gru", 32, 30, 512, 512, "bf16", PROJECTION), ("lstm", 32, 30, 512, 512, "fp32", PROJECTION),
 ]
 COMPARISONS["projection"] = PROJECTION_CASES
+# The tile products as they were (masked tiles everywhere: the projection's 32x64, the gradients'
+# 64x64, each launch within its general size limit) against now (the unmasked path for whole
+# tiles, the gradients' tiles by operand width, the larger limits where the tiles are whole;
+# results/h100/products): the seed suites' cases whose products changed.
+PRODUCTS = ("masked_products", "products")
+PRODUCT_CASES = [
+    ("lstm", 20, 30, 100, 100, "fp32", PRODUCTS), ("lstm", 32, 30, 128, 128, "fp32", PRODUCTS),
+    ("gru", 32, 30, 128, 128, "fp32", PRODUCTS), ("lstm", 128, 30, 128, 128, "fp32", PRODUCTS),
+    ("lstm", 32, 30, 512, 512, "fp32", PRODUCTS), ("lstm", 32, 30, 128, 128, "tf32", PRODUCTS),
+    ("lstm", 32, 30, 512, 512, "tf32", PRODUCTS), ("lstm", 32, 30, 128, 128, "bf16", PRODUCTS),
+    ("gru", 32, 30, 512, 512, "bf16", PRODUCTS),
+]
+COMPARISONS["products"] = PRODUCT_CASES
 
 
 @contextlib.contextmanager
@@ -415,36 +433,59 @@ def _torch_calls():
     from rnnbench import nn
     from rnnbench.ops import gradients
 
-    saved = gradients.FUSED_MAX_FLOP, nn._per_layer
-    gradients.FUSED_MAX_FLOP, nn._per_layer = 0, lambda state: state
+    saved = gradients.FUSED_MAX_FLOP, gradients.EVEN_FUSED_MAX_FLOP, nn._per_layer
+    gradients.FUSED_MAX_FLOP, gradients.EVEN_FUSED_MAX_FLOP, nn._per_layer = 0, 0, lambda state: state
     try:
         yield
     finally:
-        gradients.FUSED_MAX_FLOP, nn._per_layer = saved
+        gradients.FUSED_MAX_FLOP, gradients.EVEN_FUSED_MAX_FLOP, nn._per_layer = saved
 
 
 @contextlib.contextmanager
 def _projection_limit(flop: float):
-    """``ops.projection.PROJECTION_MAX_FLOP`` set to ``flop`` (0: F.linear always; inf: ours)."""
+    """``ops.projection.PROJECTION_MAX_FLOP`` and ``EVEN_FP32_MAX_FLOP`` set to ``flop`` (0: F.linear
+    always; inf: ours)."""
     from rnnbench.ops import projection
 
-    saved = projection.PROJECTION_MAX_FLOP
-    projection.PROJECTION_MAX_FLOP = flop
+    saved = projection.PROJECTION_MAX_FLOP, projection.EVEN_FP32_MAX_FLOP
+    projection.PROJECTION_MAX_FLOP = projection.EVEN_FP32_MAX_FLOP = flop
     try:
         yield
     finally:
-        projection.PROJECTION_MAX_FLOP = saved
+        projection.PROJECTION_MAX_FLOP, projection.EVEN_FP32_MAX_FLOP = saved
+
+
+@contextlib.contextmanager
+def _masked_products():
+    """The tile products before the unmasked path: every tile masked, the gradients' 64x64 for every
+    dtype, each launch within its general limit (``FUSED_MAX_FLOP``, ``PROJECTION_MAX_FLOP``)."""
+    from rnnbench.ops import gradients, projection
+    from rnnbench.ops.products import Tiles
+
+    names = [(projection, "TILES"), (projection, "EVEN_TILES"), (projection, "EVEN_FP32_MAX_FLOP"),
+             (gradients, "FP32_TILES"), (gradients, "HALF_TILES"), (gradients, "EVEN_FUSED_MAX_FLOP")]
+    saved = [getattr(module, name) for module, name in names]
+    projection.TILES = projection.EVEN_TILES = Tiles(32, 64, 32, 4, 2, even=False)
+    gradients.FP32_TILES = gradients.HALF_TILES = Tiles(64, 64, 32, 4, 3, even=False)
+    projection.EVEN_FP32_MAX_FLOP = gradients.EVEN_FUSED_MAX_FLOP = 0
+    try:
+        yield
+    finally:
+        for (module, name), value in zip(names, saved):
+            setattr(module, name, value)
 
 
 def _setting(plan: str):
     """The context a plan's steps are built and timed in: a :func:`plan_override`, the old host
-    path, or the input projection forced to F.linear or to ours."""
+    path, the input projection forced to F.linear or to ours, or the products as they were."""
     from rnnbench.ops.recurrence import plan_override
 
     if plan == "torch_calls":
         return _torch_calls()
     if plan in PROJECTION:
         return _projection_limit(0.0 if plan == "cublas_projection" else float("inf"))
+    if plan in PRODUCTS:
+        return _masked_products() if plan == "masked_products" else contextlib.nullcontext()
     return plan_override(**PLANS[plan])
 
 

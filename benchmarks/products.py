@@ -54,12 +54,13 @@ def variants() -> dict:
     from rnnbench.ops import gradients, projection
     from rnnbench.ops.products import Tiles
 
-    tilings = [projection.TILES, gradients.TILES, Tiles(32, 32, 32, 4, 2), Tiles(64, 64, 32, 4, 2),
-               Tiles(128, 64, 32, 4, 3), Tiles(64, 128, 32, 4, 3), Tiles(128, 128, 32, 8, 3), Tiles(128, 64, 64, 8, 3)]
+    tilings = [projection.TILES, projection.EVEN_TILES, gradients.FP32_TILES, gradients.HALF_TILES,
+               Tiles(32, 32, 32, 4, 2), Tiles(64, 64, 32, 4, 2), Tiles(128, 64, 32, 4, 3), Tiles(64, 128, 32, 4, 3),
+               Tiles(128, 128, 32, 8, 3), Tiles(128, 64, 64, 8, 3)]
     named = {}
     for t in tilings:
         named[f"{t.bm}x{t.bn}x{t.bk}w{t.num_warps}s{t.num_stages}"] = t
-    for t in (projection.TILES, gradients.TILES):
+    for t in (projection.TILES, projection.EVEN_TILES):
         named[f"{t.bm}x{t.bn}x{t.bk}w{t.num_warps}s{t.num_stages}-masked"] = Tiles(t.bm, t.bn, t.bk, t.num_warps,
                                                                                    t.num_stages, even=False)
     return named
@@ -83,7 +84,7 @@ def _any_size():
     from rnnbench.ops import gradients
 
     saved = gradients.FUSED_MAX_FLOP
-    gradients.FUSED_MAX_FLOP = float("inf")
+    gradients.FUSED_MAX_FLOP = float("inf")  # (fused() takes either limit)
     try:
         yield
     finally:

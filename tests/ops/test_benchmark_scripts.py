@@ -52,7 +52,8 @@ def test_on_chip_runs_the_fast_activations_comparison(tmp_path):
 
 @pytest.mark.parametrize("compare, case, plans, cell", [("split_k", "2", ["split_k", "transpose"], "lstm"),
                                                        ("host_path", "1", ["torch_calls", "default"], "rnn_tanh"),
-                                                       ("chip_split", "0", ["chip_in_step", "chip_fp16"], "rnn_tanh")])
+                                                       ("chip_split", "0", ["chip_in_step", "chip_fp16"], "rnn_tanh"),
+                                                       ("products", "1", ["masked_products", "products"], "lstm")])
 def test_on_chip_runs_a_training_comparison(tmp_path, compare, case, plans, cell):
     proc = _run("on_chip.py", str(tmp_path), "--device", "cpu", "--compare", compare, "--cases", case,
                 "--case-budget", "0.01", "--order", "AB")

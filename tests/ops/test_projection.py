@@ -47,7 +47,7 @@ def test_whole_tiles_take_the_unmasked_path_and_match_float64(dtype, path):
     x = torch.randn(4, 16, 48, generator=gen).to(DTYPES[dtype])
     w = (torch.randn(128, 48, generator=gen) * 48 ** -0.5).to(DTYPES[dtype])
     assert even(tiles, 64, 128, 48, 48) is (path == "even")
-    got = projection.input_projection(x, w, "ieee", upcast_dot(DTYPES[dtype]), tiles)
+    got = projection.our_projection(x, w, "ieee", upcast_dot(DTYPES[dtype]), tiles)
     assert relative_error(got, x.double() @ w.double().t()) <= tolerance("lstm", dtype)
 
 
@@ -75,3 +75,27 @@ def test_larger_layers_take_f_linear(monkeypatch):
     monkeypatch.setattr(projection, "PROJECTION_MAX_FLOP", 2 * 6 * 5 * 4 - 1)
     got = projection.input_projection(x, w, "ieee", False)
     assert len(calls) == 1 and torch.allclose(got, x @ w.t())
+
+
+@pytest.mark.parametrize("precision, shape, ours", [
+    ("tf32x3", (30, 32, 128, 512), True),   # whole 64x64x32 tiles: ours past PROJECTION_MAX_FLOP
+    ("tf32", (30, 32, 128, 512), True),
+    ("ieee", (30, 32, 128, 512), False),    # the half types' (and strict fp32 on FMA units): F.linear
+    ("tf32x3", (30, 20, 100, 400), False),  # partial tiles
+])
+def test_whole_fp32_tiles_take_our_launch_at_any_measured_size(monkeypatch, precision, shape, ours):
+    """Where the unmasked path runs in fp32 or TF32, ours up to EVEN_FP32_MAX_FLOP in its 64x64
+    tiles (faster on the device than cuBLAS there); elsewhere the general rule."""
+    from rnnbench.ops import projection
+
+    calls = []
+    monkeypatch.setattr(projection, "_PROJECTION", lambda grid, args, constexprs: calls.append(constexprs.values))
+    monkeypatch.setattr(projection, "PROJECTION_MAX_FLOP", 0)
+    seq, batch, inputs, width = shape
+    projection.input_projection(torch.zeros(seq, batch, inputs), torch.zeros(width, inputs), precision, False)
+    assert len(calls) == int(ours)
+    if ours:
+        assert calls[0]["EVEN"] and (calls[0]["BM"], calls[0]["BN"]) == (64, 64)
+    monkeypatch.setattr(projection, "EVEN_FP32_MAX_FLOP", 2 * seq * batch * inputs * width - 1)
+    projection.input_projection(torch.zeros(seq, batch, inputs), torch.zeros(width, inputs), precision, False)
+    assert len(calls) == int(ours)  # past EVEN_FP32_MAX_FLOP: F.linear

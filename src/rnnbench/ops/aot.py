@@ -126,7 +126,7 @@ def compile_gradients(dtype: torch.dtype, precision: str, gates: int = 4, capabi
     pointer 16-byte aligned, as :func:`~rnnbench.ops.gradients.layer_gradients` launches it
     (``is_even``: its unmasked path, :func:`~rnnbench.ops.products.even`)."""
     # (both bias paths: db_ih with dW_ih's tiles, db_hh with dW_hh's, as the GRU's)
-    tiles = gradients.TILES
+    tiles = gradients.layer_tiles(dtype)
     constexprs = dict(GATES=gates, DB_IH=True, DB_HH_FROM_IH=False, DB_HH=True, PRECISION=precision, UPCAST=False,
                       BM=tiles.bm, BN=tiles.bn, BK=tiles.bk, EVEN=is_even)
     pointers = {"part_ptr": "*fp32", "count_ptr": "*i32"}  # the split products' partials and counters

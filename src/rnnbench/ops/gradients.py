@@ -16,8 +16,9 @@ product) -- what a small layer's eager training step is made of. :func:`layer_gr
 of them as one Triton launch (:func:`layer_gradients_kernel`: every program takes one tile of one
 product, or a slice of a tile's reduction where a product has few tiles; the bias sums come with
 the weight gradients' tiles, from the operand they load anyway) where the layer is small
-(:data:`FUSED_MAX_FLOP`), and the torch calls elsewhere, where cuBLAS' tiles are faster on the
-device. The slices of a tile meet without waiting for each other: the last to finish sums the
+(:data:`FUSED_MAX_FLOP`) or its sizes are whole tiles (:data:`EVEN_FUSED_MAX_FLOP`: the tiles'
+unmasked path, faster on the device than cuBLAS at every size measured), and the torch calls
+elsewhere. The slices of a tile meet without waiting for each other: the last to finish sums the
 others' partials (so no program depends on another being resident, and the interpreter's
 one-at-a-time programs run it too).
 
@@ -45,8 +46,16 @@ from .products import Tiles, _product_tile, even
 # one 0.98-1.02x; at 0.42-1.7 GFLOP (glample's at hidden 500, theano's at batch 128) the graphed
 # step took 1.05-1.36x, the fused products' 3xTF32 tiles slower than cuBLAS' there.
 FUSED_MAX_FLOP = 4e8
-# Tiles of the products.
-TILES = Tiles(64, 64, 32, num_warps=4, num_stages=3)
+# The same where the shape takes the tiles' unmasked path (every size a multiple of the tiles'
+# sides and of 16): there our launch took less device time than the torch calls at every size
+# measured, up to 6.0e9 (results/h100/products/3bad064: strict fp32 at 960 rows, hidden 512 172 µs
+# against 178, at 3840 rows, hidden 128 48 against 74; TF32 34 against 44; bf16 22 against 33-35).
+EVEN_FUSED_MAX_FLOP = 6.1e9
+# Tiles of the products, by operand width (the same measurements): fp32 products (3xTF32, TF32)
+# fastest in 32x64 tiles, two chunks in flight, at every shape (glample's LSTM at hidden 100: 14.8
+# µs, 64x64 35.8, the torch calls 33.0); bf16 in 64x64 with three (at hidden 512: 22.3, 32x64 75.1).
+FP32_TILES = Tiles(32, 64, 32, num_warps=4, num_stages=2)
+HALF_TILES = Tiles(64, 64, 32, num_warps=4, num_stages=3)
 # A product with few tiles splits each tile's reduction into slices, up to about this many
 # programs and down to MIN_SLICE_K of the reduction a slice: dW's reduction runs over all T*B
 # rows: at batch 128 (3840 rows, 12 tiles) one program per tile made the graphed training step
@@ -105,10 +114,26 @@ def layer_gradients_kernel(
 _LAYER_GRADIENTS = KernelLauncher(layer_gradients_kernel)
 
 
-def fused(rows: int, gate_width: int, input_size: int, hidden_size: int) -> bool:
+def fused(rows: int, gate_width: int, input_size: int, hidden_size: int, is_even: bool = False) -> bool:
     """Whether :func:`layer_gradients` takes one launch for a layer of these sizes (``rows`` =
-    T*B, ``gate_width`` = G*H): its products' FLOPs are at most :data:`FUSED_MAX_FLOP`."""
-    return 2 * rows * gate_width * (2 * input_size + hidden_size) <= FUSED_MAX_FLOP
+    T*B, ``gate_width`` = G*H): its products' FLOPs are at most :data:`FUSED_MAX_FLOP`, or
+    (``is_even``: :func:`all_even`) at most :data:`EVEN_FUSED_MAX_FLOP`."""
+    flop = 2 * rows * gate_width * (2 * input_size + hidden_size)
+    return flop <= FUSED_MAX_FLOP or (is_even and flop <= EVEN_FUSED_MAX_FLOP)
+
+
+def layer_tiles(dtype: torch.dtype) -> Tiles:
+    """The products' tiles for operands of ``dtype``: :data:`HALF_TILES` or :data:`FP32_TILES`."""
+    return HALF_TILES if dtype.itemsize == 2 else FP32_TILES
+
+
+def all_even(tiles: Tiles, rows: int, gate_width: int, input_size: int, hidden_size: int) -> bool:
+    """Whether all three products take the tiles' unmasked path (:func:`~rnnbench.ops.products.even`):
+    ``dW_ih [G*H, I]`` and ``dW_hh [G*H, H]`` over the rows, ``dx [rows, I]`` over ``G*H``
+    (operand strides ``G*H``, ``I``, ``H``)."""
+    return (even(tiles, gate_width, input_size, rows, gate_width, input_size)
+            and even(tiles, gate_width, hidden_size, rows, hidden_size)
+            and even(tiles, rows, input_size, gate_width, gate_width, input_size))
 
 
 def reference_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...]) -> LayerGradients:
@@ -126,13 +151,13 @@ def reference_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...]) -> 
 
 
 def layer_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...], precision: str,
-                    upcast: bool, tiles: Tiles = TILES) -> LayerGradients:
+                    upcast: bool, tiles: Tiles | None = None) -> LayerGradients:
     """:func:`reference_gradients`, in one Triton launch where :func:`fused` says so.
 
     Args: as :func:`reference_gradients` (each tensor contiguous); ``precision`` the tl.dot input
     precision (``ieee``, ``tf32``, ``tf32x3``), ``upcast`` whether to widen the operands first
     (the interpreter's bf16, :func:`rnnbench.ops.plans.upcast_dot`), ``tiles`` the products' tiling
-    (:data:`TILES` but in comparisons).
+    (None: :func:`layer_tiles`; others in comparisons).
     """
     rows, gate_width = d_gx.shape
     input_size, hidden_size = x.shape[1], h_prev.shape[1]
@@ -142,7 +167,9 @@ def layer_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...], precisi
     # asking for no product (nothing to launch).
     db_hh_from_ih = same and need[3] and need[4]
     biases_fit = (not need[3] or need[1]) and (not need[4] or db_hh_from_ih or need[2])
-    if not (any(need[:3]) and biases_fit and fused(rows, gate_width, input_size, hidden_size)):
+    tiles = layer_tiles(x.dtype) if tiles is None else tiles
+    is_even = all_even(tiles, rows, gate_width, input_size, hidden_size)
+    if not (any(need[:3]) and biases_fit and fused(rows, gate_width, input_size, hidden_size, is_even)):
         return reference_gradients(d_gx, d_gh, x, h_prev, w_ih, need)
     dev, dtype = x.device, w_ih.dtype
     x, w_ih = x.contiguous(), w_ih.contiguous()  # the kernel takes rows of stride I (x may come as a view)
@@ -165,9 +192,6 @@ def layer_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...], precisi
     count, stream = counters(sum(tasks) if split else 1, dev)
     unused = d_gx  # a pointer for every gradient not asked for (its tasks are 0)
     outputs = [unused if t is None else t for t in (dx, dw_ih, dw_hh, db_ih, db_hh)]
-    # dW_ih [G*H, I] and dW_hh [G*H, H] over the rows, dx [rows, I] over G*H (strides G*H, I, H)
-    is_even = (even(tiles, gate_width, input_size, rows, gate_width, input_size)
-               and even(tiles, gate_width, hidden_size, rows, hidden_size) and even(tiles, rows, input_size, gate_width, gate_width, input_size))
     constexprs = _constexprs(gate_width // hidden_size, need[3], db_hh_from_ih, need[4] and not db_hh_from_ih,
                              precision, upcast, tiles, is_even)
     _LAYER_GRADIENTS((sum(tasks),), (d_gx, d_gh, x, h_prev, w_ih, *outputs, partials, count, rows, input_size,

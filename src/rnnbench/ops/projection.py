@@ -5,10 +5,13 @@ Where the layer is small, an eager forward is bound by host time, and torch's ca
 (``F.linear``) is a large piece of it: 10-24 µs of host time on the H100's host
 (results/h100/triton-lane-15). :func:`input_projection` runs it as one launch of our own tile
 product (``ops/products.py``) through the cached launcher instead, up to
-:data:`PROJECTION_MAX_FLOP`, when not capturing a CUDA graph; cuBLAS' kernel is faster on the
-device, so past that size, and in a graph, where no host time recurs, F.linear. The products run in the layer's precision (3xTF32 for strict fp32, TF32 where
-torch allows it, fp32 accumulation for the half types) and are stored in the weights' dtype, as
-``F.linear`` returns them.
+:data:`PROJECTION_MAX_FLOP`, when not capturing a CUDA graph (there no host time recurs, and
+cuBLAS' kernel is the faster one) -- except where the shape takes the tiles' unmasked path in
+fp32 or TF32: there ours is the faster kernel on the device too (strict fp32 runs 3xTF32 on tensor
+cores, cuBLAS fp32 FMAs), so ours up to :data:`EVEN_FP32_MAX_FLOP`, in graphs as well. The
+products run in the layer's precision (3xTF32 for strict fp32, TF32 where torch allows it, fp32
+accumulation for the half types) and are stored in the weights' dtype, as ``F.linear`` returns
+them.
 """
 
 from __future__ import annotations
@@ -23,16 +26,25 @@ import triton.language as tl
 from .launch import Constexprs, KernelLauncher
 from .products import Tiles, _product_tile, even
 
-# FLOPs of the product (2 T*B G*H I) up to which our launch replaces F.linear eagerly. On the H100
-# our tiles take longer on the device than cuBLAS at every shape probed (600x100x100 fp32: 7.0 µs
-# against 4.1; 960x512x128 bf16: 4.5 against 3.3; 960x2048x512 fp32: 92 against 55,
-# results/h100/projection/tiles), but eager forwards were faster with ours from 1.2e7 to 1.5e9
-# FLOPs (0.86-0.96x the time, the host time saved) and not at 2e9 (1.02x,
+# FLOPs of the product (2 T*B G*H I) up to which our launch replaces F.linear eagerly. With masked
+# tiles ours take longer on the device than cuBLAS at every shape measured (600x400x100 fp32: 7.6
+# µs against 4.9, results/h100/products/3bad064), but eager forwards were faster with ours from
+# 1.2e7 to 1.5e9 FLOPs (0.86-0.96x the time, the host time saved) and not at 2e9 (1.02x,
 # results/h100/projection/4ba7825).
 PROJECTION_MAX_FLOP = 1e9
-# Tiles: 32x64 with two chunks in flight was the fastest probed for strict fp32 at these shapes
-# (7.0-8.1 µs; 64x64 with three, the weight gradients' tile, 17.4-17.9).
+# FLOPs up to which ours is taken in fp32 and TF32 wherever the unmasked path runs, graphs
+# included: device time, ours against cuBLAS (results/h100/products/3bad064), strict fp32
+# 960x512x128 5.5 µs against 8.9, 3840x512x128 11.0 against 24.7, 960x2048x512 (2.0e9) 32.8 against
+# 53.4; TF32 3.4 against 4.5, 6.5 against 8.1, 12.5 against 12.1. (bf16: 2.6 against 3.0 at the
+# smallest, but 9.8 against 6.3 at 960x2048x512: the general rule.)
+EVEN_FP32_MAX_FLOP = 2.1e9
+# Tiles (the same measurements): 64x64 with three chunks in flight where the unmasked path runs
+# (the fastest or within 10 % of it at every shape); elsewhere 32x64 with two (6.2-7.6 µs at
+# glample's sizes, 64x64 16.3-17.1: masked 64-row fp32 tiles on wgmma are slow).
+EVEN_TILES = Tiles(64, 64, 32, num_warps=4, num_stages=3)
 TILES = Tiles(32, 64, 32, num_warps=4, num_stages=2)
+# The precisions that rule covers (fp32 only; strict fp32 on FMA units, ``ieee``, was not measured).
+EVEN_PRECISIONS = ("tf32x3", "tf32")
 
 
 @triton.jit(do_not_specialize=["ROWS", "I", "GH"])
@@ -48,31 +60,35 @@ def input_projection_kernel(x_ptr, w_ih_ptr, out_ptr, ROWS, I, GH, PRECISION: tl
 _PROJECTION = KernelLauncher(input_projection_kernel)
 
 
-def input_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast: bool,
-                     tiles: Tiles = TILES) -> torch.Tensor:
-    """``x W_ih^T`` as ``[T, B, G*H]``, contiguous.
+def input_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast: bool) -> torch.Tensor:
+    """``x W_ih^T`` as ``[T, B, G*H]``, contiguous: our launch or F.linear (the module docstring).
 
     Args:
         x: ``[T, B, I]`` (any strides). w_ih: ``[G*H, I]``, contiguous, in ``x``'s dtype and on its device.
         precision: the tl.dot input precision (``ieee``, ``tf32``, ``tf32x3``; :func:`rnnbench.ops.plans.dot_precision`).
         upcast: widen the operands first (the interpreter's bf16, :func:`rnnbench.ops.plans.upcast_dot`).
-        tiles: our launch's tiling (the default, :data:`TILES`, except in comparisons).
     """
     T, B, I = x.shape
     GH = w_ih.shape[0]
+    flop = 2 * T * B * GH * I
+    if flop <= EVEN_FP32_MAX_FLOP and precision in EVEN_PRECISIONS and even(EVEN_TILES, T * B, GH, I, I):
+        return our_projection(x, w_ih, precision, upcast, EVEN_TILES)
     # In a CUDA graph being captured the host time does not recur, and cuBLAS' kernel is the faster one.
-    if 2 * T * B * GH * I > PROJECTION_MAX_FLOP or (x.is_cuda and torch.cuda.is_current_stream_capturing()):
+    if flop > PROJECTION_MAX_FLOP or (x.is_cuda and torch.cuda.is_current_stream_capturing()):
         return F.linear(x, w_ih).contiguous()  # (a no-op call unless a strided input came out strided)
-    return our_projection(x, w_ih, precision, upcast, tiles)
+    return our_projection(x, w_ih, precision, upcast)
 
 
 def our_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast: bool,
-                   tiles: Tiles = TILES) -> torch.Tensor:
+                   tiles: Tiles | None = None) -> torch.Tensor:
     """:func:`input_projection` by our launch whatever the size and whether a graph is being
-    captured (for comparisons; same arguments and result)."""
+    captured (for comparisons; same arguments and result). ``tiles``: the tiling, None for
+    :data:`EVEN_TILES` where the unmasked path runs, else :data:`TILES`."""
     T, B, I = x.shape
     GH = w_ih.shape[0]
     rows = T * B
+    if tiles is None:
+        tiles = EVEN_TILES if even(EVEN_TILES, rows, GH, I, I) else TILES
     out = torch.empty(T, B, GH, device=x.device, dtype=w_ih.dtype)
     grid = (triton.cdiv(rows, tiles.bm) * triton.cdiv(GH, tiles.bn),)
     _PROJECTION(grid, (x.contiguous(), w_ih, out, rows, I, GH),
