@@ -434,7 +434,7 @@ def _torch_calls():
     from rnnbench.ops import gradients
 
     saved = gradients.FUSED_MAX_FLOP, gradients.EVEN_FUSED_MAX_FLOP, nn._per_layer
-    gradients.FUSED_MAX_FLOP, gradients.EVEN_FUSED_MAX_FLOP, nn._per_layer = 0, 0, lambda state: state
+    gradients.FUSED_MAX_FLOP, gradients.EVEN_FUSED_MAX_FLOP, nn._per_layer = 0, {}, lambda state: state
     try:
         yield
     finally:
@@ -467,7 +467,7 @@ def _masked_products():
     saved = [getattr(module, name) for module, name in names]
     projection.TILES = projection.EVEN_TILES = Tiles(32, 64, 32, 4, 2, even=False)
     gradients.FP32_TILES = gradients.HALF_TILES = Tiles(64, 64, 32, 4, 3, even=False)
-    projection.EVEN_FP32_MAX_FLOP = gradients.EVEN_FUSED_MAX_FLOP = 0
+    projection.EVEN_FP32_MAX_FLOP, gradients.EVEN_FUSED_MAX_FLOP = 0, {}
     try:
         yield
     finally:

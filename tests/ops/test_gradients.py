@@ -145,14 +145,17 @@ def test_one_launch_for_small_layers_only(monkeypatch):
         assert len(launches) == launched, (rows, hidden, need)
 
 
-@pytest.mark.parametrize("dtype, rows, hidden, launched", [
-    (torch.float32, 960, 128, 1),   # theano's LSTM at batch 32, hidden 128: whole 32x64 tiles
-    (torch.float32, 960, 512, 1),   # at hidden 512, 6.0e9 FLOP: past FUSED_MAX_FLOP, whole tiles
-    (torch.bfloat16, 960, 512, 1),  # 64x64 tiles for 16-bit operands
-    (torch.float32, 600, 500, 0),   # glample's at hidden 500: partial tiles, past FUSED_MAX_FLOP
-    (torch.float32, 1920, 512, 0),  # past EVEN_FUSED_MAX_FLOP
+@pytest.mark.parametrize("dtype, precision, rows, hidden, launched", [
+    (torch.float32, "tf32x3", 960, 128, 1),   # theano's LSTM at batch 32, hidden 128: whole 32x64 tiles
+    (torch.float32, "tf32x3", 960, 512, 1),   # at hidden 512, 6.0e9 FLOP: past FUSED_MAX_FLOP, whole tiles
+    (torch.bfloat16, "ieee", 960, 512, 1),    # 64x64 tiles for 16-bit operands
+    (torch.float32, "tf32", 3840, 128, 1),    # TF32 at 1.5e9
+    (torch.float32, "tf32", 960, 512, 0),     # but not at 6.0e9
+    (torch.float32, "ieee", 960, 512, 0),     # strict fp32 on FMA units: not measured, the general limit
+    (torch.float32, "tf32x3", 600, 500, 0),   # glample's at hidden 500: partial tiles, past FUSED_MAX_FLOP
+    (torch.float32, "tf32x3", 1920, 512, 0),  # past EVEN_FUSED_MAX_FLOP
 ])
-def test_whole_tiles_take_one_launch_up_to_a_larger_size(monkeypatch, dtype, rows, hidden, launched):
+def test_whole_tiles_take_one_launch_up_to_a_larger_size(monkeypatch, dtype, precision, rows, hidden, launched):
     from rnnbench.ops import gradients
 
     launches = []
@@ -162,7 +165,7 @@ def test_whole_tiles_take_one_launch_up_to_a_larger_size(monkeypatch, dtype, row
     d_gx = torch.zeros(rows, 4 * hidden, dtype=dtype)
     tensors = [d_gx, d_gx] + [torch.zeros(n, m, dtype=dtype) for n, m in [(rows, hidden), (rows, hidden),
                                                                           (4 * hidden, hidden)]]
-    gradients.layer_gradients(*tensors, (True,) * 5, "ieee", False)
+    gradients.layer_gradients(*tensors, (True,) * 5, precision, False)
     assert len(launches) == launched
     if launched:
         assert launches[0]["EVEN"] and launches[0]["BM"] == (64 if dtype == torch.bfloat16 else 32)

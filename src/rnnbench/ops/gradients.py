@@ -47,10 +47,13 @@ from .products import Tiles, _product_tile, even
 # step took 1.05-1.36x, the fused products' 3xTF32 tiles slower than cuBLAS' there.
 FUSED_MAX_FLOP = 4e8
 # The same where the shape takes the tiles' unmasked path (every size a multiple of the tiles'
-# sides and of 16): there our launch took less device time than the torch calls at every size
-# measured, up to 6.0e9 (results/h100/products/3bad064: strict fp32 at 960 rows, hidden 512 172 µs
-# against 178, at 3840 rows, hidden 128 48 against 74; TF32 34 against 44; bf16 22 against 33-35).
-EVEN_FUSED_MAX_FLOP = 6.1e9
+# sides and of 16), by product precision ("half": bf16 and fp16 operands): our launch took less
+# device time than the torch calls at every size measured (results/h100/products/3bad064): strict
+# fp32 (3xTF32) up to 6.0e9 (960 rows, hidden 512: 172 µs against 178; 3840 rows, hidden 128: 48
+# against 74), bf16 up to 6.0e9 (22 against 35), TF32 up to 1.5e9 (34 against 44); at 6.0e9 in TF32
+# the graphed training step took 1.11x the time (results/h100/products/4e2c230). Strict fp32 on FMA
+# units (``ieee``) was not measured: the general limit.
+EVEN_FUSED_MAX_FLOP = {"tf32x3": 6.1e9, "half": 6.1e9, "tf32": 1.6e9}
 # Tiles of the products, by operand width (the same measurements): fp32 products (3xTF32, TF32)
 # fastest in 32x64 tiles, two chunks in flight, at every shape (glample's LSTM at hidden 100: 14.8
 # µs, 64x64 35.8, the torch calls 33.0); bf16 in 64x64 with three (at hidden 512: 22.3, 32x64 75.1).
@@ -114,12 +117,12 @@ def layer_gradients_kernel(
 _LAYER_GRADIENTS = KernelLauncher(layer_gradients_kernel)
 
 
-def fused(rows: int, gate_width: int, input_size: int, hidden_size: int, is_even: bool = False) -> bool:
+def fused(rows: int, gate_width: int, input_size: int, hidden_size: int, even_limit: float = 0.0) -> bool:
     """Whether :func:`layer_gradients` takes one launch for a layer of these sizes (``rows`` =
-    T*B, ``gate_width`` = G*H): its products' FLOPs are at most :data:`FUSED_MAX_FLOP`, or
-    (``is_even``: :func:`all_even`) at most :data:`EVEN_FUSED_MAX_FLOP`."""
+    T*B, ``gate_width`` = G*H): its products' FLOPs are at most :data:`FUSED_MAX_FLOP`, or at most
+    ``even_limit`` (:data:`EVEN_FUSED_MAX_FLOP` where the tiles are whole, :func:`all_even`)."""
     flop = 2 * rows * gate_width * (2 * input_size + hidden_size)
-    return flop <= FUSED_MAX_FLOP or (is_even and flop <= EVEN_FUSED_MAX_FLOP)
+    return flop <= FUSED_MAX_FLOP or flop <= even_limit
 
 
 def layer_tiles(dtype: torch.dtype) -> Tiles:
@@ -169,7 +172,8 @@ def layer_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...], precisi
     biases_fit = (not need[3] or need[1]) and (not need[4] or db_hh_from_ih or need[2])
     tiles = layer_tiles(x.dtype) if tiles is None else tiles
     is_even = all_even(tiles, rows, gate_width, input_size, hidden_size)
-    if not (any(need[:3]) and biases_fit and fused(rows, gate_width, input_size, hidden_size, is_even)):
+    limit = EVEN_FUSED_MAX_FLOP.get("half" if x.dtype.itemsize == 2 else precision, 0.0) if is_even else 0.0
+    if not (any(need[:3]) and biases_fit and fused(rows, gate_width, input_size, hidden_size, limit)):
         return reference_gradients(d_gx, d_gh, x, h_prev, w_ih, need)
     dev, dtype = x.device, w_ih.dtype
     x, w_ih = x.contiguous(), w_ih.contiguous()  # the kernel takes rows of stride I (x may come as a view)
