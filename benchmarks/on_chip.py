@@ -387,42 +387,44 @@ COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLI
                "stream": STREAM_CASES, "warps64": WARPS64_CASES, "split_once": SPLIT_ONCE_CASES,
                "batch_rows": BATCH_ROWS_CASES, "backward_rows": BACKWARD_ROWS_CASES, "chip_split": CHIP_SPLIT_CASES}
 LANES_TIMED = ("triton", "triton-graph")
+
+
+def _with_plans(plans: tuple, shapes: list[tuple]) -> list[tuple]:
+    """Cases ``(cell, batch, seq, input, hidden, dtype, plans)``: each shape with the same two plans."""
+    return [(*shape, plans) for shape in shapes]
+
+
 HOST_PATH = ("torch_calls", "default")
 # The seed suites' small cases (fp32 is strict: glample's and theano's own), where eager training
 # is bound by the host; then two where the device is (the gradients' torch calls there either way).
-HOST_PATH_CASES = [
-    ("lstm", 20, 30, 100, 100, "fp32", HOST_PATH), ("rnn_tanh", 20, 30, 100, 100, "fp32", HOST_PATH),
-    ("lstm", 20, 30, 100, 500, "fp32", HOST_PATH), ("rnn_tanh", 20, 30, 100, 500, "fp32", HOST_PATH),
-    ("lstm", 32, 30, 128, 128, "fp32", HOST_PATH), ("gru", 32, 30, 128, 128, "fp32", HOST_PATH),
-    ("lstm", 128, 30, 128, 128, "fp32", HOST_PATH), ("gru", 128, 30, 128, 128, "fp32", HOST_PATH),
-    ("lstm", 20, 30, 100, 100, "tf32", HOST_PATH), ("lstm", 32, 30, 128, 128, "bf16", HOST_PATH),
-    ("gru", 32, 30, 512, 512, "bf16", HOST_PATH), ("lstm", 64, 100, 512, 512, "fp32", HOST_PATH),
-]
+HOST_PATH_CASES = _with_plans(HOST_PATH, [
+    ("lstm", 20, 30, 100, 100, "fp32"), ("rnn_tanh", 20, 30, 100, 100, "fp32"), ("lstm", 20, 30, 100, 500, "fp32"),
+    ("rnn_tanh", 20, 30, 100, 500, "fp32"), ("lstm", 32, 30, 128, 128, "fp32"), ("gru", 32, 30, 128, 128, "fp32"),
+    ("lstm", 128, 30, 128, 128, "fp32"), ("gru", 128, 30, 128, 128, "fp32"), ("lstm", 20, 30, 100, 100, "tf32"),
+    ("lstm", 32, 30, 128, 128, "bf16"), ("gru", 32, 30, 512, 512, "bf16"), ("lstm", 64, 100, 512, 512, "fp32"),
+])
 COMPARISONS["host_path"] = HOST_PATH_CASES
 # The input projection as our launch (ops/projection.py) against F.linear (cuBLAS), whatever
 # PROJECTION_MAX_FLOP says: the seed suites' small cases (FLOPs of the projection 1.2e7 to 1.3e8),
 # then larger ones (2.4e8 to 1.5e9), where the rule's limit is decided.
 PROJECTION = ("cublas_projection", "our_projection")
-PROJECTION_CASES = [
-    ("rnn_tanh", 20, 30, 100, 100, "fp32", PROJECTION), ("lstm", 20, 30, 100, 100, "fp32", PROJECTION),
-    ("lstm", 20, 30, 100, 100, "tf32", PROJECTION), ("rnn_tanh", 20, 30, 100, 500, "fp32", PROJECTION),
-    ("gru", 32, 30, 128, 128, "fp32", PROJECTION), ("lstm", 32, 30, 128, 128, "bf16", PROJECTION),
-    ("lstm", 20, 30, 100, 500, "fp32", PROJECTION), ("lstm", 128, 30, 128, 128, "fp32", PROJECTION),
-    ("gru", 32, 30, 512, 512, "bf16", PROJECTION), ("lstm", 32, 30, 512, 512, "fp32", PROJECTION),
-]
+PROJECTION_CASES = _with_plans(PROJECTION, [
+    ("rnn_tanh", 20, 30, 100, 100, "fp32"), ("lstm", 20, 30, 100, 100, "fp32"), ("lstm", 20, 30, 100, 100, "tf32"),
+    ("rnn_tanh", 20, 30, 100, 500, "fp32"), ("gru", 32, 30, 128, 128, "fp32"), ("lstm", 32, 30, 128, 128, "bf16"),
+    ("lstm", 20, 30, 100, 500, "fp32"), ("lstm", 128, 30, 128, 128, "fp32"), ("gru", 32, 30, 512, 512, "bf16"),
+    ("lstm", 32, 30, 512, 512, "fp32"),
+])
 COMPARISONS["projection"] = PROJECTION_CASES
 # The tile products as they were (masked tiles everywhere: the projection's 32x64, the gradients'
 # 64x64, each launch within its general size limit) against now (the unmasked path for whole
 # tiles, the gradients' tiles by operand width, the larger limits where the tiles are whole;
 # results/h100/products): the seed suites' cases whose products changed.
 PRODUCTS = ("masked_products", "products")
-PRODUCT_CASES = [
-    ("lstm", 20, 30, 100, 100, "fp32", PRODUCTS), ("lstm", 32, 30, 128, 128, "fp32", PRODUCTS),
-    ("gru", 32, 30, 128, 128, "fp32", PRODUCTS), ("lstm", 128, 30, 128, 128, "fp32", PRODUCTS),
-    ("lstm", 32, 30, 512, 512, "fp32", PRODUCTS), ("lstm", 32, 30, 128, 128, "tf32", PRODUCTS),
-    ("lstm", 32, 30, 512, 512, "tf32", PRODUCTS), ("lstm", 32, 30, 128, 128, "bf16", PRODUCTS),
-    ("gru", 32, 30, 512, 512, "bf16", PRODUCTS),
-]
+PRODUCT_CASES = _with_plans(PRODUCTS, [
+    ("lstm", 20, 30, 100, 100, "fp32"), ("lstm", 32, 30, 128, 128, "fp32"), ("gru", 32, 30, 128, 128, "fp32"),
+    ("lstm", 128, 30, 128, 128, "fp32"), ("lstm", 32, 30, 512, 512, "fp32"), ("lstm", 32, 30, 128, 128, "tf32"),
+    ("lstm", 32, 30, 512, 512, "tf32"), ("lstm", 32, 30, 128, 128, "bf16"), ("gru", 32, 30, 512, 512, "bf16"),
+])
 COMPARISONS["products"] = PRODUCT_CASES
 
 
