@@ -188,8 +188,8 @@ def layer_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...], precisi
     products = [(row_tiles * triton.cdiv(input_size, bn) if need[1] else 0, rows),
                 (row_tiles * triton.cdiv(hidden_size, bn) if need[2] else 0, rows),
                 (triton.cdiv(rows, bm) * triton.cdiv(input_size, bn) if need[0] else 0, gate_width)]
-    slices = [slices_for(tiles, k) for tiles, k in products]
-    tasks = [tiles * n for (tiles, _), n in zip(products, slices)]
+    slices = [slices_for(count, k) for count, k in products]
+    tasks = [count * n for (count, _), n in zip(products, slices)]
     split = any(n > 1 for n in slices)
     partials = torch.empty(sum(tasks) * (bm * bn + bm) if split else 1, device=dev,
                            dtype=torch.float32)
