@@ -153,7 +153,8 @@ PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip":
          "chip_in_step": {"on_chip_split": ""}, "chip_tf32": {"on_chip_split": "tf32"},
          "chip_fp16": {"on_chip_split": "fp16"},
          "torch_calls": {},  # the default plan on the host path before ops/gradients.py (_setting)
-         "cublas_projection": {}, "our_projection": {}}  # the input projection by F.linear, by ours (_setting)
+         "cublas_projection": {}, "our_projection": {},  # the input projection by F.linear, by ours (_setting)
+         "masked_products": {}, "products": {}}  # the tile products as they were, as they are (_setting)
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
     ("rnn_tanh", 20, 30, 100, 100, "fp32", DEFAULT), ("rnn_tanh", 20, 30, 100, 100, "tf32", DEFAULT),

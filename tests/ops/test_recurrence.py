@@ -611,8 +611,10 @@ def test_kernels_compile_for_h100():
     assert proc.returncode == 0, proc.stdout + proc.stderr
     from rnnbench.ops.aot import GRADIENT_VARIANTS, QUICK_SHAPES
 
-    kernels = 2 * len(QUICK_SHAPES) + len(GRADIENT_VARIANTS)  # forward and backward of each, the gradients'
-    assert proc.stdout.count("ok    gradients-") == len(GRADIENT_VARIANTS), proc.stdout
+    # forward and backward of each shape; the gradients' kernel in each variant, masked and unmasked (EVEN)
+    kernels = 2 * len(QUICK_SHAPES) + 2 * len(GRADIENT_VARIANTS)
+    assert proc.stdout.count("ok    gradients-") == 2 * len(GRADIENT_VARIANTS), proc.stdout
+    assert proc.stdout.count("-even {") == len(GRADIENT_VARIANTS), proc.stdout
     assert proc.stdout.count("ok ") == kernels, proc.stdout
     # No register spills on these plans (local memory in a per-step loop costs microseconds).
     assert proc.stdout.count("'stack': 0,") == kernels, proc.stdout
