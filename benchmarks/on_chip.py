@@ -413,7 +413,7 @@ PROJECTION_CASES = _with_plans(PROJECTION, [
     ("rnn_tanh", 20, 30, 100, 100, "fp32"), ("lstm", 20, 30, 100, 100, "fp32"), ("lstm", 20, 30, 100, 100, "tf32"),
     ("rnn_tanh", 20, 30, 100, 500, "fp32"), ("gru", 32, 30, 128, 128, "fp32"), ("lstm", 32, 30, 128, 128, "bf16"),
     ("lstm", 20, 30, 100, 500, "fp32"), ("lstm", 128, 30, 128, 128, "fp32"), ("gru", 32, 30, 512, 512, "bf16"),
-    ("lstm", 32, 30, 512, 512, "fp32"),
+    ("lstm", 32, 30, 512, 512, "fp32"), ("lstm", 32, 30, 512, 512, "bf16"),
 ])
 COMPARISONS["projection"] = PROJECTION_CASES
 # The tile products as they were (masked tiles everywhere: the projection's 32x64, the gradients'
@@ -446,16 +446,16 @@ def _torch_calls():
 
 @contextlib.contextmanager
 def _projection_limit(flop: float):
-    """``ops.projection.PROJECTION_MAX_FLOP`` and ``EVEN_FP32_MAX_FLOP`` set to ``flop`` (0: F.linear
+    """``ops.projection.PROJECTION_MAX_FLOP`` and ``EVEN_MAX_FLOP`` set to ``flop`` (0: F.linear
     always; inf: ours)."""
     from rnnbench.ops import projection
 
-    saved = projection.PROJECTION_MAX_FLOP, projection.EVEN_FP32_MAX_FLOP
-    projection.PROJECTION_MAX_FLOP = projection.EVEN_FP32_MAX_FLOP = flop
+    saved = projection.PROJECTION_MAX_FLOP, projection.EVEN_MAX_FLOP
+    projection.PROJECTION_MAX_FLOP = projection.EVEN_MAX_FLOP = flop
     try:
         yield
     finally:
-        projection.PROJECTION_MAX_FLOP, projection.EVEN_FP32_MAX_FLOP = saved
+        projection.PROJECTION_MAX_FLOP, projection.EVEN_MAX_FLOP = saved
 
 
 @contextlib.contextmanager
@@ -465,12 +465,12 @@ def _masked_products():
     from rnnbench.ops import gradients, projection
     from rnnbench.ops.products import Tiles
 
-    names = [(projection, "TILES"), (projection, "EVEN_TILES"), (projection, "EVEN_FP32_MAX_FLOP"),
+    names = [(projection, "TILES"), (projection, "EVEN_TILES"), (projection, "EVEN_MAX_FLOP"),
              (gradients, "FP32_TILES"), (gradients, "HALF_TILES"), (gradients, "EVEN_FUSED_MAX_FLOP")]
     saved = [getattr(module, name) for module, name in names]
     projection.TILES = projection.EVEN_TILES = Tiles(32, 64, 32, 4, 2, even=False)
     gradients.FP32_TILES = gradients.HALF_TILES = Tiles(64, 64, 32, 4, 3, even=False)
-    projection.EVEN_FP32_MAX_FLOP, gradients.EVEN_FUSED_MAX_FLOP = 0, {}
+    projection.EVEN_MAX_FLOP, gradients.EVEN_FUSED_MAX_FLOP = 0, {}
     try:
         yield
     finally:

@@ -80,12 +80,12 @@ def test_larger_layers_take_f_linear(monkeypatch):
 @pytest.mark.parametrize("precision, shape, ours", [
     ("tf32x3", (30, 32, 128, 512), True),   # whole 64x64x32 tiles: ours past PROJECTION_MAX_FLOP
     ("tf32", (30, 32, 128, 512), True),
-    ("ieee", (30, 32, 128, 512), False),    # the half types' (and strict fp32 on FMA units): F.linear
+    ("ieee", (30, 32, 128, 512), True),     # the half types' too, eagerly (not in graphs: a CUDA test)
     ("tf32x3", (30, 20, 100, 400), False),  # partial tiles
 ])
-def test_whole_fp32_tiles_take_our_launch_at_any_measured_size(monkeypatch, precision, shape, ours):
-    """Where the unmasked path runs in fp32 or TF32, ours up to EVEN_FP32_MAX_FLOP in its 64x64
-    tiles (faster on the device than cuBLAS there); elsewhere the general rule."""
+def test_whole_tiles_take_our_launch_up_to_a_larger_size(monkeypatch, precision, shape, ours):
+    """Where the unmasked path runs, ours up to EVEN_MAX_FLOP in its 64x64 tiles; elsewhere the
+    general rule (PROJECTION_MAX_FLOP, here 0)."""
     from rnnbench.ops import projection
 
     calls = []
@@ -96,6 +96,6 @@ def test_whole_fp32_tiles_take_our_launch_at_any_measured_size(monkeypatch, prec
     assert len(calls) == int(ours)
     if ours:
         assert calls[0]["EVEN"] and (calls[0]["BM"], calls[0]["BN"]) == (64, 64)
-    monkeypatch.setattr(projection, "EVEN_FP32_MAX_FLOP", 2 * seq * batch * inputs * width - 1)
+    monkeypatch.setattr(projection, "EVEN_MAX_FLOP", 2 * seq * batch * inputs * width - 1)
     projection.input_projection(torch.zeros(seq, batch, inputs), torch.zeros(width, inputs), precision, False)
-    assert len(calls) == int(ours)  # past EVEN_FP32_MAX_FLOP: F.linear
+    assert len(calls) == int(ours)  # past EVEN_MAX_FLOP: F.linear

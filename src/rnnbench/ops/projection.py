@@ -5,10 +5,10 @@ Where the layer is small, an eager forward is bound by host time, and torch's ca
 (``F.linear``) is a large piece of it: 10-24 µs of host time on the H100's host
 (results/h100/triton-lane-15). :func:`input_projection` runs it as one launch of our own tile
 product (``ops/products.py``) through the cached launcher instead, up to
-:data:`PROJECTION_MAX_FLOP`, when not capturing a CUDA graph (there no host time recurs, and
-cuBLAS' kernel is the faster one) -- except where the shape takes the tiles' unmasked path in
-fp32 or TF32: there ours is the faster kernel on the device too (strict fp32 runs 3xTF32 on tensor
-cores, cuBLAS fp32 FMAs), so ours up to :data:`EVEN_FP32_MAX_FLOP`, in graphs as well. The
+:data:`PROJECTION_MAX_FLOP`, or :data:`EVEN_MAX_FLOP` where the shape takes the tiles' unmasked
+path, when not capturing a CUDA graph (there no host time recurs, and cuBLAS' kernel is the faster
+one) -- except at whole tiles in fp32 or TF32: there ours is the faster kernel on the device too
+(strict fp32 runs 3xTF32 on tensor cores, cuBLAS fp32 FMAs), so ours in graphs as well. The
 products run in the layer's precision (3xTF32 for strict fp32, TF32 where torch allows it, fp32
 accumulation for the half types) and are stored in the weights' dtype, as ``F.linear`` returns
 them.
@@ -32,18 +32,21 @@ from .products import Tiles, _product_tile, even
 # 1.2e7 to 1.5e9 FLOPs (0.86-0.96x the time, the host time saved) and not at 2e9 (1.02x,
 # results/h100/projection/4ba7825).
 PROJECTION_MAX_FLOP = 1e9
-# FLOPs up to which ours is taken in fp32 and TF32 wherever the unmasked path runs, graphs
-# included: device time, ours against cuBLAS (results/h100/products/3bad064), strict fp32
-# 960x512x128 5.5 µs against 8.9, 3840x512x128 11.0 against 24.7, 960x2048x512 (2.0e9) 32.8 against
-# 53.4; TF32 3.4 against 4.5, 6.5 against 8.1, 12.5 against 12.1. (bf16: 2.6 against 3.0 at the
-# smallest, but 9.8 against 6.3 at 960x2048x512: the general rule.)
-EVEN_FP32_MAX_FLOP = 2.1e9
+# FLOPs up to which ours is taken wherever the unmasked path runs: eagerly in every dtype, and in
+# fp32 and TF32 in graphs too. Device time, ours against cuBLAS (results/h100/products/3bad064):
+# strict fp32 960x512x128 5.5 µs against 8.9, 3840x512x128 11.0 against 24.7, 960x2048x512 (2.0e9)
+# 32.8 against 53.4; TF32 3.4 against 4.5, 6.5 against 8.1, 12.5 against 12.1; bf16 2.6 against
+# 3.0, but 9.8 against 6.3 at 960x2048x512, so not in graphs. Eagerly the host time saved wins: bf16
+# forwards at 1.5e9 and 2.0e9 0.90x and 0.97x the time, training 0.94x and 0.93x, graphed 1.00-1.02x
+# (results/h100/products/projection-bf16, F.linear against ours, A B B A A B B A).
+EVEN_MAX_FLOP = 2.1e9
 # Tiles (the same measurements): 64x64 with three chunks in flight where the unmasked path runs
 # (the fastest or within 10 % of it at every shape); elsewhere 32x64 with two (6.2-7.6 µs at
 # glample's sizes, 64x64 16.3-17.1: masked 64-row fp32 tiles on wgmma are slow).
 EVEN_TILES = Tiles(64, 64, 32, num_warps=4, num_stages=3)
 TILES = Tiles(32, 64, 32, num_warps=4, num_stages=2)
-# The precisions that rule covers (fp32 only; strict fp32 on FMA units, ``ieee``, was not measured).
+# The precisions whose whole tiles are ours in graphs too (fp32 only; strict fp32 on FMA units,
+# ``ieee``, was not measured there).
 EVEN_PRECISIONS = ("tf32x3", "tf32")
 
 
@@ -71,12 +74,14 @@ def input_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast
     T, B, I = x.shape
     GH = w_ih.shape[0]
     flop = 2 * T * B * GH * I
-    if flop <= EVEN_FP32_MAX_FLOP and precision in EVEN_PRECISIONS and even(EVEN_TILES, T * B, GH, I, I):
+    whole = flop <= EVEN_MAX_FLOP and even(EVEN_TILES, T * B, GH, I, I)
+    if whole and precision in EVEN_PRECISIONS:
         return our_projection(x, w_ih, precision, upcast, EVEN_TILES)
     # In a CUDA graph being captured the host time does not recur, and cuBLAS' kernel is the faster one.
-    if flop > PROJECTION_MAX_FLOP or (x.is_cuda and torch.cuda.is_current_stream_capturing()):
+    if flop > (EVEN_MAX_FLOP if whole else PROJECTION_MAX_FLOP) or (
+            x.is_cuda and torch.cuda.is_current_stream_capturing()):
         return F.linear(x, w_ih).contiguous()  # (a no-op call unless a strided input came out strided)
-    return our_projection(x, w_ih, precision, upcast)
+    return our_projection(x, w_ih, precision, upcast, EVEN_TILES if whole else TILES)
 
 
 def our_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast: bool,
