@@ -15,8 +15,11 @@ Under ``torch.autocast`` the kernels run in autocast's dtype, as torch.nn's laye
 Float32 follows torch's TF32 switch (``torch.backends.cuda.matmul.allow_tf32``): TF32 products where
 it is on; otherwise fp32-accurate 3xTF32 products on tensor cores (docs/kernels.md; within
 ``rnnbench.ops.recurrence.strict_fp32("ieee")``, IEEE products on the FMA units).
-``PackedSequence`` input raises ``TypeError`` (variable-length batches are not supported yet).
-Dropout between layers is applied in training mode as torch.nn does (a different random mask).
+A ``PackedSequence`` input (variable-length batches) runs the kernels with each sequence's length:
+past its end a sequence keeps its state and computes nothing that counts, so the output (packed
+again, in the input's order), ``h_n`` and every gradient are torch.nn's; the reverse direction
+reads each sequence from its own last step. Dropout between layers is applied in training mode as
+torch.nn does (a different random mask).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import warnings
 import torch
 from torch import nn
 from torch.nn import functional as F
-from torch.nn.utils.rnn import PackedSequence
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 BACKENDS = ("auto", "triton", "torch")
 _WARNED: set[tuple[str, str]] = set()
@@ -83,15 +86,17 @@ class _KernelPath:
         self.backend = backend
 
     def forward(self, input, hx=None):
-        if isinstance(input, PackedSequence):
-            raise TypeError(f"rnnbench.nn.{type(self).__name__} does not take a PackedSequence yet; "
-                            "pad it (torch.nn.utils.rnn.pad_packed_sequence) or use torch.nn")
         if self.backend == "torch":
             return super().forward(input, hx)
         cell = self.cell  # (a property for the RNN: read once)
-        amp = _autocast_dtype(input.device.type)
-        launch, reason = self._launch(input, cell, amp)
+        packed = isinstance(input, PackedSequence)
+        x = input.data if packed else input
+        amp = _autocast_dtype(x.device.type)
+        batch = int(input.batch_sizes[0]) if packed else None
+        launch, reason = self._launch(x, cell, amp, batch)
         if reason is None:
+            if packed:
+                return self._packed_forward(input, hx, cell, amp, launch)
             return self._kernel_forward(input, hx, cell, amp, launch)
         if self.backend == "triton":
             raise RuntimeError(f"rnnbench.nn.{type(self).__name__}(backend='triton') cannot run this call: {reason}")
@@ -105,15 +110,16 @@ class _KernelPath:
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, backend={self.backend!r}"
 
-    def _launch(self, input: torch.Tensor, cell: str, amp: torch.dtype | None):
+    def _launch(self, input: torch.Tensor, cell: str, amp: torch.dtype | None, batch: int | None = None):
         """``(launch, None)`` if the kernels can run this call (``launch`` the plans of every layer,
-        ``rnnbench.ops.recurrence.layer_launch``), else ``(None, why not)`` in one line."""
+        ``rnnbench.ops.recurrence.layer_launch``), else ``(None, why not)`` in one line. ``input``
+        is the padded input, or a packed one's data with its ``batch`` size given."""
         if not _triton_installed():
             return None, "Triton is not installed"
         if self.proj_size:
             return None, "proj_size > 0 has no kernel"
         dim = input.dim()
-        if dim != 3 and dim != 2:
+        if batch is None and dim != 3 and dim != 2:
             return None, f"a {dim}-D input (expected [T, B, I] or [T, I])"
         device = input.device
         weight_dtype = self._flat_weights[1].dtype  # weight_hh_l0 (no nn.Module.__getattr__ per call)
@@ -121,26 +127,49 @@ class _KernelPath:
             return None, f"input dtype {input.dtype} differs from the weights' {weight_dtype}"
         if device.type == "cpu" and not _interpreted():
             return None, "CPU tensors (the Triton kernels run on CUDA, or on the CPU under TRITON_INTERPRET=1)"
-        batch = 1 if dim == 2 else input.shape[0 if self.batch_first else 1]
+        if batch is None:
+            batch = 1 if dim == 2 else input.shape[0 if self.batch_first else 1]
         # Imports Triton: only once a kernel is a candidate.
         return _recurrence().launch_or_refusal(cell, batch, self.hidden_size, amp or input.dtype, device)
 
-    def _kernel_forward(self, input, hx, cell: str, amp: torch.dtype | None, launch):
+    def _packed_forward(self, input: PackedSequence, hx, cell: str, amp: torch.dtype | None, launch):
+        """A ``PackedSequence`` as torch.nn takes it: the stack runs on the padded batch in the
+        packing's order (longest first) with each sequence's length, ``hx`` is permuted into that
+        order and ``h_n`` back, and the output is packed again with the input's indices."""
+        x, lengths = pad_packed_sequence(PackedSequence(input.data, input.batch_sizes))  # sorted order
+        if hx is not None and input.sorted_indices is not None:
+            hx = self.permute_hidden(hx, input.sorted_indices)
+        output, h_n = self._kernel_forward(x, hx, cell, amp, launch, lengths)
+        data = pack_padded_sequence(output, lengths).data
+        output = PackedSequence(data, input.batch_sizes, input.sorted_indices, input.unsorted_indices)
+        return output, self.permute_hidden(h_n, input.unsorted_indices)
+
+    def _kernel_forward(self, input, hx, cell: str, amp: torch.dtype | None, launch, lengths=None):
         """The stack on the kernels, each layer and direction with ``launch`` (one plan for all:
-        same batch, width, dtype, device); shapes and returns as torch.nn's forward."""
-        run_layer = _recurrence().run_layer
+        same batch, width, dtype, device); shapes and returns as torch.nn's forward. ``lengths``
+        (CPU, ``[B]``, from a packed input: ``input`` is then ``[T, B, I]`` whatever
+        ``batch_first`` says) makes a variable-length batch."""
+        recurrence = _recurrence()
+        run_layer = recurrence.run_layer
         lstm = cell == "lstm"
         batched = input.dim() == 3
+        time_first = lengths is not None or not self.batch_first  # a packed batch comes [T, B, I]
         x = input if batched else input.unsqueeze(1)
         if amp is not None:
             x = x.to(amp)
-        if batched and self.batch_first:
+        if batched and not time_first:
             x = x.transpose(0, 1)
         directions = 2 if self.bidirectional else 1
         h0, c0 = self._initial_state(x, hx, lstm, batched, directions)  # None: zeros in the kernel
         if amp is not None:
             h0, c0 = (None if s is None else s.to(amp) for s in (h0, c0))
         h0, c0 = _per_layer(h0), _per_layer(c0)
+        reverse = None  # the reverse direction's time reversal: whole sequences, unless lengths differ
+        if lengths is not None:
+            device_lengths = recurrence.kernel_lengths(lengths, x.shape[0], x.shape[1], x.device)
+            if device_lengths is not None and directions == 2:
+                reverse = _reversal(lengths, x.shape[0], x.device)
+            lengths = device_lengths
         # Weights as torch.nn's own forward takes them, from _flat_weights (per layer and
         # direction: w_ih, w_hh, then b_ih, b_hh when there is a bias).
         weights = self._flat_weights
@@ -155,18 +184,18 @@ class _KernelPath:
                     w = [*w, None, None]
                 if amp is not None:
                     w = [None if t is None else t.to(amp) for t in w]
-                # The reverse direction is the forward kernel on the time-reversed sequence.
-                inp = layer_input.flip(0) if d else layer_input
+                # The reverse direction is the forward kernel on the time-reversed sequences.
+                inp = _reversed(layer_input, reverse) if d else layer_input
                 out, h_n, c_n = run_layer(cell, inp, None if h0 is None else h0[idx], None if c0 is None else c0[idx],
-                                          *w, launch)
-                outputs.append(out.flip(0) if d else out)
+                                          *w, launch, lengths)
+                outputs.append(_reversed(out, reverse) if d else out)
                 finals_h.append(h_n)
                 finals_c.append(c_n)
             layer_input = outputs[0] if directions == 1 else torch.cat(outputs, dim=2)
             if self.dropout and self.training and k < self.num_layers - 1:
                 layer_input = F.dropout(layer_input, self.dropout, training=True)
         output = layer_input
-        if batched and self.batch_first:
+        if batched and not time_first:
             output = output.transpose(0, 1)
         # Each layer's final states come as [1, B, H]: one layer's are the module's as they are.
         if len(finals_h) == 1:
@@ -198,6 +227,22 @@ class _KernelPath:
         return states[0], (states[1] if lstm else None)
 
 
+def _reversal(lengths: torch.Tensor, seq_len: int, device) -> torch.Tensor:
+    """``[T, B]`` step indices on ``device`` reversing each sequence within its own length
+    (step t of sequence b reads step ``lengths[b] - 1 - t``; padding stays where it is), as the
+    reverse direction of a packed batch reads it."""
+    steps = torch.arange(seq_len).unsqueeze(1)
+    return torch.where(steps < lengths, lengths - 1 - steps, steps).to(device)
+
+
+def _reversed(x: torch.Tensor, reversal: torch.Tensor | None) -> torch.Tensor:
+    """``x [T, B, F]`` reversed in time: whole (``reversal`` None), or each sequence within its
+    own length (:func:`_reversal`). Either is its own inverse."""
+    if reversal is None:
+        return x.flip(0)
+    return x.gather(0, reversal.unsqueeze(2).expand(-1, -1, x.shape[2]))
+
+
 def _per_layer(state: torch.Tensor | None) -> tuple[torch.Tensor, ...] | None:
     """``state [L*D, B, H]`` as one ``[1, B, H]`` tensor per layer and direction (None stays
     None): one layer's as it is (the kernels read ``[1, B, H]`` as ``[B, H]``), several by
@@ -212,11 +257,12 @@ def _per_layer(state: torch.Tensor | None) -> tuple[torch.Tensor, ...] | None:
 class LSTM(_KernelPath, nn.LSTM):
     """torch.nn.LSTM on rnnbench's kernels; ``backend`` as in the module docstring.
 
-    Shapes: input ``[T, B, I]`` (``[B, T, I]`` with ``batch_first``, ``[T, I]`` unbatched); ``hx``
+    Shapes: input ``[T, B, I]`` (``[B, T, I]`` with ``batch_first``, ``[T, I]`` unbatched, or a
+    ``PackedSequence`` returning one); ``hx``
     a pair ``(h0, c0)`` of ``[L*D, B, H]``; returns ``(output [T, B, D*H], (h_n, c_n))``.
 
     Raises:
-        ValueError: an unknown backend. TypeError: a PackedSequence input.
+        ValueError: an unknown backend.
         RuntimeError: ``backend="triton"`` on a call the kernels cannot run.
     """
 

@@ -7,7 +7,9 @@ units, keep their recurrent weights on chip and meet at a grid-wide barrier each
 projection and the weight gradients are large matmuls outside. See ``docs/kernels.md``.
 
 Devices: CUDA; also the CPU when ``TRITON_INTERPRET=1`` is set (Triton's interpreter, slow, for
-tests). Parameters carry torch.nn's names, so canonical weights load as they are.
+tests). Parameters carry torch.nn's names, so canonical weights load as they are. A
+variable-length batch goes in packed, as for ``torch-nn``: the kernels run every sequence to the
+longest one's end, each keeping its state past its own (docs/kernels.md, "Variable lengths").
 
 Lane ``triton-graph``: the same modules with the whole step captured once in a CUDA graph and
 replayed, as ``torch-nn-graph`` does for cuDNN; it shows what the host's work per call costs our
@@ -45,6 +47,7 @@ def make_lane() -> Lane:
         build_triton,
         devices=devices,
         requires=("triton",),
+        lengths="packed",  # as torch-nn: a PackedSequence, each sequence its own length in the kernels
     )
 
 

@@ -4,7 +4,8 @@ and shared memory overruns show up on a CPU-only machine (the interpreter checks
 not this).
 
     python -m rnnbench.ops.aot            # every kernel on the benchmark shapes' default plans, sm_90
-    python -m rnnbench.ops.aot --quick    # every kernel once, each weight path
+    python -m rnnbench.ops.aot --quick    # every kernel once, each weight path, with and without lengths
+    python -m rnnbench.ops.aot --lengths  # the benchmark shapes with and without lengths
     python -m rnnbench.ops.aot --sass DIR # also write each kernel's TTGIR and SASS under DIR
 
 Pointer arguments are compiled as a launch sees them: 16-byte aligned (Triton specialises an
@@ -79,10 +80,10 @@ QUICK_SHAPES = [("lstm", torch.bfloat16, 16, 768, "ieee"), ("gru", torch.float32
 
 
 def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: int, plan: Plan,
-                   precision: str = "ieee", save: bool = True, capability: int = 90):
+                   precision: str = "ieee", save: bool = True, capability: int = 90, lengths: bool = False):
     """Compile one kernel for ``sm_<capability>``; returns Triton's CompiledKernel (``.asm`` holds
     ``ttgir``, ``ptx``, ``cubin``; ``.metadata.shared`` the shared memory in bytes). ``cell`` is
-    ``lstm``, ``gru`` or ``rnn``."""
+    ``lstm``, ``gru`` or ``rnn``; ``lengths``: the variable-length variant (``HAS_LENGTHS``)."""
     split_k = direction == "backward" and plan.split_k
     fn = KERNELS[(cell, direction, "split_k") if split_k else (cell, direction)]
     names = fn.arg_names
@@ -94,10 +95,11 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
                       K_PAD=kp, CHUNKS=chunks, W_RESIDENT=plan.w_resident, ON_CHIP=plan.h_on_chip, PRECISION=precision,
                       UPCAST=False, FAST_ACT=plan.fast_activations, SPLIT_ONCE=split_once_level(plan),
                       CHIP_SPLIT=chip_split_level(plan), SAVE=save, RELU=False,
-                      HAS_BIAS=True, HAS_H0=True, HAS_C0=True, HAS_D_OUT=True, HAS_D_H_N=True, HAS_D_C_N=True)
+                      HAS_BIAS=True, HAS_H0=True, HAS_C0=True, HAS_D_OUT=True, HAS_D_H_N=True, HAS_D_C_N=True,
+                      HAS_LENGTHS=lengths)
     constexprs = {k: v for k, v in constexprs.items() if k in names}
     f32 = F32_POINTERS - ({"partials_ptr"} if plan.half_partials else set())
-    pointers = {"counters_ptr": "*i32", **{name: "*fp32" for name in f32}}
+    pointers = {"counters_ptr": "*i32", "lengths_ptr": "*i32", **{name: "*fp32" for name in f32}}
     return _compile(fn, constexprs, pointers, POINTER[dtype], plan.num_warps, plan.num_stages, capability)
 
 
@@ -189,22 +191,26 @@ def main(argv: list[str]) -> int:
     multiprocessors) and print registers, spills and shared memory; exit 1 on a failure."""
     failures = 0
     shapes = QUICK_SHAPES if "--quick" in argv else BENCHMARK_SHAPES
+    # the variable-length variant (HAS_LENGTHS) beside each kernel, or only the kernel as it is
+    variants = (False, True) if "--quick" in argv or "--lengths" in argv else (False,)
     out_dir = Path(argv[argv.index("--sass") + 1]) if "--sass" in argv else None
     if out_dir:
         out_dir.mkdir(parents=True, exist_ok=True)
     cuda = torch.device("cuda")
-    for cell, dtype, batch, hidden, precision in shapes:
+    for (cell, dtype, batch, hidden, precision), lengths in itertools.product(shapes, variants):
         for direction in ("forward", "backward"):
             plan = choose_plan(batch, hidden, GATES[cell], dtype, cuda, multiprocessors=132, precision=precision,
                                direction=direction)
-            label = (f"{cell}-{direction}-{str(dtype).removeprefix('torch.')}-B{batch}-H{hidden}-{precision} "
+            label = (f"{cell}-{direction}-{str(dtype).removeprefix('torch.')}-B{batch}-H{hidden}-{precision}"
+                     f"{'-lengths' if lengths else ''} "
                      f"bb={plan.block_b} bh={plan.block_h} res={int(plan.w_resident)} bk={plan.block_k} "
                      f"w={plan.num_warps} st={plan.num_stages} chip={int(plan.h_on_chip)} "
                      f"fast={int(plan.fast_activations)} split={int(plan.split_k)} once={split_once_level(plan)} "
                      f"progs={math.prod(plan.grid(batch, hidden))}")
             try:
                 compiled = compile_kernel(cell, direction, dtype, hidden, plan,
-                                          backward_precision(precision, GATES[cell]) if direction == "backward" else precision)
+                                          backward_precision(precision, GATES[cell]) if direction == "backward" else precision,
+                                          lengths=lengths)
                 print(f"ok    {label} {resource_usage(compiled)}", flush=True)
                 if out_dir:
                     stem = label.split()[0]

@@ -175,6 +175,39 @@ def _back_tile(B, H: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr,
 
 
 @triton.jit
+def _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS: tl.constexpr):
+    """The lengths of this program's batch rows (``[BLOCK_B]`` int32, from ``lengths [B]``) for a
+    variable-length batch; without ``HAS_LENGTHS`` a stand-in that no step reads."""
+    if HAS_LENGTHS:
+        lengths = tl.load(lengths_ptr + rows, mask=row_mask, other=0)
+    else:
+        lengths = 0
+    return lengths
+
+
+@triton.jit
+def _where_running(t, lengths, running, finished, HAS_LENGTHS: tl.constexpr):
+    """Per batch row (column of a ``[BLOCK_H, BLOCK_B]`` tile): ``running`` where step ``t`` is
+    inside the row's sequence (``t < lengths[row]``), ``finished`` past its end. A finished row
+    keeps its state and passes its gradients through unchanged, as a sequence run alone would
+    (``rnnbench.reference.reference_forward``). Without ``HAS_LENGTHS``, ``running`` as it is: the
+    compiled step is the one without lengths."""
+    if HAS_LENGTHS:
+        running = tl.where((t < lengths)[None, :], running, finished)
+    return running
+
+
+@triton.jit
+def _gradient_in(t, lengths, d_h_rec, d_out, zero, HAS_LENGTHS: tl.constexpr):
+    """Backward step ``t``'s ``(d_h, d_h_cell)``: the gradient reaching h_t (from step t+1 and the
+    output) and the one the cell's own gradients start from -- the same while the row runs; past
+    its end zero, the output gradient ignored (that output is a constant zero) and ``d_h`` handed
+    to h_{t-1} unchanged by the caller (:func:`_where_running`)."""
+    d_h = d_h_rec + _where_running(t, lengths, d_out, zero, HAS_LENGTHS)
+    return d_h, _where_running(t, lengths, d_h, zero, HAS_LENGTHS)
+
+
+@triton.jit
 def _previous_h(h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask, HAS_H0: tl.constexpr):
     """Where step ``t`` reads ``h_{t-1}`` and which batch rows are live: slot ``t`` of the
     exchange buffer, except at ``t == 0``, where h0 is read where it lies (or, without h0, no row

@@ -15,17 +15,18 @@ def layer_weights(w_ih, w_hh, b_ih=None, b_hh=None) -> dict[str, torch.Tensor]:
     return {"weight_ih_l0": w_ih, "weight_hh_l0": w_hh, "bias_ih_l0": b_ih, "bias_hh_l0": b_hh}
 
 
-def naive_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None):
-    """One layer, one direction: ``(output [T, B, H], h_n [B, H], c_n [B, H] or None)``."""
+def naive_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None, lengths=None):
+    """One layer, one direction: ``(output [T, B, H], h_n [B, H], c_n [B, H] or None)``;
+    ``lengths [B]`` or None (a variable-length batch, as ``rnnbench.reference.reference_forward``)."""
     from .gru.naive import gru_naive
     from .lstm.naive import lstm_naive
     from .rnn.naive import rnn_naive
 
     if cell == "lstm":
-        return lstm_naive(x, h0, c0, w_ih, w_hh, b_ih, b_hh)
+        return lstm_naive(x, h0, c0, w_ih, w_hh, b_ih, b_hh, lengths)
     if cell == "gru":
-        return (*gru_naive(x, h0, w_ih, w_hh, b_ih, b_hh), None)
-    return (*rnn_naive(x, h0, w_ih, w_hh, b_ih, b_hh, nonlinearity=cell.removeprefix("rnn_")), None)
+        return (*gru_naive(x, h0, w_ih, w_hh, b_ih, b_hh, lengths), None)
+    return (*rnn_naive(x, h0, w_ih, w_hh, b_ih, b_hh, cell.removeprefix("rnn_"), lengths), None)
 
 
 def naive_network(cell: str, params: dict[str, torch.Tensor], x, hx, num_layers: int,

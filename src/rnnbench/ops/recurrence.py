@@ -179,15 +179,18 @@ class _Launch:
         """The backward kernel's grid."""
         return self.backward.grid(self.batch_size, self.hidden_size)
 
-    def forward_constexprs(self, has_bias: bool, has_h0: bool, save: bool, has_c0: bool) -> Constexprs:
+    def forward_constexprs(self, has_bias: bool, has_h0: bool, save: bool, has_c0: bool,
+                           has_lengths: bool = False) -> Constexprs:
         """The forward kernel's compile-time arguments with these flags (built once per flags)."""
-        return self._cached(("forward", has_bias, has_h0, save, has_c0), lambda: self._with_flags(
-            self.forward_meta, HAS_BIAS=has_bias, HAS_H0=has_h0, SAVE=save, HAS_C0=has_c0))
+        return self._cached(("forward", has_bias, has_h0, save, has_c0, has_lengths), lambda: self._with_flags(
+            self.forward_meta, HAS_BIAS=has_bias, HAS_H0=has_h0, SAVE=save, HAS_C0=has_c0, HAS_LENGTHS=has_lengths))
 
-    def backward_constexprs(self, has_d_out: bool, has_d_h_n: bool, has_d_c_n: bool) -> Constexprs:
+    def backward_constexprs(self, has_d_out: bool, has_d_h_n: bool, has_d_c_n: bool,
+                            has_lengths: bool = False) -> Constexprs:
         """The backward kernel's compile-time arguments with these flags (built once per flags)."""
-        return self._cached(("backward", has_d_out, has_d_h_n, has_d_c_n), lambda: self._with_flags(
-            self.backward_meta, HAS_D_OUT=has_d_out, HAS_D_H_N=has_d_h_n, HAS_D_C_N=has_d_c_n))
+        return self._cached(("backward", has_d_out, has_d_h_n, has_d_c_n, has_lengths), lambda: self._with_flags(
+            self.backward_meta, HAS_D_OUT=has_d_out, HAS_D_H_N=has_d_h_n, HAS_D_C_N=has_d_c_n,
+            HAS_LENGTHS=has_lengths))
 
     def _with_flags(self, meta: dict, **flags) -> Constexprs:
         """``meta`` and the call's flags: the cell state's (``HAS_C0``, ``HAS_D_C_N``) for the
@@ -245,9 +248,11 @@ def _cached_launch(cell, batch_size, hidden_size, dtype, device, precision, over
     return _Launch(*plans, precision, upcast_dot(dtype), hidden_size, cell, batch_size)
 
 
-def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Launch, save: bool):
+def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Launch, save: bool, lengths=None):
     """Run the forward kernel. ``x_proj [T, B, G*H]`` (no bias), ``h0``/``c0`` ``[B, H]`` or
-    ``[1, B, H]`` (contiguous) or None (zeros), biases ``[G*H]`` or None.
+    ``[1, B, H]`` (contiguous) or None (zeros), biases ``[G*H]`` or None, ``lengths`` None or
+    int32 ``[B]`` on the device (a variable-length batch: past its own length a sequence keeps
+    its state and its output is zero, as ``rnnbench.reference.reference_forward``).
 
     Returns ``(h_buf [T+1, B, H], h_n, c_n, saved, c_buf)``: ``h_buf[1:]`` is the output
     (``h_buf[0]`` holds h0 only when saving), ``h_n``/``c_n`` ``[1, B, H]`` (the shape a
@@ -262,10 +267,12 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     h_buf = torch.empty(T + 1, B, H, device=dev, dtype=dtype)
     h_n = torch.empty(1, B, H, device=dev, dtype=dtype)
     lstm = cell == "lstm"
-    constexprs = launch.forward_constexprs(b_ih is not None, h0 is not None, save, lstm and c0 is not None)
+    constexprs = launch.forward_constexprs(b_ih is not None, h0 is not None, save, lstm and c0 is not None,
+                                           lengths is not None)
     # Absent tensors are zeros inside the kernel; a buffer of ours stands in for their pointers.
     biases = (b_ih, b_hh) if b_ih is not None else (w_hh, w_hh)
     h0 = h_buf if h0 is None else h0
+    lengths = h_n if lengths is None else lengths
     f32 = dict(device=dev, dtype=torch.float32)
     # 3xTF32 with operands split once (Plan.split_once): W_hh's split copy [2, G*H, H] (each program
     # writes its own rows) and h's exchange buffer, two slots of (high parts, remainders) [2, 2, B, H].
@@ -278,21 +285,22 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
         c_buf = torch.empty(T + 1, B, H, **f32) if save else h_n
         saved = torch.empty(T, B, 4 * H, **f32) if save else h_n
         # The caller's tensors lead (they decide the specialisation); the rest are allocated here.
-        args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, h_buf, h_n, c_n, c_buf, saved, w_split,
-                h_split, counters, T, B)
-        _LSTM_FORWARD(grid, args, constexprs, stream, keyed=6)
+        args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, lengths, h_buf, h_n, c_n, c_buf, saved,
+                w_split, h_split, counters, T, B)
+        _LSTM_FORWARD(grid, args, constexprs, stream, keyed=7)
         if not save:
             c_buf = saved = None
         return h_buf, h_n, c_n, saved, c_buf
     saved = torch.empty(T, B, (4 if cell == "gru" else 1) * H, **f32) if save else h_n
-    args = (x_proj, w_hh, *biases, h0, h_buf, h_n, saved, w_split, h_split, counters, T, B)
-    (_GRU_FORWARD if cell == "gru" else _RNN_FORWARD)(grid, args, constexprs, stream, keyed=5)
+    args = (x_proj, w_hh, *biases, h0, lengths, h_buf, h_n, saved, w_split, h_split, counters, T, B)
+    (_GRU_FORWARD if cell == "gru" else _RNN_FORWARD)(grid, args, constexprs, stream, keyed=6)
     return h_buf, h_n, None, saved if save else None, None
 
 
-def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_hh, launch: _Launch):
+def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_hh, launch: _Launch, lengths=None):
     """Run the backward kernel. ``d_out [T, B, H]``, ``d_h_n``/``d_c_n`` ``[B, H]`` or ``[1, B, H]``
-    (contiguous), each None when no gradient flows there (zeros inside the kernel).
+    (contiguous), each None when no gradient flows there (zeros inside the kernel); ``lengths`` as
+    the forward's (``d_out`` past a sequence's end is ignored).
 
     Returns ``(d_gates_x, d_gates_h, d_h0, d_c0)``: gradients of the input-side and recurrent
     pre-activations ``[T, B, G*H]`` (the same tensor except for the GRU), ``d_h0`` and ``d_c0``
@@ -304,37 +312,39 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
     grid = launch.backward_grid
     counters, stream = _counters(2 * grid[1], dev)
     d_h0 = torch.empty(B, H, device=dev, dtype=dtype)
-    constexprs = launch.backward_constexprs(d_out is not None, d_h_n is not None, d_c_n is not None)
+    constexprs = launch.backward_constexprs(d_out is not None, d_h_n is not None, d_c_n is not None,
+                                            lengths is not None)
     d_out = h_buf if d_out is None else d_out  # unused pointer when absent
     d_h_n = d_h0 if d_h_n is None else d_h_n
+    lengths = d_h0 if lengths is None else lengths
     if plan_.split_k:  # the LSTM's and GRU's (choose_plan refuses the RNN's): W_hh as it is, partials of dh
         partials = torch.empty(2, grid[0], B, H, device=dev, dtype=dtype if plan_.half_partials else torch.float32)
         if cell == "lstm":
             d_gates = torch.empty(T, B, 4 * H, device=dev, dtype=dtype)
             d_c0 = torch.empty_like(d_h0)
             _LSTM_BACKWARD_SPLIT_K(grid, (d_out, d_h_n, d_c0 if d_c_n is None else d_c_n, saved, c_buf, w_hh, d_gates,
-                                          d_h0, d_c0, partials, counters, T, B), constexprs, stream)
+                                          d_h0, d_c0, lengths, partials, counters, T, B), constexprs, stream)
             return d_gates, d_gates, d_h0, d_c0
         d_gates_h = torch.empty(T, B, 3 * H, device=dev, dtype=dtype)
         d_gates_x = torch.empty_like(d_gates_h)
-        _GRU_BACKWARD_SPLIT_K(grid, (d_out, d_h_n, saved, h_buf, w_hh, d_gates_h, d_gates_x, d_h0, partials, counters,
-                                     T, B), constexprs, stream)
+        _GRU_BACKWARD_SPLIT_K(grid, (d_out, d_h_n, saved, h_buf, w_hh, d_gates_h, d_gates_x, d_h0, lengths, partials,
+                                     counters, T, B), constexprs, stream)
         return d_gates_x, d_gates_h, d_h0, None
     w_hh_t = w_hh.t().contiguous()  # our units' columns of W_hh as contiguous rows
     if cell == "lstm":
         d_gates = torch.empty(T, B, 4 * H, device=dev, dtype=dtype)
         d_c0 = torch.empty_like(d_h0)
         _LSTM_BACKWARD(grid, (d_out, d_h_n, d_c0 if d_c_n is None else d_c_n, saved, c_buf, w_hh_t, d_gates, d_h0,
-                              d_c0, counters, T, B), constexprs, stream)
+                              d_c0, lengths, counters, T, B), constexprs, stream)
         return d_gates, d_gates, d_h0, d_c0
     if cell == "gru":
         d_gates_h = torch.empty(T, B, 3 * H, device=dev, dtype=dtype)
         d_gates_x = torch.empty_like(d_gates_h)
-        _GRU_BACKWARD(grid, (d_out, d_h_n, saved, h_buf, w_hh_t, d_gates_h, d_gates_x, d_h0, counters, T, B),
-                      constexprs, stream)
+        _GRU_BACKWARD(grid, (d_out, d_h_n, saved, h_buf, w_hh_t, d_gates_h, d_gates_x, d_h0, lengths, counters, T,
+                             B), constexprs, stream)
         return d_gates_x, d_gates_h, d_h0, None
     d_pre = torch.empty(T, B, H, device=dev, dtype=dtype)
-    _RNN_BACKWARD(grid, (d_out, d_h_n, saved, w_hh_t, d_pre, d_h0, counters, T, B), constexprs, stream)
+    _RNN_BACKWARD(grid, (d_out, d_h_n, saved, w_hh_t, d_pre, d_h0, lengths, counters, T, B), constexprs, stream)
     return d_pre, d_pre, d_h0, None
 
 
@@ -342,10 +352,10 @@ def _contiguous(t):
     return None if t is None else t.contiguous()
 
 
-def _layer_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save):
+def _layer_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save, lengths):
     """The input projection and the forward kernel: ``(output, h_n, c_n, h_buf, saved, c_buf)``."""
     x_proj = input_projection(x, w_ih, launch.precision, launch.upcast)  # [T, B, G*H], rows of stride G*H
-    h_buf, h_n, c_n, saved, c_buf = recurrence_forward(cell, x_proj, w_hh, b_ih, b_hh, h0, c0, launch, save)
+    h_buf, h_n, c_n, saved, c_buf = recurrence_forward(cell, x_proj, w_hh, b_ih, b_hh, h0, c0, launch, save, lengths)
     return h_buf[1:], h_n, c_n, h_buf, saved, c_buf
 
 
@@ -353,11 +363,12 @@ class RecurrentLayer(torch.autograd.Function):
     """Autograd wrapper of one layer, one direction. See :func:`recurrent_layer`."""
 
     @staticmethod
-    def forward(ctx, x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save):
-        out, h_n, c_n, h_buf, saved, c_buf = _layer_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save)
+    def forward(ctx, x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save, lengths):
+        out, h_n, c_n, h_buf, saved, c_buf = _layer_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save,
+                                                            lengths)
         if save:
             ctx.save_for_backward(x, w_ih, w_hh, h_buf, saved, c_buf)
-        ctx.cell, ctx.launch, ctx.has_bias = cell, launch, b_ih is not None
+        ctx.cell, ctx.launch, ctx.has_bias, ctx.lengths = cell, launch, b_ih is not None, lengths
         ctx.h0_shape = None if h0 is None else h0.shape  # [B, H] or [1, B, H]: their gradients' shapes
         ctx.c0_shape = None if c0 is None else c0.shape
         # An output without a gradient (h_n, c_n of a language model's carried state) arrives as
@@ -379,7 +390,7 @@ class RecurrentLayer(torch.autograd.Function):
         T, B, H = h_buf.shape[0] - 1, h_buf.shape[1], h_buf.shape[2]
         d_gx, d_gh, d_h0, d_c0 = recurrence_backward(ctx.cell, _contiguous(d_out), _contiguous(d_h_n),
                                                      _contiguous(d_c_n) if ctx.cell == "lstm" else None,
-                                                     saved, c_buf, h_buf, w_hh, ctx.launch)
+                                                     saved, c_buf, h_buf, w_hh, ctx.launch, ctx.lengths)
         need = ctx.needs_input_grad
         bias = ctx.has_bias
         flat_gx = d_gx.view(T * B, -1)
@@ -390,10 +401,10 @@ class RecurrentLayer(torch.autograd.Function):
         dx = grads.dx.view(T, B, -1) if need[0] else None
         dh0 = d_h0.view(ctx.h0_shape) if need[1] else None
         dc0 = d_c0.view(ctx.c0_shape) if d_c0 is not None and need[2] else None
-        return dx, dh0, dc0, grads.dw_ih, grads.dw_hh, grads.db_ih, grads.db_hh, None, None, None
+        return dx, dh0, dc0, grads.dw_ih, grads.dw_hh, grads.db_ih, grads.db_hh, None, None, None, None
 
 
-def recurrent_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None):
+def recurrent_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None, lengths=None):
     """One layer, one direction, forward in time, on the Triton kernels; differentiable.
 
     Args:
@@ -401,20 +412,49 @@ def recurrent_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None):
         x: ``[T, B, I]``. h0, c0: ``[B, H]`` or None for zeros (``c0`` LSTM only, else None).
         w_ih ``[G*H, I]``, w_hh ``[G*H, H]``, b_ih/b_hh ``[G*H]`` or None: torch.nn layout and
         gate order (i, f, g, o; r, z, n). All tensors on one device, in one dtype.
+        lengths: None, or ``[B]`` integers from 0 to T (any device; read once on the host): a
+        variable-length batch, sequence ``b`` the first ``lengths[b]`` steps of ``x[:, b]``.
+        Past its end a sequence keeps its state (``h_n``, ``c_n`` are its own last step's), its
+        output is zero and gets no gradient, and the padded inputs get none: what
+        ``torch.nn.utils.rnn.pack_padded_sequence`` gives torch.nn (and
+        :func:`rnnbench.reference.reference_forward` with ``lengths``).
 
     Returns:
         ``(output [T, B, H], h_n [B, H], c_n [B, H] or None)``.
 
     Raises:
-        ValueError: the kernels refuse this call (see :func:`refusal`).
+        ValueError: the kernels refuse this call (see :func:`refusal`), or ``lengths`` is not
+        ``[B]`` integers from 0 to T.
     """
     T, B, _ = x.shape
     H = w_hh.shape[1]
     reason = refusal(cell, B, H, x.dtype, x.device)
     if reason:
         raise ValueError(f"the Triton {cell} kernels cannot run this call: {reason}")
-    out, h_n, c_n = run_layer(cell, x, h0, c0, w_ih, w_hh, b_ih, b_hh, layer_launch(cell, B, H, x.dtype, x.device))
+    out, h_n, c_n = run_layer(cell, x, h0, c0, w_ih, w_hh, b_ih, b_hh, layer_launch(cell, B, H, x.dtype, x.device),
+                              kernel_lengths(lengths, T, B, x.device))
     return out, h_n.squeeze(0), None if c_n is None else c_n.squeeze(0)
+
+
+def kernel_lengths(lengths, seq_len: int, batch_size: int, device: torch.device):
+    """``lengths`` (``[B]`` integers, any device) as the kernels take them: int32 on ``device``;
+    None when there are none or every sequence is ``seq_len`` long (the kernels without lengths,
+    which compute the same).
+
+    Raises:
+        ValueError: not ``[batch_size]`` integers from 0 to ``seq_len``.
+    """
+    if lengths is None:
+        return None
+    if lengths.shape != (batch_size,) or lengths.is_floating_point() or lengths.is_complex():
+        raise ValueError(f"lengths must be {batch_size} integers (one per sequence), got {lengths.dtype} "
+                         f"of shape {tuple(lengths.shape)}")
+    low, high = int(lengths.min()), int(lengths.max())
+    if low < 0 or high > seq_len:
+        raise ValueError(f"lengths must be from 0 to seq_len ({seq_len}); got {low} to {high}")
+    if low == seq_len:
+        return None
+    return lengths.to(device=device, dtype=torch.int32).contiguous()
 
 
 def layer_launch(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtype, device: torch.device) -> _Launch:
@@ -424,12 +464,12 @@ def layer_launch(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtyp
     return _cached_launch(*_setting(cell, batch_size, hidden_size, dtype, device))
 
 
-def run_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih, b_hh, launch: _Launch):
+def run_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih, b_hh, launch: _Launch, lengths=None):
     """:func:`recurrent_layer` without its checks, for callers that made them (``rnnbench.nn``
     checks once per call of a stack, and takes ``launch`` from :func:`layer_launch` once for all
     its layers). Same arguments, except that ``h0``/``c0`` may also be ``[1, B, H]`` (a one-layer
-    module's state as it comes; their gradients take their shape); returns ``h_n``/``c_n`` as
-    ``[1, B, H]``.
+    module's state as it comes; their gradients take their shape), ``lengths`` comes as
+    :func:`kernel_lengths` returns it; returns ``h_n``/``c_n`` as ``[1, B, H]``.
 
     Raises:
         ValueError: ``seq_len`` is 0.
@@ -440,7 +480,7 @@ def run_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih, b_hh, launch: _Launch):
         t is not None and t.requires_grad for t in (h0, c0, b_ih, b_hh)))
     # The kernels read rows of stride H: contiguous tensors (a no-op call for those that are).
     args = (x, _contiguous(h0), _contiguous(c0) if cell == "lstm" else None, w_ih.contiguous(), w_hh.contiguous(),
-            _contiguous(b_ih), _contiguous(b_hh), cell, launch, save)
+            _contiguous(b_ih), _contiguous(b_hh), cell, launch, save, lengths)
     if not torch.is_autocast_enabled(x.device.type):
         # Nothing to record when no gradient is wanted (autograd's Function machinery costs host
         # time on every call).

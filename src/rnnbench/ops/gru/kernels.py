@@ -19,22 +19,24 @@ import triton
 import triton.language as tl
 
 from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _columns_matmul, _forward_weights, _gate_bias,
-                      _gate_columns, _load_f32, _load_weight_columns, _on_chip_columns, _program_tile, _publish_h,
-                      _recurrent_matmul, _release_counters, _resident_stack_t, _split_gates, _split_h0,
-                      _split_k_arrive, _split_k_sum, _stack_gates, _stacked_rows, _wait)
+                      _gate_columns, _gradient_in, _load_f32, _load_weight_columns, _on_chip_columns, _program_tile,
+                      _publish_h, _recurrent_matmul, _release_counters, _resident_stack_t, _row_lengths, _split_gates,
+                      _split_h0, _split_k_arrive, _split_k_sum, _stack_gates, _stacked_rows, _wait, _where_running)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
 def gru_forward_kernel(
-    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr,
+    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, lengths_ptr,
     h_buf_ptr, h_n_ptr, saved_ptr, w_split_ptr, h_split_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
-    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr,
+    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr, HAS_LENGTHS: tl.constexpr,
 ):
+    """``HAS_LENGTHS``: a variable-length batch (``lengths [B]`` int32), as the LSTM's forward."""
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
+    lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
     gid = rows[None, :] * (3 * H) + units[:, None]  # gate r of a [B, 3H] plane
     sid = rows[None, :] * (4 * H) + units[:, None]  # r of a [B, 4H] saved plane
     plane_h = B.to(tl.int64) * H
@@ -69,9 +71,9 @@ def gru_forward_kernel(
         z = _act_sigmoid(a_z + x_z + bias_z, FAST_ACT)
         hn = a_n + bias_hn
         n = _act_tanh(x_n + bias_xn + r * hn, FAST_ACT)
-        h = n + z * (h - n)
+        h = _where_running(t, lengths, n + z * (h - n), h, HAS_LENGTHS)
         # h published: arrive now, store and load the rest, then wait
-        _publish_h(h, h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask, counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE)
+        _publish_h(_where_running(t, lengths, h, zero, HAS_LENGTHS), h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask, counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE)
         if SAVE:
             s_t = saved_ptr + t * plane_s
             tl.store(s_t + sid + 0 * H, r, mask=mask)
@@ -158,19 +160,21 @@ def _store_grads(dg_t, dx_t, gid, mask, H: tl.constexpr, d_r, d_z, d_hn, d_n):
 @triton.jit(do_not_specialize=["T", "B"])
 def gru_backward_kernel(
     d_out_ptr, d_h_n_ptr, saved_ptr, h_buf_ptr, w_hh_t_ptr, d_gates_h_ptr, d_gates_x_ptr, d_h0_ptr,
-    counters_ptr,
+    lengths_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+    HAS_LENGTHS: tl.constexpr,
 ):
     """Reverse-time recurrence. Writes ``d_gates_h [T, B, 3H]``, the gradients of the recurrent
     pre-activations ``(W_hr h, W_hz h, W_hn h + b_hn)``, and ``d_gates_x [T, B, 3H]``, those of
     the input-side ones ``(W_ir x, W_iz x, W_in x)``: the same r and z, but n without the factor r.
     Both in the weights' dtype, written here so that no copy joins them afterwards; and ``d_h0``.
-    ``w_hh_t`` is ``W_hh^T`` (``[H, 3H]``, contiguous)."""
+    ``w_hh_t`` is ``W_hh^T`` (``[H, 3H]``, contiguous). ``HAS_LENGTHS``: as the LSTM's backward."""
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid, gid, plane_h, plane_g = _back_tile(B, H, BLOCK_B,
                                                                                                   BLOCK_H, 3)
+    lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
     sid = rows[None, :] * (4 * H) + units[:, None]  # the saved activations' [B, 4H] plane
     plane_s = B.to(tl.int64) * (4 * H)
 
@@ -186,7 +190,8 @@ def gru_backward_kernel(
     while s < T:
         t = T - 1 - s
         dg_t = d_gates_h_ptr + t * plane_g
-        d_r, d_z, d_hn, direct = _cell_step_back(d_h_rec + d_out, r, z, n, hn, h_prev, dg_t,
+        d_h, d_h_cell = _gradient_in(t, lengths, d_h_rec, d_out, zero, HAS_LENGTHS)
+        d_r, d_z, d_hn, direct = _cell_step_back(d_h_cell, r, z, n, hn, h_prev, dg_t,
                                                  d_gates_x_ptr + t * plane_g, gid, mask, H)
         if not ON_CHIP:  # our gate gradients published: arrive, then the next step's loads, then wait
             _arrive(counters_ptr + pid_b)
@@ -199,6 +204,7 @@ def gru_backward_kernel(
             _wait(counters_ptr + pid_b, tl.num_programs(0) * (s + 1))
             d_h_rec = _columns_matmul(w, w_hh_t_ptr, units, unit_mask, dg_t, rows, row_mask, direct, H, 3, 4, K_PAD,
                                       BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
+        d_h_rec = _where_running(t, lengths, d_h_rec, d_h, HAS_LENGTHS)  # a finished row's passes through
         s += 1
     tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)
     if not ON_CHIP:
@@ -207,12 +213,12 @@ def gru_backward_kernel(
 
 @triton.jit(do_not_specialize=["T", "B"])
 def gru_backward_split_k_kernel(
-    d_out_ptr, d_h_n_ptr, saved_ptr, h_buf_ptr, w_hh_ptr, d_gates_h_ptr, d_gates_x_ptr, d_h0_ptr, partials_ptr,
-    counters_ptr,
+    d_out_ptr, d_h_n_ptr, saved_ptr, h_buf_ptr, w_hh_ptr, d_gates_h_ptr, d_gates_x_ptr, d_h0_ptr, lengths_ptr,
+    partials_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
-    W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+    W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr, HAS_LENGTHS: tl.constexpr,
 ):
     """Reverse-time recurrence on the forward's split (``Plan.split_k``; see
     ``lstm_backward_split_k_kernel``): each program's share of every unit's ``dh_{t-1}`` is
@@ -225,6 +231,7 @@ def gru_backward_split_k_kernel(
     sid = rows[None, :] * (4 * H) + units[:, None]  # the saved activations' [B, 4H] plane
     plane_s = B.to(tl.int64) * (4 * H)
     programs: tl.constexpr = (H + BLOCK_H - 1) // BLOCK_H  # per batch block: tl.num_programs(0)
+    lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
 
     w_rows, w_valid = _stacked_rows(pid_h, H, 3, 4, BLOCK_H)
     if W_RESIDENT:
@@ -236,8 +243,8 @@ def gru_backward_split_k_kernel(
     s = 0
     while s < T:
         t = T - 1 - s
-        d_r, d_z, d_hn, d_n, direct = _cell_grads(d_h_rec + d_out, r, z, n, hn, h_prev,
-                                                  d_gates_h_ptr.dtype.element_ty)
+        d_h, d_h_cell = _gradient_in(t, lengths, d_h_rec, d_out, zero, HAS_LENGTHS)
+        d_r, d_z, d_hn, d_n, direct = _cell_grads(d_h_cell, r, z, n, hn, h_prev, d_gates_h_ptr.dtype.element_ty)
         grads = _stack_gates(d_r, d_z, d_hn, zero.to(d_r.dtype), BLOCK_H, BLOCK_B)  # fourth block: no gate
         # The partials published first; the gate gradients (no other program reads them) and the
         # next step's saved values after the arrival, before the wait.
@@ -248,6 +255,7 @@ def gru_backward_split_k_kernel(
             d_out, r, z, n, hn, h_prev = _saved_step(t - 1, d_out_ptr, saved_ptr, h_buf_ptr, hid, sid, mask,
                                                      plane_h, plane_s, H, HAS_D_OUT)
         d_h_rec = direct + _split_k_sum(partials_ptr, s, programs, counters_ptr + pid_b, plane_h, hid, mask)
+        d_h_rec = _where_running(t, lengths, d_h_rec, d_h, HAS_LENGTHS)  # a finished row's passes through
         s += 1
     tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)
     _release_counters(counters_ptr)

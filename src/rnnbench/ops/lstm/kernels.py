@@ -19,22 +19,28 @@ import triton
 import triton.language as tl
 
 from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _columns_matmul, _forward_weights, _gate_bias,
-                      _gate_columns, _load_f32, _load_weight_columns, _on_chip_columns, _program_tile, _publish_h,
-                      _recurrent_matmul, _release_counters, _resident_stack_t, _split_gates, _split_h0,
-                      _split_k_arrive, _split_k_sum, _stack_gates, _stacked_rows, _tanh, _wait)
+                      _gate_columns, _gradient_in, _load_f32, _load_weight_columns, _on_chip_columns, _program_tile, _publish_h,
+                      _recurrent_matmul, _release_counters, _resident_stack_t, _row_lengths, _split_gates,
+                      _split_h0, _split_k_arrive, _split_k_sum, _stack_gates, _stacked_rows, _tanh, _wait,
+                      _where_running)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
 def lstm_forward_kernel(
-    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, c0_ptr,
+    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, c0_ptr, lengths_ptr,
     h_buf_ptr, h_n_ptr, c_n_ptr, c_buf_ptr, gates_ptr, w_split_ptr, h_split_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, HAS_C0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
-    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr,
+    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr, HAS_LENGTHS: tl.constexpr,
 ):
+    """``HAS_LENGTHS``: a variable-length batch, sequence ``b`` ``lengths[b]`` steps long (int32
+    ``[B]``). Past its end a row keeps h and c (so ``h_n``, ``c_n`` are its own last step's) and
+    its output is zero; ``h_buf`` holds those zeros there, read by the exchange for nothing (a
+    finished row's new gates are discarded) and by the weight gradients beside zero gate gradients."""
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
+    lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
     gid = rows[None, :] * (4 * H) + units[:, None]  # offsets of gate i into a [B, 4H] plane
     plane_h = B.to(tl.int64) * H
     plane_g = B.to(tl.int64) * (4 * H)
@@ -70,10 +76,10 @@ def lstm_forward_kernel(
         f = _act_sigmoid(a_f + x_f + bias_f, FAST_ACT)
         g = _act_tanh(a_g + x_g + bias_g, FAST_ACT)
         o = _act_sigmoid(a_o + x_o + bias_o, FAST_ACT)
-        c = f * c + i * g
-        h = o * _act_tanh(c, FAST_ACT)
+        c = _where_running(t, lengths, f * c + i * g, c, HAS_LENGTHS)
+        h = _where_running(t, lengths, o * _act_tanh(c, FAST_ACT), h, HAS_LENGTHS)
         # h published: arrive now, store and load the rest, then wait
-        _publish_h(h, h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask, counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE)
+        _publish_h(_where_running(t, lengths, h, zero, HAS_LENGTHS), h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask, counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE)
         if SAVE:
             s_t = gates_ptr + t * plane_g
             tl.store(s_t + gid + 0 * H, i, mask=mask)
@@ -167,18 +173,23 @@ def _store_grads(dg_t, gid, mask, H: tl.constexpr, d_i, d_f, d_g, d_o):
 @triton.jit(do_not_specialize=["T", "B"])
 def lstm_backward_kernel(
     d_out_ptr, d_h_n_ptr, d_c_n_ptr, gates_ptr, c_buf_ptr, w_hh_t_ptr, d_gates_ptr, d_h0_ptr, d_c0_ptr,
-    counters_ptr,
+    lengths_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr, HAS_D_C_N: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+    HAS_LENGTHS: tl.constexpr,
 ):
     """Reverse-time recurrence. Writes ``d_gates [T, B, 4H]`` (gradients of the pre-activations,
     in the weights' dtype), ``d_h0`` and ``d_c0`` (in their pointers' dtype). Step t needs every
     program's ``d_gates[t]`` to form ``dh_{t-1} = d_gates[t] @ W_hh``, hence the barrier.
-    ``w_hh_t`` is ``W_hh^T`` (``[H, 4H]``, contiguous: our units' columns of W_hh are its rows)."""
+    ``w_hh_t`` is ``W_hh^T`` (``[H, 4H]``, contiguous: our units' columns of W_hh are its rows).
+    ``HAS_LENGTHS``: as the forward; past a row's end its gate gradients are zero, ``d_h`` and
+    ``d_c`` pass through unchanged and its output gradient is ignored (that output is a constant
+    zero)."""
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid, gid, plane_h, plane_g = _back_tile(B, H, BLOCK_B,
                                                                                                   BLOCK_H, 4)
+    lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
 
     if ON_CHIP:  # one tile per gate: each gate's gradient is its own operand
         w = _gate_columns(w_hh_t_ptr, units, unit_mask, H, 4, K_PAD)
@@ -193,7 +204,10 @@ def lstm_backward_kernel(
     while s < T:
         t = T - 1 - s
         dg_t = d_gates_ptr + t * plane_g
-        d_i, d_f, d_g, d_o, d_c = _cell_step_back(d_h_rec + d_out, d_c, i, f, g, o, c, c_prev, dg_t, gid, mask, H)
+        d_h, d_h_cell = _gradient_in(t, lengths, d_h_rec, d_out, zero, HAS_LENGTHS)
+        d_c_cell = _where_running(t, lengths, d_c, zero, HAS_LENGTHS)
+        d_i, d_f, d_g, d_o, d_c_prev = _cell_step_back(d_h_cell, d_c_cell, i, f, g, o, c, c_prev, dg_t, gid, mask, H)
+        d_c = _where_running(t, lengths, d_c_prev, d_c, HAS_LENGTHS)
         if not ON_CHIP:  # our gate gradients published: arrive, then the next step's loads, then wait
             _arrive(counters_ptr + pid_b)
         if s + 1 < T:  # the next step's saved values before the wait (no other program writes them)
@@ -206,6 +220,7 @@ def lstm_backward_kernel(
             _wait(counters_ptr + pid_b, tl.num_programs(0) * (s + 1))
             d_h_rec = _columns_matmul(w, w_hh_t_ptr, units, unit_mask, dg_t, rows, row_mask, zero, H, 4, 4, K_PAD,
                                       BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
+        d_h_rec = _where_running(t, lengths, d_h_rec, d_h, HAS_LENGTHS)  # a finished row's passes through
         s += 1
     tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)
     tl.store(d_c0_ptr + hid, d_c.to(d_c0_ptr.dtype.element_ty), mask=mask)
@@ -216,11 +231,11 @@ def lstm_backward_kernel(
 @triton.jit(do_not_specialize=["T", "B"])
 def lstm_backward_split_k_kernel(
     d_out_ptr, d_h_n_ptr, d_c_n_ptr, gates_ptr, c_buf_ptr, w_hh_ptr, d_gates_ptr, d_h0_ptr, d_c0_ptr,
-    partials_ptr, counters_ptr,
+    lengths_ptr, partials_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr, HAS_D_C_N: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
-    W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+    W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr, HAS_LENGTHS: tl.constexpr,
 ):
     """Reverse-time recurrence on the forward's split (``Plan.split_k``): each program multiplies
     its own units' gate gradients by its own rows of ``W_hh`` (the forward's stacked tile,
@@ -232,6 +247,7 @@ def lstm_backward_split_k_kernel(
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid, gid, plane_h, plane_g = _back_tile(B, H, BLOCK_B,
                                                                                                   BLOCK_H, 4)
     programs: tl.constexpr = (H + BLOCK_H - 1) // BLOCK_H  # per batch block: tl.num_programs(0)
+    lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
 
     w_rows, w_valid = _stacked_rows(pid_h, H, 4, 4, BLOCK_H)
     if W_RESIDENT:
@@ -245,7 +261,10 @@ def lstm_backward_split_k_kernel(
     while s < T:
         t = T - 1 - s
         dg_t = d_gates_ptr + t * plane_g
-        d_i, d_f, d_g, d_o, d_c = _cell_grads(d_h_rec + d_out, d_c, i, f, g, o, c, c_prev, dg_t.dtype.element_ty)
+        d_h, d_h_cell = _gradient_in(t, lengths, d_h_rec, d_out, zero, HAS_LENGTHS)
+        d_c_cell = _where_running(t, lengths, d_c, zero, HAS_LENGTHS)
+        d_i, d_f, d_g, d_o, d_c_prev = _cell_grads(d_h_cell, d_c_cell, i, f, g, o, c, c_prev, dg_t.dtype.element_ty)
+        d_c = _where_running(t, lengths, d_c_prev, d_c, HAS_LENGTHS)
         grads = _stack_gates(d_i, d_f, d_g, d_o, BLOCK_H, BLOCK_B)  # in d_gates' dtype, the weights'
         # The partials published first; d_gates (no other program reads it) and the next step's
         # saved values after the arrival, before the wait.
@@ -255,7 +274,8 @@ def lstm_backward_split_k_kernel(
         if s + 1 < T:
             d_out, i, f, g, o, c, c_prev = _saved_step(t - 1, d_out_ptr, gates_ptr, c_buf_ptr, hid, gid, mask,
                                                        plane_h, plane_g, H, HAS_D_OUT)
-        d_h_rec = _split_k_sum(partials_ptr, s, programs, counters_ptr + pid_b, plane_h, hid, mask)
+        d_h_rec = _where_running(t, lengths, _split_k_sum(partials_ptr, s, programs, counters_ptr + pid_b, plane_h,
+                                                          hid, mask), d_h, HAS_LENGTHS)
         s += 1
     tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)
     tl.store(d_c0_ptr + hid, d_c.to(d_c0_ptr.dtype.element_ty), mask=mask)

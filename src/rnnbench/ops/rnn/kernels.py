@@ -13,9 +13,10 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_act_tanh, _arrive, _columns_matmul, _forward_weights, _gate_bias, _load_f32,
+from ..common import (_act_tanh, _arrive, _columns_matmul, _forward_weights, _gate_bias, _gradient_in, _load_f32,
                       _load_stacked_weights, _load_weight_columns, _mma, _mma_split, _program_tile, _publish_h,
-                      _recurrent_matmul, _release_counters, _split_h0, _split_tf32, _stacked_rows, _wait)
+                      _recurrent_matmul, _release_counters, _row_lengths, _split_h0, _split_tf32, _stacked_rows, _wait,
+                      _where_running)
 
 # 3xFP16 (CHIP_SPLIT 2): a remainder is scaled by 2^11 before its rounding to fp16, so that it is
 # as far from fp16's subnormals as its high part (the small products are scaled back after).
@@ -106,18 +107,21 @@ def _chip_split_matmul(w, h, h_scale, h_inv, zero, CHIP_SPLIT: tl.constexpr, SCA
 
 @triton.jit(do_not_specialize=["T", "B"])
 def rnn_forward_kernel(
-    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr,
+    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, lengths_ptr,
     h_buf_ptr, h_n_ptr, saved_ptr, w_split_ptr, h_split_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, RELU: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
     UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr, CHIP_SPLIT: tl.constexpr,
+    HAS_LENGTHS: tl.constexpr,
 ):
     """``CHIP_SPLIT`` (on chip, strict fp32: :attr:`Plan.on_chip_split`): 0 Triton's ``tf32x3`` in
     every product (or no 3xTF32), 1 3xTF32 and 2 3xFP16 from operands split once
-    (:func:`_chip_split_matmul`)."""
+    (:func:`_chip_split_matmul`). ``HAS_LENGTHS``: a variable-length batch (``lengths [B]``
+    int32), as the LSTM's forward."""
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
+    lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
     plane_h = B.to(tl.int64) * H
     out_ty = h_buf_ptr.dtype.element_ty
 
@@ -149,11 +153,11 @@ def rnn_forward_kernel(
             a = _recurrent_matmul(w, h, w_src, w_rows, w_valid, h_buf_ptr, h0_ptr, h_split_ptr, w_plane, t, plane_h,
                                   rows, row_mask, zero, H, K_PAD, BLOCK_K, CHUNKS, W_RESIDENT, ON_CHIP, HAS_H0,
                                   PRECISION, UPCAST, SPLIT_ONCE)
-        h = _activation(a + x + bias, RELU, FAST_ACT)
+        h = _where_running(t, lengths, _activation(a + x + bias, RELU, FAST_ACT), h, HAS_LENGTHS)
         if SCALE_H:
             h_scale, h_inv = _column_scales(h, RELU)
         # h published: arrive now, store and load the rest, then wait
-        _publish_h(h, h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask, counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE)
+        _publish_h(_where_running(t, lengths, h, zero, HAS_LENGTHS), h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask, counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE)
         if SAVE:
             tl.store(saved_ptr + t * plane_h + hid, h, mask=mask)
         if ON_CHIP:
@@ -185,15 +189,18 @@ def _saved_step(t, d_out_ptr, saved_ptr, hid, mask, plane_h, HAS_D_OUT: tl.const
 
 @triton.jit(do_not_specialize=["T", "B"])
 def rnn_backward_kernel(
-    d_out_ptr, d_h_n_ptr, saved_ptr, w_hh_t_ptr, d_pre_ptr, d_h0_ptr, counters_ptr,
+    d_out_ptr, d_h_n_ptr, saved_ptr, w_hh_t_ptr, d_pre_ptr, d_h0_ptr, lengths_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, RELU: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+    HAS_LENGTHS: tl.constexpr,
 ):
     """Reverse-time recurrence. Writes ``d_pre [T, B, H]`` (gradient of the pre-activation, in
-    the weights' dtype) and ``d_h0``. ``w_hh_t`` is ``W_hh^T`` (contiguous)."""
+    the weights' dtype) and ``d_h0``. ``w_hh_t`` is ``W_hh^T`` (contiguous). ``HAS_LENGTHS``: as
+    the LSTM's backward."""
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
+    lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
     plane_h = B.to(tl.int64) * H
     if W_RESIDENT:
         w = _load_weight_columns(w_hh_t_ptr, units, unit_mask, 0, H, 1, K_PAD, K_PAD)
@@ -207,11 +214,11 @@ def rnn_backward_kernel(
     s = 0
     while s < T:
         t = T - 1 - s
-        d_h = d_h_rec + d_out
+        d_h, d_h_cell = _gradient_in(t, lengths, d_h_rec, d_out, zero, HAS_LENGTHS)
         if RELU:
-            d_pre = tl.where(h > 0.0, d_h, 0.0)
+            d_pre = tl.where(h > 0.0, d_h_cell, 0.0)
         else:
-            d_pre = d_h * (1.0 - h * h)
+            d_pre = d_h_cell * (1.0 - h * h)
         dp_t = d_pre_ptr + t * plane_h
         d_pre = d_pre.to(d_pre_ptr.dtype.element_ty)
         tl.store(dp_t + hid, d_pre, mask=mask)
@@ -226,6 +233,7 @@ def rnn_backward_kernel(
             _wait(counters_ptr + pid_b, tl.num_programs(0) * (s + 1))
             d_h_rec = _columns_matmul(w, w_hh_t_ptr, units, unit_mask, dp_t, rows, row_mask, zero, H, 1, 1, K_PAD,
                                       BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
+        d_h_rec = _where_running(t, lengths, d_h_rec, d_h, HAS_LENGTHS)  # a finished row's passes through
         s += 1
     tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)
     if not ON_CHIP:
