@@ -3,8 +3,9 @@
 On the kernels (Triton's interpreter on CPU tensors, one program per batch block): output, final
 states and every gradient (input, initial states, every parameter) against the readable float64
 network (``rnnbench.ops.naive`` -> rnnbench.reference) over odd sizes, with and without initial
-states, 2 layers, bidirectional, batch_first, no bias, unbatched input. Everywhere: the state_dict
-round trip with torch.nn, the PyTorch path, the visible fallback, the errors.
+states, 2 layers, bidirectional, batch_first, no bias, unbatched input; packed variable-length
+batches against torch.nn in float64. Everywhere: the state_dict round trip with torch.nn, the
+PyTorch path, the visible fallback, the errors.
 """
 
 from __future__ import annotations
@@ -223,12 +224,79 @@ def test_proj_size_runs_on_torch_with_a_warning():
     assert out.shape == (7, 3, 4) and c.shape == (1, 3, 37)
 
 
-@pytest.mark.parametrize("backend", ["auto", "torch", "triton"])
-def test_packed_sequence_is_a_clear_error(backend):
-    module = rnn.LSTM(5, 37, backend=backend)
+def check_packed(cell, lengths, with_state=True, dtype=torch.float32, **kwargs):
+    """A PackedSequence (sequences of ``lengths``, packed unsorted) through the module on the
+    kernels against torch.nn in float64 on the same weights, the judge of what a packed batch
+    means (each sequence's own final states, the reverse direction from each one's own end, the
+    output packed in the input's order): the packing, the output's data, h_n (and c_n) and the
+    gradients of every sequence, of hx and of every parameter."""
+    _, theirs_cls, extra = MODULES[cell]
+    ours = make(cell, 5, 37, backend="triton", **kwargs).to(dtype)
+    theirs = theirs_cls(5, 37, **extra, **kwargs).double()
+    theirs.load_state_dict(ours.state_dict())
+    gen = torch.Generator().manual_seed(3)
+    seqs = [torch.randn(n, 5, generator=gen) for n in lengths]
+    hx = _states(cell, ours, len(lengths), 4) if with_state else None
+
+    def run(module, dtype):
+        xs = [s.to(dtype).requires_grad_() for s in seqs]
+        states = None if hx is None else (tuple(h.to(dtype).requires_grad_() for h in hx) if cell == "lstm"
+                                          else hx.to(dtype).requires_grad_())
+        packed = pack_sequence(xs, enforce_sorted=False)
+        out, finals = module(packed, states)
+        outs = [out.data, *(finals if cell == "lstm" else [finals])]
+        g = torch.Generator().manual_seed(9)
+        loss = sum((o.double() * torch.randn(o.shape, generator=g, dtype=torch.float64)).sum() for o in outs)
+        leaves = [*xs, *(() if states is None else states if cell == "lstm" else [states]), *module.parameters()]
+        return out, outs, torch.autograd.grad(loss, leaves)
+
+    got_packed, got, got_grads = run(ours, dtype)
+    ref_packed, ref, ref_grads = run(theirs, torch.float64)
+    for field in ("batch_sizes", "sorted_indices", "unsorted_indices"):
+        assert torch.equal(getattr(got_packed, field), getattr(ref_packed, field)), field
+    tol = tolerance(cell, {torch.float32: "fp32", torch.bfloat16: "bf16"}[dtype])
+    names = ["output", "h_n", "c_n"][: len(ref)] + [f"grad_x{i}" for i in range(len(seqs))]
+    names += (["grad_h0", "grad_c0"][: 2 if cell == "lstm" else 1] if with_state else [])
+    names += [f"grad_{n}" for n, _ in ours.named_parameters()]
+    assert len(got) + len(got_grads) == len(names)
+    for name, a, b in zip(names, [*got, *got_grads], [*ref, *ref_grads]):
+        assert a.shape == b.shape and a.dtype == dtype, name
+        err = relative_error(a, b)
+        assert err <= tol, f"{name}: relative error {err:.3g} > {tol:g}"
+
+
+PACKED_CONFIGS = {"L2-bidirectional": dict(num_layers=2, bidirectional=True),
+                  "L1-batch_first": dict(batch_first=True), "L1-no_bias": dict(bias=False)}
+
+
+@needs_interpreter
+@pytest.mark.parametrize("config", list(PACKED_CONFIGS))
+@pytest.mark.parametrize("cell", CELLS)
+def test_packed_sequence_matches_torch_nn(cell, config):
+    check_packed(cell, [4, 7, 1, 7, 3], **PACKED_CONFIGS[config])
+
+
+@needs_interpreter
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_packed_sequence_without_state_and_of_equal_lengths(cell):
+    """No hx; and every sequence full length, where the kernels run without lengths."""
+    check_packed(cell, [3, 1, 2], with_state=False, num_layers=2, bidirectional=True)
+    check_packed(cell, [4, 4, 4], num_layers=2, bidirectional=True)
+
+
+@needs_interpreter
+def test_packed_sequence_in_bf16():
+    check_packed("lstm", [4, 7, 1, 7, 3], dtype=torch.bfloat16, num_layers=2, bidirectional=True)
+
+
+def test_packed_sequence_on_the_torch_backend_is_torch_nn():
+    torch.manual_seed(0)
+    theirs = torch.nn.GRU(5, 37)
+    ours = rnn.GRU(5, 37, backend="torch")
+    ours.load_state_dict(theirs.state_dict())
     packed = pack_sequence([torch.randn(4, 5), torch.randn(2, 5)])
-    with pytest.raises(TypeError, match="PackedSequence"):
-        module(packed)
+    (a, ha), (b, hb) = theirs(packed), ours(packed)
+    assert torch.equal(a.data, b.data) and torch.equal(ha, hb)
 
 
 def test_unknown_backend():

@@ -62,6 +62,24 @@ def test_small_tiles_streamed(cell):
         check_layer(cell, make_layer(cell, (3, 4, 4, 37)), "fp32", tolerance(cell, "fp32"))
 
 
+@pytest.mark.parametrize("split_k", [False, True], ids=["transpose", "split_k"])
+@pytest.mark.parametrize("cell", CELLS)
+def test_variable_lengths_across_programs(cell, split_k):
+    """A variable-length batch over 6 programs (hidden 37 in 3 of 16 units, batch 20 in two blocks):
+    finished rows' h goes through the exchange as zeros while each program keeps their state, and
+    backward every program's gate gradients of a finished row are zero while its owner passes
+    ``d_h`` through (summed from every program's partials with split-K)."""
+    import torch
+
+    from rnnbench.ops.recurrence import plan_override
+
+    if split_k and cell not in SPLIT_K_CELLS:
+        pytest.skip(f"no split-K backward for {cell}")
+    lengths = torch.tensor([5, 1, 0, 3, 5, 2, 4, 5, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5, 3])
+    with plan_override(block_h=16, block_b=16, block_k=16, split_k=split_k):
+        check_layer(cell, make_layer(cell, (20, 5, 4, 37)), "fp32", tolerance(cell, "fp32"), lengths)
+
+
 def test_counters_are_left_at_zero_and_reused(monkeypatch):
     """The kernels zero their barrier counters on the way out, so one buffer serves every launch
     (as on CUDA, where it is kept per device and stream): forward and backward, twice, over 3

@@ -64,19 +64,22 @@ def _layer(cell, b, t, i, h, seed=0):
             u(g * h, i), u(g * h, h), u(g * h), u(g * h)]
 
 
-def _outputs_and_grads(fn, cell, tensors, dtype):
+def _outputs_and_grads(fn, cell, tensors, dtype, lengths=None):
     leaves = [None if x is None else x.to("cuda", dtype).requires_grad_() for x in tensors]
-    out = [o for o in fn(cell, *leaves) if o is not None]
+    out = [o for o in fn(cell, *leaves, lengths=lengths) if o is not None]
     gen = torch.Generator(device="cuda").manual_seed(1)
     loss = sum((o.double() * torch.randn(o.shape, generator=gen, device="cuda", dtype=torch.float64)).sum() for o in out)
     return out + list(torch.autograd.grad(loss, [x for x in leaves if x is not None]))
 
 
-def check_layer(cell, dtype, tensors):
+def check_layer(cell, dtype, tensors, lengths=None):
+    """The layer on the kernels against the naive one in float64 (``lengths``: a variable-length
+    batch, ``[B]`` on the CPU); the loss weighs every output position, padded ones too."""
     with matmul_mode(dtype):
-        got = _outputs_and_grads(recurrent_layer, cell, tensors, TORCH_DTYPE[dtype])
+        got = _outputs_and_grads(recurrent_layer, cell, tensors, TORCH_DTYPE[dtype], lengths)
     rounded = [None if x is None else x.to(TORCH_DTYPE[dtype]) for x in tensors]
-    ref = _outputs_and_grads(naive_layer, cell, rounded, torch.float64)
+    ref = _outputs_and_grads(naive_layer, cell, rounded, torch.float64,
+                             None if lengths is None else lengths.to("cuda"))
     tol = tolerance(cell, dtype)
     for k, (a, b) in enumerate(zip(got, ref)):
         err = relative_error(a, b)
@@ -94,6 +97,72 @@ def test_layer_on_many_programs(cell, dtype, block_h, resident):
         check_layer(cell, dtype, _layer(cell, 20, 9, 5, 100))
     torch.cuda.synchronize()
     assert all(not buf.any() for buf in COUNTERS.values())
+
+
+# Plans a variable-length batch meets: the default; h exchanged across 7 programs (weights
+# resident or streamed, split-K or transpose backward); the on-chip plan forced where it fits.
+LENGTH_PLANS = {"default": {}, "exchange": dict(block_h=16, h_on_chip=False),
+                "streamed": dict(block_h=16, w_resident=False, h_on_chip=False),
+                "transpose": dict(block_h=16, h_on_chip=False, split_k=False), "on_chip": dict(h_on_chip=True)}
+
+
+@pytest.mark.parametrize("plan_name", list(LENGTH_PLANS))
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("cell", CELLS)
+def test_variable_lengths_on_the_gpu(cell, dtype, plan_name):
+    """Each of 20 sequences (two batch blocks) its own length, 0 to 9 steps: output zero past each
+    end with its gradient ignored, each sequence's own final states, every gradient; at hidden 100
+    (37 for the forced on-chip plan of the LSTM and GRU, whose tiles hold 32 units)."""
+    fields = LENGTH_PLANS[plan_name]
+    if "split_k" in fields and cell not in ("lstm", "gru"):
+        pytest.skip("the RNN has the transpose backward only")
+    hidden = 20 if plan_name == "on_chip" and cell in ("lstm", "gru") else 100
+    lengths = torch.tensor([9, 0, 3, 9, 1, 5, 7, 2, 9, 4, 6, 8, 1, 3, 5, 7, 9, 2, 4, 6])
+    with plan_override(**fields):
+        check_layer(cell, dtype, _layer(cell, 20, 9, 5, hidden), lengths)
+    torch.cuda.synchronize()
+    assert all(not buf.any() for buf in COUNTERS.values())
+
+
+@pytest.mark.parametrize("dtype", ["tf32", "bf16"])
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_variable_lengths_at_a_benchmark_size(cell, dtype):
+    """The ``varlen`` suite's width (batch 64, hidden 512: split-K backward over 32 programs), lengths
+    10 to 60 padded to 60."""
+    lengths = torch.randint(10, 61, (64,), generator=torch.Generator().manual_seed(5))
+    check_layer(cell, dtype, _layer(cell, 64, 60, 64, 512), lengths)
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("cell", CELLS)
+def test_packed_modules_match_torch_nn_on_cuda(cell, dtype):
+    """A PackedSequence (unsorted, 2 layers, both directions, hx given) through rnnbench.nn and
+    torch.nn (cuDNN) on the same weights: the packing, output data, final states, every gradient."""
+    from torch.nn.utils.rnn import pack_sequence
+
+    ours_cls, theirs_cls, extra = MODULES[cell]
+    torch.manual_seed(0)
+    theirs = theirs_cls(48, 96, num_layers=2, bidirectional=True, **extra).to("cuda", TORCH_DTYPE[dtype])
+    ours = ours_cls(48, 96, num_layers=2, bidirectional=True, **extra).to("cuda", TORCH_DTYPE[dtype])
+    ours.load_state_dict(theirs.state_dict())
+    seqs = [torch.randn(n, 48, device="cuda", dtype=TORCH_DTYPE[dtype]) for n in (17, 40, 3, 40, 26, 1)]
+    shape = (4, len(seqs), 96)
+    hx = [torch.randn(shape, device="cuda", dtype=TORCH_DTYPE[dtype]) * 0.5 for _ in range(2 if cell == "lstm" else 1)]
+    results = []
+    with matmul_mode(dtype), warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # auto on CUDA takes the kernels: no fallback warning
+        for module in (theirs, ours):
+            xs = [s.clone().requires_grad_() for s in seqs]
+            states = [h.clone().requires_grad_() for h in hx]
+            out, finals = module(pack_sequence(xs, enforce_sorted=False), tuple(states) if cell == "lstm" else states[0])
+            finals = list(finals) if cell == "lstm" else [finals]
+            loss = out.data.float().pow(2).sum() + sum(f.float().sum() for f in finals)
+            grads = torch.autograd.grad(loss, [*xs, *states, *module.parameters()])
+            results.append([out.sorted_indices, out.data, *finals, *grads])
+    assert torch.equal(results[0][0], results[1][0])
+    tol = 2 * tolerance(cell, dtype)  # both sides round differently
+    for k, (a, b) in enumerate(zip(results[0][1:], results[1][1:])):
+        assert relative_error(b, a) <= tol, (k, relative_error(b, a))
 
 
 @pytest.mark.parametrize("resident", [True, False], ids=["resident", "streamed"])

@@ -64,11 +64,12 @@ def make_layer(cell: str, shape, bias: bool = True, seed: int = 0) -> list:
             uniform(g * h) if bias else None, uniform(g * h) if bias else None]
 
 
-def run_layer(fn, cell, tensors, dtype, seed=1):
+def run_layer(fn, cell, tensors, dtype, seed=1, lengths=None):
     """``fn``'s outputs and the gradients of a random linear loss of (output, h_n, c_n) with
-    respect to every tensor given; tensors are cast to ``dtype`` first."""
+    respect to every tensor given; tensors are cast to ``dtype`` first. The loss weighs every
+    output position, padded ones too (a variable-length layer must give them no gradient)."""
     leaves = [None if t is None else t.to(dtype).requires_grad_() for t in tensors]
-    out = fn(cell, *leaves)
+    out = fn(cell, *leaves, lengths=lengths)
     gen = torch.Generator().manual_seed(seed)
     loss = sum((o.double() * torch.randn(o.shape, generator=gen, dtype=torch.float64)).sum()
                for o in out if o is not None)
@@ -76,14 +77,15 @@ def run_layer(fn, cell, tensors, dtype, seed=1):
     return [o for o in out if o is not None], list(grads)
 
 
-def check_layer(cell, tensors, dtype, tol):
+def check_layer(cell, tensors, dtype, tol, lengths=None):
+    """The kernels' layer against the naive one in float64 (``lengths``: a variable-length batch)."""
     from rnnbench.ops.naive import naive_layer
     from rnnbench.ops.recurrence import recurrent_layer
 
-    got_out, got_grads = run_layer(recurrent_layer, cell, tensors, DTYPES[dtype])
+    got_out, got_grads = run_layer(recurrent_layer, cell, tensors, DTYPES[dtype], lengths=lengths)
     # The reference sees the inputs as the kernel sees them: rounded to dtype, then widened.
     rounded = [None if t is None else t.to(DTYPES[dtype]).double() for t in tensors]
-    ref_out, ref_grads = run_layer(naive_layer, cell, rounded, torch.float64)
+    ref_out, ref_grads = run_layer(naive_layer, cell, rounded, torch.float64, lengths=lengths)
     names = ["output", "h_n", "c_n"][: len(ref_out)]
     names += ["grad_" + n for n, t in zip(["x", "h0", "c0", "w_ih", "w_hh", "b_ih", "b_hh"], tensors) if t is not None]
     assert len(got_out) + len(got_grads) == len(names)
@@ -104,6 +106,46 @@ def test_layer_matches_reference_fp32(cell, shape, plan):
         pytest.skip(f"no on-chip split for {cell}")
     with plan_override(**PLANS[plan]):
         check_layer(cell, make_layer(cell, shape), "fp32", FP32_TOLERANCE)
+
+
+# Lengths of a variable-length batch of 3 at seq 7: one full, one ending early, one empty (its
+# state passes through every step untouched: h_n = h0, and h_n's gradient reaches h0 whole).
+LENGTHS = torch.tensor([4, 7, 0])
+
+
+@pytest.mark.parametrize("plan", list(PLANS))
+@pytest.mark.parametrize("cell", CELLS)
+def test_variable_lengths_match_reference(cell, plan):
+    """Each sequence its own length, on every plan: the output zero past each end (its gradient
+    ignored there), each sequence's own final states, every gradient."""
+    from rnnbench.ops.recurrence import plan_override
+
+    if plan == "split_k" and cell not in SPLIT_K_CELLS:
+        pytest.skip(f"no split-K backward for {cell}")
+    if plan in CHIP_SPLIT_PLANS and not cell.startswith("rnn_"):
+        pytest.skip(f"no on-chip split for {cell}")
+    with plan_override(**PLANS[plan]):
+        check_layer(cell, make_layer(cell, (3, 7, 5, 37)), "fp32", FP32_TOLERANCE, LENGTHS)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("cell", CELLS)
+def test_variable_lengths_half_precision(cell, dtype):
+    check_layer(cell, make_layer(cell, (3, 7, 5, 37)), dtype, tolerance(cell, dtype), LENGTHS)
+
+
+def test_variable_lengths_refused_in_one_line():
+    from rnnbench.ops.recurrence import kernel_lengths
+
+    cpu = torch.device("cpu")
+    for bad, why in [(torch.tensor([1, 2]), "3 integers"), (torch.tensor([1.0, 2.0, 3.0]), "3 integers"),
+                     (torch.tensor([1, 8, 2]), "from 0 to seq_len \\(7\\); got 1 to 8"),
+                     (torch.tensor([-1, 2, 3]), "got -1 to 3")]:
+        with pytest.raises(ValueError, match=why):
+            kernel_lengths(bad, 7, 3, cpu)
+    assert kernel_lengths(torch.tensor([7, 7, 7]), 7, 3, cpu) is None  # all full: the plain kernels
+    got = kernel_lengths(torch.tensor([7, 0, 3]), 7, 3, cpu)
+    assert got.dtype == torch.int32 and got.tolist() == [7, 0, 3]
 
 
 @pytest.mark.parametrize("cell", CELLS)
@@ -611,8 +653,10 @@ def test_kernels_compile_for_h100():
     assert proc.returncode == 0, proc.stdout + proc.stderr
     from rnnbench.ops.aot import GRADIENT_VARIANTS, QUICK_SHAPES
 
-    # forward and backward of each shape; the gradients' kernel in each variant, masked and unmasked (EVEN)
-    kernels = 2 * len(QUICK_SHAPES) + 2 * len(GRADIENT_VARIANTS)
+    # forward and backward of each shape, with and without lengths; the gradients' kernel in each
+    # variant, masked and unmasked (EVEN)
+    kernels = 4 * len(QUICK_SHAPES) + 2 * len(GRADIENT_VARIANTS)
+    assert proc.stdout.count("-lengths ") == 2 * len(QUICK_SHAPES), proc.stdout
     assert proc.stdout.count("ok    gradients-") == 2 * len(GRADIENT_VARIANTS), proc.stdout
     assert proc.stdout.count("-even {") == len(GRADIENT_VARIANTS), proc.stdout
     assert proc.stdout.count("ok ") == kernels, proc.stdout

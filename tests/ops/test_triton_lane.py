@@ -12,7 +12,7 @@ from rnnbench.lanes import LANES
 from rnnbench.precision import tolerance
 from rnnbench.results import ResultsFile
 from rnnbench.verify import compare
-from rnnbench.workload import expected_names, lane_step, make_inputs, reference_step
+from rnnbench.workload import expected_names, lane_step, make_inputs, reference_step, valid_only
 
 _REGISTERED = "triton" in LANES
 from rnnbench.lanes.triton import build_triton, make_graph_lane, make_lane  # noqa: E402  (registers the lanes)
@@ -66,3 +66,22 @@ def test_runner_times_the_lane(tmp_path):
     rows = runner.run(cases, [make_lane()], ResultsFile(tmp_path / "r.jsonl"), budget_s=0.02)
     assert [r["status"] for r in rows] == ["ok", "ok"], rows
     assert all(r["max_rel_error"] <= tolerance("gru", "fp32") and r["us_per_example"] > 0 for r in rows)
+
+
+@pytest.mark.usefixtures("interpreter")
+@pytest.mark.parametrize("mode", ["train", "forward"])
+@pytest.mark.parametrize("cell", CELLS)
+def test_lane_takes_variable_lengths_packed(cell, mode):
+    """A variable-length case, as the engine gives it to ``torch-nn`` (packed): valid outputs,
+    each sequence's own final states and every gradient verified; the row says ``ok``."""
+    lane = make_lane()
+    assert lane.lengths == "packed"
+    case = Case(cell=cell, batch_size=5, seq_len=7, input_size=5, hidden_size=37, num_layers=2, mode=mode,
+                lengths="1:7")
+    inputs = make_inputs(case)
+    assert len(set(inputs.lengths.tolist())) > 1
+    outputs, _ = lane_step(lane, case, inputs).first_call()
+    reference = reference_step(case, inputs)
+    assert set(outputs) == set(reference) == set(expected_names(case))
+    verdict = compare(valid_only(outputs, inputs), reference, tolerance(cell, "fp32"))
+    assert verdict.ok, verdict.message
