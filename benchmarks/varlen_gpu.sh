@@ -12,13 +12,13 @@ mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 rnnbench="env PYTHONPATH=src python3 -m rnnbench"
 $rnnbench env --json > "$out/env.json"
-timeout 360 bash scripts/cuda_tests.sh "$out/pytest" > "$out/cuda_tests.txt" 2>&1
+timeout 300 bash scripts/cuda_tests.sh "$out/pytest" > "$out/cuda_tests.txt" 2>&1
 echo "cuda suite rc $?" >> "$out/cuda_tests.txt"
 tar -czf "$out/pytest.tar.gz" -C "$out" pytest && rm -rf "$out/pytest"
 lanes=torch-nn,torch-nn-padded,triton
 {
-  timeout 200 $rnnbench run --suite varlen --lanes $lanes --device cuda --budget "$budget" --out "$out/varlen.jsonl" --resume
-  timeout 120 $rnnbench run --cell lstm,gru --batch-size 64 --seq-len 200 --input-size 512 --hidden-size 512 \
+  timeout 150 $rnnbench run --suite varlen --lanes $lanes --device cuda --budget "$budget" --out "$out/varlen.jsonl" --resume
+  timeout 90 $rnnbench run --cell lstm,gru --batch-size 64 --seq-len 200 --input-size 512 --hidden-size 512 \
     --lengths 10:200 --dtype bf16 --mode train,forward --lanes $lanes --device cuda --budget "$budget" \
     --out "$out/varlen.jsonl" --resume
 } > "$out/run.log" 2>&1
