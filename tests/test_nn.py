@@ -289,6 +289,67 @@ def test_packed_sequence_in_bf16():
     check_packed("lstm", [4, 7, 1, 7, 3], dtype=torch.bfloat16, num_layers=2, bidirectional=True)
 
 
+def check_lengths(cell, backend, batch_first=False, **kwargs):
+    """The padded batch with ``lengths=`` against torch.nn in float64 on the same sequences packed:
+    output (zeros past each end), h_n (and c_n), and the gradients of the input (zero at padding),
+    hx and every parameter."""
+    _, theirs_cls, extra = MODULES[cell]
+    ours = make(cell, 5, 37, backend=backend, batch_first=batch_first, **kwargs)
+    theirs = theirs_cls(5, 37, **extra, batch_first=batch_first, **kwargs).double()
+    theirs.load_state_dict(ours.state_dict())
+    lengths = torch.tensor([4, 7, 1, 7, 3])
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn((5, 7, 5) if batch_first else (7, 5, 5), generator=gen)
+    hx = _states(cell, ours, 5, 4)
+
+    def run(module, dtype, packed):
+        xi = x.to(dtype).requires_grad_()
+        states = tuple(h.to(dtype).requires_grad_() for h in hx) if cell == "lstm" else hx.to(dtype).requires_grad_()
+        if packed:
+            p = torch.nn.utils.rnn.pack_padded_sequence(xi, lengths, batch_first, enforce_sorted=False)
+            out, finals = module(p, states)
+            out = torch.nn.utils.rnn.pad_packed_sequence(out, batch_first, total_length=7)[0]
+        else:
+            out, finals = module(xi, states, lengths)
+        outs = [out, *(finals if cell == "lstm" else [finals])]
+        gen = torch.Generator().manual_seed(9)
+        loss = sum((o.double() * torch.randn(o.shape, generator=gen, dtype=torch.float64)).sum() for o in outs)
+        leaves = [xi, *(states if cell == "lstm" else [states]), *module.parameters()]
+        return outs + list(torch.autograd.grad(loss, leaves))
+
+    got, ref = run(ours, torch.float32, packed=False), run(theirs, torch.float64, packed=True)
+    assert len(got) == len(ref)
+    for k, (a, b) in enumerate(zip(got, ref)):
+        assert a.shape == b.shape, k
+        assert relative_error(a, b) <= FP32, (k, relative_error(a, b))
+
+
+@needs_interpreter
+@pytest.mark.parametrize("config", list(PACKED_CONFIGS))
+@pytest.mark.parametrize("cell", CELLS)
+def test_padded_batch_with_lengths_matches_torch_nn_packed(cell, config):
+    check_lengths(cell, "triton", **PACKED_CONFIGS[config])
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_lengths_on_the_torch_backend_packs_for_torch_nn(batch_first):
+    check_lengths("gru", "torch", batch_first=batch_first, num_layers=2, bidirectional=True)
+
+
+def test_lengths_refused_in_one_line():
+    module = rnn.GRU(5, 37, backend="torch")
+    with pytest.raises(ValueError, match="lengths goes with a padded, batched input"):
+        module(pack_sequence([torch.randn(4, 5)]), None, torch.tensor([4]))
+    with pytest.raises(ValueError, match="lengths goes with a padded, batched input"):
+        module(torch.randn(4, 5), None, torch.tensor([4]))
+
+
+@needs_interpreter
+def test_lengths_out_of_range_refused_in_one_line():
+    with pytest.raises(ValueError, match="lengths must be from 0 to seq_len"):
+        rnn.GRU(5, 37, backend="triton")(torch.randn(7, 3, 5), None, torch.tensor([3, 8, 1]))
+
+
 def test_packed_sequence_on_the_torch_backend_is_torch_nn():
     torch.manual_seed(0)
     theirs = torch.nn.GRU(5, 37)

@@ -15,11 +15,13 @@ Under ``torch.autocast`` the kernels run in autocast's dtype, as torch.nn's laye
 Float32 follows torch's TF32 switch (``torch.backends.cuda.matmul.allow_tf32``): TF32 products where
 it is on; otherwise fp32-accurate 3xTF32 products on tensor cores (docs/kernels.md; within
 ``rnnbench.ops.recurrence.strict_fp32("ieee")``, IEEE products on the FMA units).
-A ``PackedSequence`` input (variable-length batches) runs the kernels with each sequence's length:
-past its end a sequence keeps its state and computes nothing that counts, so the output (packed
-again, in the input's order), ``h_n`` and every gradient are torch.nn's; the reverse direction
-reads each sequence from its own last step. Dropout between layers is applied in training mode as
-torch.nn does (a different random mask).
+Variable-length batches, two ways: a ``PackedSequence`` input (as torch.nn takes it; the output is
+packed again, in the input's order), or the padded batch with ``lengths=`` (``[B]`` integers, one
+per sequence; the output comes padded with zeros, as ``pad_packed_sequence`` would give it, and no
+packing is done at all). The kernels run each sequence with its own length: past its end it keeps
+its state and computes nothing that counts, so the output, ``h_n`` and every gradient are what
+torch.nn gives the packed batch; the reverse direction reads each sequence from its own last step.
+Dropout between layers is applied in training mode as torch.nn does (a different random mask).
 """
 
 from __future__ import annotations
@@ -85,11 +87,20 @@ class _KernelPath:
             raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
         self.backend = backend
 
-    def forward(self, input, hx=None):
-        if self.backend == "torch":
-            return super().forward(input, hx)
-        cell = self.cell  # (a property for the RNN: read once)
+    def forward(self, input, hx=None, lengths=None):
+        """torch.nn's forward; ``lengths`` (``[B]`` integers, 0 to T, any device; None: every
+        sequence full length) makes the padded ``input`` a variable-length batch (module docstring).
+
+        Raises:
+            ValueError: ``lengths`` with a PackedSequence or an unbatched input, or not ``[B]``
+            integers from 0 to T (the torch backend takes 1 to T, as ``pack_padded_sequence``).
+        """
         packed = isinstance(input, PackedSequence)
+        if lengths is not None and (packed or input.dim() != 3):
+            raise ValueError("lengths goes with a padded, batched input ([T, B, I] or [B, T, I] with batch_first)")
+        if self.backend == "torch":
+            return self._torch_forward(input, hx, lengths)
+        cell = self.cell  # (a property for the RNN: read once)
         x = input.data if packed else input
         amp = _autocast_dtype(x.device.type)
         batch = int(input.batch_sizes[0]) if packed else None
@@ -97,7 +108,7 @@ class _KernelPath:
         if reason is None:
             if packed:
                 return self._packed_forward(input, hx, cell, amp, launch)
-            return self._kernel_forward(input, hx, cell, amp, launch)
+            return self._kernel_forward(input, hx, cell, amp, launch, lengths, self.batch_first)
         if self.backend == "triton":
             raise RuntimeError(f"rnnbench.nn.{type(self).__name__}(backend='triton') cannot run this call: {reason}")
         key = (type(self).__name__, reason)
@@ -105,7 +116,16 @@ class _KernelPath:
             _WARNED.add(key)
             warnings.warn(f"rnnbench.nn.{type(self).__name__}: {reason}; running PyTorch's own path instead",
                           RuntimeWarning, stacklevel=2)
-        return super().forward(input, hx)
+        return self._torch_forward(input, hx, lengths)
+
+    def _torch_forward(self, input, hx, lengths):
+        """torch.nn's own forward; given ``lengths``, on the batch packed and the output padded back."""
+        if lengths is None:
+            return super().forward(input, hx)
+        packed = pack_padded_sequence(input, lengths.cpu(), self.batch_first, enforce_sorted=False)
+        output, h_n = super().forward(packed, hx)
+        steps = input.shape[1 if self.batch_first else 0]
+        return pad_packed_sequence(output, self.batch_first, total_length=steps)[0], h_n
 
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, backend={self.backend!r}"
@@ -135,25 +155,32 @@ class _KernelPath:
     def _packed_forward(self, input: PackedSequence, hx, cell: str, amp: torch.dtype | None, launch):
         """A ``PackedSequence`` as torch.nn takes it: the stack runs on the padded batch in the
         packing's order (longest first) with each sequence's length, ``hx`` is permuted into that
-        order and ``h_n`` back, and the output is packed again with the input's indices."""
-        x, lengths = pad_packed_sequence(PackedSequence(input.data, input.batch_sizes))  # sorted order
+        order and ``h_n`` back, and the output is packed again with the input's indices. Unpacked
+        and packed by one scatter and one gather (:func:`_packed_rows`): torch's
+        ``pad_packed_sequence`` and ``pack_padded_sequence`` copy step by step, forward and
+        backward, and at 200 steps those copies took four times our kernels' training step on the
+        H100 (``benchmarks/results/h100/varlen-triton/``)."""
+        data, batch_sizes = input.data, input.batch_sizes
+        rows, lengths = _packed_rows(batch_sizes, data.device)
+        steps, batch = len(batch_sizes), len(lengths)
+        x = data.new_zeros(steps * batch, data.shape[1]).index_copy(0, rows, data).view(steps, batch, -1)
         if hx is not None and input.sorted_indices is not None:
             hx = self.permute_hidden(hx, input.sorted_indices)
-        output, h_n = self._kernel_forward(x, hx, cell, amp, launch, lengths)
-        data = pack_padded_sequence(output, lengths).data
-        output = PackedSequence(data, input.batch_sizes, input.sorted_indices, input.unsorted_indices)
+        output, h_n = self._kernel_forward(x, hx, cell, amp, launch, lengths, batch_first=False)
+        data = output.reshape(steps * batch, -1).index_select(0, rows)
+        output = PackedSequence(data, batch_sizes, input.sorted_indices, input.unsorted_indices)
         return output, self.permute_hidden(h_n, input.unsorted_indices)
 
-    def _kernel_forward(self, input, hx, cell: str, amp: torch.dtype | None, launch, lengths=None):
+    def _kernel_forward(self, input, hx, cell: str, amp: torch.dtype | None, launch, lengths=None,
+                        batch_first: bool = False):
         """The stack on the kernels, each layer and direction with ``launch`` (one plan for all:
-        same batch, width, dtype, device); shapes and returns as torch.nn's forward. ``lengths``
-        (CPU, ``[B]``, from a packed input: ``input`` is then ``[T, B, I]`` whatever
-        ``batch_first`` says) makes a variable-length batch."""
+        same batch, width, dtype, device); shapes and returns as torch.nn's forward, ``input``
+        ``[B, T, I]`` where ``batch_first``. ``lengths`` (``[B]``) makes a variable-length batch."""
         recurrence = _recurrence()
         run_layer = recurrence.run_layer
         lstm = cell == "lstm"
         batched = input.dim() == 3
-        time_first = lengths is not None or not self.batch_first  # a packed batch comes [T, B, I]
+        time_first = not batch_first
         x = input if batched else input.unsqueeze(1)
         if amp is not None:
             x = x.to(amp)
@@ -227,12 +254,22 @@ class _KernelPath:
         return states[0], (states[1] if lstm else None)
 
 
+def _packed_rows(batch_sizes: torch.Tensor, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """For a packing's ``batch_sizes`` (``[T]``, on the CPU): where each packed row lies in the
+    padded batch flattened to ``[T * B]`` (row ``k`` of the data is step t of sequence j, at ``t *
+    B + j``), on ``device``; and the sequences' lengths (``[B]``, longest first, CPU)."""
+    running = torch.arange(int(batch_sizes[0])) < batch_sizes.unsqueeze(1)  # [T, B]: step t of sequence j
+    # non_blocking: no wait for the stream's queued work (the host copy is staged at once)
+    return running.flatten().nonzero().squeeze(1).to(device, non_blocking=True), running.sum(0)
+
+
 def _reversal(lengths: torch.Tensor, seq_len: int, device) -> torch.Tensor:
     """``[T, B]`` step indices on ``device`` reversing each sequence within its own length
     (step t of sequence b reads step ``lengths[b] - 1 - t``; padding stays where it is), as the
     reverse direction of a packed batch reads it."""
     steps = torch.arange(seq_len).unsqueeze(1)
-    return torch.where(steps < lengths, lengths - 1 - steps, steps).to(device)
+    lengths = lengths.cpu()
+    return torch.where(steps < lengths, lengths - 1 - steps, steps).to(device, non_blocking=True)
 
 
 def _reversed(x: torch.Tensor, reversal: torch.Tensor | None) -> torch.Tensor:

@@ -133,12 +133,14 @@ def test_variable_lengths_at_a_benchmark_size(cell, dtype):
     check_layer(cell, dtype, _layer(cell, 64, 60, 64, 512), lengths)
 
 
+@pytest.mark.parametrize("how", ["packed", "lengths"])
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 @pytest.mark.parametrize("cell", CELLS)
-def test_packed_modules_match_torch_nn_on_cuda(cell, dtype):
-    """A PackedSequence (unsorted, 2 layers, both directions, hx given) through rnnbench.nn and
-    torch.nn (cuDNN) on the same weights: the packing, output data, final states, every gradient."""
-    from torch.nn.utils.rnn import pack_sequence
+def test_packed_modules_match_torch_nn_on_cuda(cell, dtype, how):
+    """A PackedSequence (unsorted, 2 layers, both directions, hx given) through torch.nn (cuDNN)
+    and through rnnbench.nn, packed too or padded with ``lengths=``, on the same weights: the
+    packing, output data, final states, every gradient."""
+    from torch.nn.utils.rnn import pack_sequence, pad_packed_sequence
 
     ours_cls, theirs_cls, extra = MODULES[cell]
     torch.manual_seed(0)
@@ -154,7 +156,14 @@ def test_packed_modules_match_torch_nn_on_cuda(cell, dtype):
         for module in (theirs, ours):
             xs = [s.clone().requires_grad_() for s in seqs]
             states = [h.clone().requires_grad_() for h in hx]
-            out, finals = module(pack_sequence(xs, enforce_sorted=False), tuple(states) if cell == "lstm" else states[0])
+            packed = pack_sequence(xs, enforce_sorted=False)
+            hx_in = tuple(states) if cell == "lstm" else states[0]
+            if module is ours and how == "lengths":
+                padded, lengths = pad_packed_sequence(packed)
+                out, finals = module(padded, hx_in, lengths)
+                out = torch.nn.utils.rnn.pack_padded_sequence(out, lengths, enforce_sorted=False)
+            else:
+                out, finals = module(packed, hx_in)
             finals = list(finals) if cell == "lstm" else [finals]
             loss = out.data.float().pow(2).sum() + sum(f.float().sum() for f in finals)
             grads = torch.autograd.grad(loss, [*xs, *states, *module.parameters()])

@@ -71,11 +71,11 @@ def test_runner_times_the_lane(tmp_path):
 @pytest.mark.usefixtures("interpreter")
 @pytest.mark.parametrize("mode", ["train", "forward"])
 @pytest.mark.parametrize("cell", CELLS)
-def test_lane_takes_variable_lengths_packed(cell, mode):
-    """A variable-length case, as the engine gives it to ``torch-nn`` (packed): valid outputs,
-    each sequence's own final states and every gradient verified; the row says ``ok``."""
+def test_lane_takes_variable_lengths_padded_with_their_lengths(cell, mode):
+    """A variable-length case, the padded batch and its lengths (``module(x, hx, lengths)``, no
+    packing): valid outputs, each sequence's own final states and every gradient verified."""
     lane = make_lane()
-    assert lane.lengths == "packed"
+    assert lane.lengths == "masked"
     case = Case(cell=cell, batch_size=5, seq_len=7, input_size=5, hidden_size=37, num_layers=2, mode=mode,
                 lengths="1:7")
     inputs = make_inputs(case)

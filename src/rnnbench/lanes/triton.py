@@ -8,8 +8,10 @@ projection and the weight gradients are large matmuls outside. See ``docs/kernel
 
 Devices: CUDA; also the CPU when ``TRITON_INTERPRET=1`` is set (Triton's interpreter, slow, for
 tests). Parameters carry torch.nn's names, so canonical weights load as they are. A
-variable-length batch goes in packed, as for ``torch-nn``: the kernels run every sequence to the
-longest one's end, each keeping its state past its own (docs/kernels.md, "Variable lengths").
+variable-length batch goes in padded with its lengths (``module(x, hx, lengths)``), not packed:
+the kernels run every sequence to the longest one's end, each keeping its state past its own
+(docs/kernels.md, "Variable lengths"); no packing is needed, and torch's packing copies step by
+step, which at the ``varlen`` suite's 200 steps cost more than our whole training step.
 
 Lane ``triton-graph``: the same modules with the whole step captured once in a CUDA graph and
 replayed, as ``torch-nn-graph`` does for cuDNN; it shows what the host's work per call costs our
@@ -47,7 +49,7 @@ def make_lane() -> Lane:
         build_triton,
         devices=devices,
         requires=("triton",),
-        lengths="packed",  # as torch-nn: a PackedSequence, each sequence its own length in the kernels
+        lengths="masked",  # the padded batch and its lengths (module(x, hx, lengths)): no packing at all
     )
 
 

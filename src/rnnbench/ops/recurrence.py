@@ -454,7 +454,8 @@ def kernel_lengths(lengths, seq_len: int, batch_size: int, device: torch.device)
         raise ValueError(f"lengths must be from 0 to seq_len ({seq_len}); got {low} to {high}")
     if low == seq_len:
         return None
-    return lengths.to(device=device, dtype=torch.int32).contiguous()
+    # non_blocking: no wait for the stream's queued work (a host tensor's copy is staged at once)
+    return lengths.to(dtype=torch.int32).contiguous().to(device, non_blocking=True)
 
 
 def layer_launch(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtype, device: torch.device) -> _Launch:
