@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Variable-length batches on a GPU: the CUDA tests, then the `varlen` suite (strict fp32, sorted and
 # unsorted) and its unsorted cases in bf16 with torch.nn packed (cuDNN), torch.nn padded and our
-# kernels packed (`triton`), as run for benchmarks/results/h100/varlen-triton/.
+# kernels (`triton`: the padded batch with its lengths since 79843bb, packed before), as run for
+# benchmarks/results/h100/varlen-triton/.
 # Usage (repo root, PyTorch with CUDA): bash benchmarks/varlen_gpu.sh OUT_DIR [BUDGET_S]
 # Writes OUT_DIR/env.json, varlen.jsonl, varlen.md, run.log, cuda_tests.txt and pytest.tar.gz (the
 # shards' logs: one file, since only 8 come back from the device); prints a short table last.
@@ -17,7 +18,8 @@ echo "cuda suite rc $?" >> "$out/cuda_tests.txt"
 tar -czf "$out/pytest.tar.gz" -C "$out" pytest && rm -rf "$out/pytest"
 lanes=torch-nn,torch-nn-padded,triton
 {
-  timeout 150 $rnnbench run --suite varlen --lanes $lanes --device cuda --budget "$budget" --out "$out/varlen.jsonl" --resume
+  timeout 150 $rnnbench run --suite varlen --lanes $lanes --device cuda --budget "$budget" \
+    --out "$out/varlen.jsonl" --resume
   timeout 90 $rnnbench run --cell lstm,gru --batch-size 64 --seq-len 200 --input-size 512 --hidden-size 512 \
     --lengths 10:200 --dtype bf16 --mode train,forward --lanes $lanes --device cuda --budget "$budget" \
     --out "$out/varlen.jsonl" --resume

@@ -208,9 +208,8 @@ def main(argv: list[str]) -> int:
                      f"fast={int(plan.fast_activations)} split={int(plan.split_k)} once={split_once_level(plan)} "
                      f"progs={math.prod(plan.grid(batch, hidden))}")
             try:
-                compiled = compile_kernel(cell, direction, dtype, hidden, plan,
-                                          backward_precision(precision, GATES[cell]) if direction == "backward" else precision,
-                                          lengths=lengths)
+                products = backward_precision(precision, GATES[cell]) if direction == "backward" else precision
+                compiled = compile_kernel(cell, direction, dtype, hidden, plan, products, lengths=lengths)
                 print(f"ok    {label} {resource_usage(compiled)}", flush=True)
                 if out_dir:
                     stem = label.split()[0]

@@ -73,7 +73,8 @@ def gru_forward_kernel(
         n = _act_tanh(x_n + bias_xn + r * hn, FAST_ACT)
         h = _where_running(t, lengths, n + z * (h - n), h, HAS_LENGTHS)
         # h published: arrive now, store and load the rest, then wait
-        _publish_h(_where_running(t, lengths, h, zero, HAS_LENGTHS), h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask, counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE)
+        _publish_h(_where_running(t, lengths, h, zero, HAS_LENGTHS), h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask,
+                   counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE)
         if SAVE:
             s_t = saved_ptr + t * plane_s
             tl.store(s_t + sid + 0 * H, r, mask=mask)

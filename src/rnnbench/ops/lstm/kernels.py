@@ -19,8 +19,8 @@ import triton
 import triton.language as tl
 
 from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _columns_matmul, _forward_weights, _gate_bias,
-                      _gate_columns, _gradient_in, _load_f32, _load_weight_columns, _on_chip_columns, _program_tile, _publish_h,
-                      _recurrent_matmul, _release_counters, _resident_stack_t, _row_lengths, _split_gates,
+                      _gate_columns, _gradient_in, _load_f32, _load_weight_columns, _on_chip_columns, _program_tile,
+                      _publish_h, _recurrent_matmul, _release_counters, _resident_stack_t, _row_lengths, _split_gates,
                       _split_h0, _split_k_arrive, _split_k_sum, _stack_gates, _stacked_rows, _tanh, _wait,
                       _where_running)
 
@@ -79,7 +79,8 @@ def lstm_forward_kernel(
         c = _where_running(t, lengths, f * c + i * g, c, HAS_LENGTHS)
         h = _where_running(t, lengths, o * _act_tanh(c, FAST_ACT), h, HAS_LENGTHS)
         # h published: arrive now, store and load the rest, then wait
-        _publish_h(_where_running(t, lengths, h, zero, HAS_LENGTHS), h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask, counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE)
+        _publish_h(_where_running(t, lengths, h, zero, HAS_LENGTHS), h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask,
+                   counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE)
         if SAVE:
             s_t = gates_ptr + t * plane_g
             tl.store(s_t + gid + 0 * H, i, mask=mask)
