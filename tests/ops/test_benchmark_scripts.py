@@ -212,3 +212,22 @@ def test_tf32_backward_emulation_rounds_what_it_says():
     for mode in list(emu.MODES)[1:]:
         got = emu.gradients("gru", 3, 4, 5, 7, mode)
         assert 0 < relative_error(got[0], exact[0]) < 1e-2, mode
+
+
+def test_sass_same_ignores_moved_parameters_and_catches_a_changed_instruction(tmp_path):
+    """Two dumps whose kernels differ only in addresses, encodings and a parameter's offset are the
+    same; one changed instruction is not (exit 1, the file named); a missing directory is one line."""
+    before, after = tmp_path / "before", tmp_path / "after"
+    before.mkdir()
+    after.mkdir()
+    (before / "k.sass").write_text("        /*0010*/   LDC R1, c[0x0][0x28] ;   /* 0x00000a00ff017b82 */\n"
+                                   "        /*0020*/   FFMA R2, R2, R3, 0.5 ;   /* 0x3f00000002027423 */\n")
+    (after / "k.sass").write_text("        /*0030*/   LDC R1, c[0x0][0x30] ;   /* 0x00000c00ff017b82 */\n"
+                                  "        /*0040*/   FFMA R2, R2, R3, 0.5 ;   /* 0x3f00000002027423 */\n")
+    same = _run("sass_same.py", str(before), str(after))
+    assert same.returncode == 0 and "1 of 1 kernels the same" in same.stdout, same.stdout + same.stderr
+    (after / "k.sass").write_text((after / "k.sass").read_text().replace("FFMA", "FMUL"))
+    differs = _run("sass_same.py", str(before), str(after))
+    assert differs.returncode == 1 and "differs: k.sass" in differs.stdout, differs.stdout
+    missing = _run("sass_same.py", str(before), str(tmp_path / "nope"))
+    assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1, missing.stderr
