@@ -65,6 +65,24 @@ def _flat(cell, output, finals):
     return [output, *finals] if cell == "lstm" else [output, finals]
 
 
+def _random_loss_grads(outs, leaves):
+    """Gradients with respect to ``leaves`` of a seeded random linear loss of every tensor in
+    ``outs`` (the same weights for both sides of a comparison), in float64."""
+    g = torch.Generator().manual_seed(9)
+    loss = sum((o.double() * torch.randn(o.shape, generator=g, dtype=torch.float64)).sum() for o in outs)
+    return list(torch.autograd.grad(loss, leaves))
+
+
+def _assert_all_close(names, got, ref, tol, dtype=None):
+    """Every ``got`` tensor of the shape of its ``ref`` (and of ``dtype`` when given), within ``tol``
+    relative error; ``names`` label them."""
+    assert len(names) == len(got) == len(ref)
+    for name, a, b in zip(names, got, ref):
+        assert a.shape == b.shape and (dtype is None or a.dtype == dtype), name
+        err = relative_error(a, b)
+        assert err <= tol, f"{name}: relative error {err:.3g} > {tol:g}"
+
+
 def check_module(cell, batch, seq, input_size, hidden_size, with_state=True, dtype="fp32", unbatched=False, **kwargs):
     """The module on the kernels against naive_network in float64, same weights and inputs."""
     module = make(cell, input_size, hidden_size, backend="triton", **kwargs).to(torch.float32)
@@ -85,10 +103,8 @@ def check_module(cell, batch, seq, input_size, hidden_size, with_state=True, dty
         hx = None if hx is None else (tuple(cast(h) for h in hx) if cell == "lstm" else cast(hx))
         out, finals = fn(x, hx, params)
         outs = _flat(cell, out, finals)
-        g = torch.Generator().manual_seed(9)
-        loss = sum((o.double() * torch.randn(o.shape, generator=g, dtype=torch.float64)).sum() for o in outs)
         leaves = [x, *((hx if cell == "lstm" else [hx]) if hx is not None else []), *params.values()]
-        return outs, torch.autograd.grad(loss, leaves)
+        return outs, _random_loss_grads(outs, leaves)
 
     params = {n: p for n, p in module.named_parameters()}
     got_out, got_grads = run(lambda x, hx, p: module(x, hx), x, hx, params, wide=False)
@@ -99,12 +115,7 @@ def check_module(cell, batch, seq, input_size, hidden_size, with_state=True, dty
         lambda x, hx, p: _naive(cell, module, p, x, hx, unbatched), x_ref, hx_ref, wide, wide=True)
     names = ["output", "h_n", "c_n"][: len(ref_out)] + ["grad_x"]
     names += (["grad_h0", "grad_c0"][: 2 if cell == "lstm" else 1] if hx is not None else []) + [f"grad_{n}" for n in params]
-    tol = tolerance(cell, dtype)
-    assert len(got_out) + len(got_grads) == len(names)
-    for name, got, ref in zip(names, [*got_out, *got_grads], [*ref_out, *ref_grads]):
-        assert got.shape == ref.shape, name
-        err = relative_error(got, ref)
-        assert err <= tol, f"{name}: relative error {err:.3g} > {tol:g}"
+    _assert_all_close(names, [*got_out, *got_grads], [*ref_out, *ref_grads], tolerance(cell, dtype))
 
 
 def _naive(cell, module, params, x, hx, unbatched):
@@ -245,10 +256,8 @@ def check_packed(cell, lengths, with_state=True, dtype=torch.float32, **kwargs):
         packed = pack_sequence(xs, enforce_sorted=False)
         out, finals = module(packed, states)
         outs = [out.data, *(finals if cell == "lstm" else [finals])]
-        g = torch.Generator().manual_seed(9)
-        loss = sum((o.double() * torch.randn(o.shape, generator=g, dtype=torch.float64)).sum() for o in outs)
         leaves = [*xs, *(() if states is None else states if cell == "lstm" else [states]), *module.parameters()]
-        return out, outs, torch.autograd.grad(loss, leaves)
+        return out, outs, _random_loss_grads(outs, leaves)
 
     got_packed, got, got_grads = run(ours, dtype)
     ref_packed, ref, ref_grads = run(theirs, torch.float64)
@@ -258,11 +267,7 @@ def check_packed(cell, lengths, with_state=True, dtype=torch.float32, **kwargs):
     names = ["output", "h_n", "c_n"][: len(ref)] + [f"grad_x{i}" for i in range(len(seqs))]
     names += (["grad_h0", "grad_c0"][: 2 if cell == "lstm" else 1] if with_state else [])
     names += [f"grad_{n}" for n, _ in ours.named_parameters()]
-    assert len(got) + len(got_grads) == len(names)
-    for name, a, b in zip(names, [*got, *got_grads], [*ref, *ref_grads]):
-        assert a.shape == b.shape and a.dtype == dtype, name
-        err = relative_error(a, b)
-        assert err <= tol, f"{name}: relative error {err:.3g} > {tol:g}"
+    _assert_all_close(names, [*got, *got_grads], [*ref, *ref_grads], tol, dtype)
 
 
 PACKED_CONFIGS = {"L2-bidirectional": dict(num_layers=2, bidirectional=True),
@@ -312,16 +317,13 @@ def check_lengths(cell, backend, batch_first=False, **kwargs):
         else:
             out, finals = module(xi, states, lengths)
         outs = [out, *(finals if cell == "lstm" else [finals])]
-        gen = torch.Generator().manual_seed(9)
-        loss = sum((o.double() * torch.randn(o.shape, generator=gen, dtype=torch.float64)).sum() for o in outs)
         leaves = [xi, *(states if cell == "lstm" else [states]), *module.parameters()]
-        return outs + list(torch.autograd.grad(loss, leaves))
+        return outs + _random_loss_grads(outs, leaves)
 
     got, ref = run(ours, torch.float32, packed=False), run(theirs, torch.float64, packed=True)
-    assert len(got) == len(ref)
-    for k, (a, b) in enumerate(zip(got, ref)):
-        assert a.shape == b.shape, k
-        assert relative_error(a, b) <= FP32, (k, relative_error(a, b))
+    names = ["output", "h_n", "c_n"][: 3 if cell == "lstm" else 2] + ["grad_x"]
+    names += ["grad_h0", "grad_c0"][: 2 if cell == "lstm" else 1] + [f"grad_{n}" for n, _ in ours.named_parameters()]
+    _assert_all_close(names, got, ref, FP32)
 
 
 @needs_interpreter

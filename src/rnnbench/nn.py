@@ -180,11 +180,10 @@ class _KernelPath:
         run_layer = recurrence.run_layer
         lstm = cell == "lstm"
         batched = input.dim() == 3
-        time_first = not batch_first
         x = input if batched else input.unsqueeze(1)
         if amp is not None:
             x = x.to(amp)
-        if batched and not time_first:
+        if batched and batch_first:
             x = x.transpose(0, 1)
         directions = 2 if self.bidirectional else 1
         h0, c0 = self._initial_state(x, hx, lstm, batched, directions)  # None: zeros in the kernel
@@ -222,7 +221,7 @@ class _KernelPath:
             if self.dropout and self.training and k < self.num_layers - 1:
                 layer_input = F.dropout(layer_input, self.dropout, training=True)
         output = layer_input
-        if batched and not time_first:
+        if batched and batch_first:
             output = output.transpose(0, 1)
         # Each layer's final states come as [1, B, H]: one layer's are the module's as they are.
         if len(finals_h) == 1:

@@ -1,21 +1,23 @@
 """Where a variable-length step's time goes: one case, three ways, through the engine's own step.
 
-    python benchmarks/results/h100/varlen-triton/probes/varlen_profile.py [--device cuda] [--dtype bf16]
+    python benchmarks/results/h100/varlen-triton/probes/varlen_profile.py [--device cuda] [--dtype bf16] [--budget S] [--packed]
 
 For LSTM at batch 64, seq 200, hidden 512 (the ``varlen`` suite's shape), train and forward, with
 the lanes ``triton`` and ``torch-nn``: the batch full length (no lengths), with every length 200
 (``200:200``: the variable-length path alone; our kernels run without lengths), and with lengths
 10:200 (the suite's). Each lane meets a variable-length batch its own way (``Lane.lengths``), and
 ``--packed`` adds ``triton`` given the batch packed too (``triton/packed``). Each step is
-verified by the engine's runner elsewhere; here each is timed (median of 20 synchronised calls
-after 5 warm-ups) and profiled over 3 calls, and the top device kernels by total time are printed.
+verified by the engine's runner elsewhere; here each is timed by the engine's own clock
+(``rnnbench.timing.measure``: the first call apart, two warm-ups, synchronised runs for a
+``--budget`` of seconds, 0.5 by default, the median) and profiled over 3 calls, and the top device
+kernels by total time are printed. (The run kept as ``profile-bf16-9bfb339.txt`` came from this
+probe's first version, which had no ``--packed`` and timed 20 synchronised calls after 5 warm-ups
+with a clock of its own.)
 """
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[5] / "src"))
@@ -26,28 +28,15 @@ from rnnbench.cases import Case  # noqa: E402
 from rnnbench.lanes import LANES  # noqa: E402
 from rnnbench.lanes.triton import make_lane  # noqa: E402
 from rnnbench.precision import matmul_mode  # noqa: E402
+from rnnbench.timing import measure  # noqa: E402
 from rnnbench.workload import TorchStep, lane_step, make_inputs, module_call  # noqa: E402
-
-
-def timed(fn, device, runs=20, warm=5):
-    for _ in range(warm):
-        fn()
-    times = []
-    for _ in range(runs):
-        if device == "cuda":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        fn()
-        if device == "cuda":
-            torch.cuda.synchronize()
-        times.append(1e3 * (time.perf_counter() - start))
-    return statistics.median(times)
 
 
 def main() -> int:
     device = sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "cuda"
     dtype = sys.argv[sys.argv.index("--dtype") + 1] if "--dtype" in sys.argv else "bf16"
     small = device == "cpu"
+    budget = float(sys.argv[sys.argv.index("--budget") + 1]) if "--budget" in sys.argv else 0.5
     lanes = {"triton": LANES.get("triton") or make_lane(), "torch-nn": LANES["torch-nn"]}
     if "--packed" in sys.argv:
         lanes["triton/packed"] = lanes["triton"]
@@ -67,7 +56,7 @@ def main() -> int:
                     else:
                         step = lane_step(lane, case, inputs)
                     fn = step.fn
-                    ms = timed(fn, device, runs=3 if small else 20, warm=1 if small else 5)
+                    ms = measure(fn, device, budget_s=budget, min_runs=3 if small else 20).median_ms
                     activities = [torch.profiler.ProfilerActivity.CPU]
                     if device == "cuda":
                         activities.append(torch.profiler.ProfilerActivity.CUDA)
