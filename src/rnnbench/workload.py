@@ -63,8 +63,9 @@ class Inputs:
         """``[T, B, 1]`` booleans, True at a sequence's valid steps; None when all are valid."""
         if self.lengths is None:
             return None
-        steps = torch.arange(self.x.shape[0]).unsqueeze(1)
-        return (steps < self.lengths.unsqueeze(0)).unsqueeze(2).to(device)
+        steps = torch.arange(self.x.shape[0], device=self.lengths.device).unsqueeze(1)
+        # non_blocking: a host tensor's plain copy waits for the stream, a sync inside the step
+        return (steps < self.lengths.unsqueeze(0)).unsqueeze(2).to(device, non_blocking=True)
 
 
 def make_inputs(case: Case) -> Inputs:
@@ -126,7 +127,7 @@ def loss_of(output: torch.Tensor, finals: tuple[torch.Tensor, ...], inputs: Inpu
         mask = inputs.mask(output.device)
         y, target = output * mask, inputs.target * mask
     else:  # each sequence's own last step
-        last = (inputs.lengths - 1).to(output.device)
+        last = (inputs.lengths - 1).to(output.device, non_blocking=True)
         y, target = output[last, torch.arange(output.shape[1], device=output.device)], inputs.target
     total = _squared_error(y, target)
     for state, target in zip(finals, (inputs.target_h, inputs.target_c)):
@@ -257,8 +258,11 @@ def _call(module, x, hx, lengths, lengths_mode):
 
 
 def _targets_on(inputs: Inputs, device: str) -> Inputs:
+    """The loss's tensors on ``device`` once, lengths too: moved inside the timed step, a host
+    tensor's copy would wait for the stream there and hide the host's work behind the device's."""
+    lengths = None if inputs.lengths is None else inputs.lengths.to(device)
     return Inputs(inputs.weights, inputs.x, inputs.h0, inputs.c0, inputs.target.to(device),
-                  inputs.target_h.to(device), inputs.target_c.to(device), inputs.lengths)
+                  inputs.target_h.to(device), inputs.target_c.to(device), lengths)
 
 
 def lane_step(lane: Lane, case: Case, inputs: Inputs) -> Step:

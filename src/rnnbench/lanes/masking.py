@@ -14,8 +14,9 @@ def running_masks(lengths: torch.Tensor | None, seq_len: int, device) -> list[to
     """Per step ``t``, a ``[B, 1]`` boolean mask of the sequences still running (None for all)."""
     if lengths is None:
         return [None] * seq_len
-    steps = torch.arange(seq_len).unsqueeze(1) < lengths.unsqueeze(0)  # [T, B]
-    return list(steps.unsqueeze(2).to(device).unbind(0))
+    steps = torch.arange(seq_len, device=lengths.device).unsqueeze(1) < lengths.unsqueeze(0)  # [T, B]
+    # non_blocking: a host tensor's plain copy waits for the stream, a sync inside the timed step
+    return list(steps.unsqueeze(2).to(device, non_blocking=True).unbind(0))
 
 
 def keep_finished(new, old, running: torch.Tensor | None):
