@@ -415,3 +415,36 @@ def test_autocast_runs_the_kernels_in_its_dtype(cell):
     assert relative_error(out, ref) <= tol
     for g, r in zip(grads, ref_grads):
         assert relative_error(g, r) <= tol
+
+
+class _Tagger(torch.nn.Module):
+    """Embedding -> recurrent module -> linear: a model a user would hand to torch.compile."""
+
+    def __init__(self, recurrent):
+        super().__init__()
+        self.embed = torch.nn.Embedding(11, recurrent.input_size)
+        self.recurrent = recurrent
+        self.head = torch.nn.Linear(recurrent.hidden_size, 11)
+
+    def forward(self, tokens):
+        output, _ = self.recurrent(self.embed(tokens))
+        return self.head(torch.tanh(output))
+
+
+@needs_interpreter
+@pytest.mark.parametrize("cell", CELLS)
+def test_runs_inside_a_compiled_model(cell):
+    """torch.compile of a model holding the module runs our kernels eagerly between its graphs (as
+    it runs torch.nn's recurrent modules): the same output and gradients as the model uncompiled.
+    Traced instead, the kernels' launch crashed the compiler. ``aot_eager``: the compiler's own
+    tracing and autograd, without the C++ toolchain inductor needs on the CPU."""
+    model = _Tagger(make(cell, 5, 37, backend="triton", num_layers=2))
+    tokens = torch.randint(0, 11, (7, 3), generator=torch.Generator().manual_seed(3))
+    params = list(model.parameters())
+    torch._dynamo.reset()
+    got = torch.compile(model, backend="aot_eager")(tokens)
+    got_grads = torch.autograd.grad(got.pow(2).sum(), params)
+    want = model(tokens)
+    want_grads = torch.autograd.grad(want.pow(2).sum(), params)
+    names = ["output"] + [f"grad_{n}" for n, _ in model.named_parameters()]
+    _assert_all_close(names, [got, *got_grads], [want, *want_grads], 1e-6)

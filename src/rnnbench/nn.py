@@ -22,6 +22,8 @@ packing is done at all). The kernels run each sequence with its own length: past
 its state and computes nothing that counts, so the output, ``h_n`` and every gradient are what
 torch.nn gives the packed batch; the reverse direction reads each sequence from its own last step.
 Dropout between layers is applied in training mode as torch.nn does (a different random mask).
+Inside a ``torch.compile``-d model the module runs eagerly between the compiled graphs, as
+torch.nn's recurrent modules do there (PyTorch, "torch.compile": dynamo does not trace RNN modules).
 """
 
 from __future__ import annotations
@@ -87,6 +89,10 @@ class _KernelPath:
             raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
         self.backend = backend
 
+    # torch.compile runs the module as it is, eagerly, between its graphs (as it runs torch.nn's
+    # recurrent modules, which it never traces): traced, the kernels' launch is no graph it can
+    # build, and the interpreter's fake-tensor run of it crashed.
+    @torch.compiler.disable
     def forward(self, input, hx=None, lengths=None):
         """torch.nn's forward; ``lengths`` (``[B]`` integers, 0 to T, any device; None: every
         sequence full length) makes the padded ``input`` a variable-length batch (module docstring).

@@ -174,6 +174,33 @@ def test_packed_modules_match_torch_nn_on_cuda(cell, dtype, how):
         assert relative_error(b, a) <= tol, (k, relative_error(b, a))
 
 
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
+def test_modules_inside_a_compiled_model_on_cuda(mode):
+    """torch.compile (inductor; and its CUDA graphs under ``reduce-overhead``) of a model holding
+    an rnnbench.nn.LSTM in bf16 on the kernels (``backend="triton"``: no fallback): the output and
+    every gradient of the model uncompiled, call after call."""
+    torch.manual_seed(0)
+    embed, recurrent, head = torch.nn.Embedding(50, 64), rnn.LSTM(64, 96, num_layers=2, backend="triton"), \
+        torch.nn.Linear(96, 50)
+    params = list(torch.nn.ModuleList([embed, recurrent, head]).to("cuda", torch.bfloat16).parameters())
+
+    def run(tokens):  # a tagger: embedding -> ours -> linear
+        output, _ = recurrent(embed(tokens))
+        return head(output)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(run, mode=mode)
+    for seed in range(3):  # reduce-overhead records its graph on a later call
+        tokens = torch.randint(0, 50, (33, 8), device="cuda", generator=torch.Generator("cuda").manual_seed(seed))
+        got = compiled(tokens)
+        got_grads = torch.autograd.grad(got.float().pow(2).sum(), params)
+        got = got.clone()
+        want = run(tokens)
+        want_grads = torch.autograd.grad(want.float().pow(2).sum(), params)
+        for k, (a, b) in enumerate(zip([got, *got_grads], [want, *want_grads])):
+            assert relative_error(a, b) <= tolerance("lstm", "bf16"), (seed, k, relative_error(a, b))
+
+
 @pytest.mark.parametrize("resident", [True, False], ids=["resident", "streamed"])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
