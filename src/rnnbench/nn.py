@@ -23,7 +23,8 @@ its state and computes nothing that counts, so the output, ``h_n`` and every gra
 torch.nn gives the packed batch; the reverse direction reads each sequence from its own last step.
 Dropout between layers is applied in training mode as torch.nn does (a different random mask).
 Inside a ``torch.compile``-d model the module runs eagerly between the compiled graphs, as
-torch.nn's recurrent modules do there (PyTorch, "torch.compile": dynamo does not trace RNN modules).
+torch.nn's recurrent modules do there (``torch._dynamo.config.allow_rnn`` is off by default: the
+compiler breaks its graph at them).
 """
 
 from __future__ import annotations
