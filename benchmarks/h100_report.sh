@@ -50,6 +50,8 @@ every_lane=("$dir"/glample-2016.jsonl "$dir"/theano-cudnn-2016.jsonl "$dir"/fast
   section "Every seed suite after split-once forwards in 32-wide chunks, in a run of its own (triton-lane-14/, 7c16564)" "$dir"/triton-lane-14/seeds-7c16564.jsonl
   section "Every seed suite after a layer's gradients in one launch, in a run of its own (triton-lane-15/, 9560326)" "$dir"/triton-lane-15/seeds-9560326.jsonl
   section "Every seed suite with the lanes of each case timed in 20 turns, in a run of its own (turns/seeds-a83ec95/)" "$dir"/turns/seeds-a83ec95/seeds-a83ec95.jsonl
+  section "The varlen suite, our kernels given lengths, after the sync left the variable-length step, in a run of its own (varlen-triton/no-sync-5be96ec/)" "$dir"/varlen-triton/no-sync-5be96ec/varlen.jsonl
+  section "The varlen suite, every lane timed in the engine's process, after the same fix, in a run of its own (varlen-torch-886996c/)" "$dir"/varlen-torch-886996c/varlen.jsonl
 } > "$dir"/REPORT.md
 "$rnnbench" report "${every_lane[@]}" --plot "$dir"/speedup.png > /dev/null
 echo "wrote $dir/REPORT.md and $dir/speedup.png"
