@@ -448,23 +448,3 @@ def test_runs_inside_a_compiled_model(cell):
     want_grads = torch.autograd.grad(want.pow(2).sum(), params)
     names = ["output"] + [f"grad_{n}" for n, _ in model.named_parameters()]
     _assert_all_close(names, [got, *got_grads], [want, *want_grads], 1e-6)
-
-
-def test_both_directions_run_at_once_only_where_twice_the_programs_are_resident(monkeypatch):
-    """Two recurrences side by side must have all their programs resident at once (each waits at
-    its grid barrier): the larger of the forward's and backward's grids, twice, on the GPU's
-    multiprocessors; never on the CPU, nor inside ``directions_in_turn``."""
-    from types import SimpleNamespace
-
-    monkeypatch.setattr(rnn, "_multiprocessors", lambda device: 132)
-    cuda = SimpleNamespace(is_cuda=True, device=torch.device("cuda", 0))
-    cpu = SimpleNamespace(is_cuda=False, device=torch.device("cpu"))
-    launch = lambda fwd, bwd: SimpleNamespace(forward_grid=fwd, backward_grid=bwd)  # noqa: E731
-    assert rnn._both_directions_fit(launch((16, 4), (16, 4)), cuda)  # 64 programs, twice: 128
-    assert rnn._both_directions_fit(launch((33, 2), (16, 4)), cuda)  # 66, twice: 132
-    assert not rnn._both_directions_fit(launch((67, 1), (16, 4)), cuda)  # the forward's 67 do not fit twice
-    assert not rnn._both_directions_fit(launch((16, 4), (17, 4)), cuda)  # nor the backward's 68
-    assert not rnn._both_directions_fit(launch((1, 1), (1, 1)), cpu)
-    with rnn.directions_in_turn():
-        assert not rnn._both_directions_fit(launch((1, 1), (1, 1)), cuda)
-    assert rnn._both_directions_fit(launch((1, 1), (1, 1)), cuda)

@@ -29,8 +29,6 @@ compiler breaks its graph at them).
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import functools
 import importlib.util
 import os
@@ -209,12 +207,11 @@ class _KernelPath:
         # direction: w_ih, w_hh, then b_ih, b_hh when there is a bias).
         weights = self._flat_weights
         per_layer = 4 if self.bias else 2
-        at_once = directions == 2 and _both_directions_fit(launch, x)
         finals_h, finals_c, layer_input = [], [], x
         for k in range(self.num_layers):
-
-            def direction(d, layer_input=layer_input, idx0=k * directions):
-                idx = idx0 + d
+            outputs = []
+            for d in range(directions):
+                idx = k * directions + d
                 w = weights[idx * per_layer:(idx + 1) * per_layer]
                 if per_layer == 2:
                     w = [*w, None, None]
@@ -224,13 +221,10 @@ class _KernelPath:
                 inp = _reversed(layer_input, reverse) if d else layer_input
                 out, h_n, c_n = run_layer(cell, inp, None if h0 is None else h0[idx], None if c0 is None else c0[idx],
                                           *w, launch, lengths)
-                return (_reversed(out, reverse) if d else out), h_n, c_n
-
-            results = _at_once(direction, x.device) if at_once else [direction(d) for d in range(directions)]
-            for _, h_n, c_n in results:
+                outputs.append(_reversed(out, reverse) if d else out)
                 finals_h.append(h_n)
                 finals_c.append(c_n)
-            layer_input = results[0][0] if directions == 1 else torch.cat([r[0] for r in results], dim=2)
+            layer_input = outputs[0] if directions == 1 else torch.cat(outputs, dim=2)
             if self.dropout and self.training and k < self.num_layers - 1:
                 layer_input = F.dropout(layer_input, self.dropout, training=True)
         output = layer_input
@@ -290,59 +284,6 @@ def _reversed(x: torch.Tensor, reversal: torch.Tensor | None) -> torch.Tensor:
     if reversal is None:
         return x.flip(0)
     return x.gather(0, reversal.unsqueeze(2).expand(-1, -1, x.shape[2]))
-
-
-_DIRECTIONS_AT_ONCE: contextvars.ContextVar[bool] = contextvars.ContextVar("rnnbench_directions_at_once", default=True)
-
-
-@contextlib.contextmanager
-def directions_in_turn():
-    """Within the block, a bidirectional module on CUDA runs its two directions one after the
-    other on one stream, as it did before they ran at once (:func:`_at_once`): for comparisons."""
-    token = _DIRECTIONS_AT_ONCE.set(False)
-    try:
-        yield
-    finally:
-        _DIRECTIONS_AT_ONCE.reset(token)
-
-
-@functools.lru_cache(maxsize=None)
-def _multiprocessors(device: torch.device) -> int:
-    return torch.cuda.get_device_properties(device).multi_processor_count
-
-
-def _both_directions_fit(launch, x: torch.Tensor) -> bool:
-    """Whether a layer's two directions may run at the same time: on CUDA, with the programs of two
-    recurrences, forward or backward, all resident at once. Each launch's programs wait for each
-    other at the grid barrier, so two launches sharing too few multiprocessors could each hold
-    some of their programs and wait forever for the rest."""
-    if not x.is_cuda or not _DIRECTIONS_AT_ONCE.get():
-        return False
-    fwd, bwd = launch.forward_grid, launch.backward_grid
-    return 2 * max(fwd[0] * fwd[1], bwd[0] * bwd[1]) <= _multiprocessors(x.device)
-
-
-@functools.lru_cache(maxsize=None)
-def _side_stream(device: torch.device) -> torch.cuda.Stream:
-    return torch.cuda.Stream(device)
-
-
-def _at_once(direction, device: torch.device):
-    """``[direction(0), direction(1)]``, the forward direction on the current stream and the reverse
-    one on a side stream, so that their kernels run side by side (one layer's directions are
-    independent; each alone holds few multiprocessors at small sizes). The side stream starts after
-    all the current stream's work so far and the current stream waits for it after, which also
-    orders the memory each uses (the side stream is used only this way); autograd runs each
-    direction's backward on its forward's stream, so those run side by side too. Captured in a
-    CUDA graph, the two become parallel branches."""
-    main = torch.cuda.current_stream(device)
-    side = _side_stream(device)
-    side.wait_stream(main)
-    forward = direction(0)
-    with torch.cuda.stream(side):
-        reverse = direction(1)
-    main.wait_stream(side)
-    return [forward, reverse]
 
 
 def _per_layer(state: torch.Tensor | None) -> tuple[torch.Tensor, ...] | None:

@@ -40,18 +40,6 @@ def test_on_chip_compares_both_plans_on_one_case(tmp_path):
     assert f"{row['cell']} B{row['batch_size']} H{row['hidden_size']}" in proc.stdout  # the table
 
 
-def test_bidirectional_checks_and_times_both_ways_beside_torch_nn(tmp_path):
-    proc = _run("bidirectional.py", str(tmp_path), "--device", "cpu", "--case-budget", "0.01")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    env, *rows = [json.loads(line) for line in (tmp_path / "bidirectional.jsonl").read_text().splitlines()]
-    assert env["record"] == "env" and rows and all("error" not in row for row in rows), rows
-    for mode in (m for row in rows for m in row["modes"]):
-        assert mode["same_bits"] and not mode["at_once_fits"]  # the CPU runs the directions in turn
-        assert mode["max_rel_error"] <= tolerance(mode["cell"], mode["dtype"])
-        assert min(mode["cudnn_ms"], mode["in_turn_ms"], mode["at_once_ms"]) > 0
-    assert "lstm B3 T5 H16 L2 fp32" in proc.stdout  # the table
-
-
 def test_on_chip_runs_the_fast_activations_comparison(tmp_path):
     proc = _run("on_chip.py", str(tmp_path), "--device", "cpu", "--compare", "fast_activations", "--cases", "1",
                 "--case-budget", "0.01", "--order", "AB")

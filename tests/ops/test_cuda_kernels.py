@@ -174,57 +174,6 @@ def test_packed_modules_match_torch_nn_on_cuda(cell, dtype, how):
         assert relative_error(b, a) <= tol, (k, relative_error(b, a))
 
 
-def _bidirectional_step(cell, dtype, batch=12, hidden=96):
-    """A 2-layer bidirectional module's training step on CUDA: output, final states and the
-    gradients of the input, the initial states and every parameter, under the module's default
-    (both directions at once where they fit)."""
-    ours_cls, _, extra = MODULES[cell]
-    torch.manual_seed(0)
-    module = ours_cls(40, hidden, num_layers=2, bidirectional=True, backend="triton", **extra).to("cuda", TORCH_DTYPE[dtype])
-    gen = torch.Generator("cuda").manual_seed(1)
-    x = torch.randn(33, batch, 40, device="cuda", generator=gen).to(TORCH_DTYPE[dtype]).requires_grad_()
-    hx = [(torch.randn(4, batch, hidden, device="cuda", generator=gen) * 0.5).to(TORCH_DTYPE[dtype]).requires_grad_()
-          for _ in range(2 if cell == "lstm" else 1)]
-    leaves = [x, *hx, *module.parameters()]
-
-    def step():
-        out, finals = module(x, tuple(hx) if cell == "lstm" else hx[0])
-        finals = list(finals) if cell == "lstm" else [finals]
-        loss = out.float().pow(2).sum() + sum(f.float().pow(2).sum() for f in finals)
-        return [out.detach(), *(f.detach() for f in finals), *torch.autograd.grad(loss, leaves)]
-
-    return module, x, step
-
-
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-@pytest.mark.parametrize("cell", CELLS)
-def test_bidirectional_directions_at_once_match_in_turn(cell, dtype):
-    """A layer's two directions on two streams side by side give, bit for bit, what they give one
-    after the other on one stream (the same kernels on the same inputs: a missing wait between the
-    streams would read a tensor before it is written, or free one still read)."""
-    module, x, step = _bidirectional_step(cell, dtype)
-    launch, _ = module._launch(x, module.cell, None)
-    assert rnn._both_directions_fit(launch, x), "this shape should run its directions at once"
-    with matmul_mode(dtype):
-        at_once = [step() for _ in range(3)][-1]  # repeated: the allocator's reuse across streams too
-        with rnn.directions_in_turn():
-            in_turn = step()
-    for k, (a, b) in enumerate(zip(at_once, in_turn)):
-        assert torch.equal(a, b), (k, relative_error(a, b))
-
-
-def test_bidirectional_directions_at_once_in_a_cuda_graph():
-    """Captured in a CUDA graph, the two streams become parallel branches: replaying the training
-    step gives what the eager step gives."""
-    _, _, step = _bidirectional_step("lstm", "bf16")
-    eager = step()
-    replay = graphed(step)
-    for _ in range(3):
-        captured = replay()
-    for k, (a, b) in enumerate(zip(captured, eager)):  # as under make_graphed_callables: reductions may reorder
-        assert relative_error(a, b) <= tolerance("lstm", "bf16"), (k, relative_error(a, b))
-
-
 @pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
 def test_modules_inside_a_compiled_model_on_cuda(mode):
     """torch.compile (inductor; and its CUDA graphs under ``reduce-overhead``) of a model holding
