@@ -234,3 +234,19 @@ def test_a_timed_step_never_waits_for_the_device(lane, lengths, mode):
     finally:
         torch.cuda.set_sync_debug_mode(0)
     torch.cuda.synchronize()
+
+
+# Every lane of this process that takes a variable-length batch, its CUDA graph lanes included.
+LENGTH_LANES = [name for name, lane in LANES.items()
+                if lane.lengths and lane.prepare is None and not name.startswith("test-")]
+
+
+@pytest.mark.parametrize("lane", LENGTH_LANES)
+def test_every_length_lane_verifies_on_cuda(lane, tmp_path):
+    """A variable-length case through the runner, train and forward: verified against the float64
+    reference at each sequence's own length (for triton-graph, the lengths' copy is captured in
+    the graph and replayed)."""
+    assert "triton-graph" in LENGTH_LANES
+    cases = [_case("lstm", "bf16", mode, lengths="2:9") for mode in ("train", "forward")]
+    rows = runner.run(cases, [LANES[lane]], ResultsFile(tmp_path / "r.jsonl"), budget_s=0.02)
+    assert [row["status"] for row in rows] == ["ok", "ok"], [(row["status"], row.get("message")) for row in rows]

@@ -216,9 +216,14 @@ def module_call(module: torch.nn.Module, case: Case, inputs: Inputs, canonical_n
     x, h0, c0 = move(inputs.x), move(inputs.h0), move(inputs.c0)
     final_states = not (inputs.lengths is not None and lengths_mode == "padded")
     states = (("h_n", "c_n") if lstm else ("h_n",)) if final_states else ()
+    lengths = inputs.lengths
+    if lengths is not None and lengths_mode == "masked" and torch.device(case.device).type == "cuda":
+        # Pinned: a module copying them to the device does so without waiting, and inside a
+        # CUDA graph's capture (triton-graph), where only a copy from pinned memory may be captured.
+        lengths = lengths.to(torch.int32).pin_memory()
 
     def run():
-        output, h_n = _call(module, x, (h0, c0) if lstm else h0, inputs.lengths, lengths_mode)
+        output, h_n = _call(module, x, (h0, c0) if lstm else h0, lengths, lengths_mode)
         return output, (finals_of(case.cell, h_n) if final_states else ())
 
     if case.mode == "forward":

@@ -62,6 +62,7 @@ def make_graph_lane() -> Lane:
         devices=("cuda",),
         requires=("triton",),
         cuda_graph=True,
+        lengths="masked",  # as the eager lane; the lengths are pinned, so their copy is captured too
     )
 
 
