@@ -52,6 +52,7 @@ every_lane=("$dir"/glample-2016.jsonl "$dir"/theano-cudnn-2016.jsonl "$dir"/fast
   section "Every seed suite with the lanes of each case timed in 20 turns, in a run of its own (turns/seeds-a83ec95/)" "$dir"/turns/seeds-a83ec95/seeds-a83ec95.jsonl
   section "The varlen suite, our kernels given lengths, after the sync left the variable-length step, in a run of its own (varlen-triton/no-sync-5be96ec/)" "$dir"/varlen-triton/no-sync-5be96ec/varlen.jsonl
   section "The varlen suite, every lane timed in the engine's process, after the same fix, in a run of its own (varlen-torch-886996c/)" "$dir"/varlen-torch-886996c/varlen.jsonl
+  section "triton-graph on variable lengths, bf16, in a run of its own (varlen-graph-42ca223/)" "$dir"/varlen-graph-42ca223/varlen-bf16.jsonl
 } > "$dir"/REPORT.md
 "$rnnbench" report "${every_lane[@]}" --plot "$dir"/speedup.png > /dev/null
 echo "wrote $dir/REPORT.md and $dir/speedup.png"
