@@ -264,7 +264,8 @@ def _call(module, x, hx, lengths, lengths_mode):
 
 def _targets_on(inputs: Inputs, device: str) -> Inputs:
     """The loss's tensors on ``device`` once, lengths too: moved inside the timed step, a host
-    tensor's copy would wait for the stream there and hide the host's work behind the device's."""
+    tensor's copy would wait for the stream there, and the host's work would add to the device's
+    instead of overlapping it."""
     lengths = None if inputs.lengths is None else inputs.lengths.to(device)
     return Inputs(inputs.weights, inputs.x, inputs.h0, inputs.c0, inputs.target.to(device),
                   inputs.target_h.to(device), inputs.target_c.to(device), lengths)
