@@ -97,6 +97,8 @@ class _KernelPath:
     def forward(self, input, hx=None, lengths=None):
         """torch.nn's forward; ``lengths`` (``[B]`` integers, 0 to T, any device; None: every
         sequence full length) makes the padded ``input`` a variable-length batch (module docstring).
+        Read on the host; to capture the call in a CUDA graph, give them as a pinned int32 CPU
+        tensor (``lengths.int().pin_memory()``): only a copy from pinned memory can be captured.
 
         Raises:
             ValueError: ``lengths`` with a PackedSequence or an unbatched input, or not ``[B]``

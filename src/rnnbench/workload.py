@@ -35,6 +35,7 @@ from typing import Callable, Protocol
 import torch
 
 from .cases import Case
+from .lanes.masking import valid_steps
 from .lanes.registry import Lane
 from .precision import TORCH_DTYPE
 from .reference import canonical_weights, reference_forward
@@ -53,6 +54,7 @@ class Inputs:
     target_h: torch.Tensor  # [L, B, H], for h_n
     target_c: torch.Tensor  # [L, B, H], for c_n (LSTM only)
     lengths: torch.Tensor | None = None  # [B] int64 for a variable-length case, else None
+    _masks: dict = field(default_factory=dict, repr=False, compare=False)  # mask() per device
 
     @property
     def useful_timesteps(self) -> int:
@@ -60,12 +62,14 @@ class Inputs:
         return int(self.lengths.sum()) if self.lengths is not None else self.x.shape[0] * self.x.shape[1]
 
     def mask(self, device) -> torch.Tensor | None:
-        """``[T, B, 1]`` booleans, True at a sequence's valid steps; None when all are valid."""
+        """``[T, B, 1]`` booleans, True at a sequence's valid steps; None when all are valid.
+        Built once per device: the training loss asks for it on every timed step."""
         if self.lengths is None:
             return None
-        steps = torch.arange(self.x.shape[0], device=self.lengths.device).unsqueeze(1)
-        # non_blocking: a host tensor's plain copy waits for the stream, a sync inside the step
-        return (steps < self.lengths.unsqueeze(0)).unsqueeze(2).to(device, non_blocking=True)
+        device = torch.device(device)
+        if device not in self._masks:
+            self._masks[device] = valid_steps(self.lengths, self.x.shape[0], device)
+        return self._masks[device]
 
 
 def make_inputs(case: Case) -> Inputs:

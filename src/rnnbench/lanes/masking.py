@@ -10,13 +10,19 @@ from __future__ import annotations
 import torch
 
 
+def valid_steps(lengths: torch.Tensor, seq_len: int, device) -> torch.Tensor:
+    """``[T, B, 1]`` booleans on ``device``, True where step ``t`` is inside sequence ``b``
+    (``t < lengths[b]``); built where ``lengths`` lie."""
+    steps = torch.arange(seq_len, device=lengths.device).unsqueeze(1) < lengths.unsqueeze(0)  # [T, B]
+    # non_blocking: a host tensor's plain copy waits for the stream, a sync inside the timed step
+    return steps.unsqueeze(2).to(device, non_blocking=True)
+
+
 def running_masks(lengths: torch.Tensor | None, seq_len: int, device) -> list[torch.Tensor | None]:
     """Per step ``t``, a ``[B, 1]`` boolean mask of the sequences still running (None for all)."""
     if lengths is None:
         return [None] * seq_len
-    steps = torch.arange(seq_len, device=lengths.device).unsqueeze(1) < lengths.unsqueeze(0)  # [T, B]
-    # non_blocking: a host tensor's plain copy waits for the stream, a sync inside the timed step
-    return list(steps.unsqueeze(2).to(device, non_blocking=True).unbind(0))
+    return list(valid_steps(lengths, seq_len, device).unbind(0))
 
 
 def keep_finished(new, old, running: torch.Tensor | None):

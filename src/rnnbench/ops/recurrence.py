@@ -454,7 +454,8 @@ def kernel_lengths(lengths, seq_len: int, batch_size: int, device: torch.device)
         raise ValueError(f"lengths must be from 0 to seq_len ({seq_len}); got {low} to {high}")
     if low == seq_len:
         return None
-    # non_blocking: no wait for the stream's queued work (a host tensor's copy is staged at once)
+    # non_blocking: no wait for the stream's queued work (a host tensor's copy is staged at once).
+    # A pinned int32 tensor is copied as it is, which a CUDA graph can capture.
     return lengths.to(dtype=torch.int32).contiguous().to(device, non_blocking=True)
 
 
