@@ -201,6 +201,47 @@ def test_modules_inside_a_compiled_model_on_cuda(mode):
             assert relative_error(a, b) <= tolerance("lstm", "bf16"), (seed, k, relative_error(a, b))
 
 
+GLUON_DTYPES = [d for d in ("bf16", "fp16") if d in DTYPES]
+
+
+@pytest.mark.parametrize("parts", ["all", "no-states", "no-bias"])
+@pytest.mark.parametrize("batch, seq, hidden", [(1, 5, 260), (3, 7, 300), (20, 9, 512), (37, 6, 500), (16, 40, 768),
+                                                (33, 4, 1024)])
+@pytest.mark.parametrize("dtype", GLUON_DTYPES)
+def test_gluon_lstm_forward(dtype, batch, seq, hidden, parts):
+    """The LSTM forward in Gluon (``Plan.gluon``, the default for the 16-bit LSTMs it covers on
+    sm_90): the plan must pick it (or this would test the ``tl`` kernel), then output, final states
+    and every gradient (the backward reads what it saved) against float64, with and without h0/c0
+    and biases, one to three batch blocks, widths that leave a piece partial; under no_grad
+    (nothing saved) the same output."""
+    from rnnbench.ops import recurrence
+
+    launch = recurrence.layer_launch("lstm", batch, hidden, TORCH_DTYPE[dtype], torch.device("cuda"))
+    if not launch.forward.gluon:
+        pytest.skip("no Gluon forward here (another GPU or Triton): plans.gluon_forward")
+    tensors = _layer("lstm", batch, seq, 5, hidden)
+    absent = []
+    if parts == "no-states":
+        tensors[1] = tensors[2] = None
+        absent = [1, 2]
+    elif parts == "no-bias":
+        tensors[5] = tensors[6] = None
+    got = _outputs_and_grads(recurrent_layer, "lstm", tensors, TORCH_DTYPE[dtype])
+    rounded = [torch.zeros(batch, hidden) if k in absent else None if x is None else x.to(TORCH_DTYPE[dtype])
+               for k, x in enumerate(tensors)]
+    ref = _outputs_and_grads(naive_layer, "lstm", rounded, torch.float64)
+    ref = ref[:4] + ref[4 + len(absent):]  # output, h_n, c_n, d_x, [d_h0, d_c0], weights...
+    assert len(got) == len(ref)
+    for k, (a, b) in enumerate(zip(got, ref)):
+        err = relative_error(a, b)
+        assert err <= tolerance("lstm", dtype), f"tensor {k}: relative error {err:.3g}"
+    with torch.no_grad():
+        inputs = [None if x is None else x.to("cuda", TORCH_DTYPE[dtype]) for x in tensors]
+        unsaved = recurrent_layer("lstm", *inputs)
+    for a, b in zip(unsaved, got[:3]):
+        assert relative_error(a, b.detach()) <= 1e-6
+
+
 @pytest.mark.parametrize("resident", [True, False], ids=["resident", "streamed"])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("cell", ["lstm", "gru"])

@@ -551,6 +551,43 @@ def test_the_on_chip_rnn_splits_strict_fp32_once_in_fp16():
     assert not plan(20, 500, 4, split_once=True, direction="backward").split_once  # a forward's field
 
 
+def test_the_gluon_forward_where_its_rule_allows(monkeypatch):
+    """``Plan.gluon``, planned for an H100 as if this Triton had the Gluon kernel: the LSTM's 16-bit
+    forward with resident weights, 16 units and at most 32 batch rows a program, h more than one
+    piece (hidden 257 to 1024, a multiple of 4); not its backward, not fp32, TF32 or the GRU and RNN, not hidden
+    100-256 (one piece: no gain), not 64 batch rows (the weights stream), not the interpreter's
+    plans; never where Triton lacks it. Asked for where it cannot run, refused."""
+    from rnnbench.ops.lstm import gluon
+    from rnnbench.ops.plans import choose_plan
+
+    def plan(batch, hidden, gates=4, dtype=torch.bfloat16, precision="ieee", direction="forward", device="cuda",
+             **override):
+        return choose_plan(batch, hidden, gates, dtype, torch.device(device), multiprocessors=132,
+                           precision=precision, direction=direction, **override)
+
+    monkeypatch.setattr(gluon, "AVAILABLE", True)
+    for batch, hidden, dtype in ((16, 768, torch.float16), (16, 768, torch.bfloat16), (32, 512, torch.bfloat16),
+                                 (128, 512, torch.bfloat16), (20, 500, torch.float16), (3, 260, torch.bfloat16),
+                                 (32, 1024, torch.bfloat16)):
+        chosen = plan(batch, hidden, dtype=dtype)
+        assert chosen.gluon and not chosen.h_on_chip and chosen.w_resident, (batch, hidden, dtype)
+        assert not plan(batch, hidden, dtype=dtype, direction="backward").gluon
+        assert not plan(batch, hidden, dtype=dtype, device="cpu").gluon
+        assert not plan(batch, hidden, dtype=dtype, block_h=32).gluon
+    for gates in (1, 3):
+        assert not plan(16, 768, gates).gluon
+    for hidden in (100, 128, 256, 257, 258):  # one piece; rows cp.async cannot copy 8 bytes at a time
+        assert not plan(32, hidden).gluon
+    assert not plan(16, 768, dtype=torch.float32, precision="tf32").gluon
+    assert not plan(128, 768).gluon  # 64 rows a program: the weights stream
+    assert not plan(16, 768, gluon=False).gluon
+    for bad in (dict(gates=3), dict(hidden=128), dict(dtype=torch.float32, precision="tf32"), dict(block_b=64)):
+        with pytest.raises(ValueError, match="gluon is the LSTM's forward"):
+            plan(**{"batch": 16, "hidden": 768, **bad, "gluon": True})
+    monkeypatch.setattr(gluon, "AVAILABLE", False)
+    assert not plan(16, 768).gluon
+
+
 def test_fast_activations_where_the_products_round_as_coarsely():
     """The MUFU's tanh (relative error about 2^-11) in the forward of bf16, fp16 and TF32, never
     in strict fp32, never backward, never under the interpreter (inline PTX); and the forward

@@ -200,6 +200,10 @@ class Plan:
             and remainders scaled by 2^11, under power-of-two scales of the weights and of h's
             columns; fp16 products take K 16 per wgmma where TF32 takes 8, so the step's chain is
             half as long). ``""``: neither.
+        gluon: the LSTM's forward as the Gluon kernel (``ops/lstm/gluon.py``: the same plan, h
+            copied straight into shared memory and one wait for the step's product instead of one
+            per piece of h, the gates out of the accumulator once), where :func:`gluon_forward`
+            allows it. A call with lengths runs the ``tl`` kernel.
     """
 
     block_b: int
@@ -215,6 +219,7 @@ class Plan:
     split_once: bool = False
     split_w_once: bool = False
     on_chip_split: str = ""
+    gluon: bool = False
 
     def grid(self, batch_size: int, hidden_size: int) -> tuple[int, int]:
         """(programs over hidden units, programs over batch rows)."""
@@ -335,6 +340,40 @@ def default_block_b(batch_size: int, hidden_programs: int, slots: int, split: bo
             if fewer < rows and hidden_programs * triton.cdiv(batch_size, fewer) <= slots:
                 return fewer
     return rows
+
+
+# The Gluon LSTM forward where h is more than one piece (its gain is one wait for the step's
+# product instead of one per piece) and up to this width (measured to 1024; shared memory decides
+# beyond). On an H200, kernel alone: 0.86-0.97x the tl kernel's step at hidden 512-1024, 1.02x
+# at hidden 100-128, one piece (benchmarks/results/h100/gluon-step/against_tl-cpasync.jsonl).
+GLUON_MIN_HIDDEN, GLUON_MAX_HIDDEN = 257, 1024
+
+
+def gluon_forward(num_gates: int, element: int, hidden_size: int, block_b: int, block_h: int, resident: bool,
+                  on_chip: bool, num_warps: int, device: torch.device, multiprocessors: int | None,
+                  smem: int) -> bool:
+    """Whether a forward plan runs the Gluon kernel (:attr:`Plan.gluon`): the LSTM with 16-bit
+    weights, resident, 16 units and at most 32 batch rows a program at 4 warps, hidden from
+    :data:`GLUON_MIN_HIDDEN` to :data:`GLUON_MAX_HIDDEN` and a multiple of 4 (h's rows are copied
+    into shared memory by ``cp.async``, which moves 4 bytes at least: an odd width did not compile,
+    and 8-byte rows are what the H100 ran), on a Hopper GPU (sm_90; planning for one
+    absent, ``multiprocessors`` given, counts as one) with a Triton whose Gluon the kernel was
+    written for, its shared memory fitting."""
+    from .lstm import gluon
+
+    if not (gluon.AVAILABLE and device.type == "cuda" and num_gates == 4 and element == 2 and resident
+            and not on_chip and block_h == gluon.BLOCK_H and block_b <= gluon.MAX_BLOCK_B and num_warps == 4
+            and GLUON_MIN_HIDDEN <= hidden_size <= GLUON_MAX_HIDDEN and hidden_size % 4 == 0):
+        return False
+    if multiprocessors is None and _capability(device.index if device.index is not None
+                                               else torch.cuda.current_device()) != (9, 0):
+        return False
+    return gluon.shared_bytes(block_b, hidden_size, k_padded(hidden_size)) <= smem - SHARED_MEMORY_MARGIN
+
+
+@functools.lru_cache(maxsize=None)
+def _capability(index: int) -> tuple[int, int]:
+    return torch.cuda.get_device_capability(index)
 
 
 def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.dtype,
@@ -461,9 +500,13 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     # (results/h100/chip-split); 3xTF32 split once gained nothing (0.99x).
     chip_split = "fp16" if (device.type == "cuda" and on_chip and direction == "forward" and num_gates == 1
                             and precision == "tf32x3" and dtype == torch.float32) else ""
+    use_gluon = direction == "forward" and slots is not None and gluon_forward(
+        num_gates, element, hidden_size, override.get("block_b", bb), override.get("block_h", bh),
+        override.get("w_resident", resident), override.get("h_on_chip", on_chip), override.get("num_warps", warps),
+        device, multiprocessors, smem)
     fields = {"block_b": bb, "block_h": bh, "w_resident": resident, "num_warps": warps, "block_k": block_k,
               "num_stages": stages, "h_on_chip": on_chip, "fast_activations": fast, "split_once": x3_streamed,
-              "split_w_once": split_w_once, "on_chip_split": chip_split}
+              "split_w_once": split_w_once, "on_chip_split": chip_split, "gluon": use_gluon}
     split_default = (device.type == "cuda" and num_gates in (3, 4) and tensor_cores and not on_chip
                      and hidden_size <= (SPLIT_K_16BIT_MAX_HIDDEN if element == 2 else SPLIT_K_MAX_HIDDEN))
     if direction == "backward" and override.get("split_k", split_default):
@@ -487,6 +530,12 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     if plan.on_chip_split and (num_gates != 1 or not plan.h_on_chip or dtype != torch.float32
                                or (device.type == "cuda" and precision != "tf32x3")):
         raise ValueError("on_chip_split is for the RNN's strict fp32 forward on chip (float32 weights, 3xTF32 on CUDA)")
+    if plan.gluon and (direction != "forward" or not gluon_forward(
+            num_gates, element, hidden_size, plan.block_b, plan.block_h, plan.w_resident, plan.h_on_chip,
+            plan.num_warps, device, multiprocessors, smem if slots is not None else 0)):
+        raise ValueError("gluon is the LSTM's forward with 16-bit resident weights, 16 units and at most 32 batch "
+                         f"rows a program at 4 warps, hidden {GLUON_MIN_HIDDEN} to {GLUON_MAX_HIDDEN}, on sm_90 "
+                         "with Gluon")
     if plan.split_k and plan.h_on_chip:
         raise ValueError("split_k and h_on_chip exclude each other (an on-chip backward exchanges nothing)")
     if plan.h_on_chip and not (plan.w_resident and plan.block_h == kp and plan.block_k == kp):

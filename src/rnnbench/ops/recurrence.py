@@ -3,7 +3,8 @@
 Forward: the input projection of every step as one matmul (``x_proj = x W_ih^T``, ``[T*B, I] x
 [I, G*H]``; ``ops/projection.py``: our own launch for small layers, cuBLAS for the rest; the
 biases are added inside the kernel), then **one kernel launch for all T steps**
-(``ops/<cell>/kernels.py``). Backward: one launch running the recurrence in reverse time, producing
+(``ops/<cell>/kernels.py``; the 16-bit LSTM's forward past one piece of h in Gluon,
+``ops/lstm/gluon.py``, where ``Plan.gluon``). Backward: one launch running the recurrence in reverse time, producing
 the gradients of the pre-activations of every step (``d_gates [T, B, G*H]``), ``dh0`` and ``dc0``;
 then the weight and input gradients as large matmuls over them::
 
@@ -16,8 +17,9 @@ every dtype; the tensors the user sees are in the weights' dtype.
 Per call the host does little: the launch plan is cached per shape, the barrier counters are one
 buffer per device and stream that the kernels leave zeroed, ``h0``/``c0`` are read in place
 (absent ones are zeros inside the kernel) and the final states are written by the kernel. A
-forward under ``no_grad`` is one matmul and one kernel launch, with no host synchronisation (so it
-can be captured in a CUDA graph).
+forward under ``no_grad`` is one matmul and one kernel launch (and a memset of its barrier
+counters for the Gluon LSTM forward, ``lstm/gluon.py``), with no host synchronisation (so it can
+be captured in a CUDA graph).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from .gradients import layer_gradients
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
 from .launch import Constexprs, KernelLauncher
 from .launch import counters as _counters  # (bound here: a test replaces the recurrences' counters alone)
+from .lstm import gluon as lstm_gluon
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .plans import (STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, chip_split_level, choose_plan,
                     dot_precision, k_chunks, k_padded, split_k_pieces, split_once_level, upcast_dot)
@@ -45,6 +48,7 @@ _LSTM_BACKWARD_SPLIT_K = KernelLauncher(lstm_backward_split_k_kernel)
 _GRU_FORWARD, _GRU_BACKWARD = KernelLauncher(gru_forward_kernel), KernelLauncher(gru_backward_kernel)
 _GRU_BACKWARD_SPLIT_K = KernelLauncher(gru_backward_split_k_kernel)
 _RNN_FORWARD, _RNN_BACKWARD = KernelLauncher(rnn_forward_kernel), KernelLauncher(rnn_backward_kernel)
+_LSTM_FORWARD_GLUON = KernelLauncher(lstm_gluon.lstm_forward_gluon_kernel) if lstm_gluon.AVAILABLE else None
 
 NUM_GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 _PLAN_OVERRIDE: contextvars.ContextVar[tuple] = contextvars.ContextVar("rnnbench_plan_override", default=())
@@ -185,6 +189,15 @@ class _Launch:
         return self._cached(("forward", has_bias, has_h0, save, has_c0, has_lengths), lambda: self._with_flags(
             self.forward_meta, HAS_BIAS=has_bias, HAS_H0=has_h0, SAVE=save, HAS_C0=has_c0, HAS_LENGTHS=has_lengths))
 
+    def gluon_constexprs(self, has_bias: bool, has_h0: bool, save: bool, has_c0: bool) -> Constexprs:
+        """The Gluon LSTM forward's compile-time arguments (:attr:`Plan.gluon`) with these flags."""
+        def build():
+            width = lstm_gluon.piece_width(k_padded(self.hidden_size))
+            return Constexprs(dict(H=self.hidden_size, HAS_BIAS=has_bias, HAS_H0=has_h0, HAS_C0=has_c0, SAVE=save,
+                                   BLOCK_B=self.forward.block_b, PIECE=width, PIECES=-(-self.hidden_size // width),
+                                   num_warps=self.forward.num_warps))
+        return self._cached(("gluon", has_bias, has_h0, save, has_c0), build)
+
     def backward_constexprs(self, has_d_out: bool, has_d_h_n: bool, has_d_c_n: bool,
                             has_lengths: bool = False) -> Constexprs:
         """The backward kernel's compile-time arguments with these flags (built once per flags)."""
@@ -267,11 +280,11 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     h_buf = torch.empty(T + 1, B, H, device=dev, dtype=dtype)
     h_n = torch.empty(1, B, H, device=dev, dtype=dtype)
     lstm = cell == "lstm"
-    constexprs = launch.forward_constexprs(b_ih is not None, h0 is not None, save, lstm and c0 is not None,
-                                           lengths is not None)
+    has_h0, has_c0 = h0 is not None, lstm and c0 is not None
     # Absent tensors are zeros inside the kernel; a buffer of ours stands in for their pointers.
     biases = (b_ih, b_hh) if b_ih is not None else (w_hh, w_hh)
     h0 = h_buf if h0 is None else h0
+    constexprs = launch.forward_constexprs(b_ih is not None, has_h0, save, has_c0, lengths is not None)
     lengths = h_n if lengths is None else lengths
     f32 = dict(device=dev, dtype=torch.float32)
     # 3xTF32 with operands split once (Plan.split_once): W_hh's split copy [2, G*H, H] (each program
@@ -284,6 +297,16 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
         c_n = torch.empty(1, B, H, device=dev, dtype=dtype)
         c_buf = torch.empty(T + 1, B, H, **f32) if save else h_n
         saved = torch.empty(T, B, 4 * H, **f32) if save else h_n
+        if launch.forward.gluon and lengths is h_n:  # (no lengths given: h_n stands in for them)
+            # Arrival counters of its own, zeroed: the Gluon kernel leaves them counted (ops/lstm/gluon.py).
+            arrivals = torch.zeros(grid[1], device=dev, dtype=torch.int32)
+            args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, h_buf, h_n, c_n, c_buf, saved, arrivals,
+                    T, B)
+            _LSTM_FORWARD_GLUON(grid, args, launch.gluon_constexprs(b_ih is not None, has_h0, save, has_c0), stream,
+                                keyed=6)
+            if not save:
+                c_buf = saved = None
+            return h_buf, h_n, c_n, saved, c_buf
         # The caller's tensors lead (they decide the specialisation); the rest are allocated here.
         args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, lengths, h_buf, h_n, c_n, c_buf, saved,
                 w_split, h_split, counters, T, B)

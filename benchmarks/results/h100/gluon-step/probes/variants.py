@@ -1,4 +1,4 @@
-"""The package-style Gluon LSTM forward (gluon_lstm_forward.py) under source edits, each timed
+"""The package's Gluon LSTM forward (src/rnnbench/ops/lstm/gluon.py; the runs in ../stdout-logs.txt were of its state at b62d65e, probes/gluon_lstm_forward.py there) under source edits, each timed
 against the probe kernel (gluon_step_parts.py) at FlashRNN's shape, fp16, kernel alone, graph
 replays (µs per step, twice each). Run from the repository root on a GPU:
     PYTHONPATH=src python3 benchmarks/results/h100/gluon-step/probes/variants.py
@@ -9,7 +9,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, "src"); sys.path.insert(0, str(HERE))
 from gluon_step_parts import _per_step_us as per_step_us
 import gluon_step_parts as P
-src = (HERE / "gluon_lstm_forward.py").read_text()
+src = Path("src/rnnbench/ops/lstm/gluon.py").read_text()
 variants = {
  "cur": [],
  "V1_int32": [('B.to(gl.int64) * H', 'B * H'), ('B.to(gl.int64) * (4 * H)', 'B * (4 * H)')],

@@ -1,23 +1,30 @@
-"""The LSTM's forward kernel in Gluon as it was wired into the package for a session (16-bit
-weights, the exchange plan, resident weights, 16 units and at most 32 batch rows a program; a
-``Plan.gluon`` field, the rule ``plans.gluon_forward`` and a branch in ``recurrence_forward``,
-then taken out again): a record, not part of rnnbench.
+"""The LSTM's forward kernel in Gluon, Triton's lower-level language, for 16-bit weights on Hopper.
 
-It is the probe's kernel (``gluon_step_parts.py``: one wait for a step's three wgmma chains,
-swizzled gates out of the accumulator) with what the package needs: h0, c0, biases, saved gates
-and cell states for the backward, batch blocks, widths that leave a piece partial. Correct (the
-CUDA tests of that tree: 42 passed, every gradient against float64), but slower than the ``tl``
-kernel at every shape measured (``../run6.jsonl`` to ``../run9.jsonl``, H200: 1.02-1.42x the
-time a step), where the probe was 0.92x. What was found on the way (``../README.md``):
+The same recurrence, plan and buffers as :func:`rnnbench.ops.lstm.kernels.lstm_forward_kernel`
+(its docstring and ``docs/kernels.md``, "One layer, one direction": one program per 16 hidden
+units and 16 or 32 batch rows, the 64-row stacked tile of ``W_hh`` resident in shared memory, h
+exchanged through global memory with the atomic-counter grid barrier, fp32 cell state, tanh and
+sigmoid on the MUFU), written where the ``tl`` kernel cannot say what it wants:
 
-- the exit count that zeroes the barrier counters (``common._release_counters``: an atomic whose
-  result decides a branch after the loop) took the kernel from about 100 registers a thread to
-  255 with spills inside the loop; here the caller gives zeroed counters instead;
-- the step time moves by 0.2-0.4 µs with edits that change no work in the loop (biases loaded
-  from memory rather than a constant zero, int32 rather than int64 plane offsets, the h_n store
-  inside the loop): the schedule ptxas makes of this loop, not its instructions, decides it.
+- **h straight into shared memory, one wait for the step's product.** Every piece of h_{t-1}
+  (256 columns) is copied from L2 into a shared buffer of its own (``cp.async``, all at once), and
+  the pieces' wgmma chains are issued asynchronously one after another with one wait, where
+  ``tl.dot`` outside a pipelined loop waits for each piece's chain;
+- **the gates leave the accumulator once.** The wgmma accumulator holds gate ``g`` in warp ``g``;
+  it goes through shared memory (swizzled: read back down a unit's column, unswizzled rows put
+  eight lanes on one bank) straight into the layout of the cell's arithmetic, the step input's
+  loads and the stores.
 
-Written against Triton 3.6's Gluon (``GLUON_VERSIONS``).
+On an H200 (``benchmarks/results/h100/gluon-step/``, kernel alone, against the ``tl`` kernel in
+the same run): 0.86-0.87x the step at FlashRNN's shape (batch 16, hidden 768, fp16 and bf16),
+0.93x at batch 32, hidden 512, 0.86x at hidden 1024, 0.97x at batch 128, hidden 512; 1.02x where h
+is one piece (hidden 100-128), so the plan asks for it only past one piece
+(``plans.gluon_forward``).
+
+Gluon is experimental and its API moves between Triton releases: :data:`AVAILABLE` is True only
+for the releases this was written and measured against (:data:`GLUON_VERSIONS`), and everywhere
+else the ``tl`` kernel runs. Gluon has no interpreter: only the CUDA tests run this kernel. No
+lengths (a variable-length batch runs the ``tl`` kernel).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ try:
         raise ImportError(f"Gluon's API here is Triton {GLUON_VERSIONS}'s, not {triton.__version__}'s")
     from triton.experimental import gluon
     from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.ampere import async_copy
     from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, warpgroup_mma,
                                                                    warpgroup_mma_wait)
     AVAILABLE = True
@@ -181,18 +189,21 @@ if AVAILABLE:
             else:
                 src = h_buf_ptr + t * plane_h + row0 * H
                 live = hb < gl.where(t > 0, B - row0, 0)
-            pieces = ()
+            # Straight into shared memory (cp.async, through L2 only): loaded into registers and
+            # stored, ptxas interleaved the stores with the loads, each store waiting for its load
+            # before the next loads issued (two round trips to L2 instead of one: trace.py).
             for i in gl.static_range(PIECES):
                 col = i * PIECE + kh  # (not k: a name the loop shares with the code before it is carried)
                 if H % PIECE == 0:  # every column real: the rows' mask alone (a column mask cost registers)
                     h_mask = live[:, None]
                 else:
                     h_mask = live[:, None] & (col < H)[None, :]
-                pieces = pieces + (gl.load(src + hb[:, None] * H + col[None, :], mask=h_mask, other=0.0,
-                                           cache_modifier=".cg"), )
-            for i in gl.static_range(PIECES):
-                h_smem[i].store(pieces[i])
+                async_copy.async_copy_global_to_shared(h_smem[i], src + hb[:, None] * H + col[None, :], mask=h_mask,
+                                                       cache_modifier=".cg")
+            async_copy.commit_group()
+            async_copy.wait_group(0)
             fence_async_shared()
+            gl.thread_barrier()
             acc = gl.zeros([ROWS, BLOCK_B], gl.float32, ACC)
             for i in gl.static_range(PIECES):
                 acc = warpgroup_mma(w_smem.index(i), h_smem[i].permute((1, 0)), acc, is_async=True)
