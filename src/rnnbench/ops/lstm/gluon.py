@@ -82,17 +82,14 @@ if AVAILABLE:
     @gluon.jit
     def _step_input(x_t, gid, mask, H: gl.constexpr):
         """Step ``t``'s input projection, gates i, f, g, o, from its ``[B, 4H]`` plane, as stored
-        (16-bit): widened where used, after the barrier. (Widened here, or with the bias added, the
-        widening waited for the loads, from HBM, before the barrier's wait: 0.3 µs a step at
-        FlashRNN's shape.)"""
+        (16-bit; widened where used, after the barrier)."""
         return (gl.load(x_t + gid, mask=mask, other=0.0), gl.load(x_t + gid + H, mask=mask, other=0.0),
                 gl.load(x_t + gid + 2 * H, mask=mask, other=0.0), gl.load(x_t + gid + 3 * H, mask=mask, other=0.0))
 
     @gluon.jit
     def _bias(b_ih_ptr, b_hh_ptr, units, mask, HAS_BIAS: gl.constexpr):
-        """``b_ih + b_hh`` at these offsets as an fp32 ``[BLOCK_H, 1]`` column (0 without biases).
-        Held for every step: read again with each step's input instead, from L1, they took 0.36 µs
-        a step at FlashRNN's shape (H200)."""
+        """``b_ih + b_hh`` at these offsets as an fp32 ``[BLOCK_H, 1]`` column (0 without biases),
+        loaded once and held for every step."""
         if HAS_BIAS:
             b = _load_f32(b_ih_ptr, units, mask) + _load_f32(b_hh_ptr, units, mask)
         else:
@@ -112,9 +109,9 @@ if AVAILABLE:
         and ``c_n``; grid (H / 16 programs, batch blocks of ``BLOCK_B`` rows), all resident.
         ``counters_ptr``: one int32 arrival counter per batch block, zero at launch and left
         non-zero (unlike the ``tl`` kernels', which the last program out zeroes: that exit count,
-        whose result decides a branch after the loop, took this kernel from 102 registers a thread
-        to 255 with spills inside the loop at hidden 768, sm_90, Triton 3.6; so the caller gives it
-        zeroed counters of its own, one memset a call)."""
+        whose result decides a branch after the loop, took this kernel from 80-146 registers a
+        thread to 245-255, spilling 456 bytes at hidden 1024, batch 32; sm_90, Triton 3.6. So the
+        caller gives it zeroed counters of its own, one memset a call)."""
         dt: gl.constexpr = w_hh_ptr.dtype.element_ty
         BH: gl.constexpr = 16
         ROWS: gl.constexpr = 4 * BH
