@@ -242,6 +242,30 @@ def test_gluon_lstm_forward(dtype, batch, seq, hidden, parts):
         assert relative_error(a, b.detach()) <= 1e-6
 
 
+def test_gluon_plan_with_an_h0_off_a_16_byte_boundary():
+    """The Gluon forward copies h0 into shared memory 16 bytes at a time; the second layer's state
+    of a 2-layer module at batch 3, hidden 500 starts 3000 bytes in (8 past a 16-byte boundary).
+    That call runs (the ``tl`` kernel) and matches torch.nn's float64 module."""
+    from rnnbench.ops import recurrence
+
+    if "bf16" not in GLUON_DTYPES or not recurrence.layer_launch("lstm", 3, 500, torch.bfloat16,
+                                                                 torch.device("cuda")).forward.gluon:
+        pytest.skip("no Gluon forward here (another GPU or Triton): plans.gluon_forward")
+    torch.manual_seed(0)
+    ours = rnn.LSTM(8, 500, num_layers=2, backend="triton").cuda().to(torch.bfloat16)
+    ref = torch.nn.LSTM(8, 500, num_layers=2).double()
+    ref.load_state_dict({k: v.double().cpu() for k, v in ours.state_dict().items()})
+    x = torch.randn(5, 3, 8)
+    h0, c0 = torch.randn(2, 3, 500) * 0.5, torch.randn(2, 3, 500) * 0.5
+    state = (h0.cuda().to(torch.bfloat16), c0.cuda().to(torch.bfloat16))
+    assert state[0][1].data_ptr() % 16 != 0
+    with torch.no_grad():
+        got = ours(x.cuda().to(torch.bfloat16), state)
+        want = ref(x.double(), (state[0].double().cpu(), state[1].double().cpu()))
+    for a, b in ((got[0], want[0]), (got[1][0], want[1][0]), (got[1][1], want[1][1])):
+        assert relative_error(a.cpu(), b) <= tolerance("lstm", "bf16")
+
+
 @pytest.mark.parametrize("resident", [True, False], ids=["resident", "streamed"])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("cell", ["lstm", "gru"])

@@ -297,7 +297,10 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
         c_n = torch.empty(1, B, H, device=dev, dtype=dtype)
         c_buf = torch.empty(T + 1, B, H, **f32) if save else h_n
         saved = torch.empty(T, B, 4 * H, **f32) if save else h_n
-        if launch.forward.gluon and lengths is h_n:  # (no lengths given: h_n stands in for them)
+        # (No lengths given: h_n stands in for them. The Gluon kernel copies h0 into shared memory
+        # 16 bytes at a time, as it does h_{t-1}: an h0 off a 16-byte boundary, a deeper layer's
+        # slice of the module's state at an odd batch for one, runs the tl kernel instead.)
+        if launch.forward.gluon and lengths is h_n and (not has_h0 or not h0.data_ptr() & 15):
             # Arrival counters of its own, zeroed: the Gluon kernel leaves them counted (ops/lstm/gluon.py).
             arrivals = torch.zeros(grid[1], device=dev, dtype=torch.int32)
             args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, h_buf, h_n, c_n, c_buf, saved, arrivals,
