@@ -4,9 +4,9 @@ Forward: the input projection of every step as one matmul (``x_proj = x W_ih^T``
 [I, G*H]``; ``ops/projection.py``: our own launch for small layers, cuBLAS for the rest; the
 biases are added inside the kernel), then **one kernel launch for all T steps**
 (``ops/<cell>/kernels.py``; the 16-bit LSTM's forward past one piece of h in Gluon,
-``ops/lstm/gluon.py``, where ``Plan.gluon``). Backward: one launch running the recurrence in reverse time, producing
-the gradients of the pre-activations of every step (``d_gates [T, B, G*H]``), ``dh0`` and ``dc0``;
-then the weight and input gradients as large matmuls over them::
+``ops/lstm/gluon.py``, where ``Plan.gluon``). Backward: one launch running the recurrence in
+reverse time, producing the gradients of the pre-activations of every step (``d_gates [T, B,
+G*H]``), ``dh0`` and ``dc0``; then the weight and input gradients as large matmuls over them::
 
     dW_hh = d_gates_h^T h_{t-1}     dW_ih = d_gates_x^T x     db = sums over (T, B)
     dx = d_gates_x W_ih
