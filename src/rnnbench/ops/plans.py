@@ -365,15 +365,9 @@ def gluon_forward(num_gates: int, element: int, hidden_size: int, block_b: int, 
             and not on_chip and block_h == gluon.BLOCK_H and block_b <= gluon.MAX_BLOCK_B and num_warps == 4
             and GLUON_MIN_HIDDEN <= hidden_size <= GLUON_MAX_HIDDEN and hidden_size % 4 == 0):
         return False
-    if multiprocessors is None and _capability(device.index if device.index is not None
-                                               else torch.cuda.current_device()) != (9, 0):
+    if multiprocessors is None and torch.cuda.get_device_capability(device) != (9, 0):
         return False
     return gluon.shared_bytes(block_b, hidden_size, k_padded(hidden_size)) <= smem - SHARED_MEMORY_MARGIN
-
-
-@functools.lru_cache(maxsize=None)
-def _capability(index: int) -> tuple[int, int]:
-    return torch.cuda.get_device_capability(index)
 
 
 def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.dtype,
@@ -500,13 +494,9 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     # (results/h100/chip-split); 3xTF32 split once gained nothing (0.99x).
     chip_split = "fp16" if (device.type == "cuda" and on_chip and direction == "forward" and num_gates == 1
                             and precision == "tf32x3" and dtype == torch.float32) else ""
-    use_gluon = direction == "forward" and slots is not None and gluon_forward(
-        num_gates, element, hidden_size, override.get("block_b", bb), override.get("block_h", bh),
-        override.get("w_resident", resident), override.get("h_on_chip", on_chip), override.get("num_warps", warps),
-        device, multiprocessors, smem)
     fields = {"block_b": bb, "block_h": bh, "w_resident": resident, "num_warps": warps, "block_k": block_k,
               "num_stages": stages, "h_on_chip": on_chip, "fast_activations": fast, "split_once": x3_streamed,
-              "split_w_once": split_w_once, "on_chip_split": chip_split, "gluon": use_gluon}
+              "split_w_once": split_w_once, "on_chip_split": chip_split}
     split_default = (device.type == "cuda" and num_gates in (3, 4) and tensor_cores and not on_chip
                      and hidden_size <= (SPLIT_K_16BIT_MAX_HIDDEN if element == 2 else SPLIT_K_MAX_HIDDEN))
     if direction == "backward" and override.get("split_k", split_default):
@@ -515,6 +505,15 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         fields.update(_split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision,
                                       step_precision, override))
     plan = Plan(**{**fields, **override})
+    # The Gluon forward wherever the plan, overrides applied, allows it; asked for elsewhere, refused.
+    gluon_allowed = direction == "forward" and gluon_forward(
+        num_gates, element, hidden_size, plan.block_b, plan.block_h, plan.w_resident, plan.h_on_chip, plan.num_warps,
+        device, multiprocessors, smem if slots is not None else 0)
+    if plan.gluon and not gluon_allowed:
+        raise ValueError("gluon is the LSTM's forward with 16-bit resident weights, 16 units and at most 32 batch "
+                         f"rows a program at 4 warps, hidden {GLUON_MIN_HIDDEN} to {GLUON_MAX_HIDDEN}, on sm_90 "
+                         "with Gluon")
+    plan = dataclasses.replace(plan, gluon=override.get("gluon", gluon_allowed))
     if device.type == "cuda" and plan.split_once and not plan.w_resident and "num_stages" not in override:
         # As many chunks in flight as shared memory holds (each has two fp32 tiles of h, one or two of W).
         stage = split_once_stage_bytes(plan.block_b, gp * plan.block_h, plan.block_k, plan.split_w_once)
@@ -530,12 +529,6 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     if plan.on_chip_split and (num_gates != 1 or not plan.h_on_chip or dtype != torch.float32
                                or (device.type == "cuda" and precision != "tf32x3")):
         raise ValueError("on_chip_split is for the RNN's strict fp32 forward on chip (float32 weights, 3xTF32 on CUDA)")
-    if plan.gluon and (direction != "forward" or not gluon_forward(
-            num_gates, element, hidden_size, plan.block_b, plan.block_h, plan.w_resident, plan.h_on_chip,
-            plan.num_warps, device, multiprocessors, smem if slots is not None else 0)):
-        raise ValueError("gluon is the LSTM's forward with 16-bit resident weights, 16 units and at most 32 batch "
-                         f"rows a program at 4 warps, hidden {GLUON_MIN_HIDDEN} to {GLUON_MAX_HIDDEN}, on sm_90 "
-                         "with Gluon")
     if plan.split_k and plan.h_on_chip:
         raise ValueError("split_k and h_on_chip exclude each other (an on-chip backward exchanges nothing)")
     if plan.h_on_chip and not (plan.w_resident and plan.block_h == kp and plan.block_k == kp):
