@@ -588,6 +588,24 @@ def test_the_gluon_forward_where_its_rule_allows(monkeypatch):
     assert not plan(16, 768).gluon
 
 
+def test_a_call_runs_the_gluon_kernel_only_where_it_can():
+    """``recurrence.gluon_runs``: a plan with ``gluon`` runs the Gluon kernel without lengths and
+    with no h0 or one on a 16-byte boundary; with lengths, an h0 2 or 8 bytes off the boundary, or
+    a plan without ``gluon``, the ``tl`` kernel."""
+    from rnnbench.ops.plans import Plan
+    from rnnbench.ops.recurrence import gluon_runs
+
+    gluon, tl = Plan(16, 16, True, gluon=True), Plan(16, 16, True)
+    flat = torch.empty(64, dtype=torch.bfloat16)
+    aligned = flat[8:16]  # 16 bytes in
+    assert aligned.data_ptr() % 16 == 0
+    assert gluon_runs(gluon, False, None) and gluon_runs(gluon, False, aligned)
+    assert not gluon_runs(gluon, True, None)
+    for off in (flat[1:9], flat[4:12]):  # 2 and 8 bytes past the boundary
+        assert not gluon_runs(gluon, False, off)
+    assert not gluon_runs(tl, False, None)
+
+
 def test_fast_activations_where_the_products_round_as_coarsely():
     """The MUFU's tanh (relative error about 2^-11) in the forward of bf16, fp16 and TF32, never
     in strict fp32, never backward, never under the interpreter (inline PTX); and the forward

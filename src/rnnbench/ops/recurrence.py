@@ -297,10 +297,7 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
         c_n = torch.empty(1, B, H, device=dev, dtype=dtype)
         c_buf = torch.empty(T + 1, B, H, **f32) if save else h_n
         saved = torch.empty(T, B, 4 * H, **f32) if save else h_n
-        # (No lengths given: h_n stands in for them. The Gluon kernel copies h0 into shared memory
-        # 16 bytes at a time, as it does h_{t-1}: an h0 off a 16-byte boundary, a deeper layer's
-        # slice of the module's state at an odd batch for one, runs the tl kernel instead.)
-        if launch.forward.gluon and lengths is h_n and (not has_h0 or not h0.data_ptr() & 15):
+        if gluon_runs(launch.forward, lengths is not h_n, h0 if has_h0 else None):
             # Arrival counters of its own, zeroed: the Gluon kernel leaves them counted (ops/lstm/gluon.py).
             arrivals = torch.zeros(grid[1], device=dev, dtype=torch.int32)
             args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, h_buf, h_n, c_n, c_buf, saved, arrivals,
@@ -321,6 +318,15 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     args = (x_proj, w_hh, *biases, h0, lengths, h_buf, h_n, saved, w_split, h_split, counters, T, B)
     (_GRU_FORWARD if cell == "gru" else _RNN_FORWARD)(grid, args, constexprs, stream, keyed=6)
     return h_buf, h_n, None, saved if save else None, None
+
+
+def gluon_runs(plan: Plan, has_lengths: bool, h0) -> bool:
+    """Whether a forward call runs the Gluon LSTM kernel (``lstm/gluon.py``): its plan asks for it
+    (:attr:`Plan.gluon`), no lengths are given, and ``h0`` (None: zeros) starts on a 16-byte
+    boundary. The kernel copies h0 into shared memory as it does h_{t-1}, by ``cp.async``, which
+    the compiler emits only for a pointer it knows aligned (Triton specialises on 16 bytes): a
+    deeper layer's slice of a module's state at an odd batch, for one, runs the ``tl`` kernel."""
+    return plan.gluon and not has_lengths and (h0 is None or not h0.data_ptr() & 15)
 
 
 def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_hh, launch: _Launch, lengths=None):
