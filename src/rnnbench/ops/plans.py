@@ -345,7 +345,7 @@ def default_block_b(batch_size: int, hidden_programs: int, slots: int, split: bo
 # The Gluon LSTM forward where h is more than one piece (its gain is one wait for the step's
 # product instead of one per piece) and up to this width (measured to 1024; shared memory decides
 # beyond). On an H200, kernel alone: 0.86-0.97x the tl kernel's step at hidden 512-1024, 1.02x
-# at hidden 100-128, one piece (benchmarks/results/h100/gluon-step/against_tl-cpasync.jsonl).
+# at hidden 100-128, one piece (benchmarks/results/h200/gluon-step/against_tl-cpasync.jsonl).
 GLUON_MIN_HIDDEN, GLUON_MAX_HIDDEN = 257, 1024
 
 

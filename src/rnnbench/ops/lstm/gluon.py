@@ -15,7 +15,7 @@ sigmoid on the MUFU), written where the ``tl`` kernel cannot say what it wants:
   eight lanes on one bank) straight into the layout of the cell's arithmetic, the step input's
   loads and the stores.
 
-On an H200 (``benchmarks/results/h100/gluon-step/``, kernel alone, against the ``tl`` kernel in
+On an H200 (``benchmarks/results/h200/gluon-step/``, kernel alone, against the ``tl`` kernel in
 the same run): 0.86-0.87x the step at FlashRNN's shape (batch 16, hidden 768, fp16 and bf16),
 0.93x at batch 32, hidden 512, 0.86x at hidden 1024, 0.97x at batch 128, hidden 512; 1.02x where h
 is one piece (hidden 100-128), so the plan asks for it only past one piece

@@ -74,7 +74,10 @@ def main(out=None):
         print(f"B{batch} H{hidden} {name}: Gluon {row['gluon_us_per_step']:.3f}, tl {row['tl_us_per_step']:.3f} µs/step "
               f"({row['gluon_over_tl']:.3f}x); errors {row['gluon_error']:.2e}, {row['tl_error']:.2e}", flush=True)
     if out:
+        from rnnbench.env import environment
+
         with open(out, "w") as f:
+            f.write(json.dumps({"record": "env", **environment()}) + "\n")  # the machine the rows ran on
             f.writelines(json.dumps(r) + "\n" for r in rows)
 
 

@@ -332,7 +332,10 @@ def main(argv: list[str]) -> int:
                   f"errors gluon {errors['gluon_output']:.2e}/{errors['gluon_c_n']:.2e} "
                   f"poll {errors['poll_output']:.2e}/{errors['poll_c_n']:.2e} "
                   f"tl {errors['tl_output']:.2e}/{errors['tl_c_n']:.2e}", flush=True)
+    from rnnbench.env import environment
+
     with open(args.out / "gluon_step.jsonl", "w") as f:
+        f.write(json.dumps({"record": "env", **environment()}) + "\n")  # the machine the rows ran on
         for row in rows:
             f.write(json.dumps(row) + "\n")
     return 0
