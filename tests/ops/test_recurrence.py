@@ -554,9 +554,10 @@ def test_the_on_chip_rnn_splits_strict_fp32_once_in_fp16():
 def test_the_gluon_forward_where_its_rule_allows(monkeypatch):
     """``Plan.gluon``, planned for an H100 as if this Triton had the Gluon kernel: the LSTM's 16-bit
     forward with resident weights, 16 units and at most 32 batch rows a program, h more than one
-    piece (hidden 257 to 1024, a multiple of 4); not its backward, not fp32, TF32 or the GRU and RNN, not hidden
-    100-256 (one piece: no gain), not 64 batch rows (the weights stream), not the interpreter's
-    plans; never where Triton lacks it. Asked for where it cannot run, refused."""
+    piece (hidden 257 to 1024, a multiple of 4); not its backward, not fp32, TF32 or the GRU and
+    RNN, not hidden 100-256 (one piece: no gain), not 64 batch rows (the weights stream), not exact
+    activations (``fast_activations=False``: the kernel's tanh is the MUFU's), not the
+    interpreter's plans; never where Triton lacks it. Asked for where it cannot run, refused."""
     from rnnbench.ops.lstm import gluon
     from rnnbench.ops.plans import choose_plan
 
@@ -574,6 +575,7 @@ def test_the_gluon_forward_where_its_rule_allows(monkeypatch):
         assert not plan(batch, hidden, dtype=dtype, direction="backward").gluon
         assert not plan(batch, hidden, dtype=dtype, device="cpu").gluon
         assert not plan(batch, hidden, dtype=dtype, block_h=32).gluon
+        assert not plan(batch, hidden, dtype=dtype, fast_activations=False).gluon  # its tanh is the MUFU's
     for gates in (1, 3):
         assert not plan(16, 768, gates).gluon
     for hidden in (100, 128, 256, 257, 258):  # one piece; rows cp.async cannot copy 8 bytes at a time
@@ -581,7 +583,8 @@ def test_the_gluon_forward_where_its_rule_allows(monkeypatch):
     assert not plan(16, 768, dtype=torch.float32, precision="tf32").gluon
     assert not plan(128, 768).gluon  # 64 rows a program: the weights stream
     assert not plan(16, 768, gluon=False).gluon
-    for bad in (dict(gates=3), dict(hidden=128), dict(dtype=torch.float32, precision="tf32"), dict(block_b=64)):
+    for bad in (dict(gates=3), dict(hidden=128), dict(dtype=torch.float32, precision="tf32"), dict(block_b=64),
+                dict(fast_activations=False)):
         with pytest.raises(ValueError, match="gluon is the LSTM's forward"):
             plan(**{"batch": 16, "hidden": 768, **bad, "gluon": True})
     monkeypatch.setattr(gluon, "AVAILABLE", False)

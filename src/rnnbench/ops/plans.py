@@ -350,20 +350,21 @@ GLUON_MIN_HIDDEN, GLUON_MAX_HIDDEN = 257, 1024
 
 
 def gluon_forward(num_gates: int, element: int, hidden_size: int, block_b: int, block_h: int, resident: bool,
-                  on_chip: bool, num_warps: int, device: torch.device, multiprocessors: int | None,
-                  smem: int) -> bool:
+                  on_chip: bool, num_warps: int, fast_activations: bool, device: torch.device,
+                  multiprocessors: int | None, smem: int) -> bool:
     """Whether a forward plan runs the Gluon kernel (:attr:`Plan.gluon`): the LSTM with 16-bit
     weights, resident, 16 units and at most 32 batch rows a program at 4 warps, hidden from
     :data:`GLUON_MIN_HIDDEN` to :data:`GLUON_MAX_HIDDEN` and a multiple of 4 (h's rows are copied
     into shared memory by ``cp.async``, which moves 4 bytes at least: an odd width did not compile,
-    and 8-byte rows are what the H100 ran), on a Hopper GPU (sm_90; planning for one
-    absent, ``multiprocessors`` given, counts as one) with a Triton whose Gluon the kernel was
-    written for, its shared memory fitting."""
+    and 8-byte rows are what the H100 ran), with ``fast_activations`` (the kernel's tanh and
+    sigmoid are the MUFU's only), on a Hopper GPU (sm_90; planning for one absent,
+    ``multiprocessors`` given, counts as one) with a Triton whose Gluon the kernel was written for,
+    its shared memory fitting."""
     from .lstm import gluon
 
     if not (gluon.AVAILABLE and device.type == "cuda" and num_gates == 4 and element == 2 and resident
             and not on_chip and block_h == gluon.BLOCK_H and block_b <= gluon.MAX_BLOCK_B and num_warps == 4
-            and GLUON_MIN_HIDDEN <= hidden_size <= GLUON_MAX_HIDDEN and hidden_size % 4 == 0):
+            and fast_activations and GLUON_MIN_HIDDEN <= hidden_size <= GLUON_MAX_HIDDEN and hidden_size % 4 == 0):
         return False
     if multiprocessors is None and torch.cuda.get_device_capability(device) != (9, 0):
         return False
@@ -508,11 +509,11 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     # The Gluon forward wherever the plan, overrides applied, allows it; asked for elsewhere, refused.
     gluon_allowed = direction == "forward" and gluon_forward(
         num_gates, element, hidden_size, plan.block_b, plan.block_h, plan.w_resident, plan.h_on_chip, plan.num_warps,
-        device, multiprocessors, smem if slots is not None else 0)
+        plan.fast_activations, device, multiprocessors, smem if slots is not None else 0)
     if plan.gluon and not gluon_allowed:
         raise ValueError("gluon is the LSTM's forward with 16-bit resident weights, 16 units and at most 32 batch "
-                         f"rows a program at 4 warps, hidden {GLUON_MIN_HIDDEN} to {GLUON_MAX_HIDDEN}, on sm_90 "
-                         "with Gluon")
+                         f"rows a program at 4 warps, hidden {GLUON_MIN_HIDDEN} to {GLUON_MAX_HIDDEN}, fast "
+                         "activations, on sm_90 with Gluon")
     plan = dataclasses.replace(plan, gluon=override.get("gluon", gluon_allowed))
     if device.type == "cuda" and plan.split_once and not plan.w_resident and "num_stages" not in override:
         # As many chunks in flight as shared memory holds (each has two fp32 tiles of h, one or two of W).
