@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection|products|gluon] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection|products|gluon|ahead] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -70,6 +70,12 @@ against the 128 columns before.
 Triton with the Gluon it was written for, sm_90), against the ``tl`` kernel (``forward_gluon=False``),
 the backward the same under both: FlashRNN's shape, theano's 16-bit
 LSTMs at hidden 512 and 1024, glample's at 500.
+
+``--compare ahead`` runs the default plan, which computes a long Gluon forward's input
+projection ahead when captured in a CUDA graph (``Plan.input_ahead``: chunks by cuBLAS on a side
+stream while the recurrence runs), against the projection first (``forward_input_ahead=False``):
+FlashRNN's shape in fp16 and bf16, 512 steps of bf16 at batch 16, hidden 1024. The graph lane's
+rows are the comparison; eager calls run the same path under both plans (the control).
 
 ``--compare stream`` streams the forward's weights from L2 in 64-column chunks (Triton pipelines
 the chunk loop, ``num_stages`` deep) against the default, which holds them resident and stages h
@@ -161,7 +167,7 @@ PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip":
          "torch_calls": {},  # the default plan on the host path before ops/gradients.py (_setting)
          "cublas_projection": {}, "our_projection": {},  # the input projection by F.linear, by ours (_setting)
          "masked_products": {}, "products": {},  # the tile products as they were, as they are (_setting)
-         "tl": {"forward_gluon": False}}
+         "tl": {"forward_gluon": False}, "projection_first": {"forward_input_ahead": False}}
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
     ("rnn_tanh", 20, 30, 100, 100, "fp32", DEFAULT), ("rnn_tanh", 20, 30, 100, 100, "tf32", DEFAULT),
@@ -396,13 +402,20 @@ GLUON_CASES = [
     _case("lstm", 32, 512, "bf16", ("default", "tl")), _case("lstm", 128, 512, "bf16", ("default", "tl")),
     _case("lstm", 32, 1024, "bf16", ("default", "tl")), _case("lstm", 20, 500, "bf16", ("default", "tl")),
 ]
+# The input projected ahead, overlapping the Gluon forward in graphs (Plan.input_ahead), against
+# projected first: FlashRNN's shape (48 programs), then 512 steps at batch 16, hidden 1024 (64).
+AHEAD_CASES = [
+    _case("lstm", 16, 768, "fp16", ("projection_first", "default"), seq_len=1024),
+    _case("lstm", 16, 768, "bf16", ("projection_first", "default"), seq_len=1024),
+    _case("lstm", 16, 1024, "bf16", ("projection_first", "default"), seq_len=512),
+]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
                "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES, "split_k_x3": X3_CASES,
                "split_k_tf32": TF32_TALL_CASES,
                "block_h": UNITS_CASES, "piece": PIECE_CASES,
                "stream": STREAM_CASES, "warps64": WARPS64_CASES, "split_once": SPLIT_ONCE_CASES,
                "batch_rows": BATCH_ROWS_CASES, "backward_rows": BACKWARD_ROWS_CASES, "chip_split": CHIP_SPLIT_CASES,
-               "gluon": GLUON_CASES}
+               "gluon": GLUON_CASES, "ahead": AHEAD_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 
 

@@ -219,7 +219,13 @@ def test_gluon_lstm_forward(dtype, batch, seq, hidden, parts):
     launch = recurrence.layer_launch("lstm", batch, hidden, TORCH_DTYPE[dtype], torch.device("cuda"))
     if not launch.forward.gluon:
         pytest.skip("no Gluon forward here (another GPU or Triton): plans.gluon_forward")
-    tensors = _layer("lstm", batch, seq, 5, hidden)
+    _check_gluon_layer(dtype, _layer("lstm", batch, seq, 5, hidden), parts)
+
+
+def _check_gluon_layer(dtype, tensors, parts="all"):
+    """The LSTM layer's output, final states and every gradient against float64 (``parts``:
+    "no-states" drops h0 and c0, "no-bias" the biases), then the same output under no_grad."""
+    batch, hidden = tensors[1].shape
     absent = []
     if parts == "no-states":
         tensors[1] = tensors[2] = None
@@ -240,6 +246,83 @@ def test_gluon_lstm_forward(dtype, batch, seq, hidden, parts):
         unsaved = recurrent_layer("lstm", *inputs)
     for a, b in zip(unsaved, got[:3]):
         assert relative_error(a, b.detach()) <= 1e-6
+
+
+@pytest.mark.parametrize("parts", ["all", "no-states"])
+@pytest.mark.parametrize("batch, seq, hidden", [(1, 256, 260), (16, 300, 768), (3, 257, 1024)])
+@pytest.mark.parametrize("dtype", GLUON_DTYPES)
+def test_gluon_lstm_forward_projecting_ahead_in_a_cuda_graph(monkeypatch, dtype, batch, seq, hidden, parts):
+    """A long Gluon forward captured in a CUDA graph computes its input projection ahead
+    (``Plan.input_ahead``: chunks on a side stream while the kernel runs): the capture must take
+    that path (``project_ahead`` called, or this would test the other), then the replayed output,
+    final states and every gradient against float64."""
+    from rnnbench.ops import recurrence
+
+    launch = recurrence.layer_launch("lstm", batch, hidden, TORCH_DTYPE[dtype], torch.device("cuda"))
+    if not launch.forward.input_ahead:
+        pytest.skip("no Gluon forward here (another GPU or Triton): plans.gluon_forward")
+    calls, project_ahead = [], recurrence.project_ahead
+    monkeypatch.setattr(recurrence, "project_ahead", lambda *a: calls.append(1) or project_ahead(*a))
+    tensors = _layer("lstm", batch, seq, 5, hidden)
+    if parts == "no-states":
+        tensors[1] = tensors[2] = None
+    leaves = [None if x is None else x.to("cuda", TORCH_DTYPE[dtype]).requires_grad_() for x in tensors]
+    weights = torch.randn(seq, batch, hidden, device="cuda", dtype=torch.float64)
+
+    def step():
+        out, h_n, c_n = recurrent_layer("lstm", *leaves)
+        loss = (out.double() * weights).sum() + h_n.double().sum() + c_n.double().sum()
+        return out, h_n, c_n, *torch.autograd.grad(loss, [x for x in leaves if x is not None])
+
+    got = graphed(step)()
+    assert calls, "the capture did not project ahead"
+    absent = [1, 2] if parts == "no-states" else []
+    ref_leaves = [(torch.zeros(batch, hidden) if k in absent else x.to(TORCH_DTYPE[dtype])).double()
+                  .requires_grad_() for k, x in enumerate(tensors) if x is not None or k in absent]
+    out, h_n, c_n = naive_layer("lstm", *ref_leaves)[:3]
+    loss = (out * weights.cpu()).sum() + h_n.sum() + c_n.sum()
+    ref = [out, h_n, c_n, *torch.autograd.grad(loss, ref_leaves)]
+    ref = ref[:4] + ref[4 + len(absent):]
+    assert len(got) == len(ref)
+    for k, (a, b) in enumerate(zip(got, ref)):
+        err = relative_error(a.cpu(), b)
+        assert err <= tolerance("lstm", dtype), f"tensor {k}: relative error {err:.3g}"
+
+
+def test_the_gluon_kernel_waits_for_the_steps_written():
+    """With ``ready`` (projecting ahead), the Gluon kernel reads step t's input only once the count
+    of steps written passes t: launched over an input of NaNs, with the real one copied in chunks on
+    another stream after a delay of some milliseconds, it returns what it returns over the real
+    input given whole (a kernel that did not wait would read NaNs)."""
+    from rnnbench.ops import projection, recurrence
+
+    if "fp16" not in GLUON_DTYPES:
+        pytest.skip("no 16-bit types here")
+    B, T, H = 16, 64, 768
+    launch = recurrence.layer_launch("lstm", B, H, torch.float16, torch.device("cuda"))
+    if not launch.forward.gluon:
+        pytest.skip("no Gluon forward here (another GPU or Triton): plans.gluon_forward")
+    _, _, _, w_ih, w_hh, b_ih, b_hh = [t.to("cuda", torch.float16) for t in _layer("lstm", B, T, 5, H) if t is not None]
+    x = torch.randn(T, B, 5, device="cuda", dtype=torch.float16)
+    x_proj = x @ w_ih.t()
+    want = recurrence.recurrence_forward("lstm", x_proj, w_hh, b_ih, b_hh, None, None, launch, False)
+    late = torch.full_like(x_proj, float("nan"))
+    ready = torch.zeros(1, device="cuda", dtype=torch.int32)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # each kernel the side stream runs, loaded before the recurrence waits
+        torch.cuda._sleep(1)
+        torch.empty_like(late[:1]).copy_(x_proj[:1])
+        ready.fill_(0)
+    got = recurrence.recurrence_forward("lstm", late, w_hh, b_ih, b_hh, None, None, launch, False, ready=ready)
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(20_000_000)  # cycles: about 10 ms at the H100's clock
+        for start, end in projection.ahead_chunks(T, B):
+            late[start:end].copy_(x_proj[start:end])
+            ready.fill_(end)
+    torch.cuda.current_stream().wait_stream(side)
+    for a, b in ((got[0][1:], want[0][1:]), (got[1], want[1]), (got[2], want[2])):  # output, h_n, c_n
+        assert not a.isnan().any() and relative_error(a, b) <= 1e-6
 
 
 def test_gluon_plan_with_an_h0_off_a_16_byte_boundary():

@@ -99,3 +99,16 @@ def test_whole_tiles_take_our_launch_up_to_a_larger_size(monkeypatch, precision,
     monkeypatch.setattr(projection, "EVEN_MAX_FLOP", 2 * seq * batch * inputs * width - 1)
     projection.input_projection(torch.zeros(seq, batch, inputs), torch.zeros(width, inputs), precision, False)
     assert len(calls) == int(ours)  # past EVEN_MAX_FLOP: F.linear
+
+
+@pytest.mark.parametrize("seq, batch", [(1, 16), (31, 16), (32, 16), (1024, 16), (1000, 3), (300, 600), (257, 37)])
+def test_the_chunks_projected_ahead_cover_every_step_once(seq, batch):
+    """``ahead_chunks``: consecutive, from step 0 to seq_len, the first of 512 rows' worth of steps
+    (at least one), each next ending at four times the end before it (the last at seq_len)."""
+    from rnnbench.ops.projection import AHEAD_FIRST_ROWS, ahead_chunks
+
+    chunks = ahead_chunks(seq, batch)
+    assert chunks[0] == (0, min(seq, max(1, AHEAD_FIRST_ROWS // batch)))
+    assert chunks[-1][1] == seq
+    for (_, end), (start, nxt) in zip(chunks, chunks[1:]):
+        assert start == end and nxt == min(seq, 4 * end)

@@ -609,6 +609,45 @@ def test_a_call_runs_the_gluon_kernel_only_where_it_can():
     assert not gluon_runs(tl, False, None)
 
 
+def test_the_input_projected_ahead_where_the_gluon_forward_leaves_multiprocessors(monkeypatch):
+    """``Plan.input_ahead``: with the Gluon forward, where its programs take at most half the
+    multiprocessors (FlashRNN's 48 of 132; batch 37, hidden 512 takes 96); never without
+    Gluon; asked for where it cannot run, refused. ``recurrence.projects_ahead``: a call takes it
+    from 256 steps, on CUDA, captured in a CUDA graph, where the Gluon kernel runs (not with
+    lengths)."""
+    from types import SimpleNamespace
+
+    from rnnbench.ops.lstm import gluon
+    from rnnbench.ops.plans import choose_plan
+    from rnnbench.ops.recurrence import projects_ahead
+
+    def plan(batch, hidden, gates=4, dtype=torch.float16, sms=132, **override):
+        return choose_plan(batch, hidden, gates, dtype, torch.device("cuda"), multiprocessors=sms, **override)
+
+    monkeypatch.setattr(gluon, "AVAILABLE", True)
+    assert plan(16, 768).input_ahead and plan(16, 1024).input_ahead and plan(3, 1024).input_ahead  # 48, 64
+    assert not plan(37, 512).input_ahead and not plan(32, 1024).input_ahead  # 32 x 3, 64 x 2 programs
+    assert not plan(16, 768, sms=95).input_ahead and plan(16, 768, sms=96).input_ahead  # 48 programs
+    assert not plan(16, 768, direction="backward").input_ahead
+    assert not plan(16, 768, gluon=False).input_ahead and not plan(16, 768, 3).input_ahead
+    assert not plan(16, 768, input_ahead=False).input_ahead
+    for bad in (dict(batch=37, hidden=512), dict(batch=16, hidden=768, gluon=False)):
+        with pytest.raises(ValueError, match="input_ahead is the Gluon forward's"):
+            plan(**bad, input_ahead=True)
+    ahead = plan(16, 768)
+    x = SimpleNamespace(is_cuda=True, shape=(256, 16, 768))
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
+    assert not projects_ahead(ahead, x, None, None)  # eager
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
+    assert projects_ahead(ahead, x, None, None)
+    assert not projects_ahead(ahead, SimpleNamespace(is_cuda=True, shape=(255, 16, 768)), None, None)
+    assert not projects_ahead(ahead, SimpleNamespace(is_cuda=False, shape=(256, 16, 768)), None, None)
+    assert not projects_ahead(ahead, x, torch.full((16,), 256), None)  # lengths: the tl kernel
+    assert not projects_ahead(plan(16, 768, input_ahead=False), x, None, None)
+    monkeypatch.setattr(gluon, "AVAILABLE", False)
+    assert not plan(16, 768).input_ahead
+
+
 def test_fast_activations_where_the_products_round_as_coarsely():
     """The MUFU's tanh (relative error about 2^-11) in the forward of bf16, fp16 and TF32, never
     in strict fp32, never backward, never under the interpreter (inline PTX); and the forward

@@ -204,6 +204,11 @@ class Plan:
             copied straight into shared memory and one wait for the step's product instead of one
             per piece of h, the gates out of the accumulator once), where :func:`gluon_forward`
             allows it. A call with lengths runs the ``tl`` kernel.
+        input_ahead: with ``gluon``, where the programs leave half the multiprocessors idle
+            (:data:`AHEAD_MAX_PROGRAMS`): a call of at least :data:`AHEAD_MIN_STEPS` steps
+            captured in a CUDA graph computes its input projection in chunks on a side stream
+            while the kernel runs (``ops/projection.py``, ``project_ahead``), instead of before
+            it (``recurrence.projects_ahead``: why only in graphs).
     """
 
     block_b: int
@@ -220,6 +225,7 @@ class Plan:
     split_w_once: bool = False
     on_chip_split: str = ""
     gluon: bool = False
+    input_ahead: bool = False
 
     def grid(self, batch_size: int, hidden_size: int) -> tuple[int, int]:
         """(programs over hidden units, programs over batch rows)."""
@@ -347,6 +353,16 @@ def default_block_b(batch_size: int, hidden_programs: int, slots: int, split: bo
 # beyond). On an H200, kernel alone: 0.86-0.97x the tl kernel's step at hidden 512-1024, 1.02x
 # at hidden 100-128, one piece (benchmarks/results/h200/gluon-step/against_tl-cpasync.jsonl).
 GLUON_MIN_HIDDEN, GLUON_MAX_HIDDEN = 257, 1024
+
+
+# Projecting the input ahead (Plan.input_ahead): the programs a plan may take, as a fraction of the
+# multiprocessors (the rest run the chunks' products; a recurrence program waiting for a chunk no
+# multiprocessor is left to compute would wait forever). Graphed forwards on the H200 with 48 and
+# 64 programs of 132 took 0.96-0.98x the time, with 96 1.16x (results/h200/input-ahead). And the
+# steps a call needs to take it (a short recurrence leaves the chunks' products little to hide
+# behind; not measured below 512).
+AHEAD_MAX_PROGRAMS = 0.5
+AHEAD_MIN_STEPS = 256
 
 
 def gluon_forward(num_gates: int, element: int, hidden_size: int, block_b: int, block_h: int, resident: bool,
@@ -515,6 +531,12 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
                          f"rows a program at 4 warps, hidden {GLUON_MIN_HIDDEN} to {GLUON_MAX_HIDDEN}, fast "
                          "activations, on sm_90 with Gluon")
     plan = dataclasses.replace(plan, gluon=override.get("gluon", gluon_allowed))
+    programs = plan.grid(batch_size, hidden_size)
+    ahead_allowed = plan.gluon and programs[0] * programs[1] <= AHEAD_MAX_PROGRAMS * slots  # (gluon: CUDA)
+    if plan.input_ahead and not ahead_allowed:
+        raise ValueError("input_ahead is the Gluon forward's, with programs on at most "
+                         f"{AHEAD_MAX_PROGRAMS:.0%} of the multiprocessors")
+    plan = dataclasses.replace(plan, input_ahead=override.get("input_ahead", ahead_allowed))
     if device.type == "cuda" and plan.split_once and not plan.w_resident and "num_stages" not in override:
         # As many chunks in flight as shared memory holds (each has two fp32 tiles of h, one or two of W).
         stage = split_once_stage_bytes(plan.block_b, gp * plan.block_h, plan.block_k, plan.split_w_once)

@@ -12,6 +12,11 @@ one) -- except at whole tiles in fp32 or TF32: there ours is the faster kernel o
 products run in the layer's precision (3xTF32 for strict fp32, TF32 where torch allows it, fp32
 accumulation for the half types) and are stored in the weights' dtype, as ``F.linear`` returns
 them.
+
+A long forward whose recurrence leaves multiprocessors idle can have its projection computed
+*ahead* instead (:func:`project_ahead`): in chunks of steps, by cuBLAS on a side stream, while the
+recurrence kernel, launched after the first chunk, reads step t's input once a counter of the
+steps written passes t. The product then overlaps the recurrence rather than preceding it.
 """
 
 from __future__ import annotations
@@ -106,3 +111,83 @@ def _constexprs(precision: str, upcast: bool, tiles: Tiles, is_even: bool) -> Co
     """The projection kernel's compile-time arguments (built once per combination)."""
     return Constexprs(dict(PRECISION=precision, UPCAST=upcast, BM=tiles.bm, BN=tiles.bn, BK=tiles.bk, EVEN=is_even,
                            num_warps=tiles.num_warps, num_stages=tiles.num_stages))
+
+
+# Projecting ahead (:func:`project_ahead`): the first chunk about this many rows (steps x batch),
+# at least one step; each next chunk three times all the steps before it, so that the recurrence
+# has those steps to run while the chunk's product runs (a product's step is a small fraction of a
+# recurrence step's time: cuBLAS, the idle multiprocessors), and the calls stay few (host time).
+AHEAD_FIRST_ROWS = 512
+
+
+def ahead_chunks(seq_len: int, batch_size: int) -> list[tuple[int, int]]:
+    """The chunks ``[start, end)`` of steps :func:`project_ahead` projects, in order, covering
+    ``0 .. seq_len``: the first of ``AHEAD_FIRST_ROWS // batch_size`` steps (at least one), each
+    next to four times the end of the one before (``seq_len`` 1024 at batch 16: 0-32, 32-128,
+    128-512, 512-1024)."""
+    end = max(1, min(seq_len, AHEAD_FIRST_ROWS // batch_size))
+    chunks = [(0, end)]
+    while end < seq_len:
+        chunks.append((end, min(seq_len, 4 * end)))
+        end = chunks[-1][1]
+    return chunks
+
+
+_SIDE_STREAMS: dict[torch.device, torch.cuda.Stream] = {}
+# The shapes whose chunks have been launched once (:func:`project_ahead`).
+_LOADED: set[tuple] = set()
+
+
+def project_ahead(x: torch.Tensor, w_ih: torch.Tensor):
+    """Start ``x W_ih^T`` chunk by chunk (:func:`ahead_chunks`) on a side stream of ``x``'s CUDA
+    device, for a recurrence launched meanwhile on the current stream to read as it is written.
+
+    Args:
+        x: ``[T, B, I]`` on a CUDA device (any strides). w_ih: ``[G*H, I]`` in ``x``'s dtype.
+
+    Returns ``(x_proj, ready, finish)``: ``x_proj [T, B, G*H]`` (contiguous; only the first chunk
+    is queued yet), ``ready`` an int32 ``[1]`` counting the steps written (zero, then each chunk's
+    end, written on the side stream after its product), and ``finish()``, to be called once the
+    recurrence is launched: it queues the remaining chunks and makes the current stream wait for
+    the side stream (so whatever follows, freeing ``x`` or ``x_proj`` included, comes after).
+    The products are cuBLAS' (``torch.mm``), as :func:`input_projection`'s ``F.linear``. Works
+    inside a CUDA graph's capture (the side stream forks from the capturing stream and joins it).
+
+    Outside a graph's capture, the first call for a shape queues every chunk before returning:
+    CUDA loads a kernel's module when it is first launched (lazy loading, the default since CUDA
+    12.2), and loading may wait for the context's running kernels (CUDA C++ Programming Guide,
+    "Lazy Loading", concurrent execution): a chunk's first cuBLAS kernel launched while the
+    recurrence waits for that chunk hung every such call on the H200. Once every kernel of the
+    shape's chunks has run, later calls overlap. A capture runs nothing, so it overlaps always.
+    """
+    T, B, I = x.shape
+    rows = x.reshape(T * B, I)  # (a copy if x is strided, made on the current stream)
+    x_proj = torch.empty(T, B, w_ih.shape[0], device=x.device, dtype=w_ih.dtype)
+    out = x_proj.view(T * B, -1)
+    ready = torch.zeros(1, device=x.device, dtype=torch.int32)
+    main = torch.cuda.current_stream(x.device)
+    side = _SIDE_STREAMS.get(x.device)
+    if side is None:
+        side = _SIDE_STREAMS[x.device] = torch.cuda.Stream(x.device)
+    side.wait_stream(main)
+    chunks = ahead_chunks(T, B)
+    w_t = w_ih.t()
+
+    def queue(some):
+        with torch.cuda.stream(side):
+            for start, end in some:
+                torch.mm(rows[start * B:end * B], w_t, out=out[start * B:end * B])
+                ready.fill_(end)
+
+    key = (x.device, T, B, I, w_ih.shape[0], w_ih.dtype)
+    loading = key not in _LOADED and not torch.cuda.is_current_stream_capturing()
+    first, rest = (chunks, []) if loading else (chunks[:1], chunks[1:])
+    if loading:
+        _LOADED.add(key)
+    queue(first)
+
+    def finish():
+        queue(rest)
+        main.wait_stream(side)
+
+    return x_proj, ready, finish

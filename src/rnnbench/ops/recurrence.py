@@ -38,9 +38,9 @@ from .launch import Constexprs, KernelLauncher
 from .launch import counters as _counters  # (bound here: a test replaces the recurrences' counters alone)
 from .lstm import gluon as lstm_gluon
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
-from .plans import (STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, chip_split_level, choose_plan,
-                    dot_precision, k_chunks, k_padded, split_k_pieces, split_once_level, upcast_dot)
-from .projection import input_projection
+from .plans import (AHEAD_MIN_STEPS, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, chip_split_level,
+                    choose_plan, dot_precision, k_chunks, k_padded, split_k_pieces, split_once_level, upcast_dot)
+from .projection import input_projection, project_ahead
 from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
 
 _LSTM_FORWARD, _LSTM_BACKWARD = KernelLauncher(lstm_forward_kernel), KernelLauncher(lstm_backward_kernel)
@@ -189,14 +189,14 @@ class _Launch:
         return self._cached(("forward", has_bias, has_h0, save, has_c0, has_lengths), lambda: self._with_flags(
             self.forward_meta, HAS_BIAS=has_bias, HAS_H0=has_h0, SAVE=save, HAS_C0=has_c0, HAS_LENGTHS=has_lengths))
 
-    def gluon_constexprs(self, has_bias: bool, has_h0: bool, save: bool, has_c0: bool) -> Constexprs:
+    def gluon_constexprs(self, has_bias: bool, has_h0: bool, save: bool, has_c0: bool, ahead: bool) -> Constexprs:
         """The Gluon LSTM forward's compile-time arguments (:attr:`Plan.gluon`) with these flags."""
         def build():
             width = lstm_gluon.piece_width(k_padded(self.hidden_size))
             return Constexprs(dict(H=self.hidden_size, HAS_BIAS=has_bias, HAS_H0=has_h0, HAS_C0=has_c0, SAVE=save,
-                                   BLOCK_B=self.forward.block_b, PIECE=width, PIECES=-(-self.hidden_size // width),
-                                   num_warps=self.forward.num_warps))
-        return self._cached(("gluon", has_bias, has_h0, save, has_c0), build)
+                                   AHEAD=ahead, BLOCK_B=self.forward.block_b, PIECE=width,
+                                   PIECES=-(-self.hidden_size // width), num_warps=self.forward.num_warps))
+        return self._cached(("gluon", has_bias, has_h0, save, has_c0, ahead), build)
 
     def backward_constexprs(self, has_d_out: bool, has_d_h_n: bool, has_d_c_n: bool,
                             has_lengths: bool = False) -> Constexprs:
@@ -261,11 +261,14 @@ def _cached_launch(cell, batch_size, hidden_size, dtype, device, precision, over
     return _Launch(*plans, precision, upcast_dot(dtype), hidden_size, cell, batch_size)
 
 
-def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Launch, save: bool, lengths=None):
+def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Launch, save: bool, lengths=None,
+                       ready=None):
     """Run the forward kernel. ``x_proj [T, B, G*H]`` (no bias), ``h0``/``c0`` ``[B, H]`` or
     ``[1, B, H]`` (contiguous) or None (zeros), biases ``[G*H]`` or None, ``lengths`` None or
     int32 ``[B]`` on the device (a variable-length batch: past its own length a sequence keeps
-    its state and its output is zero, as ``rnnbench.reference.reference_forward``).
+    its state and its output is zero, as ``rnnbench.reference.reference_forward``). ``ready``:
+    ``x_proj`` is still being written, and this int32 ``[1]`` counts its steps written
+    (``projection.project_ahead``); only where :func:`gluon_runs` (the Gluon kernel waits for it).
 
     Returns ``(h_buf [T+1, B, H], h_n, c_n, saved, c_buf)``: ``h_buf[1:]`` is the output
     (``h_buf[0]`` holds h0 only when saving), ``h_n``/``c_n`` ``[1, B, H]`` (the shape a
@@ -301,12 +304,14 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
             # Arrival counters of its own, zeroed: the Gluon kernel leaves them counted (ops/lstm/gluon.py).
             arrivals = torch.zeros(grid[1], device=dev, dtype=torch.int32)
             args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, h_buf, h_n, c_n, c_buf, saved, arrivals,
-                    T, B)
-            _LSTM_FORWARD_GLUON(grid, args, launch.gluon_constexprs(b_ih is not None, has_h0, save, has_c0), stream,
-                                keyed=6)
+                    arrivals if ready is None else ready, T, B)
+            constexprs = launch.gluon_constexprs(b_ih is not None, has_h0, save, has_c0, ready is not None)
+            _LSTM_FORWARD_GLUON(grid, args, constexprs, stream, keyed=6)
             if not save:
                 c_buf = saved = None
             return h_buf, h_n, c_n, saved, c_buf
+        if ready is not None:
+            raise ValueError("ready: x_proj written while the kernel runs is the Gluon kernel's (gluon_runs)")
         # The caller's tensors lead (they decide the specialisation); the rest are allocated here.
         args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, lengths, h_buf, h_n, c_n, c_buf, saved,
                 w_split, h_split, counters, T, B)
@@ -380,12 +385,36 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
     return d_pre, d_pre, d_h0, None
 
 
+def projects_ahead(plan: Plan, x, lengths, h0) -> bool:
+    """Whether a layer's forward computes its input projection ahead (``projection.project_ahead``,
+    overlapping the kernel): the plan allows it (:attr:`Plan.input_ahead`), ``x`` [T, B, I] is on
+    CUDA with at least :data:`~rnnbench.ops.plans.AHEAD_MIN_STEPS` steps, a CUDA graph is being
+    captured, and the Gluon kernel runs (:func:`gluon_runs`), the one that waits for the steps
+    written.
+
+    Only in graphs: there the projection's time left the step (H200, FlashRNN's fp16 shape,
+    graphed forward 2.515 against 2.577 ms, training 7.121 against 7.202), but an eager call already
+    runs the projection while the host prepares the kernel's launch, and projecting ahead added
+    host time before it (2.775 against 2.645 ms eager; results/h200/input-ahead)."""
+    return (plan.input_ahead and x.is_cuda and x.shape[0] >= AHEAD_MIN_STEPS
+            and torch.cuda.is_current_stream_capturing() and gluon_runs(plan, lengths is not None, h0))
+
+
 def _contiguous(t):
     return None if t is None else t.contiguous()
 
 
 def _layer_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save, lengths):
-    """The input projection and the forward kernel: ``(output, h_n, c_n, h_buf, saved, c_buf)``."""
+    """The input projection and the forward kernel: ``(output, h_n, c_n, h_buf, saved, c_buf)``;
+    the projection ahead, overlapping the kernel, where :func:`projects_ahead`."""
+    if projects_ahead(launch.forward, x, lengths, h0):
+        x_proj, ready, finish = project_ahead(x, w_ih)
+        try:
+            h_buf, h_n, c_n, saved, c_buf = recurrence_forward(cell, x_proj, w_hh, b_ih, b_hh, h0, c0, launch, save,
+                                                               ready=ready)
+        finally:  # (the side stream joins the current one whatever happened)
+            finish()
+        return h_buf[1:], h_n, c_n, h_buf, saved, c_buf
     x_proj = input_projection(x, w_ih, launch.precision, launch.upcast)  # [T, B, G*H], rows of stride G*H
     h_buf, h_n, c_n, saved, c_buf = recurrence_forward(cell, x_proj, w_hh, b_ih, b_hh, h0, c0, launch, save, lengths)
     return h_buf[1:], h_n, c_n, h_buf, saved, c_buf

@@ -87,6 +87,16 @@ if AVAILABLE:
                 gl.load(x_t + gid + 2 * H, mask=mask, other=0.0), gl.load(x_t + gid + 3 * H, mask=mask, other=0.0))
 
     @gluon.jit
+    def _steps_ready(ready_ptr, step):
+        """The count of steps whose input projection is written (``ready_ptr``, raised by the side
+        stream after each chunk: ``ops/projection.py``, ``project_ahead``), waited for until it
+        passes ``step``; acquired, so the step's input read after it is the chunk's."""
+        n = gl.atomic_add(ready_ptr, 0, sem="acquire", scope="gpu")
+        while n <= step:
+            n = gl.atomic_add(ready_ptr, 0, sem="acquire", scope="gpu")
+        return n
+
+    @gluon.jit
     def _bias(b_ih_ptr, b_hh_ptr, units, mask, HAS_BIAS: gl.constexpr):
         """``b_ih + b_hh`` at these offsets as an fp32 ``[BLOCK_H, 1]`` column (0 without biases),
         loaded once and held for every step."""
@@ -99,10 +109,11 @@ if AVAILABLE:
     @gluon.jit(do_not_specialize=["T", "B"])
     def lstm_forward_gluon_kernel(
         x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, c0_ptr,
-        h_buf_ptr, h_n_ptr, c_n_ptr, c_buf_ptr, gates_ptr, counters_ptr,
+        h_buf_ptr, h_n_ptr, c_n_ptr, c_buf_ptr, gates_ptr, counters_ptr, ready_ptr,
         T, B,
         H: gl.constexpr, HAS_BIAS: gl.constexpr, HAS_H0: gl.constexpr, HAS_C0: gl.constexpr, SAVE: gl.constexpr,
-        BLOCK_B: gl.constexpr, PIECE: gl.constexpr, PIECES: gl.constexpr, num_warps: gl.constexpr,
+        AHEAD: gl.constexpr, BLOCK_B: gl.constexpr, PIECE: gl.constexpr, PIECES: gl.constexpr,
+        num_warps: gl.constexpr,
     ):
         """``lstm_forward_kernel``'s arguments and results (no lengths, no split operands): h_1..h_T
         into ``h_buf[1:]`` (``h_buf[0]`` = h0 and ``c_buf``, ``gates`` only when ``SAVE``), ``h_n``
@@ -111,7 +122,10 @@ if AVAILABLE:
         non-zero (unlike the ``tl`` kernels', which the last program out zeroes: that exit count,
         whose result decides a branch after the loop, took this kernel from 80-146 registers a
         thread to 245-255, spilling 456 bytes at hidden 1024, batch 32; sm_90, Triton 3.6. So the
-        caller gives it zeroed counters of its own, one memset a call)."""
+        caller gives it zeroed counters of its own, one memset a call). ``AHEAD``: ``x_proj`` is
+        being written while the kernel runs, in chunks of steps, and ``ready_ptr`` (int32, zero at
+        launch) counts the steps written; step t's input is read once the count passes t. Without
+        ``AHEAD`` ``ready_ptr`` is not read."""
         dt: gl.constexpr = w_hh_ptr.dtype.element_ty
         BH: gl.constexpr = 16
         ROWS: gl.constexpr = 4 * BH
@@ -173,6 +187,9 @@ if AVAILABLE:
             h0 = _load_f32(h0_ptr + h_corner, hid, mask) if HAS_H0 else zero
             gl.store(h_buf_ptr + h_corner + hid, h0.to(dt), mask=mask)
             gl.store(c_buf_ptr + h_corner + hid, c, mask=mask)
+        ready = T  # steps of x_proj written (all, unless AHEAD)
+        if AHEAD:
+            ready = _steps_ready(ready_ptr, 0)
         x_i, x_f, x_g, x_o = _step_input(x_proj_ptr + g_corner, gid, mask, H)
         programs = gl.num_programs(0)
         t = 0
@@ -230,7 +247,11 @@ if AVAILABLE:
                 gl.store(c_buf_ptr + (t + 1) * plane_h + h_corner + hid, c, mask=mask)
             # The next step's input (no other program writes it; after the last step, the last
             # step's again), loaded outside any branch: inside one, the branch's end waited for it.
-            x_i, x_f, x_g, x_o = _step_input(x_proj_ptr + gl.minimum(t + 1, T - 1) * plane_g + g_corner, gid, mask, H)
+            step = gl.minimum(t + 1, T - 1)
+            if AHEAD:
+                if step >= ready:  # (a register compare on most steps: the chunks run well ahead)
+                    ready = _steps_ready(ready_ptr, step)
+            x_i, x_f, x_g, x_o = _step_input(x_proj_ptr + step * plane_g + g_corner, gid, mask, H)
             if t + 1 < T:  # then every program's h_t
                 while gl.atomic_add(counter, 0, sem="acquire", scope="gpu") < programs * (t + 1):
                     pass
