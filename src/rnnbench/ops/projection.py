@@ -13,10 +13,11 @@ products run in the layer's precision (3xTF32 for strict fp32, TF32 where torch 
 accumulation for the half types) and are stored in the weights' dtype, as ``F.linear`` returns
 them.
 
-A long forward whose recurrence leaves multiprocessors idle can have its projection computed
-*ahead* instead (:func:`project_ahead`): in chunks of steps, by cuBLAS on a side stream, while the
-recurrence kernel, launched after the first chunk, reads step t's input once a counter of the
-steps written passes t. The product then overlaps the recurrence rather than preceding it.
+A long forward captured in a CUDA graph, whose recurrence leaves multiprocessors idle, can have
+its projection computed *ahead* instead (:func:`project_ahead`): in chunks of steps, by cuBLAS on
+a side stream, while the recurrence kernel, launched after the first chunk, reads step t's input
+once a counter of the steps written passes t. The product then overlaps the recurrence rather
+than preceding it.
 """
 
 from __future__ import annotations
@@ -134,13 +135,12 @@ def ahead_chunks(seq_len: int, batch_size: int) -> list[tuple[int, int]]:
 
 
 _SIDE_STREAMS: dict[torch.device, torch.cuda.Stream] = {}
-# The shapes whose chunks have been launched once (:func:`project_ahead`).
-_LOADED: set[tuple] = set()
 
 
 def project_ahead(x: torch.Tensor, w_ih: torch.Tensor):
-    """Start ``x W_ih^T`` chunk by chunk (:func:`ahead_chunks`) on a side stream of ``x``'s CUDA
-    device, for a recurrence launched meanwhile on the current stream to read as it is written.
+    """Inside a CUDA graph's capture, queue ``x W_ih^T`` chunk by chunk (:func:`ahead_chunks`) on a
+    side stream of ``x``'s device, for a recurrence launched meanwhile on the capturing stream to
+    read as it is written.
 
     Args:
         x: ``[T, B, I]`` on a CUDA device (any strides). w_ih: ``[G*H, I]`` in ``x``'s dtype.
@@ -148,20 +148,22 @@ def project_ahead(x: torch.Tensor, w_ih: torch.Tensor):
     Returns ``(x_proj, ready, finish)``: ``x_proj [T, B, G*H]`` (contiguous; only the first chunk
     is queued yet), ``ready`` an int32 ``[1]`` counting the steps written (zero, then each chunk's
     end, written on the side stream after its product), and ``finish()``, to be called once the
-    recurrence is launched: it queues the remaining chunks and makes the current stream wait for
-    the side stream (so whatever follows, freeing ``x`` or ``x_proj`` included, comes after).
-    The products are cuBLAS' (``torch.mm``), as :func:`input_projection`'s ``F.linear``. Works
-    inside a CUDA graph's capture (the side stream forks from the capturing stream and joins it).
+    recurrence is launched: it queues the remaining chunks and joins the side stream to the
+    capturing one (so whatever follows, freeing ``x`` or ``x_proj`` included, comes after). The
+    products are cuBLAS' (``torch.mm``), as :func:`input_projection`'s ``F.linear``.
 
-    Outside a graph's capture, the first call for a shape queues every chunk before returning:
-    CUDA loads a kernel's module when it is first launched (lazy loading, the default since CUDA
-    12.2), and loading may wait for the context's running kernels (CUDA C++ Programming Guide,
-    "Lazy Loading", concurrent execution): a chunk's first cuBLAS kernel launched while the
-    recurrence waits for that chunk hung every such call on the H200. Once every kernel of the
-    shape's chunks has run, later calls overlap. A capture runs nothing, so it overlaps always.
+    Raises:
+        RuntimeError: no graph is being captured. Eagerly it gained nothing (the projection runs
+            while the host prepares the kernel's launch anyway) and it hung: CUDA loads a kernel's
+            module at its first launch (lazy loading) and may wait for the running kernels to do
+            so (CUDA C++ Programming Guide, "Lazy Loading"), so a chunk's first cuBLAS kernel,
+            launched while the recurrence waits for that chunk, never ran
+            (results/h200/input-ahead). A graph's kernels are loaded when it is instantiated.
     """
+    if not torch.cuda.is_current_stream_capturing():
+        raise RuntimeError("project_ahead runs inside a CUDA graph's capture only")
     T, B, I = x.shape
-    rows = x.reshape(T * B, I)  # (a copy if x is strided, made on the current stream)
+    rows = x.reshape(T * B, I)  # (a copy if x is strided, made on the capturing stream)
     x_proj = torch.empty(T, B, w_ih.shape[0], device=x.device, dtype=w_ih.dtype)
     out = x_proj.view(T * B, -1)
     ready = torch.zeros(1, device=x.device, dtype=torch.int32)
@@ -179,15 +181,9 @@ def project_ahead(x: torch.Tensor, w_ih: torch.Tensor):
                 torch.mm(rows[start * B:end * B], w_t, out=out[start * B:end * B])
                 ready.fill_(end)
 
-    key = (x.device, T, B, I, w_ih.shape[0], w_ih.dtype)
-    loading = key not in _LOADED and not torch.cuda.is_current_stream_capturing()
-    first, rest = (chunks, []) if loading else (chunks[:1], chunks[1:])
-    if loading:
-        _LOADED.add(key)
-    queue(first)
-
     def finish():
-        queue(rest)
+        queue(chunks[1:])
         main.wait_stream(side)
 
+    queue(chunks[:1])
     return x_proj, ready, finish

@@ -295,12 +295,15 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     split_once = launch.forward_meta["SPLIT_ONCE"]
     w_split = torch.empty(2, *w_hh.shape, **f32) if split_once == 2 else h_n
     h_split = torch.empty(2, 2, B, H, **f32) if split_once else h_n
+    gluon = lstm and gluon_runs(launch.forward, lengths is not h_n, h0 if has_h0 else None)
+    if ready is not None and not gluon:
+        raise ValueError("ready: x_proj written while the kernel runs is the Gluon LSTM kernel's (gluon_runs)")
     c_n = c_buf = None
     if lstm:
         c_n = torch.empty(1, B, H, device=dev, dtype=dtype)
         c_buf = torch.empty(T + 1, B, H, **f32) if save else h_n
         saved = torch.empty(T, B, 4 * H, **f32) if save else h_n
-        if gluon_runs(launch.forward, lengths is not h_n, h0 if has_h0 else None):
+        if gluon:
             # Arrival counters of its own, zeroed: the Gluon kernel leaves them counted (ops/lstm/gluon.py).
             arrivals = torch.zeros(grid[1], device=dev, dtype=torch.int32)
             args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, h_buf, h_n, c_n, c_buf, saved, arrivals,
@@ -310,8 +313,6 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
             if not save:
                 c_buf = saved = None
             return h_buf, h_n, c_n, saved, c_buf
-        if ready is not None:
-            raise ValueError("ready: x_proj written while the kernel runs is the Gluon kernel's (gluon_runs)")
         # The caller's tensors lead (they decide the specialisation); the rest are allocated here.
         args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, lengths, h_buf, h_n, c_n, c_buf, saved,
                 w_split, h_split, counters, T, B)
@@ -393,7 +394,7 @@ def projects_ahead(plan: Plan, x, lengths, h0) -> bool:
     written.
 
     Only in graphs: there the projection's time left the step (H200, FlashRNN's fp16 shape,
-    graphed forward 2.515 against 2.577 ms, training 7.121 against 7.202), but an eager call already
+    graphed forward 2.485 against 2.560 ms, training 7.079 against 7.169), but an eager call already
     runs the projection while the host prepares the kernel's launch, and projecting ahead added
     host time before it (2.775 against 2.645 ms eager; results/h200/input-ahead)."""
     return (plan.input_ahead and x.is_cuda and x.shape[0] >= AHEAD_MIN_STEPS
