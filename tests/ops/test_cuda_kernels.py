@@ -64,11 +64,17 @@ def _layer(cell, b, t, i, h, seed=0):
             u(g * h, i), u(g * h, h), u(g * h), u(g * h)]
 
 
+def _loss_weights(outputs):
+    """Random float64 weights, one tensor per output (the same for every call): the loss weighs
+    every output position."""
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    return [torch.randn(o.shape, generator=gen, device="cuda", dtype=torch.float64) for o in outputs]
+
+
 def _outputs_and_grads(fn, cell, tensors, dtype, lengths=None):
     leaves = [None if x is None else x.to("cuda", dtype).requires_grad_() for x in tensors]
     out = [o for o in fn(cell, *leaves, lengths=lengths) if o is not None]
-    gen = torch.Generator(device="cuda").manual_seed(1)
-    loss = sum((o.double() * torch.randn(o.shape, generator=gen, device="cuda", dtype=torch.float64)).sum() for o in out)
+    loss = sum((o.double() * w).sum() for o, w in zip(out, _loss_weights(out)))
     return out + list(torch.autograd.grad(loss, [x for x in leaves if x is not None]))
 
 
@@ -233,6 +239,18 @@ def _check_gluon_layer(dtype, tensors, parts="all"):
     elif parts == "no-bias":
         tensors[5] = tensors[6] = None
     got = _outputs_and_grads(recurrent_layer, "lstm", tensors, TORCH_DTYPE[dtype])
+    _assert_lstm_matches_float64(got, dtype, tensors, absent, batch, hidden)
+    with torch.no_grad():
+        inputs = [None if x is None else x.to("cuda", TORCH_DTYPE[dtype]) for x in tensors]
+        unsaved = recurrent_layer("lstm", *inputs)
+    for a, b in zip(unsaved, got[:3]):
+        assert relative_error(a, b.detach()) <= 1e-6
+
+
+def _assert_lstm_matches_float64(got, dtype, tensors, absent, batch, hidden):
+    """``got`` (the LSTM layer's output, h_n, c_n, then the gradients of the present inputs under
+    :func:`_loss_weights`) against the naive layer in float64 on the same inputs rounded to
+    ``dtype``, the ``absent`` states (indices 1, 2) as zeros whose gradients are left out."""
     rounded = [torch.zeros(batch, hidden) if k in absent else None if x is None else x.to(TORCH_DTYPE[dtype])
                for k, x in enumerate(tensors)]
     ref = _outputs_and_grads(naive_layer, "lstm", rounded, torch.float64)
@@ -241,11 +259,6 @@ def _check_gluon_layer(dtype, tensors, parts="all"):
     for k, (a, b) in enumerate(zip(got, ref)):
         err = relative_error(a, b)
         assert err <= tolerance("lstm", dtype), f"tensor {k}: relative error {err:.3g}"
-    with torch.no_grad():
-        inputs = [None if x is None else x.to("cuda", TORCH_DTYPE[dtype]) for x in tensors]
-        unsaved = recurrent_layer("lstm", *inputs)
-    for a, b in zip(unsaved, got[:3]):
-        assert relative_error(a, b.detach()) <= 1e-6
 
 
 @pytest.mark.parametrize("parts", ["all", "no-states"])
@@ -267,26 +280,16 @@ def test_gluon_lstm_forward_projecting_ahead_in_a_cuda_graph(monkeypatch, dtype,
     if parts == "no-states":
         tensors[1] = tensors[2] = None
     leaves = [None if x is None else x.to("cuda", TORCH_DTYPE[dtype]).requires_grad_() for x in tensors]
-    weights = torch.randn(seq, batch, hidden, device="cuda", dtype=torch.float64)
+    weights = _loss_weights(recurrent_layer("lstm", *leaves))  # (an eager call: no projection ahead)
 
     def step():
-        out, h_n, c_n = recurrent_layer("lstm", *leaves)
-        loss = (out.double() * weights).sum() + h_n.double().sum() + c_n.double().sum()
-        return out, h_n, c_n, *torch.autograd.grad(loss, [x for x in leaves if x is not None])
+        out = recurrent_layer("lstm", *leaves)
+        loss = sum((o.double() * w).sum() for o, w in zip(out, weights))
+        return *out, *torch.autograd.grad(loss, [x for x in leaves if x is not None])
 
     got = graphed(step)()
     assert calls, "the capture did not project ahead"
-    absent = [1, 2] if parts == "no-states" else []
-    ref_leaves = [(torch.zeros(batch, hidden) if k in absent else x.to(TORCH_DTYPE[dtype])).double()
-                  .requires_grad_() for k, x in enumerate(tensors) if x is not None or k in absent]
-    out, h_n, c_n = naive_layer("lstm", *ref_leaves)[:3]
-    loss = (out * weights.cpu()).sum() + h_n.sum() + c_n.sum()
-    ref = [out, h_n, c_n, *torch.autograd.grad(loss, ref_leaves)]
-    ref = ref[:4] + ref[4 + len(absent):]
-    assert len(got) == len(ref)
-    for k, (a, b) in enumerate(zip(got, ref)):
-        err = relative_error(a.cpu(), b)
-        assert err <= tolerance("lstm", dtype), f"tensor {k}: relative error {err:.3g}"
+    _assert_lstm_matches_float64(got, dtype, tensors, [1, 2] if parts == "no-states" else [], batch, hidden)
 
 
 def test_the_gluon_kernel_waits_for_the_steps_written():

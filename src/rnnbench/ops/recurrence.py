@@ -408,16 +408,17 @@ def _contiguous(t):
 def _layer_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save, lengths):
     """The input projection and the forward kernel: ``(output, h_n, c_n, h_buf, saved, c_buf)``;
     the projection ahead, overlapping the kernel, where :func:`projects_ahead`."""
+    ready = finish = None
     if projects_ahead(launch.forward, x, lengths, h0):
         x_proj, ready, finish = project_ahead(x, w_ih)
-        try:
-            h_buf, h_n, c_n, saved, c_buf = recurrence_forward(cell, x_proj, w_hh, b_ih, b_hh, h0, c0, launch, save,
-                                                               ready=ready)
-        finally:  # (the side stream joins the current one whatever happened)
+    else:
+        x_proj = input_projection(x, w_ih, launch.precision, launch.upcast)  # [T, B, G*H], rows of stride G*H
+    try:
+        h_buf, h_n, c_n, saved, c_buf = recurrence_forward(cell, x_proj, w_hh, b_ih, b_hh, h0, c0, launch, save,
+                                                           lengths, ready)
+    finally:
+        if finish is not None:  # (the side stream joins the current one whatever happened)
             finish()
-        return h_buf[1:], h_n, c_n, h_buf, saved, c_buf
-    x_proj = input_projection(x, w_ih, launch.precision, launch.upcast)  # [T, B, G*H], rows of stride G*H
-    h_buf, h_n, c_n, saved, c_buf = recurrence_forward(cell, x_proj, w_hh, b_ih, b_hh, h0, c0, launch, save, lengths)
     return h_buf[1:], h_n, c_n, h_buf, saved, c_buf
 
 
