@@ -9,6 +9,7 @@ process (importing torch in a fresh process costs ~1.5 s each).
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
 import signal
@@ -102,6 +103,21 @@ def test_report_on_a_file_that_is_not_results(monkeypatch, capsys, tmp_path, con
 def test_report_unknown_format(monkeypatch, capsys, small_run):
     assert_one_line_error(run_main(monkeypatch, capsys, "report", small_run.path, "--format", "xml"),
                           "unknown format 'xml'")
+
+
+def test_report_reads_a_gzipped_file_as_the_plain_one(monkeypatch, capsys, small_run, tmp_path):
+    gz = tmp_path / "results.jsonl.gz"
+    gz.write_bytes(gzip.compress(small_run.path.read_bytes()))
+    plain = run_main(monkeypatch, capsys, "report", small_run.path)
+    packed = run_main(monkeypatch, capsys, "report", gz)
+    assert plain.returncode == packed.returncode == 0, packed.stderr
+    assert "| gru " in plain.stdout and packed.stdout == plain.stdout
+
+
+def test_report_on_a_gz_file_that_is_not_gzip(monkeypatch, capsys, tmp_path):
+    path = tmp_path / "r.jsonl.gz"
+    path.write_text('{"record": "env", "env_id": "e"}\n')  # named .gz, left uncompressed
+    assert_one_line_error(run_main(monkeypatch, capsys, "report", path), str(path), "cannot be read as gzip")
 
 
 def test_run_out_is_a_directory(monkeypatch, capsys, tmp_path):

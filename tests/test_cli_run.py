@@ -3,6 +3,7 @@ results file given is never corrupted, and lists and resume options mean what th
 
 from __future__ import annotations
 
+import gzip
 import os
 import sys
 
@@ -62,6 +63,22 @@ def test_run_out_that_cannot_hold_results(monkeypatch, capsys, target, words):
     if not os.path.exists(os.path.dirname(target)):
         pytest.skip(f"no {os.path.dirname(target)} here")
     assert_one_line_error(run_main(monkeypatch, capsys, "run", *TINY_CPU, "--out", target), target, words)
+
+
+def test_run_out_gz_is_refused_and_nothing_is_made(monkeypatch, capsys, tmp_path):
+    out = tmp_path / "new" / "r.jsonl.gz"
+    proc = run_main(monkeypatch, capsys, "run", *TINY_CPU, "--lanes", "torch-nn", "--out", out)
+    assert_one_line_error(proc, f"--out {out}", "not gzip")
+    assert not (tmp_path / "new").exists()
+
+
+def test_resume_on_a_gz_file_is_refused_and_leaves_it_untouched(monkeypatch, capsys, small_run, tmp_path):
+    gz = tmp_path / "r.jsonl.gz"
+    gz.write_bytes(gzip.compress(small_run.path.read_bytes()))
+    before = gz.read_bytes()
+    proc = run_main(monkeypatch, capsys, "run", *TINY_CPU, "--lanes", "torch-nn", "--out", gz, "--resume")
+    assert_one_line_error(proc, str(gz), "gunzip it first to --resume")
+    assert gz.read_bytes() == before
 
 
 @pytest.mark.parametrize("args, fragments", [

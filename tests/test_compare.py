@@ -8,6 +8,7 @@ spread noisy and not slower; old rows without samples fall back to their p20–p
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
 from concurrent.futures import ThreadPoolExecutor
@@ -15,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
+from cli_helpers import run_main
 from rnnbench import compare
 from rnnbench.errors import UsageError
 
@@ -319,3 +321,13 @@ def test_cli_bad_input_is_one_line_and_exit_2(runs, name, fragments):
     assert "Traceback" not in proc.stderr and proc.stdout == ""
     (line,) = proc.stderr.splitlines()
     assert line.startswith("rnnbench: error: ") and all(f in line for f in fragments), line
+
+
+def test_cli_compares_a_gzipped_base_as_the_plain_one(monkeypatch, capsys, files, tmp_path):
+    gz = tmp_path / "base.jsonl.gz"
+    gz.write_bytes(gzip.compress(files["base"].read_bytes()))
+    plain = run_main(monkeypatch, capsys, "compare", files["base"], files["slower"])
+    packed = run_main(monkeypatch, capsys, "compare", gz, files["slower"])
+    assert plain.returncode == packed.returncode == 1, packed.stderr  # "a" is slower in both
+    assert f"BASE: {gz}" in packed.stdout
+    assert packed.stdout == plain.stdout.replace(f"BASE: {files['base']}", f"BASE: {gz}")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 
+import pandas as pd
 import pytest
 import torch
 
@@ -241,3 +243,49 @@ def test_a_failed_row_needs_no_times(tmp_path):
 def test_a_row_with_a_wrong_value_names_file_line_and_field(tmp_path, extra, message):
     with pytest.raises(UsageError, match=r"r\.jsonl:3: " + message):
         load_results(_file_with(tmp_path, _full_row(**extra)))
+
+
+# --- gzip-compressed files (benchmarks/results/ keeps finished runs as .jsonl.gz) ------------
+
+
+def _gzip(plain, gz):
+    gz.write_bytes(gzip.compress(plain.read_bytes()))
+    return gz
+
+
+def test_a_gzipped_run_loads_to_the_same_frame(small_run, tmp_path):
+    gz = _gzip(small_run.path, tmp_path / "results.jsonl.gz")
+    assert gz.read_bytes()[:2] == b"\x1f\x8b"  # compressed bytes: no JSON line until gunzipped
+    pd.testing.assert_frame_equal(load_results(gz), load_results(small_run.path))
+    assert list(read_records(gz)) == list(read_records(small_run.path))
+
+
+def test_a_torn_last_line_inside_gzip_is_skipped(tmp_path):
+    plain = tmp_path / "r.jsonl"
+    full = json.dumps(_row(3))
+    plain.write_text("".join(json.dumps(_row(i)) + "\n" for i in range(3)) + full[: len(full) // 2])
+    gz = _gzip(plain, tmp_path / "r.jsonl.gz")
+    assert [r["case_key"] for r in read_records(gz)] == ["case0", "case1", "case2"]
+
+
+def test_a_corrupt_middle_line_inside_gzip_names_file_and_line(tmp_path):
+    plain = tmp_path / "r.jsonl"
+    plain.write_text("\n".join([json.dumps(_row(0)), json.dumps(_row(1))[:20], json.dumps(_row(2))]) + "\n")
+    gz = _gzip(plain, tmp_path / "r.jsonl.gz")
+    with pytest.raises(UsageError, match=r"r\.jsonl\.gz:2 is not a JSON line"):
+        list(read_records(gz))
+
+
+@pytest.mark.parametrize("damage", ["not gzip", "cut short"])
+def test_a_gz_file_that_is_not_whole_gzip_is_named(tmp_path, damage):
+    whole = gzip.compress(("".join(json.dumps(_row(i)) + "\n" for i in range(50))).encode())
+    gz = tmp_path / "r.jsonl.gz"
+    gz.write_bytes(b"plain notes, not gzip\n" if damage == "not gzip" else whole[: len(whole) // 2])
+    with pytest.raises(UsageError, match=r"r\.jsonl\.gz cannot be read as gzip"):
+        list(read_records(gz))
+
+
+def test_a_gz_name_is_refused_for_writing_and_nothing_is_made(tmp_path):
+    with pytest.raises(UsageError, match=r"--out .*r\.jsonl\.gz: results are written as plain JSON lines, not gzip"):
+        ResultsFile(tmp_path / "new" / "r.jsonl.gz")
+    assert not (tmp_path / "new").exists()

@@ -8,13 +8,19 @@ written; ``--resume`` reads the file and skips what is done.
 The lines are standard JSON (RFC 8259): a value that is NaN or infinite is written as ``null``
 and the row's ``non_finite`` field says what it was (``{"valid_ppl": "inf"}``). A file that is not
 ours is never touched: opening one for writing is refused before a byte changes.
+
+Finished files may be kept gzip-compressed (``X.jsonl.gz``, as in ``benchmarks/results/``): the
+readers take them as they are. The writers refuse a ``.gz`` name: rows are appended and synced
+one at a time, and a compressed stream cut off by a killed run loses more than its last row.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
+import zlib
 from pathlib import Path
 from typing import Iterator
 
@@ -31,13 +37,13 @@ class ResultsFile:
     flushed and fsync'ed before it returns.
 
     Raises:
-        UsageError: ``path`` cannot be written (see :func:`rnnbench.paths.check_output_file`), is a
-            non-empty file that is not an rnnbench results file, or holds rows of another kind.
-            The file is left byte for byte as it was.
+        UsageError: ``path`` cannot be written or names a ``.gz`` file (see
+            :func:`check_results_out`), is a non-empty file that is not an rnnbench results file,
+            or holds rows of another kind. The file is left byte for byte as it was.
     """
 
     def __init__(self, path: str | os.PathLike, kind: str = "result", option: str = "--out"):
-        self.path = check_output_file(path, option)
+        self.path = check_results_out(path, option)
         self.kind = kind
         check_owned(self.path, kind)
         self._drop_torn_tail()
@@ -75,6 +81,19 @@ def finite(record: dict) -> dict:
     return {**{k: None if k in bad else v for k, v in record.items()}, "non_finite": bad}
 
 
+def check_results_out(path: str | os.PathLike, option: str = "--out") -> Path:
+    """``path`` as a Path once it is known rows can be appended there: not a ``.gz`` name (checked
+    first, so nothing is created for one), then :func:`rnnbench.paths.check_output_file`.
+
+    Raises:
+        UsageError: a name ending in ``.gz``, or any path :func:`check_output_file` refuses.
+    """
+    if Path(path).suffix.lower() == ".gz":
+        raise UsageError(f"{option} {path}: results are written as plain JSON lines, not gzip; give a "
+                         ".jsonl name (gzip the file once the run is done; gunzip it first to --resume)")
+    return check_output_file(path, option)
+
+
 def check_owned(path: Path, kind: str) -> None:
     """Raise UsageError unless ``path`` is missing, empty, or an rnnbench results file whose rows
     are all of ``kind``. Reads only; a torn last line (a run killed mid-write) is allowed."""
@@ -97,11 +116,13 @@ def check_owned(path: Path, kind: str) -> None:
 
 
 def read_records(path: str | os.PathLike, kind: str | None = None) -> Iterator[dict]:
-    """Records of the file (``kind`` = "env" or "result" filters). A missing file yields nothing;
-    a torn last line (a run killed mid-write) is skipped.
+    """Records of the file (``kind`` = "env" or "result" filters), plain or gzip-compressed (a
+    name ending in ``.gz``). A missing file yields nothing; a torn last line (a run killed
+    mid-write) is skipped.
 
     Raises:
-        UsageError: a line in the middle of the file is not JSON (not a results file).
+        UsageError: a line in the middle of the file is not JSON (not a results file), or a
+            ``.gz`` file that is not gzip or is cut short.
     """
     for _, record in numbered_records(path, kind):
         yield record
@@ -112,7 +133,7 @@ def numbered_records(path: str | os.PathLike, kind: str | None = None) -> Iterat
     path = Path(path)
     if not path.exists():
         return
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    lines = _read_lines(path)
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -126,6 +147,22 @@ def numbered_records(path: str | os.PathLike, kind: str | None = None) -> Iterat
             raise UsageError(f"{path}:{number} is not an rnnbench record")
         if kind is None or record["record"] == kind:
             yield number, record
+
+
+def _read_lines(path: Path) -> list[str]:
+    """The lines of ``path`` as UTF-8 text (undecodable bytes replaced), through gzip when the name
+    ends in ``.gz``.
+
+    Raises:
+        UsageError: a ``.gz`` file that is not gzip, is cut short or is corrupt.
+    """
+    if path.suffix.lower() != ".gz":
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+    try:
+        with gzip.open(path, "rt", encoding="utf-8", errors="replace") as f:
+            return f.read().splitlines()
+    except (OSError, EOFError, zlib.error) as exc:  # BadGzipFile is an OSError; EOFError: cut short
+        raise UsageError(f"{path} cannot be read as gzip ({exc}); is it a whole .jsonl.gz file?") from None
 
 
 # What a result row must hold to be rendered or compared, and the type of each field.

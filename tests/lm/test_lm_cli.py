@@ -9,6 +9,7 @@ the checks must come before any work.
 from __future__ import annotations
 
 import errno
+import gzip
 import time
 
 import pytest
@@ -76,6 +77,33 @@ def test_bad_out_paths_are_refused_before_any_work(monkeypatch, capsys, no_work,
                                                  ["--checkpoint", "--out", "same file"])}[kind]
     proc = run_main(monkeypatch, capsys, "lm", "--data-dir", word_dir, *TINY, "--out", path, *extra)
     assert_one_line_error(proc, *words)
+
+
+def test_out_gz_is_refused_before_any_work(monkeypatch, capsys, no_work, word_dir, tmp_path):
+    out = tmp_path / "new" / "lm.jsonl.gz"
+    proc = run_main(monkeypatch, capsys, "lm", "--data-dir", word_dir, *TINY, "--out", out)
+    assert_one_line_error(proc, f"--out {out}", "not gzip")
+    assert not (tmp_path / "new").exists()
+
+
+def test_out_gz_is_refused_on_the_ranks_that_do_not_write(tmp_path):
+    from rnnbench.errors import UsageError
+    from rnnbench.lm.cli import check_outputs
+
+    with pytest.raises(UsageError, match="not gzip"):
+        check_outputs(tmp_path / "lm.jsonl.gz", None, False, writes=False)
+
+
+def test_report_reads_gzipped_lm_rows_as_the_plain_ones(monkeypatch, capsys, word_dir, tmp_path):
+    out = tmp_path / "lm.jsonl"
+    proc = run_main(monkeypatch, capsys, "lm", "--data-dir", word_dir, *TINY, "--max-steps", "2", "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    gz = tmp_path / "lm.jsonl.gz"
+    gz.write_bytes(gzip.compress(out.read_bytes()))
+    plain = run_main(monkeypatch, capsys, "report", out)
+    packed = run_main(monkeypatch, capsys, "report", gz)
+    assert plain.returncode == packed.returncode == 0, packed.stderr
+    assert "Language model" in plain.stdout and packed.stdout == plain.stdout
 
 
 @pytest.mark.parametrize("content", [b"my notes\nsecond line\n", b"\x89PNG\r\n\x1a\n\x00\x00binary",

@@ -58,17 +58,17 @@ def check_outputs(out: Path, checkpoint: Path | None, resume: bool, writes: bool
 
     Raises:
         UsageError: either path cannot be written (a directory, a device such as ``/dev/null``,
-            a place under ``/proc``, an unwritable folder), ``out`` is a file that is not an
+            a place under ``/proc``, an unwritable folder), ``out`` names a ``.gz`` file, ``out`` is a file that is not an
             rnnbench lm results file (left untouched), both name the same file, or ``--resume``
             without ``--checkpoint``.
     """
-    from ..results import ResultsFile, check_owned
+    from ..results import ResultsFile, check_owned, check_results_out
 
     if writes:
         results = ResultsFile(out, kind="lm")
         out = results.path
     else:
-        results, out = None, check_output_file(out, "--out")
+        results, out = None, check_results_out(out, "--out")
         check_owned(out, "lm")
     if checkpoint is not None:
         checkpoint = check_output_file(checkpoint, "--checkpoint")
