@@ -558,7 +558,7 @@ def test_the_gluon_forward_where_its_rule_allows(monkeypatch):
     RNN, not hidden 100-256 (one piece: no gain), not 64 batch rows (the weights stream), not exact
     activations (``fast_activations=False``: the kernel's tanh is the MUFU's), not the
     interpreter's plans; never where Triton lacks it. Asked for where it cannot run, refused."""
-    from rnnbench.ops.lstm import gluon
+    from rnnbench.ops import gluon_common as gluon
     from rnnbench.ops.plans import choose_plan
 
     def plan(batch, hidden, gates=4, dtype=torch.bfloat16, precision="ieee", direction="forward", device="cuda",
@@ -617,7 +617,7 @@ def test_the_input_projected_ahead_where_the_gluon_forward_leaves_multiprocessor
     lengths)."""
     from types import SimpleNamespace
 
-    from rnnbench.ops.lstm import gluon
+    from rnnbench.ops import gluon_common as gluon
     from rnnbench.ops.plans import choose_plan
     from rnnbench.ops.recurrence import projects_ahead
 

@@ -376,7 +376,7 @@ def gluon_forward(num_gates: int, element: int, hidden_size: int, block_b: int, 
     sigmoid are the MUFU's only), on a Hopper GPU (sm_90; planning for one absent,
     ``multiprocessors`` given, counts as one) with a Triton whose Gluon the kernel was written for,
     its shared memory fitting."""
-    from .lstm import gluon
+    from . import gluon_common as gluon
 
     if not (gluon.AVAILABLE and device.type == "cuda" and num_gates == 4 and element == 2 and resident
             and not on_chip and block_h == gluon.BLOCK_H and block_b <= gluon.MAX_BLOCK_B and num_warps == 4

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import torch
 
+from . import gluon_common
 from .common import INTERPRET
 from .gradients import layer_gradients
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
@@ -48,7 +49,7 @@ _LSTM_BACKWARD_SPLIT_K = KernelLauncher(lstm_backward_split_k_kernel)
 _GRU_FORWARD, _GRU_BACKWARD = KernelLauncher(gru_forward_kernel), KernelLauncher(gru_backward_kernel)
 _GRU_BACKWARD_SPLIT_K = KernelLauncher(gru_backward_split_k_kernel)
 _RNN_FORWARD, _RNN_BACKWARD = KernelLauncher(rnn_forward_kernel), KernelLauncher(rnn_backward_kernel)
-_LSTM_FORWARD_GLUON = KernelLauncher(lstm_gluon.lstm_forward_gluon_kernel) if lstm_gluon.AVAILABLE else None
+_LSTM_FORWARD_GLUON = KernelLauncher(lstm_gluon.lstm_forward_gluon_kernel) if gluon_common.AVAILABLE else None
 
 NUM_GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 _PLAN_OVERRIDE: contextvars.ContextVar[tuple] = contextvars.ContextVar("rnnbench_plan_override", default=())
@@ -192,7 +193,7 @@ class _Launch:
     def gluon_constexprs(self, has_bias: bool, has_h0: bool, save: bool, has_c0: bool, ahead: bool) -> Constexprs:
         """The Gluon LSTM forward's compile-time arguments (:attr:`Plan.gluon`) with these flags."""
         def build():
-            width = lstm_gluon.piece_width(k_padded(self.hidden_size))
+            width = gluon_common.piece_width(k_padded(self.hidden_size))
             return Constexprs(dict(H=self.hidden_size, HAS_BIAS=has_bias, HAS_H0=has_h0, HAS_C0=has_c0, SAVE=save,
                                    AHEAD=ahead, BLOCK_B=self.forward.block_b, PIECE=width,
                                    PIECES=-(-self.hidden_size // width), num_warps=self.forward.num_warps))
