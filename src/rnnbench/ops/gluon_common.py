@@ -119,14 +119,24 @@ if AVAILABLE:
         return x
 
     @gluon.jit
-    def _steps_ready(ready_ptr, step):
+    def _steps_ready(ready_ptr, ready, step):
         """The count of steps whose input projection is written (``ready_ptr``, raised by the side
-        stream after each chunk: ``ops/projection.py``, ``project_ahead``), waited for until it
-        passes ``step``; acquired, so the step's input read after it is the chunk's."""
-        n = gl.atomic_add(ready_ptr, 0, sem="acquire", scope="gpu")
-        while n <= step:
-            n = gl.atomic_add(ready_ptr, 0, sem="acquire", scope="gpu")
-        return n
+        stream after each chunk: ``ops/projection.py``, ``project_ahead``), once it passes
+        ``step``: ``ready``, the count last seen, where it does (a register compare on most steps:
+        the chunks run well ahead), else read again until it does; acquired, so the step's input
+        read after it is the chunk's."""
+        if step >= ready:
+            ready = gl.atomic_add(ready_ptr, 0, sem="acquire", scope="gpu")
+            while ready <= step:
+                ready = gl.atomic_add(ready_ptr, 0, sem="acquire", scope="gpu")
+        return ready
+
+    @gluon.jit
+    def _store_gates(ptr, offsets, mask, H: gl.constexpr, gates):
+        """Tiles ``gates`` (a tuple, one per gate) into a ``[B, len(gates) * H]`` plane at ``ptr``
+        (``offsets``: the first gate's)."""
+        for gate in gl.static_range(len(gates)):
+            gl.store(ptr + offsets + gate * H, gates[gate], mask=mask)
 
     @gluon.jit
     def _resident_buffers(w_ptr, units_left, H: gl.constexpr, GATES: gl.constexpr, BLOCK_B: gl.constexpr,

@@ -34,8 +34,8 @@ from ..gluon_common import AVAILABLE
 
 if AVAILABLE:
     from ..gluon_common import (_arrive, _BH, _bias, _cell_tile, _copy_h, _gate, _gate_inputs, _load_f32,
-                                _resident_buffers, _sigmoid, _step_product, _steps_ready, _tanh, _wait_arrivals,
-                                cell_layout, gl, gluon)
+                                _resident_buffers, _sigmoid, _step_product, _steps_ready, _store_gates, _tanh,
+                                _wait_arrivals, cell_layout, gl, gluon)
 
     @gluon.jit(do_not_specialize=["T", "B"])
     def lstm_forward_gluon_kernel(
@@ -81,9 +81,9 @@ if AVAILABLE:
             h0 = _load_f32(h0_ptr + h_corner, hid, mask) if HAS_H0 else zero
             gl.store(h_buf_ptr + h_corner + hid, h0.to(dt), mask=mask)
             gl.store(c_buf_ptr + h_corner + hid, c, mask=mask)
-        ready = T  # steps of x_proj written (all, unless AHEAD)
+        ready = 0  # steps of x_proj seen written (AHEAD)
         if AHEAD:
-            ready = _steps_ready(ready_ptr, 0)
+            ready = _steps_ready(ready_ptr, ready, 0)
         x_i, x_f, x_g, x_o = _gate_inputs(x_proj_ptr + g_corner, gid, mask, H, 4)
         programs = gl.num_programs(0)
         t = 0
@@ -103,18 +103,13 @@ if AVAILABLE:
             if t + 1 < T:
                 _arrive(counter)
             if SAVE:
-                s_t = gates_ptr + t * plane_g + g_corner
-                gl.store(s_t + gid, i_t, mask=mask)
-                gl.store(s_t + gid + H, f_t, mask=mask)
-                gl.store(s_t + gid + 2 * H, g_t, mask=mask)
-                gl.store(s_t + gid + 3 * H, o_t, mask=mask)
+                _store_gates(gates_ptr + t * plane_g + g_corner, gid, mask, H, (i_t, f_t, g_t, o_t))
                 gl.store(c_buf_ptr + (t + 1) * plane_h + h_corner + hid, c, mask=mask)
             # The next step's input (no other program writes it; after the last step, the last
             # step's again), loaded outside any branch: inside one, the branch's end waited for it.
             step = gl.minimum(t + 1, T - 1)
             if AHEAD:
-                if step >= ready:  # (a register compare on most steps: the chunks run well ahead)
-                    ready = _steps_ready(ready_ptr, step)
+                ready = _steps_ready(ready_ptr, ready, step)
             x_i, x_f, x_g, x_o = _gate_inputs(x_proj_ptr + step * plane_g + g_corner, gid, mask, H, 4)
             if t + 1 < T:  # then every program's h_t
                 _wait_arrivals(counter, programs * (t + 1))
