@@ -82,12 +82,13 @@ if AVAILABLE:
 
     @gluon.jit
     def _opaque(x):
-        """``x`` (fp32) through a register copy the compiler cannot see through (``mov.b32``: free
-        in the SASS, which moves nothing). For a value carried from step to step and stored in 16
-        bits each step: the GRU's h converted straight from the carried value took its kernel from
-        70-128 registers a thread to 202-255, spilling 24-104 bytes at hidden 1024, batch 32 (ptxas
-        kept copies of the wgmma descriptors in vector registers; sm_90, Triton 3.6: the PTX
-        differed by where one conversion sat)."""
+        """``x`` (fp32) through a register copy the compiler cannot see through (``mov.b32``, which
+        ptxas folds away: the conversion after it reads ``x``'s own registers). For a value carried
+        from step to step and stored in 16 bits each step: the GRU's h converted straight from the
+        carried value took its kernel from 70-128 registers a thread to 202-255, spilling 24-104
+        bytes at hidden 1024, batch 32 (ptxas kept dozens of copies of the wgmma descriptors in
+        vector registers, most never read; sm_90, Triton 3.6), though the PTX with the copy
+        differs by little more than the copy."""
         return gl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [x], dtype=gl.float32, is_pure=True, pack=1)
 
     @gluon.jit
