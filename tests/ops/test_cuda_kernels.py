@@ -208,91 +208,105 @@ def test_modules_inside_a_compiled_model_on_cuda(mode):
 
 
 GLUON_DTYPES = [d for d in ("bf16", "fp16") if d in DTYPES]
+GLUON_CELLS = ("lstm", "gru")  # the cells with a Gluon forward (Plan.gluon, ops/<cell>/gluon.py)
+NO_GLUON = "no Gluon forward here (another GPU or Triton): plans.gluon_forward"
+
+
+def _present(outputs):
+    """A layer's outputs without the absent cell state (the GRU's c_n, None)."""
+    return [o for o in outputs if o is not None]
 
 
 @pytest.mark.parametrize("parts", ["all", "no-states", "no-bias"])
 @pytest.mark.parametrize("batch, seq, hidden", [(1, 5, 260), (3, 7, 300), (20, 9, 512), (37, 6, 500), (16, 40, 768),
                                                 (33, 4, 1024)])
 @pytest.mark.parametrize("dtype", GLUON_DTYPES)
-def test_gluon_lstm_forward(dtype, batch, seq, hidden, parts):
-    """The LSTM forward in Gluon (``Plan.gluon``, the default for the 16-bit LSTMs it covers on
-    sm_90): the plan must pick it (or this would test the ``tl`` kernel), then output, final states
-    and every gradient (the backward reads what it saved) against float64, with and without h0/c0
-    and biases, one to three batch blocks, widths that leave a piece partial; under no_grad
-    (nothing saved) the same output."""
+@pytest.mark.parametrize("cell", GLUON_CELLS)
+def test_gluon_forward(cell, dtype, batch, seq, hidden, parts):
+    """The LSTM's and GRU's forward in Gluon (``Plan.gluon``, the default for the 16-bit layers it
+    covers on sm_90): the plan must pick it (or this would test the ``tl`` kernel), then output,
+    final states and every gradient (the ``tl`` backward reads what it saved) against float64,
+    with and without initial states and biases, one to three batch blocks, widths that leave a
+    piece partial; under no_grad (nothing saved) the same output."""
     from rnnbench.ops import recurrence
 
-    launch = recurrence.layer_launch("lstm", batch, hidden, TORCH_DTYPE[dtype], torch.device("cuda"))
+    launch = recurrence.layer_launch(cell, batch, hidden, TORCH_DTYPE[dtype], torch.device("cuda"))
     if not launch.forward.gluon:
-        pytest.skip("no Gluon forward here (another GPU or Triton): plans.gluon_forward")
-    _check_gluon_layer(dtype, _layer("lstm", batch, seq, 5, hidden), parts)
+        pytest.skip(NO_GLUON)
+    _check_gluon_layer(cell, dtype, _layer(cell, batch, seq, 5, hidden), parts)
 
 
-def _check_gluon_layer(dtype, tensors, parts="all"):
-    """The LSTM layer's output, final states and every gradient against float64 (``parts``:
-    "no-states" drops h0 and c0, "no-bias" the biases), then the same output under no_grad."""
+def _check_gluon_layer(cell, dtype, tensors, parts="all"):
+    """The layer's output, final states and every gradient against float64 (``parts``:
+    "no-states" drops the initial states, "no-bias" the biases), then the same output under
+    no_grad."""
     batch, hidden = tensors[1].shape
     absent = []
     if parts == "no-states":
-        tensors[1] = tensors[2] = None
-        absent = [1, 2]
+        absent = [k for k in (1, 2) if tensors[k] is not None]  # h0, and the LSTM's c0
+        for k in absent:
+            tensors[k] = None
     elif parts == "no-bias":
         tensors[5] = tensors[6] = None
-    got = _outputs_and_grads(recurrent_layer, "lstm", tensors, TORCH_DTYPE[dtype])
-    _assert_lstm_matches_float64(got, dtype, tensors, absent, batch, hidden)
+    got = _outputs_and_grads(recurrent_layer, cell, tensors, TORCH_DTYPE[dtype])
+    _assert_matches_float64(cell, got, dtype, tensors, absent, batch, hidden)
     with torch.no_grad():
         inputs = [None if x is None else x.to("cuda", TORCH_DTYPE[dtype]) for x in tensors]
-        unsaved = recurrent_layer("lstm", *inputs)
-    for a, b in zip(unsaved, got[:3]):
+        unsaved = _present(recurrent_layer(cell, *inputs))
+    for a, b in zip(unsaved, got[:len(unsaved)]):
         assert relative_error(a, b.detach()) <= 1e-6
 
 
-def _assert_lstm_matches_float64(got, dtype, tensors, absent, batch, hidden):
-    """``got`` (the LSTM layer's output, h_n, c_n, then the gradients of the present inputs under
-    :func:`_loss_weights`) against the naive layer in float64 on the same inputs rounded to
+def _assert_matches_float64(cell, got, dtype, tensors, absent, batch, hidden):
+    """``got`` (the layer's output and final states, then the gradients of the present inputs
+    under :func:`_loss_weights`) against the naive layer in float64 on the same inputs rounded to
     ``dtype``, the ``absent`` states (indices 1, 2) as zeros whose gradients are left out."""
     rounded = [torch.zeros(batch, hidden) if k in absent else None if x is None else x.to(TORCH_DTYPE[dtype])
                for k, x in enumerate(tensors)]
-    ref = _outputs_and_grads(naive_layer, "lstm", rounded, torch.float64)
-    ref = ref[:4] + ref[4 + len(absent):]  # output, h_n, c_n, d_x, [d_h0, d_c0], weights...
+    ref = _outputs_and_grads(naive_layer, cell, rounded, torch.float64)
+    first = 3 if cell == "lstm" else 2  # gradients from here: d_x, [d_h0, d_c0], the weights'...
+    ref = ref[:first + 1] + ref[first + 1 + len(absent):]
     assert len(got) == len(ref)
     for k, (a, b) in enumerate(zip(got, ref)):
         err = relative_error(a, b)
-        assert err <= tolerance("lstm", dtype), f"tensor {k}: relative error {err:.3g}"
+        assert err <= tolerance(cell, dtype), f"tensor {k}: relative error {err:.3g}"
 
 
 @pytest.mark.parametrize("parts", ["all", "no-states"])
 @pytest.mark.parametrize("batch, seq, hidden", [(1, 256, 260), (16, 300, 768), (3, 257, 1024)])
 @pytest.mark.parametrize("dtype", GLUON_DTYPES)
-def test_gluon_lstm_forward_projecting_ahead_in_a_cuda_graph(monkeypatch, dtype, batch, seq, hidden, parts):
+@pytest.mark.parametrize("cell", GLUON_CELLS)
+def test_gluon_forward_projecting_ahead_in_a_cuda_graph(monkeypatch, cell, dtype, batch, seq, hidden, parts):
     """A long Gluon forward captured in a CUDA graph computes its input projection ahead
     (``Plan.input_ahead``: chunks on a side stream while the kernel runs): the capture must take
     that path (``project_ahead`` called, or this would test the other), then the replayed output,
     final states and every gradient against float64."""
     from rnnbench.ops import recurrence
 
-    launch = recurrence.layer_launch("lstm", batch, hidden, TORCH_DTYPE[dtype], torch.device("cuda"))
+    launch = recurrence.layer_launch(cell, batch, hidden, TORCH_DTYPE[dtype], torch.device("cuda"))
     if not launch.forward.input_ahead:
-        pytest.skip("no Gluon forward here (another GPU or Triton): plans.gluon_forward")
+        pytest.skip(NO_GLUON)
     calls, project_ahead = [], recurrence.project_ahead
     monkeypatch.setattr(recurrence, "project_ahead", lambda *a: calls.append(1) or project_ahead(*a))
-    tensors = _layer("lstm", batch, seq, 5, hidden)
-    if parts == "no-states":
-        tensors[1] = tensors[2] = None
+    tensors = _layer(cell, batch, seq, 5, hidden)
+    absent = [k for k in (1, 2) if tensors[k] is not None] if parts == "no-states" else []
+    for k in absent:
+        tensors[k] = None
     leaves = [None if x is None else x.to("cuda", TORCH_DTYPE[dtype]).requires_grad_() for x in tensors]
-    weights = _loss_weights(recurrent_layer("lstm", *leaves))  # (an eager call: no projection ahead)
+    weights = _loss_weights(_present(recurrent_layer(cell, *leaves)))  # (an eager call: no projection ahead)
 
     def step():
-        out = recurrent_layer("lstm", *leaves)
+        out = _present(recurrent_layer(cell, *leaves))
         loss = sum((o.double() * w).sum() for o, w in zip(out, weights))
         return *out, *torch.autograd.grad(loss, [x for x in leaves if x is not None])
 
     got = graphed(step)()
     assert calls, "the capture did not project ahead"
-    _assert_lstm_matches_float64(got, dtype, tensors, [1, 2] if parts == "no-states" else [], batch, hidden)
+    _assert_matches_float64(cell, got, dtype, tensors, absent, batch, hidden)
 
 
-def test_the_gluon_kernel_waits_for_the_steps_written():
+@pytest.mark.parametrize("cell", GLUON_CELLS)
+def test_the_gluon_kernel_waits_for_the_steps_written(cell):
     """With ``ready`` (projecting ahead), the Gluon kernel reads step t's input only once the count
     of steps written passes t: launched over an input of NaNs, with the real one copied in chunks on
     another stream after a delay of some milliseconds, it returns what it returns over the real
@@ -302,13 +316,14 @@ def test_the_gluon_kernel_waits_for_the_steps_written():
     if "fp16" not in GLUON_DTYPES:
         pytest.skip("no 16-bit types here")
     B, T, H = 16, 64, 768
-    launch = recurrence.layer_launch("lstm", B, H, torch.float16, torch.device("cuda"))
+    launch = recurrence.layer_launch(cell, B, H, torch.float16, torch.device("cuda"))
     if not launch.forward.gluon:
-        pytest.skip("no Gluon forward here (another GPU or Triton): plans.gluon_forward")
-    _, _, _, w_ih, w_hh, b_ih, b_hh = [t.to("cuda", torch.float16) for t in _layer("lstm", B, T, 5, H) if t is not None]
+        pytest.skip(NO_GLUON)
+    _, _, _, w_ih, w_hh, b_ih, b_hh = [None if t is None else t.to("cuda", torch.float16)
+                                       for t in _layer(cell, B, T, 5, H)]
     x = torch.randn(T, B, 5, device="cuda", dtype=torch.float16)
     x_proj = x @ w_ih.t()
-    want = recurrence.recurrence_forward("lstm", x_proj, w_hh, b_ih, b_hh, None, None, launch, False)
+    want = recurrence.recurrence_forward(cell, x_proj, w_hh, b_ih, b_hh, None, None, launch, False)
     late = torch.full_like(x_proj, float("nan"))
     ready = torch.zeros(1, device="cuda", dtype=torch.int32)
     side = torch.cuda.Stream()
@@ -317,39 +332,50 @@ def test_the_gluon_kernel_waits_for_the_steps_written():
         torch.cuda._sleep(1)
         torch.empty_like(late[:1]).copy_(x_proj[:1])
         ready.fill_(0)
-    got = recurrence.recurrence_forward("lstm", late, w_hh, b_ih, b_hh, None, None, launch, False, ready=ready)
+    got = recurrence.recurrence_forward(cell, late, w_hh, b_ih, b_hh, None, None, launch, False, ready=ready)
     with torch.cuda.stream(side):
         torch.cuda._sleep(20_000_000)  # cycles: about 10 ms at the H100's clock
         for start, end in projection.ahead_chunks(T, B):
             late[start:end].copy_(x_proj[start:end])
             ready.fill_(end)
     torch.cuda.current_stream().wait_stream(side)
-    for a, b in ((got[0][1:], want[0][1:]), (got[1], want[1]), (got[2], want[2])):  # output, h_n, c_n
+    pairs = [(got[0][1:], want[0][1:]), (got[1], want[1])]  # output, h_n
+    if cell == "lstm":
+        pairs.append((got[2], want[2]))  # c_n
+    for a, b in pairs:
         assert not a.isnan().any() and relative_error(a, b) <= 1e-6
 
 
-def test_gluon_plan_with_an_h0_off_a_16_byte_boundary():
+@pytest.mark.parametrize("cell", GLUON_CELLS)
+def test_gluon_plan_with_an_h0_off_a_16_byte_boundary(cell):
     """The Gluon forward copies h0 into shared memory 16 bytes at a time; the second layer's state
     of a 2-layer module at batch 3, hidden 500 starts 3000 bytes in (8 past a 16-byte boundary).
     That call runs (the ``tl`` kernel) and matches torch.nn's float64 module."""
     from rnnbench.ops import recurrence
 
-    if "bf16" not in GLUON_DTYPES or not recurrence.layer_launch("lstm", 3, 500, torch.bfloat16,
+    if "bf16" not in GLUON_DTYPES or not recurrence.layer_launch(cell, 3, 500, torch.bfloat16,
                                                                  torch.device("cuda")).forward.gluon:
-        pytest.skip("no Gluon forward here (another GPU or Triton): plans.gluon_forward")
+        pytest.skip(NO_GLUON)
+    ours_cls, theirs_cls, _ = MODULES[cell]
     torch.manual_seed(0)
-    ours = rnn.LSTM(8, 500, num_layers=2, backend="triton").cuda().to(torch.bfloat16)
-    ref = torch.nn.LSTM(8, 500, num_layers=2).double()
+    ours = ours_cls(8, 500, num_layers=2, backend="triton").cuda().to(torch.bfloat16)
+    ref = theirs_cls(8, 500, num_layers=2).double()
     ref.load_state_dict({k: v.double().cpu() for k, v in ours.state_dict().items()})
     x = torch.randn(5, 3, 8)
-    h0, c0 = torch.randn(2, 3, 500) * 0.5, torch.randn(2, 3, 500) * 0.5
-    state = (h0.cuda().to(torch.bfloat16), c0.cuda().to(torch.bfloat16))
-    assert state[0][1].data_ptr() % 16 != 0
+    hx = [(torch.randn(2, 3, 500) * 0.5).cuda().to(torch.bfloat16) for _ in range(2 if cell == "lstm" else 1)]
+    assert hx[0][1].data_ptr() % 16 != 0
+
+    def state(tensors):  # the module's state argument: (h0, c0) for the LSTM, h0 for the GRU
+        return tuple(tensors) if cell == "lstm" else tensors[0]
+
+    def finals(returned):  # h_n, and the LSTM's c_n
+        return list(returned) if cell == "lstm" else [returned]
+
     with torch.no_grad():
-        got = ours(x.cuda().to(torch.bfloat16), state)
-        want = ref(x.double(), (state[0].double().cpu(), state[1].double().cpu()))
-    for a, b in ((got[0], want[0]), (got[1][0], want[1][0]), (got[1][1], want[1][1])):
-        assert relative_error(a.cpu(), b) <= tolerance("lstm", "bf16")
+        got = ours(x.cuda().to(torch.bfloat16), state(hx))
+        want = ref(x.double(), state([h.double().cpu() for h in hx]))
+    for a, b in zip([got[0], *finals(got[1])], [want[0], *finals(want[1])]):
+        assert relative_error(a.cpu(), b) <= tolerance(cell, "bf16")
 
 
 @pytest.mark.parametrize("resident", [True, False], ids=["resident", "streamed"])

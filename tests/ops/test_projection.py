@@ -117,16 +117,16 @@ def test_the_chunks_projected_ahead_cover_every_step_once(seq, batch):
 def test_projecting_ahead_only_inside_a_graph_capture_and_for_the_gluon_kernel(monkeypatch):
     """``project_ahead`` refuses to run eagerly (lazy loading hung it there; results/h200/input-ahead),
     and a forward given ``ready`` (its input still being written) refuses any kernel but the Gluon
-    LSTM's, the one that waits for it."""
+    ones (the LSTM's and GRU's), which wait for it: every cell's ``tl`` kernel here."""
     from rnnbench.ops.projection import project_ahead
-    from rnnbench.ops.recurrence import layer_launch, recurrence_forward
+    from rnnbench.ops.recurrence import NUM_GATES, layer_launch, recurrence_forward
 
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
     with pytest.raises(RuntimeError, match="capture only"):
         project_ahead(torch.zeros(3, 2, 5), torch.zeros(20, 5))
     ready = torch.zeros(1, dtype=torch.int32)
-    for cell, gates in (("gru", 3), ("lstm", 4)):  # the LSTM on the CPU: the tl kernel
+    for cell, gates in NUM_GATES.items():  # on the CPU: the tl kernels
         launch = layer_launch(cell, 2, 5, torch.float32, torch.device("cpu"))
-        with pytest.raises(ValueError, match="Gluon LSTM kernel's"):
+        with pytest.raises(ValueError, match="the Gluon kernels'"):
             recurrence_forward(cell, torch.zeros(3, 2, gates * 5), torch.zeros(gates * 5, 5), None, None, None, None,
                                launch, False, ready=ready)

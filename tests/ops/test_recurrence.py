@@ -38,6 +38,7 @@ PLANS = {"on_chip": {}, "exchange": {"h_on_chip": False}, "resident_pieces": {"b
          "chip_tf32": {"on_chip_split": "tf32"}, "chip_fp16": {"on_chip_split": "fp16"}}
 CHIP_SPLIT_PLANS = ("chip_tf32", "chip_fp16")  # the RNN's only (Plan.on_chip_split)
 SPLIT_K_CELLS = ("lstm", "gru")  # the cells with a split-K backward (Plan.split_k)
+GLUON_CELLS = ("lstm", "gru")  # the cells with a Gluon forward (Plan.gluon, ops/<cell>/gluon.py)
 FP32_TOLERANCE = tolerance("lstm", "fp32")
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -551,44 +552,117 @@ def test_the_on_chip_rnn_splits_strict_fp32_once_in_fp16():
     assert not plan(20, 500, 4, split_once=True, direction="backward").split_once  # a forward's field
 
 
-def test_the_gluon_forward_where_its_rule_allows(monkeypatch):
-    """``Plan.gluon``, planned for an H100 as if this Triton had the Gluon kernel: the LSTM's 16-bit
-    forward with resident weights, 16 units and at most 32 batch rows a program, h more than one
-    piece (hidden 257 to 1024, a multiple of 4); not its backward, not fp32, TF32 or the GRU and
-    RNN, not hidden 100-256 (one piece: no gain), not 64 batch rows (the weights stream), not exact
-    activations (``fast_activations=False``: the kernel's tanh is the MUFU's), not the
-    interpreter's plans; never where Triton lacks it. Asked for where it cannot run, refused."""
-    from rnnbench.ops.lstm import gluon
+def _plan_for_an_h100(batch, hidden, gates, dtype=torch.bfloat16, precision="ieee", direction="forward",
+                      device="cuda", sms=132, **override):
     from rnnbench.ops.plans import choose_plan
 
-    def plan(batch, hidden, gates=4, dtype=torch.bfloat16, precision="ieee", direction="forward", device="cuda",
-             **override):
-        return choose_plan(batch, hidden, gates, dtype, torch.device(device), multiprocessors=132,
-                           precision=precision, direction=direction, **override)
+    return choose_plan(batch, hidden, gates, dtype, torch.device(device), multiprocessors=sms, precision=precision,
+                       direction=direction, **override)
 
-    monkeypatch.setattr(gluon, "AVAILABLE", True)
+
+@pytest.mark.parametrize("cell", GLUON_CELLS)
+def test_the_gluon_forward_where_its_rule_allows(monkeypatch, cell):
+    """``Plan.gluon``, planned for an H100 as if this Triton had the Gluon kernels: the LSTM's and
+    GRU's 16-bit forward with resident weights, 16 units and at most 32 batch rows a program, h
+    more than one piece (hidden 257 to 1024, a multiple of 4); not their backward, not fp32 or
+    TF32, not hidden 100-256 (one piece: no gain), not 64 batch rows (the weights stream), not
+    exact activations (``fast_activations=False``: the kernels' tanh is the MUFU's), not the
+    interpreter's plans; never where Triton lacks it. Asked for where it cannot run, refused."""
+    from rnnbench.ops import gluon_common
+
+    gates = GATES[cell]
+
+    def plan(batch, hidden, **kwargs):
+        return _plan_for_an_h100(batch, hidden, gates, **kwargs)
+
+    monkeypatch.setattr(gluon_common, "AVAILABLE", True)
     for batch, hidden, dtype in ((16, 768, torch.float16), (16, 768, torch.bfloat16), (32, 512, torch.bfloat16),
                                  (128, 512, torch.bfloat16), (20, 500, torch.float16), (3, 260, torch.bfloat16),
                                  (32, 1024, torch.bfloat16)):
         chosen = plan(batch, hidden, dtype=dtype)
         assert chosen.gluon and not chosen.h_on_chip and chosen.w_resident, (batch, hidden, dtype)
+        assert (chosen.block_h, chosen.num_warps) == (16, 4) and chosen.block_b <= 32
         assert not plan(batch, hidden, dtype=dtype, direction="backward").gluon
         assert not plan(batch, hidden, dtype=dtype, device="cpu").gluon
         assert not plan(batch, hidden, dtype=dtype, block_h=32).gluon
         assert not plan(batch, hidden, dtype=dtype, fast_activations=False).gluon  # its tanh is the MUFU's
-    for gates in (1, 3):
-        assert not plan(16, 768, gates).gluon
     for hidden in (100, 128, 256, 257, 258):  # one piece; rows cp.async cannot copy 8 bytes at a time
         assert not plan(32, hidden).gluon
     assert not plan(16, 768, dtype=torch.float32, precision="tf32").gluon
     assert not plan(128, 768).gluon  # 64 rows a program: the weights stream
     assert not plan(16, 768, gluon=False).gluon
-    for bad in (dict(gates=3), dict(hidden=128), dict(dtype=torch.float32, precision="tf32"), dict(block_b=64),
+    for bad in (dict(hidden=128), dict(dtype=torch.float32, precision="tf32"), dict(block_b=64),
                 dict(fast_activations=False)):
-        with pytest.raises(ValueError, match="gluon is the LSTM's forward"):
+        with pytest.raises(ValueError, match="gluon is the LSTM's and GRU's forward"):
             plan(**{"batch": 16, "hidden": 768, **bad, "gluon": True})
-    monkeypatch.setattr(gluon, "AVAILABLE", False)
+    monkeypatch.setattr(gluon_common, "AVAILABLE", False)
     assert not plan(16, 768).gluon
+
+
+def test_no_gluon_forward_for_the_other_cells(monkeypatch):
+    """The cells without a Gluon kernel (the RNN's) never get ``Plan.gluon``, not even on the
+    Gluon plan's tiles (16 units a program: the RNN's default is 64), and asking for it is
+    refused."""
+    from rnnbench.ops import gluon_common
+
+    monkeypatch.setattr(gluon_common, "AVAILABLE", True)
+    for cell in (c for c in CELLS if c not in GLUON_CELLS):
+        for batch, hidden in ((16, 768), (32, 512), (3, 260)):
+            for tiles in ({}, {"block_h": 16}):
+                assert not _plan_for_an_h100(batch, hidden, GATES[cell], **tiles).gluon, (cell, batch, hidden, tiles)
+        for tiles in ({}, {"block_h": 16}):
+            with pytest.raises(ValueError, match="gluon is the LSTM's and GRU's forward"):
+                _plan_for_an_h100(16, 768, GATES[cell], gluon=True, **tiles)
+
+
+@pytest.mark.parametrize("cell", GLUON_CELLS)
+def test_a_gluon_forward_launches_its_cells_kernel(monkeypatch, cell):
+    """``recurrence_forward`` with a plan that runs Gluon (:func:`gluon_runs`) launches its cell's
+    Gluon kernel once, with the cell's buffers (the GRU's: no cell state, ``saved [T, B, 4H]``),
+    its compile-time flags (``HAS_C0`` the LSTM's only), fresh zeroed arrival counters and the
+    step count ``ready`` when given; the other launchers are not called. (Launchers recorded: no
+    Gluon on the CPU.)"""
+    from rnnbench.ops import recurrence
+    from rnnbench.ops.plans import Plan
+
+    calls = []
+
+    def recorder(name):
+        return lambda grid, args, constexprs, stream=None, keyed=None: calls.append((name, grid, args, constexprs))
+
+    for name in ("_LSTM_FORWARD_GLUON", "_GRU_FORWARD_GLUON", "_LSTM_FORWARD", "_GRU_FORWARD", "_RNN_FORWARD"):
+        monkeypatch.setattr(recurrence, name, recorder(name))
+    T, B, H = 5, 3, 300
+    gates = GATES[cell]
+    forward = Plan(16, 16, True, num_warps=4, gluon=True, fast_activations=True)
+    launch = recurrence._Launch(forward, Plan(16, 16, True), "ieee", False, H, cell, B)
+    x_proj, w_hh = torch.zeros(T, B, gates * H, dtype=torch.float16), torch.zeros(gates * H, H, dtype=torch.float16)
+    ready = torch.zeros(1, dtype=torch.int32)
+    for save, ready_given in ((True, None), (False, ready)):
+        calls.clear()
+        h_buf, h_n, c_n, saved, c_buf = recurrence.recurrence_forward(cell, x_proj, w_hh, None, None, None, None,
+                                                                      launch, save, ready=ready_given)
+        assert [c[0] for c in calls] == [f"_{cell.upper()}_FORWARD_GLUON"]
+        _, grid, args, constexprs = calls[0]
+        flags = constexprs.values
+        assert grid == (-(-H // 16), 1) and args[-2:] == (T, B) and args[0] is x_proj and args[1] is w_hh
+        arrivals = args[-4]
+        assert arrivals.dtype == torch.int32 and arrivals.shape == (1, ) and not arrivals.any()
+        assert args[-3] is (arrivals if ready_given is None else ready)
+        assert flags["SAVE"] == save and flags["AHEAD"] == (ready_given is not None) and flags["H"] == H
+        assert (flags["PIECE"], flags["PIECES"], flags["BLOCK_B"]) == (256, 2, 16)
+        assert ("HAS_C0" in flags) == (cell == "lstm")
+        assert h_buf.shape == (T + 1, B, H) and h_n.shape == (1, B, H)
+        assert (c_n is None) == (cell != "lstm") and (c_buf is None) == (cell != "lstm" or not save)
+        # The kernel's order: x_proj, w_hh, b_ih, b_hh, h0, [c0,] its results, counters, ready, T, B.
+        first = 5 + (cell == "lstm")
+        returned = (h_buf, h_n, c_n, c_buf, saved) if cell == "lstm" else (h_buf, h_n, saved)
+        assert len(args) == first + len(returned) + 4
+        if save:
+            assert all(a is b for a, b in zip(args[first:], returned))
+            assert saved.shape == (T, B, 4 * H) and saved.dtype == torch.float32
+        else:
+            assert args[first] is h_buf and args[first + 1] is h_n and saved is None
 
 
 def test_a_call_runs_the_gluon_kernel_only_where_it_can():
@@ -609,27 +683,31 @@ def test_a_call_runs_the_gluon_kernel_only_where_it_can():
     assert not gluon_runs(tl, False, None)
 
 
-def test_the_input_projected_ahead_where_the_gluon_forward_leaves_multiprocessors(monkeypatch):
-    """``Plan.input_ahead``: with the Gluon forward, where its programs take at most half the
-    multiprocessors (FlashRNN's 48 of 132; batch 37, hidden 512 takes 96); never without
-    Gluon; asked for where it cannot run, refused. ``recurrence.projects_ahead``: a call takes it
-    from 256 steps, on CUDA, captured in a CUDA graph, where the Gluon kernel runs (not with
-    lengths)."""
+@pytest.mark.parametrize("cell", GLUON_CELLS)
+def test_the_input_projected_ahead_where_the_gluon_forward_leaves_multiprocessors(monkeypatch, cell):
+    """``Plan.input_ahead``: with the Gluon forward (the LSTM's and GRU's, both of which wait for
+    the steps written), where its programs take at most half the multiprocessors (FlashRNN's 48 of
+    132; batch 37, hidden 512 takes 96); never without Gluon, nor for the other cells; asked for
+    where it cannot run, refused. ``recurrence.projects_ahead``: a call takes it from 256 steps, on
+    CUDA, captured in a CUDA graph, where the Gluon kernel runs (not with lengths)."""
     from types import SimpleNamespace
 
-    from rnnbench.ops.lstm import gluon
-    from rnnbench.ops.plans import choose_plan
+    from rnnbench.ops import gluon_common
     from rnnbench.ops.recurrence import projects_ahead
 
-    def plan(batch, hidden, gates=4, dtype=torch.float16, sms=132, **override):
-        return choose_plan(batch, hidden, gates, dtype, torch.device("cuda"), multiprocessors=sms, **override)
+    def plan(batch, hidden, gates=GATES[cell], **override):
+        return _plan_for_an_h100(batch, hidden, gates, torch.float16, **override)
 
-    monkeypatch.setattr(gluon, "AVAILABLE", True)
+    monkeypatch.setattr(gluon_common, "AVAILABLE", True)
     assert plan(16, 768).input_ahead and plan(16, 1024).input_ahead and plan(3, 1024).input_ahead  # 48, 64
     assert not plan(37, 512).input_ahead and not plan(32, 1024).input_ahead  # 32 x 3, 64 x 2 programs
     assert not plan(16, 768, sms=95).input_ahead and plan(16, 768, sms=96).input_ahead  # 48 programs
     assert not plan(16, 768, direction="backward").input_ahead
-    assert not plan(16, 768, gluon=False).input_ahead and not plan(16, 768, 3).input_ahead
+    assert not plan(16, 768, gluon=False).input_ahead
+    for other in (c for c in CELLS if c not in GLUON_CELLS):
+        assert not plan(16, 768, GATES[other]).input_ahead
+        with pytest.raises(ValueError, match="input_ahead is the Gluon forward's"):
+            plan(16, 768, GATES[other], input_ahead=True)
     assert not plan(16, 768, input_ahead=False).input_ahead
     for bad in (dict(batch=37, hidden=512), dict(batch=16, hidden=768, gluon=False)):
         with pytest.raises(ValueError, match="input_ahead is the Gluon forward's"):
@@ -644,7 +722,7 @@ def test_the_input_projected_ahead_where_the_gluon_forward_leaves_multiprocessor
     assert not projects_ahead(ahead, SimpleNamespace(is_cuda=False, shape=(256, 16, 768)), None, None)
     assert not projects_ahead(ahead, x, torch.full((16,), 256), None)  # lengths: the tl kernel
     assert not projects_ahead(plan(16, 768, input_ahead=False), x, None, None)
-    monkeypatch.setattr(gluon, "AVAILABLE", False)
+    monkeypatch.setattr(gluon_common, "AVAILABLE", False)
     assert not plan(16, 768).input_ahead
 
 

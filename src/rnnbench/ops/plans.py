@@ -200,10 +200,11 @@ class Plan:
             and remainders scaled by 2^11, under power-of-two scales of the weights and of h's
             columns; fp16 products take K 16 per wgmma where TF32 takes 8, so the step's chain is
             half as long). ``""``: neither.
-        gluon: the LSTM's forward as the Gluon kernel (``ops/lstm/gluon.py``: the same plan, h
-            copied straight into shared memory and one wait for the step's product instead of one
-            per piece of h, the gates out of the accumulator once), where :func:`gluon_forward`
-            allows it. A call with lengths runs the ``tl`` kernel.
+        gluon: the LSTM's or GRU's forward as its Gluon kernel (``ops/lstm/gluon.py``,
+            ``ops/gru/gluon.py``: the same plan, h copied straight into shared memory and one wait
+            for the step's product instead of one per piece of h, the gates out of the accumulator
+            once), where :func:`gluon_forward` allows it. A call with lengths runs the ``tl``
+            kernel.
         input_ahead: with ``gluon``, where the programs leave half the multiprocessors idle
             (:data:`AHEAD_MAX_PROGRAMS`): a call of at least :data:`AHEAD_MIN_STEPS` steps
             captured in a CUDA graph computes its input projection in chunks on a side stream
@@ -348,19 +349,21 @@ def default_block_b(batch_size: int, hidden_programs: int, slots: int, split: bo
     return rows
 
 
-# The Gluon LSTM forward where h is more than one piece (its gain is one wait for the step's
-# product instead of one per piece) and up to this width (measured to 1024; shared memory decides
-# beyond). On an H200, kernel alone: 0.86-0.97x the tl kernel's step at hidden 512-1024, 1.02x
-# at hidden 100-128, one piece (benchmarks/results/h200/gluon-step/against_tl-cpasync.jsonl).
+# The Gluon forwards where h is more than one piece (their gain is one wait for the step's product
+# instead of one per piece) and up to this width (measured to 1024; shared memory decides beyond).
+# Measured for the LSTM, on an H200, kernel alone: 0.86-0.97x the tl kernel's step at hidden
+# 512-1024, 1.02x at hidden 100-128, one piece (benchmarks/results/h200/gluon-step/
+# against_tl-cpasync.jsonl). The GRU's kernel (the same plan and step, three gates and a zero
+# block) takes the LSTM's rule: not measured yet.
 GLUON_MIN_HIDDEN, GLUON_MAX_HIDDEN = 257, 1024
 
 
 # Projecting the input ahead (Plan.input_ahead): the programs a plan may take, as a fraction of the
 # multiprocessors (the rest run the chunks' products; a recurrence program waiting for a chunk no
 # multiprocessor is left to compute would wait forever). Graphed forwards on the H200 with 48 and
-# 64 programs of 132 took 0.96-0.98x the time, with 96 1.16x (results/h200/input-ahead). And the
-# steps a call needs to take it (a short recurrence leaves the chunks' products little to hide
-# behind; not measured below 512).
+# 64 programs of 132 took 0.96-0.98x the time, with 96 1.16x (results/h200/input-ahead; the LSTM's:
+# the GRU's Gluon forward takes the same rule, not measured). And the steps a call needs to take it
+# (a short recurrence leaves the chunks' products little to hide behind; not measured below 512).
 AHEAD_MAX_PROGRAMS = 0.5
 AHEAD_MIN_STEPS = 256
 
@@ -368,17 +371,18 @@ AHEAD_MIN_STEPS = 256
 def gluon_forward(num_gates: int, element: int, hidden_size: int, block_b: int, block_h: int, resident: bool,
                   on_chip: bool, num_warps: int, fast_activations: bool, device: torch.device,
                   multiprocessors: int | None, smem: int) -> bool:
-    """Whether a forward plan runs the Gluon kernel (:attr:`Plan.gluon`): the LSTM with 16-bit
-    weights, resident, 16 units and at most 32 batch rows a program at 4 warps, hidden from
-    :data:`GLUON_MIN_HIDDEN` to :data:`GLUON_MAX_HIDDEN` and a multiple of 4 (h's rows are copied
+    """Whether a forward plan runs the Gluon kernel (:attr:`Plan.gluon`): the LSTM or the GRU
+    (``num_gates`` 4 or 3: a stacked tile of four gate blocks either way, the GRU's fourth zeros)
+    with 16-bit weights, resident, 16 units and at most 32 batch rows a program at 4 warps, hidden
+    from :data:`GLUON_MIN_HIDDEN` to :data:`GLUON_MAX_HIDDEN` and a multiple of 4 (h's rows are copied
     into shared memory by ``cp.async``, which moves 4 bytes at least: an odd width did not compile,
     and 8-byte rows are what the H100 ran), with ``fast_activations`` (the kernel's tanh and
     sigmoid are the MUFU's only), on a Hopper GPU (sm_90; planning for one absent,
     ``multiprocessors`` given, counts as one) with a Triton whose Gluon the kernel was written for,
     its shared memory fitting."""
-    from .lstm import gluon
+    from . import gluon_common as gluon
 
-    if not (gluon.AVAILABLE and device.type == "cuda" and num_gates == 4 and element == 2 and resident
+    if not (gluon.AVAILABLE and device.type == "cuda" and num_gates in (3, 4) and element == 2 and resident
             and not on_chip and block_h == gluon.BLOCK_H and block_b <= gluon.MAX_BLOCK_B and num_warps == 4
             and fast_activations and GLUON_MIN_HIDDEN <= hidden_size <= GLUON_MAX_HIDDEN and hidden_size % 4 == 0):
         return False
@@ -527,8 +531,8 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         num_gates, element, hidden_size, plan.block_b, plan.block_h, plan.w_resident, plan.h_on_chip, plan.num_warps,
         plan.fast_activations, device, multiprocessors, smem if slots is not None else 0)
     if plan.gluon and not gluon_allowed:
-        raise ValueError("gluon is the LSTM's forward with 16-bit resident weights, 16 units and at most 32 batch "
-                         f"rows a program at 4 warps, hidden {GLUON_MIN_HIDDEN} to {GLUON_MAX_HIDDEN}, fast "
+        raise ValueError("gluon is the LSTM's and GRU's forward with 16-bit resident weights, 16 units and at most 32 "
+                         f"batch rows a program at 4 warps, hidden {GLUON_MIN_HIDDEN} to {GLUON_MAX_HIDDEN}, fast "
                          "activations, on sm_90 with Gluon")
     plan = dataclasses.replace(plan, gluon=override.get("gluon", gluon_allowed))
     programs = plan.grid(batch_size, hidden_size)

@@ -3,8 +3,8 @@
 Forward: the input projection of every step as one matmul (``x_proj = x W_ih^T``, ``[T*B, I] x
 [I, G*H]``; ``ops/projection.py``: our own launch for small layers, cuBLAS for the rest; the
 biases are added inside the kernel), then **one kernel launch for all T steps**
-(``ops/<cell>/kernels.py``; the 16-bit LSTM's forward past one piece of h in Gluon,
-``ops/lstm/gluon.py``, where ``Plan.gluon``). Backward: one launch running the recurrence in
+(``ops/<cell>/kernels.py``; the 16-bit LSTM's and GRU's forwards past one piece of h in Gluon,
+``ops/<cell>/gluon.py``, where ``Plan.gluon``). Backward: one launch running the recurrence in
 reverse time, producing the gradients of the pre-activations of every step (``d_gates [T, B,
 G*H]``), ``dh0`` and ``dc0``; then the weight and input gradients as large matmuls over them::
 
@@ -18,7 +18,7 @@ Per call the host does little: the launch plan is cached per shape, the barrier 
 buffer per device and stream that the kernels leave zeroed, ``h0``/``c0`` are read in place
 (absent ones are zeros inside the kernel) and the final states are written by the kernel. A
 forward under ``no_grad`` is one matmul and one kernel launch (and a memset of its barrier
-counters for the Gluon LSTM forward, ``lstm/gluon.py``), with no host synchronisation (so it can
+counters for the Gluon forwards, ``gluon_common.py``), with no host synchronisation (so it can
 be captured in a CUDA graph).
 """
 
@@ -31,8 +31,10 @@ from dataclasses import dataclass
 
 import torch
 
+from . import gluon_common
 from .common import INTERPRET
 from .gradients import layer_gradients
+from .gru import gluon as gru_gluon
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
 from .launch import Constexprs, KernelLauncher
 from .launch import counters as _counters  # (bound here: a test replaces the recurrences' counters alone)
@@ -48,7 +50,8 @@ _LSTM_BACKWARD_SPLIT_K = KernelLauncher(lstm_backward_split_k_kernel)
 _GRU_FORWARD, _GRU_BACKWARD = KernelLauncher(gru_forward_kernel), KernelLauncher(gru_backward_kernel)
 _GRU_BACKWARD_SPLIT_K = KernelLauncher(gru_backward_split_k_kernel)
 _RNN_FORWARD, _RNN_BACKWARD = KernelLauncher(rnn_forward_kernel), KernelLauncher(rnn_backward_kernel)
-_LSTM_FORWARD_GLUON = KernelLauncher(lstm_gluon.lstm_forward_gluon_kernel) if lstm_gluon.AVAILABLE else None
+_LSTM_FORWARD_GLUON = KernelLauncher(lstm_gluon.lstm_forward_gluon_kernel) if gluon_common.AVAILABLE else None
+_GRU_FORWARD_GLUON = KernelLauncher(gru_gluon.gru_forward_gluon_kernel) if gluon_common.AVAILABLE else None
 
 NUM_GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 _PLAN_OVERRIDE: contextvars.ContextVar[tuple] = contextvars.ContextVar("rnnbench_plan_override", default=())
@@ -190,12 +193,16 @@ class _Launch:
             self.forward_meta, HAS_BIAS=has_bias, HAS_H0=has_h0, SAVE=save, HAS_C0=has_c0, HAS_LENGTHS=has_lengths))
 
     def gluon_constexprs(self, has_bias: bool, has_h0: bool, save: bool, has_c0: bool, ahead: bool) -> Constexprs:
-        """The Gluon LSTM forward's compile-time arguments (:attr:`Plan.gluon`) with these flags."""
+        """The Gluon forward's compile-time arguments (:attr:`Plan.gluon`) with these flags
+        (``has_c0`` the LSTM's only, as its kernel takes it)."""
         def build():
-            width = lstm_gluon.piece_width(k_padded(self.hidden_size))
-            return Constexprs(dict(H=self.hidden_size, HAS_BIAS=has_bias, HAS_H0=has_h0, HAS_C0=has_c0, SAVE=save,
-                                   AHEAD=ahead, BLOCK_B=self.forward.block_b, PIECE=width,
-                                   PIECES=-(-self.hidden_size // width), num_warps=self.forward.num_warps))
+            width = gluon_common.piece_width(k_padded(self.hidden_size))
+            flags = dict(H=self.hidden_size, HAS_BIAS=has_bias, HAS_H0=has_h0, SAVE=save, AHEAD=ahead,
+                         BLOCK_B=self.forward.block_b, PIECE=width, PIECES=-(-self.hidden_size // width),
+                         num_warps=self.forward.num_warps)
+            if self.cell == "lstm":
+                flags["HAS_C0"] = has_c0
+            return Constexprs(flags)
         return self._cached(("gluon", has_bias, has_h0, save, has_c0, ahead), build)
 
     def backward_constexprs(self, has_d_out: bool, has_d_h_n: bool, has_d_c_n: bool,
@@ -268,7 +275,7 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     int32 ``[B]`` on the device (a variable-length batch: past its own length a sequence keeps
     its state and its output is zero, as ``rnnbench.reference.reference_forward``). ``ready``:
     ``x_proj`` is still being written, and this int32 ``[1]`` counts its steps written
-    (``projection.project_ahead``); only where :func:`gluon_runs` (the Gluon kernel waits for it).
+    (``projection.project_ahead``); only where :func:`gluon_runs` (the Gluon kernels wait for it).
 
     Returns ``(h_buf [T+1, B, H], h_n, c_n, saved, c_buf)``: ``h_buf[1:]`` is the output
     (``h_buf[0]`` holds h0 only when saving), ``h_n``/``c_n`` ``[1, B, H]`` (the shape a
@@ -295,43 +302,45 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     split_once = launch.forward_meta["SPLIT_ONCE"]
     w_split = torch.empty(2, *w_hh.shape, **f32) if split_once == 2 else h_n
     h_split = torch.empty(2, 2, B, H, **f32) if split_once else h_n
-    gluon = lstm and gluon_runs(launch.forward, lengths is not h_n, h0 if has_h0 else None)
+    gluon = gluon_runs(launch.forward, lengths is not h_n, h0 if has_h0 else None)
     if ready is not None and not gluon:
-        raise ValueError("ready: x_proj written while the kernel runs is the Gluon LSTM kernel's (gluon_runs)")
+        raise ValueError("ready: x_proj written while the kernel runs is the Gluon kernels' (gluon_runs)")
     c_n = c_buf = None
     if lstm:
         c_n = torch.empty(1, B, H, device=dev, dtype=dtype)
         c_buf = torch.empty(T + 1, B, H, **f32) if save else h_n
-        saved = torch.empty(T, B, 4 * H, **f32) if save else h_n
-        if gluon:
-            # Arrival counters of its own, zeroed: the Gluon kernel leaves them counted (ops/lstm/gluon.py).
-            arrivals = torch.zeros(grid[1], device=dev, dtype=torch.int32)
-            args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, h_buf, h_n, c_n, c_buf, saved, arrivals,
-                    arrivals if ready is None else ready, T, B)
-            constexprs = launch.gluon_constexprs(b_ih is not None, has_h0, save, has_c0, ready is not None)
+    saved = torch.empty(T, B, (1 if cell.startswith("rnn_") else 4) * H, **f32) if save else h_n
+    # The caller's tensors lead (they decide the specialisation); the rest are allocated here.
+    if gluon:
+        # Arrival counters of its own, zeroed: the Gluon kernels leave them counted (ops/gluon_common.py).
+        arrivals = torch.zeros(grid[1], device=dev, dtype=torch.int32)
+        tail = (arrivals, arrivals if ready is None else ready, T, B)
+        constexprs = launch.gluon_constexprs(b_ih is not None, has_h0, save, has_c0, ready is not None)
+        if lstm:
+            args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, h_buf, h_n, c_n, c_buf, saved, *tail)
             _LSTM_FORWARD_GLUON(grid, args, constexprs, stream, keyed=6)
-            if not save:
-                c_buf = saved = None
-            return h_buf, h_n, c_n, saved, c_buf
-        # The caller's tensors lead (they decide the specialisation); the rest are allocated here.
+        else:  # (the plan gives gluon to the LSTM and GRU only)
+            _GRU_FORWARD_GLUON(grid, (x_proj, w_hh, *biases, h0, h_buf, h_n, saved, *tail), constexprs, stream,
+                               keyed=5)
+    elif lstm:
         args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, lengths, h_buf, h_n, c_n, c_buf, saved,
                 w_split, h_split, counters, T, B)
         _LSTM_FORWARD(grid, args, constexprs, stream, keyed=7)
-        if not save:
-            c_buf = saved = None
-        return h_buf, h_n, c_n, saved, c_buf
-    saved = torch.empty(T, B, (4 if cell == "gru" else 1) * H, **f32) if save else h_n
-    args = (x_proj, w_hh, *biases, h0, lengths, h_buf, h_n, saved, w_split, h_split, counters, T, B)
-    (_GRU_FORWARD if cell == "gru" else _RNN_FORWARD)(grid, args, constexprs, stream, keyed=6)
-    return h_buf, h_n, None, saved if save else None, None
+    else:
+        args = (x_proj, w_hh, *biases, h0, lengths, h_buf, h_n, saved, w_split, h_split, counters, T, B)
+        (_GRU_FORWARD if cell == "gru" else _RNN_FORWARD)(grid, args, constexprs, stream, keyed=6)
+    if not save:
+        c_buf = saved = None
+    return h_buf, h_n, c_n, saved, c_buf
 
 
 def gluon_runs(plan: Plan, has_lengths: bool, h0) -> bool:
-    """Whether a forward call runs the Gluon LSTM kernel (``lstm/gluon.py``): its plan asks for it
-    (:attr:`Plan.gluon`), no lengths are given, and ``h0`` (None: zeros) starts on a 16-byte
-    boundary. The kernel copies h0 into shared memory as it does h_{t-1}, by ``cp.async``, which
-    the compiler emits only for a pointer it knows aligned (Triton specialises on 16 bytes): a
-    deeper layer's slice of a module's state at an odd batch, for one, runs the ``tl`` kernel."""
+    """Whether a forward call runs its cell's Gluon kernel (``lstm/gluon.py``, ``gru/gluon.py``):
+    its plan asks for it (:attr:`Plan.gluon`, the LSTM's and GRU's), no lengths are given, and
+    ``h0`` (None: zeros) starts on a 16-byte boundary. The kernel copies h0 into shared memory as it
+    does h_{t-1}, by ``cp.async``, which the compiler emits only for a pointer it knows aligned
+    (Triton specialises on 16 bytes): a deeper layer's slice of a module's state at an odd batch,
+    for one, runs the ``tl`` kernel."""
     return plan.gluon and not has_lengths and (h0 is None or not h0.data_ptr() & 15)
 
 
@@ -390,10 +399,10 @@ def projects_ahead(plan: Plan, x, lengths, h0) -> bool:
     """Whether a layer's forward computes its input projection ahead (``projection.project_ahead``,
     overlapping the kernel): the plan allows it (:attr:`Plan.input_ahead`), ``x`` [T, B, I] is on
     CUDA with at least :data:`~rnnbench.ops.plans.AHEAD_MIN_STEPS` steps, a CUDA graph is being
-    captured, and the Gluon kernel runs (:func:`gluon_runs`), the one that waits for the steps
-    written.
+    captured, and a Gluon kernel runs (:func:`gluon_runs`: the LSTM's or GRU's, the kernels that
+    wait for the steps written).
 
-    Only in graphs: there the projection's time left the step (H200, FlashRNN's fp16 shape,
+    Only in graphs: there the projection's time left the step (H200, FlashRNN's fp16 LSTM shape,
     graphed forward 2.485 against 2.560 ms, training 7.079 against 7.169), but an eager call already
     runs the projection while the host prepares the kernel's launch, and projecting ahead added
     host time before it (2.775 against 2.645 ms eager; results/h200/input-ahead)."""
