@@ -46,7 +46,7 @@ from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared,
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[5] / "src"))
 
-from rnnbench.ops.lstm.gluon import _bias, _sigmoid, _step_input, _tanh  # noqa: E402
+from rnnbench.ops.gluon_common import _bias, _gate_inputs, _sigmoid, _tanh  # noqa: E402  (lstm.gluon at 9cff0ce)
 
 BLOCK_H = 16
 SENTINEL = -1  # 0xFFFF as int16: a NaN no GPU arithmetic returns (conversions give 0x7FFF)
@@ -121,12 +121,12 @@ def poll_kernel(x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h_buf_ptr, c_n_ptr, co
     plane_g = B.to(gl.int64) * (4 * H)
     h_corner = row0 * H + unit0
     g_corner = row0 * (4 * H) + unit0
-    bias_i = _bias(b_ih_ptr + unit0, b_hh_ptr + unit0, u, unit_mask, True)
-    bias_f = _bias(b_ih_ptr + H + unit0, b_hh_ptr + H + unit0, u, unit_mask, True)
-    bias_g = _bias(b_ih_ptr + 2 * H + unit0, b_hh_ptr + 2 * H + unit0, u, unit_mask, True)
-    bias_o = _bias(b_ih_ptr + 3 * H + unit0, b_hh_ptr + 3 * H + unit0, u, unit_mask, True)
+    bias_i = _bias(b_ih_ptr + unit0, b_hh_ptr + unit0, u, unit_mask, True, True)
+    bias_f = _bias(b_ih_ptr + H + unit0, b_hh_ptr + H + unit0, u, unit_mask, True, True)
+    bias_g = _bias(b_ih_ptr + 2 * H + unit0, b_hh_ptr + 2 * H + unit0, u, unit_mask, True, True)
+    bias_o = _bias(b_ih_ptr + 3 * H + unit0, b_hh_ptr + 3 * H + unit0, u, unit_mask, True, True)
     c = gl.zeros([BH, BLOCK_B], gl.float32, CELL)
-    x_i, x_f, x_g, x_o = _step_input(x_proj_ptr + g_corner, gid, mask, H)
+    x_i, x_f, x_g, x_o = _gate_inputs(x_proj_ptr + g_corner, gid, mask, H, 4)
     programs = gl.num_programs(0)
     rounds = 0  # polled copies of h (a piece each under POLL=2)
     t = 0
@@ -179,7 +179,7 @@ def poll_kernel(x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h_buf_ptr, c_n_ptr, co
                 gl.thread_barrier()
                 gl.atomic_add(counter, 1, sem="release", scope="gpu")
         step = gl.minimum(t + 1, T - 1)
-        x_i, x_f, x_g, x_o = _step_input(x_proj_ptr + step * plane_g + g_corner, gid, mask, H)
+        x_i, x_f, x_g, x_o = _gate_inputs(x_proj_ptr + step * plane_g + g_corner, gid, mask, H, 4)
         if POLL == 0 or POLL == 3:
             if t + 1 < T:
                 while gl.atomic_add(counter, 0, sem="acquire", scope="gpu") < programs * (t + 1):
