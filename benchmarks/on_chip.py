@@ -69,12 +69,14 @@ against the 128 columns before.
 ``plans.gluon_forward`` allows it (``Plan.gluon``: 16-bit weights, h more than one piece, a
 Triton with the Gluon it was written for, sm_90), against the ``tl`` kernel (``forward_gluon=False``),
 the backward the same under both: FlashRNN's shape, theano's 16-bit
-LSTMs at hidden 512 and 1024, glample's at 500.
+LSTMs at hidden 512 and 1024, glample's at 500; from index 6 the GRU's Gluon forward
+(``ops/gru/gluon.py``) at FlashRNN's shape and theano's.
 
 ``--compare ahead`` runs the default plan, which computes a long Gluon forward's input
 projection ahead when captured in a CUDA graph (``Plan.input_ahead``: chunks by cuBLAS on a side
 stream while the recurrence runs), against the projection first (``forward_input_ahead=False``):
-FlashRNN's shape in fp16 and bf16, 512 steps of bf16 at batch 16, hidden 1024. The graph lane's
+FlashRNN's shape in fp16 and bf16, 512 steps of bf16 at batch 16, hidden 1024; index 3 the
+GRU at FlashRNN's shape in fp16. The graph lane's
 rows are the comparison; eager calls run the same path under both plans (the control).
 
 ``--compare stream`` streams the forward's weights from L2 in 64-column chunks (Triton pipelines
@@ -401,6 +403,11 @@ GLUON_CASES = [
     _case("lstm", 16, 768, "bf16", ("default", "tl"), seq_len=1024),
     _case("lstm", 32, 512, "bf16", ("default", "tl")), _case("lstm", 128, 512, "bf16", ("default", "tl")),
     _case("lstm", 32, 1024, "bf16", ("default", "tl")), _case("lstm", 20, 500, "bf16", ("default", "tl")),
+    # The GRU's Gluon forward (ops/gru/gluon.py) at the same shapes: cases 6-10.
+    _case("gru", 16, 768, "fp16", ("default", "tl"), seq_len=1024),
+    _case("gru", 16, 768, "bf16", ("default", "tl"), seq_len=1024),
+    _case("gru", 32, 512, "bf16", ("default", "tl")), _case("gru", 128, 512, "bf16", ("default", "tl")),
+    _case("gru", 32, 1024, "bf16", ("default", "tl")),
 ]
 # The input projected ahead, overlapping the Gluon forward in graphs (Plan.input_ahead), against
 # projected first: FlashRNN's shape (48 programs), then 512 steps at batch 16, hidden 1024 (64).
@@ -408,6 +415,7 @@ AHEAD_CASES = [
     _case("lstm", 16, 768, "fp16", ("projection_first", "default"), seq_len=1024),
     _case("lstm", 16, 768, "bf16", ("projection_first", "default"), seq_len=1024),
     _case("lstm", 16, 1024, "bf16", ("projection_first", "default"), seq_len=512),
+    _case("gru", 16, 768, "fp16", ("projection_first", "default"), seq_len=1024),  # case 3: the GRU's
 ]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
                "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES, "split_k_x3": X3_CASES,
