@@ -347,6 +347,36 @@ def test_the_gluon_kernel_waits_for_the_steps_written(cell):
 
 
 @pytest.mark.parametrize("cell", GLUON_CELLS)
+def test_gluon_forwards_on_counters_from_a_pool(monkeypatch, cell):
+    """Eager Gluon forwards take their arrival counters from a pool per stream
+    (``launch.counted_counters``), left counted by each call. With a pool of 5 counters and 2 or 3
+    batch blocks, it is zeroed every call or two: 12 calls in a row, eager and replayed from a CUDA graph
+    captured between them (whose counters are its own), each give the first call's output and
+    final state bit for bit (a slice handed out counted would let the barrier pass before h is
+    written)."""
+    from rnnbench.ops import launch, recurrence
+
+    batch, seq, hidden = 37, 24, 512
+    if "bf16" not in GLUON_DTYPES or not recurrence.layer_launch(cell, batch, hidden, torch.bfloat16,
+                                                                 torch.device("cuda")).forward.gluon:
+        pytest.skip(NO_GLUON)
+    monkeypatch.setattr(launch, "POOLS", {})
+    monkeypatch.setattr(launch, "COUNTED_POOL", 5)
+    inputs = [None if x is None else x.to("cuda", torch.bfloat16) for x in _layer(cell, batch, seq, 5, hidden)]
+
+    def call():
+        with torch.no_grad():
+            return [t.clone() for t in recurrent_layer(cell, *inputs)[:2]]
+
+    first = call()
+    replay = graphed(call)
+    for k in range(12):
+        for a, b in zip(replay() if k % 4 == 3 else call(), first):
+            assert torch.equal(a, b), k
+    assert launch.POOLS and all(p.buffer.numel() == 5 for p in launch.POOLS.values())
+
+
+@pytest.mark.parametrize("cell", GLUON_CELLS)
 def test_gluon_plan_with_an_h0_off_a_16_byte_boundary(cell):
     """The Gluon forward copies h0 into shared memory 16 bytes at a time; the second layer's state
     of a 2-layer module at batch 3, hidden 500 starts 3000 bytes in (8 past a 16-byte boundary).

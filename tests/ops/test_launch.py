@@ -173,3 +173,44 @@ def test_the_runner_launches_where_the_c_launcher_is_not_known_to_fit(case, monk
     assert not compiled.run.calls
     ((grid, args, stream),) = compiled.runner_calls
     assert grid == (2, 3, 1) and args[0] is x and args[1:] == (5, 16) and stream == 77
+
+
+def test_a_counter_pool_hands_out_zeroed_slices_and_zeroes_itself_when_used_up():
+    """``CounterPool``: each slice handed out is zero and overlaps no slice handed out since the
+    last zeroing, though every kernel leaves its slice counted (written here as a kernel would);
+    a slice that no longer fits zeroes the whole pool first. A pool asked for more than it holds
+    refuses."""
+    import torch
+
+    from rnnbench.ops.launch import CounterPool
+
+    pool = CounterPool(10, torch.device("cpu"))
+    taken = []
+    for k, count in enumerate([3, 4, 2, 3, 3, 1, 10]):
+        got = pool.take(count)
+        assert got.numel() == count and not got.any(), k
+        start = got.data_ptr() // 4 - pool.buffer.data_ptr() // 4
+        if start == 0:
+            taken = []  # the pool was zeroed: earlier slices may be reused
+        assert all(start >= end or start + count <= begin for begin, end in taken), k
+        taken.append((start, start + count))
+        got.fill_(k + 7)  # the kernel counts in it and leaves it so
+    with pytest.raises(ValueError, match="pool of 10"):
+        pool.take(11)
+
+
+def test_counted_counters_are_fresh_zeros_off_cuda_and_under_a_graph_capture(monkeypatch):
+    """``counted_counters``: off CUDA, and on CUDA while a graph is being captured (a pool's slice
+    would be captured once and replayed counted), a tensor of its own, zeroed; eagerly on CUDA a
+    slice of the stream's pool (the CUDA side is run by the Gluon tests on a GPU)."""
+    import torch
+
+    from rnnbench.ops import launch
+
+    got = launch.counted_counters(3, torch.device("cpu"))
+    assert got.dtype == torch.int32 and got.numel() == 3 and not got.any() and got._base is None
+    made = []
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
+    monkeypatch.setattr(torch, "zeros", lambda *a, **k: made.append((a, k)) or "fresh")
+    assert launch.counted_counters(2, torch.device("cuda")) == "fresh" and made[0][0] == (2, )
+    assert not launch.POOLS

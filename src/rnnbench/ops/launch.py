@@ -209,3 +209,51 @@ def counters(count: int, device: torch.device) -> tuple[torch.Tensor, int | None
         buf = torch.zeros(max(count, MIN_COUNTERS), dtype=torch.int32, device=device)
         COUNTERS[key] = buf
     return buf, stream
+
+
+# Counters of a pool for the kernels that leave their counters counted (the Gluon forwards:
+# ``ops/gluon_common.py``, whose exit count cost them their registers): 16 KB per device and stream.
+COUNTED_POOL = 4096
+
+
+class CounterPool:
+    """Zeroed int32 counters handed out a slice at a time from one buffer, the whole buffer zeroed
+    again (one memset, stream-ordered after every kernel that counted in it) once a slice no longer
+    fits: one memset every few thousand calls instead of a ``torch.zeros`` a call, which costs 8-12
+    µs of host time (docs/kernels.md, "A layer's gradients in one launch") on calls of 0.1 ms."""
+
+    def __init__(self, size: int, device: torch.device):
+        self.buffer = torch.zeros(size, dtype=torch.int32, device=device)
+        self.free = 0  # the first counter not handed out since the last zeroing
+
+    def take(self, count: int) -> torch.Tensor:
+        """``count`` counters, zero until a kernel on this pool's stream counts in them.
+
+        Raises:
+            ValueError: ``count`` is more than the pool holds.
+        """
+        if count > self.buffer.numel():
+            raise ValueError(f"{count} counters asked of a pool of {self.buffer.numel()}")
+        if self.free + count > self.buffer.numel():
+            self.buffer.zero_()
+            self.free = 0
+        start, self.free = self.free, self.free + count
+        return self.buffer[start:start + count]
+
+
+POOLS: dict[tuple, CounterPool] = {}
+
+
+def counted_counters(count: int, device: torch.device) -> torch.Tensor:
+    """``count`` zeroed int32 counters for one launch of a kernel that leaves them counted. On
+    CUDA, eagerly, a slice of the current stream's :class:`CounterPool` (launches on one stream run
+    one after another, so slices handed out since the last zeroing are never counted in twice);
+    while a CUDA graph is being captured, or off CUDA, a fresh zeroed tensor, whose memset every
+    replay repeats (a pool's slice would be captured once and replayed already counted)."""
+    if device.type != "cuda" or torch.cuda.is_current_stream_capturing():
+        return torch.zeros(count, dtype=torch.int32, device=device)
+    key = (device, _current_stream())
+    pool = POOLS.get(key)
+    if pool is None or pool.buffer.numel() < count:
+        pool = POOLS[key] = CounterPool(max(count, COUNTED_POOL), device)
+    return pool.take(count)

@@ -17,9 +17,9 @@ every dtype; the tensors the user sees are in the weights' dtype.
 Per call the host does little: the launch plan is cached per shape, the barrier counters are one
 buffer per device and stream that the kernels leave zeroed, ``h0``/``c0`` are read in place
 (absent ones are zeros inside the kernel) and the final states are written by the kernel. A
-forward under ``no_grad`` is one matmul and one kernel launch (and a memset of its barrier
-counters for the Gluon forwards, ``gluon_common.py``), with no host synchronisation (so it can
-be captured in a CUDA graph).
+forward under ``no_grad`` is one matmul and one kernel launch (the Gluon forwards, which leave
+their counters counted, take theirs from a zeroed pool: ``launch.counted_counters``), with no host
+synchronisation (so it can be captured in a CUDA graph).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from .gradients import layer_gradients
 from .gru import gluon as gru_gluon
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
 from .launch import Constexprs, KernelLauncher
+from .launch import counted_counters as _counted_counters
 from .launch import counters as _counters  # (bound here: a test replaces the recurrences' counters alone)
 from .lstm import gluon as lstm_gluon
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
@@ -313,7 +314,7 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     # The caller's tensors lead (they decide the specialisation); the rest are allocated here.
     if gluon:
         # Arrival counters of its own, zeroed: the Gluon kernels leave them counted (ops/gluon_common.py).
-        arrivals = torch.zeros(grid[1], device=dev, dtype=torch.int32)
+        arrivals = _counted_counters(grid[1], dev)
         tail = (arrivals, arrivals if ready is None else ready, T, B)
         constexprs = launch.gluon_constexprs(b_ih is not None, has_h0, save, has_c0, ready is not None)
         if lstm:

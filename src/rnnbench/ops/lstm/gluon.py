@@ -52,8 +52,10 @@ if AVAILABLE:
         ``counters_ptr``: one int32 arrival counter per batch block, zero at launch and left
         non-zero (unlike the ``tl`` kernels', which the last program out zeroes: that exit count,
         whose result decides a branch after the loop, took this kernel from 80-146 registers a
-        thread to 245-255, spilling 456 bytes at hidden 1024, batch 32; sm_90, Triton 3.6. So the
-        caller gives it zeroed counters of its own, one memset a call). ``AHEAD``: ``x_proj`` is
+        thread to 245-255, spilling 456 bytes at hidden 1024, batch 32; sm_90, Triton 3.6; tried
+        again with a relaxed or an acq_rel count, the reset branched on or predicated, the count
+        through an opaque copy: 255 registers and spills in most variants. So the caller gives it
+        zeroed counters of its own, ``launch.counted_counters``). ``AHEAD``: ``x_proj`` is
         being written while the kernel runs, in chunks of steps, and ``ready_ptr`` (int32, zero at
         launch) counts the steps written; step t's input is read once the count passes t. Without
         ``AHEAD`` ``ready_ptr`` is not read."""
