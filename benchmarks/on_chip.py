@@ -76,7 +76,8 @@ LSTMs at hidden 512 and 1024, glample's at 500; from index 6 the GRU's Gluon for
 projection ahead when captured in a CUDA graph (``Plan.input_ahead``: chunks by cuBLAS on a side
 stream while the recurrence runs), against the projection first (``forward_input_ahead=False``):
 FlashRNN's shape in fp16 and bf16, 512 steps of bf16 at batch 16, hidden 1024; index 3 the
-GRU at FlashRNN's shape in fp16. The graph lane's
+GRU at FlashRNN's shape in fp16, projecting ahead asked for (``ahead``: the default is the LSTM's
+alone, ``plans.AHEAD_DEFAULT_GATES``). The graph lane's
 rows are the comparison; eager calls run the same path under both plans (the control).
 
 ``--compare stream`` streams the forward's weights from L2 in 64-column chunks (Triton pipelines
@@ -169,7 +170,8 @@ PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip":
          "torch_calls": {},  # the default plan on the host path before ops/gradients.py (_setting)
          "cublas_projection": {}, "our_projection": {},  # the input projection by F.linear, by ours (_setting)
          "masked_products": {}, "products": {},  # the tile products as they were, as they are (_setting)
-         "tl": {"forward_gluon": False}, "projection_first": {"forward_input_ahead": False}}
+         "tl": {"forward_gluon": False}, "projection_first": {"forward_input_ahead": False},
+         "ahead": {"forward_input_ahead": True}}
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
     ("rnn_tanh", 20, 30, 100, 100, "fp32", DEFAULT), ("rnn_tanh", 20, 30, 100, 100, "tf32", DEFAULT),
@@ -415,7 +417,7 @@ AHEAD_CASES = [
     _case("lstm", 16, 768, "fp16", ("projection_first", "default"), seq_len=1024),
     _case("lstm", 16, 768, "bf16", ("projection_first", "default"), seq_len=1024),
     _case("lstm", 16, 1024, "bf16", ("projection_first", "default"), seq_len=512),
-    _case("gru", 16, 768, "fp16", ("projection_first", "default"), seq_len=1024),  # case 3: the GRU's
+    _case("gru", 16, 768, "fp16", ("projection_first", "ahead"), seq_len=1024),  # case 3: the GRU's, asked for
 ]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
                "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES, "split_k_x3": X3_CASES,

@@ -361,11 +361,16 @@ GLUON_MIN_HIDDEN, GLUON_MAX_HIDDEN = 257, 1024
 # Projecting the input ahead (Plan.input_ahead): the programs a plan may take, as a fraction of the
 # multiprocessors (the rest run the chunks' products; a recurrence program waiting for a chunk no
 # multiprocessor is left to compute would wait forever). Graphed forwards on the H200 with 48 and
-# 64 programs of 132 took 0.96-0.98x the time, with 96 1.16x (results/h200/input-ahead; the LSTM's:
-# the GRU's Gluon forward takes the same rule, not measured). And the steps a call needs to take it
-# (a short recurrence leaves the chunks' products little to hide behind; not measured below 512).
+# 64 programs of 132 took 0.96-0.98x the time, with 96 1.16x (results/h200/input-ahead: the LSTM's).
+# And the steps a call needs to take it (a short recurrence leaves the chunks' products little to
+# hide behind; not measured below 512).
 AHEAD_MAX_PROGRAMS = 0.5
 AHEAD_MIN_STEPS = 256
+# The stacked gates of the cells that project ahead by default: the LSTM's. The GRU's Gluon forward
+# can (``input_ahead=True``), but at FlashRNN's shape in fp16 its graphed forward took 1.02x the
+# time projected ahead, its training 0.99x (H100, one run: results/h100/gluon-gru): its projection
+# is 3H wide, not 4H, so less of it is hidden.
+AHEAD_DEFAULT_GATES = 4
 
 
 def gluon_forward(num_gates: int, element: int, hidden_size: int, block_b: int, block_h: int, resident: bool,
@@ -540,7 +545,8 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     if plan.input_ahead and not ahead_allowed:
         raise ValueError("input_ahead is the Gluon forward's, with programs on at most "
                          f"{AHEAD_MAX_PROGRAMS:.0%} of the multiprocessors")
-    plan = dataclasses.replace(plan, input_ahead=override.get("input_ahead", ahead_allowed))
+    plan = dataclasses.replace(plan, input_ahead=override.get("input_ahead",
+                                                              ahead_allowed and num_gates == AHEAD_DEFAULT_GATES))
     if device.type == "cuda" and plan.split_once and not plan.w_resident and "num_stages" not in override:
         # As many chunks in flight as shared memory holds (each has two fp32 tiles of h, one or two of W).
         stage = split_once_stage_bytes(plan.block_b, gp * plan.block_h, plan.block_k, plan.split_w_once)
