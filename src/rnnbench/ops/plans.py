@@ -354,7 +354,9 @@ def default_block_b(batch_size: int, hidden_programs: int, slots: int, split: bo
 # Measured for the LSTM, on an H200, kernel alone: 0.86-0.97x the tl kernel's step at hidden
 # 512-1024, 1.02x at hidden 100-128, one piece (benchmarks/results/h200/gluon-step/
 # against_tl-cpasync.jsonl). The GRU's kernel (the same plan and step, three gates and a zero
-# block) takes the LSTM's rule: not measured yet.
+# block) takes the LSTM's rule: on the H100, through the engine against tl (on_chip.py --compare
+# gluon), graphed forwards 0.87x the time at FlashRNN's shape, 0.89x at batch 32, hidden 1024, 1.00x
+# at batch 128, hidden 512 (benchmarks/results/h100/gluon-gru).
 GLUON_MIN_HIDDEN, GLUON_MAX_HIDDEN = 257, 1024
 
 
