@@ -176,25 +176,27 @@ def test_the_runner_launches_where_the_c_launcher_is_not_known_to_fit(case, monk
 
 
 def test_a_counter_pool_hands_out_zeroed_slices_and_zeroes_itself_when_used_up():
-    """``CounterPool``: each slice handed out is zero and overlaps no slice handed out since the
-    last zeroing, though every kernel leaves its slice counted (written here as a kernel would);
-    a slice that no longer fits zeroes the whole pool first. A pool asked for more than it holds
+    """``CounterPool``: each slice handed out is zero, starts on a 16-byte boundary (the compiled
+    kernels assume the first launch's alignment) and overlaps no slice handed out since the last
+    zeroing, though every kernel leaves its slice counted (written here as a kernel would); a
+    slice that no longer fits zeroes the whole pool first. A pool asked for more than it holds
     refuses."""
     import torch
 
     from rnnbench.ops.launch import CounterPool
 
     pool = CounterPool(10, torch.device("cpu"))
-    taken = []
-    for k, count in enumerate([3, 4, 2, 3, 3, 1, 10]):
+    taken, zeroings = [], 0
+    for k, count in enumerate([3, 4, 2, 3, 3, 1, 10, 2, 2, 2]):
         got = pool.take(count)
-        assert got.numel() == count and not got.any(), k
+        assert got.numel() == count and not got.any() and not got.data_ptr() & 15, k
         start = got.data_ptr() // 4 - pool.buffer.data_ptr() // 4
         if start == 0:
-            taken = []  # the pool was zeroed: earlier slices may be reused
+            taken, zeroings = [], zeroings + 1  # the pool was zeroed: earlier slices may be reused
         assert all(start >= end or start + count <= begin for begin, end in taken), k
         taken.append((start, start + count))
         got.fill_(k + 7)  # the kernel counts in it and leaves it so
+    assert zeroings == 4  # slices at 0, 4, 8 | 0, 4, 8 | 0 | 0, 4, 8 (each start a multiple of 4)
     with pytest.raises(ValueError, match="pool of 10"):
         pool.take(11)
 

@@ -214,6 +214,9 @@ def counters(count: int, device: torch.device) -> tuple[torch.Tensor, int | None
 # Counters of a pool for the kernels that leave their counters counted (the Gluon forwards:
 # ``ops/gluon_common.py``, whose exit count cost them their registers): 16 KB per device and stream.
 COUNTED_POOL = 4096
+# Slices start on 16-byte boundaries (4 counters): the kernels were compiled for the first launch's
+# fresh buffer, which Triton saw as 16-byte aligned, and KernelLauncher does not key on buffers.
+COUNTED_ALIGN = 4
 
 
 class CounterPool:
@@ -227,7 +230,8 @@ class CounterPool:
         self.free = 0  # the first counter not handed out since the last zeroing
 
     def take(self, count: int) -> torch.Tensor:
-        """``count`` counters, zero until a kernel on this pool's stream counts in them.
+        """``count`` counters, zero until a kernel on this pool's stream counts in them, starting
+        :data:`COUNTED_ALIGN` counters (16 bytes) past the buffer's start or a multiple of that.
 
         Raises:
             ValueError: ``count`` is more than the pool holds.
@@ -237,7 +241,8 @@ class CounterPool:
         if self.free + count > self.buffer.numel():
             self.buffer.zero_()
             self.free = 0
-        start, self.free = self.free, self.free + count
+        start = self.free
+        self.free = min(self.buffer.numel(), -(-(start + count) // COUNTED_ALIGN) * COUNTED_ALIGN)
         return self.buffer[start:start + count]
 
 
