@@ -209,7 +209,8 @@ class Plan:
             (:data:`AHEAD_MAX_PROGRAMS`): a call of at least :data:`AHEAD_MIN_STEPS` steps
             captured in a CUDA graph computes its input projection in chunks on a side stream
             while the kernel runs (``ops/projection.py``, ``project_ahead``), instead of before
-            it (``recurrence.projects_ahead``: why only in graphs).
+            it (``recurrence.projects_ahead``: why only in graphs). By default the LSTM's only
+            (:data:`AHEAD_DEFAULT_GATES`); the GRU's when asked for.
     """
 
     block_b: int
