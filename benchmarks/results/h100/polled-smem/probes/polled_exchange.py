@@ -46,6 +46,11 @@ from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared,
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[5] / "src"))
 
+from rnnbench.ops import gluon_common  # noqa: E402
+
+if not gluon_common.AVAILABLE:
+    sys.exit(f"polled_exchange.py: needs Triton {gluon_common.GLUON_VERSIONS[0]}x, the Gluon the kernels were written "
+             f"for, not {triton.__version__}")
 from rnnbench.ops.gluon_common import _bias, _gate_inputs, _sigmoid, _tanh  # noqa: E402  (lstm.gluon at 9cff0ce)
 
 BLOCK_H = 16
@@ -330,6 +335,8 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.compile_only:
         return compile_only()
+    if args.out is None or not torch.cuda.is_available():
+        parser.error("give OUT_DIR, on a machine with a CUDA device (or --compile-only)")
     args.out.mkdir(parents=True, exist_ok=True)
     rows = measure(args.out, args.steps)
     base = {(r["batch_size"], r["hidden_size"], r["dtype"]): r["us_per_step_mean"] for r in rows if r["poll"] == -1}
