@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection|products|gluon|ahead] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection|products|gluon|ahead|fma] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -103,6 +103,10 @@ against the default.
 wgmma instructions of TF32's) and 3xTF32 (``chip_tf32``) against Triton's ``tf32x3``, which splits
 both operands inside every product (``chip_in_step``).
 
+``--compare fma`` runs the RNN's forward on FMA units, one batch row a program (``Plan.fma``,
+``ops/rnn/fma.py``: the weights in registers, no tensor cores), against the on-chip tensor-core
+plan (``tensor_cores``), at glample's hidden 100 in every dtype and at hidden 128 and 64.
+
 ``--compare projection`` is not a plan either: the input projection as our own launch
 (``ops/projection.py``, ``our_projection``) against F.linear (cuBLAS, ``cublas_projection``),
 whatever ``PROJECTION_MAX_FLOP`` says, from the seed suites' small cases to larger ones.
@@ -171,7 +175,7 @@ PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip":
          "cublas_projection": {}, "our_projection": {},  # the input projection by F.linear, by ours (_setting)
          "masked_products": {}, "products": {},  # the tile products as they were, as they are (_setting)
          "tl": {"forward_gluon": False}, "projection_first": {"forward_input_ahead": False},
-         "ahead": {"forward_input_ahead": True}}
+         "ahead": {"forward_input_ahead": True}, "fma": {"fma": True}, "tensor_cores": {"fma": False}}
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
     ("rnn_tanh", 20, 30, 100, 100, "fp32", DEFAULT), ("rnn_tanh", 20, 30, 100, 100, "tf32", DEFAULT),
@@ -419,13 +423,23 @@ AHEAD_CASES = [
     _case("lstm", 16, 1024, "bf16", ("projection_first", "default"), seq_len=512),
     _case("gru", 16, 768, "fp16", ("projection_first", "ahead"), seq_len=1024),  # case 3: the GRU's, asked for
 ]
+# The RNN's forward on FMA units, a batch row a program (Plan.fma, ops/rnn/fma.py), against the
+# on-chip tensor-core plan: glample's hidden 100 in every dtype, relu, hidden 128 and 64, batch 128.
+FMA = ("fma", "tensor_cores")
+FMA_CASES = [
+    _case("rnn_tanh", 20, 100, "fp32", FMA), _case("rnn_tanh", 20, 100, "tf32", FMA),
+    _case("rnn_tanh", 20, 100, "bf16", FMA), _case("rnn_relu", 20, 100, "fp32", FMA),
+    _case("rnn_tanh", 32, 128, "fp32", FMA), _case("rnn_tanh", 128, 64, "fp32", FMA),
+    _case("rnn_tanh", 20, 100, "fp16", FMA), _case("rnn_tanh", 128, 128, "tf32", FMA),
+    _case("rnn_tanh", 20, 100, "fp32", FMA, seq_len=300),  # case 8: ten times the steps (the time a step)
+]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
                "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES, "split_k_x3": X3_CASES,
                "split_k_tf32": TF32_TALL_CASES,
                "block_h": UNITS_CASES, "piece": PIECE_CASES,
                "stream": STREAM_CASES, "warps64": WARPS64_CASES, "split_once": SPLIT_ONCE_CASES,
                "batch_rows": BATCH_ROWS_CASES, "backward_rows": BACKWARD_ROWS_CASES, "chip_split": CHIP_SPLIT_CASES,
-               "gluon": GLUON_CASES, "ahead": AHEAD_CASES}
+               "gluon": GLUON_CASES, "ahead": AHEAD_CASES, "fma": FMA_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 
 

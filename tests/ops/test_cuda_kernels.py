@@ -628,13 +628,13 @@ def test_split_k_backward_with_half_partials(cell, dtype, batch, seq, hidden):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("cell", CELLS)
 def test_layer_with_h_on_chip(cell, dtype, hidden_size):
-    """The on-chip plan, forced in both directions wherever its tile fits in shared memory: one
-    program per 16 batch rows holds every unit and keeps h (backward, the gate gradients) in
-    registers, without barriers; batch 20 is two such programs. The barrier counters stay
-    untouched (zero)."""
+    """The on-chip plan on tensor cores, forced in both directions wherever its tile fits in shared
+    memory: one program per 16 batch rows holds every unit and keeps h (backward, the gate
+    gradients) in registers, without barriers; batch 20 is two such programs. The barrier
+    counters stay untouched (zero). (The RNN's fp32 default is on FMA units: below.)"""
     from rnnbench.ops import recurrence
 
-    with matmul_mode(dtype), plan_override(h_on_chip=True):
+    with matmul_mode(dtype), plan_override(h_on_chip=True, fma=False):
         try:
             launch = recurrence.layer_launch(cell, 20, hidden_size, TORCH_DTYPE[dtype], torch.device("cuda"))
         except ValueError as err:  # fp32 tiles of four gates at 100 units: 256 KB
@@ -643,6 +643,31 @@ def test_layer_with_h_on_chip(cell, dtype, hidden_size):
         assert launch.forward.h_on_chip and launch.backward.h_on_chip
         assert launch.forward.grid(20, hidden_size) == (1, 2)
         check_layer(cell, dtype, _layer(cell, 20, 9, 5, hidden_size))
+    torch.cuda.synchronize()
+    assert all(not buf.any() for buf in COUNTERS.values())
+
+
+@pytest.mark.parametrize("hidden_size", [1, 37, 100, 128])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("cell", ["rnn_tanh", "rnn_relu"])
+def test_rnn_on_fma_units(cell, dtype, hidden_size):
+    """The RNN on FMA units (``Plan.fma``, ``ops/rnn/fma.py``), forced in both directions: a program
+    per batch row, W_hh in registers; at batch 1, 3 and past one program per multiprocessor, with
+    and without initial states, and with lengths (a row ending early, one empty). Output, final
+    state and every gradient against float64; the barrier counters untouched. The default for
+    fp32 (strict and TF32) up to hidden 128 and one row per multiprocessor."""
+    from rnnbench.ops import recurrence
+
+    default = recurrence.layer_launch(cell, 20, hidden_size, TORCH_DTYPE[dtype], torch.device("cuda"))
+    assert default.forward.fma == default.backward.fma == (dtype in ("fp32", "tf32"))
+    with matmul_mode(dtype), plan_override(fma=True):
+        for batch in (1, 3, SMS + 5):
+            launch = recurrence.layer_launch(cell, batch, hidden_size, TORCH_DTYPE[dtype], torch.device("cuda"))
+            assert launch.forward.fma and launch.backward.fma and launch.forward.grid(batch, hidden_size) == (1, batch)
+            check_layer(cell, dtype, _layer(cell, batch, 7, 5, hidden_size))
+        tensors = _layer(cell, 3, 9, 5, hidden_size)
+        check_layer(cell, dtype, [tensors[0], None, None, *tensors[3:]])
+        check_layer(cell, dtype, tensors, lengths=torch.tensor([4, 9, 0]))
     torch.cuda.synchronize()
     assert all(not buf.any() for buf in COUNTERS.values())
 

@@ -35,8 +35,10 @@ PLANS = {"on_chip": {}, "exchange": {"h_on_chip": False}, "resident_pieces": {"b
          "split_w_once": {"w_resident": False, "block_k": 16, "split_once": True, "split_w_once": True},
          # the on-chip RNN's operands split once: TF32 parts (exact here), fp16 parts (3xFP16:
          # fp16 products here too, so its scales and remainders are checked to 2^-22)
-         "chip_tf32": {"on_chip_split": "tf32"}, "chip_fp16": {"on_chip_split": "fp16"}}
-CHIP_SPLIT_PLANS = ("chip_tf32", "chip_fp16")  # the RNN's only (Plan.on_chip_split)
+         "chip_tf32": {"on_chip_split": "tf32"}, "chip_fp16": {"on_chip_split": "fp16"},
+         # the RNN's forward on FMA units, a batch row a program (ops/rnn/fma.py)
+         "fma": {"fma": True}}
+CHIP_SPLIT_PLANS = ("chip_tf32", "chip_fp16", "fma")  # the RNN's only (Plan.on_chip_split, Plan.fma)
 SPLIT_K_CELLS = ("lstm", "gru")  # the cells with a split-K backward (Plan.split_k)
 GLUON_CELLS = ("lstm", "gru")  # the cells with a Gluon forward (Plan.gluon, ops/<cell>/gluon.py)
 FP32_TOLERANCE = tolerance("lstm", "fp32")
@@ -104,7 +106,7 @@ def test_layer_matches_reference_fp32(cell, shape, plan):
     if plan == "split_k" and cell not in SPLIT_K_CELLS:
         pytest.skip(f"no split-K backward for {cell}")
     if plan in CHIP_SPLIT_PLANS and not cell.startswith("rnn_"):
-        pytest.skip(f"no on-chip split for {cell}")
+        pytest.skip(f"no {plan} plan for {cell}")
     with plan_override(**PLANS[plan]):
         check_layer(cell, make_layer(cell, shape), "fp32", FP32_TOLERANCE)
 
@@ -124,7 +126,7 @@ def test_variable_lengths_match_reference(cell, plan):
     if plan == "split_k" and cell not in SPLIT_K_CELLS:
         pytest.skip(f"no split-K backward for {cell}")
     if plan in CHIP_SPLIT_PLANS and not cell.startswith("rnn_"):
-        pytest.skip(f"no on-chip split for {cell}")
+        pytest.skip(f"no {plan} plan for {cell}")
     with plan_override(**PLANS[plan]):
         check_layer(cell, make_layer(cell, (3, 7, 5, 37)), "fp32", FP32_TOLERANCE, LENGTHS)
 
@@ -184,6 +186,17 @@ def test_layer_without_bias(cell):
 @pytest.mark.parametrize("cell", CELLS)
 def test_layer_half_precision(cell, dtype):
     check_layer(cell, make_layer(cell, (3, 7, 5, 37)), dtype, tolerance(cell, dtype))
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("cell", ["rnn_tanh", "rnn_relu"])
+def test_fma_half_precision(cell, dtype):
+    """The RNN on FMA units (``Plan.fma``) with 16-bit weights and states: read into fp32, h
+    written (and d_pre, backward) in the weights' dtype."""
+    from rnnbench.ops.recurrence import plan_override
+
+    with plan_override(fma=True):
+        check_layer(cell, make_layer(cell, (3, 7, 5, 37)), dtype, tolerance(cell, dtype))
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
@@ -465,7 +478,8 @@ def test_default_plans_for_the_h100():
                                                    (1, 100, torch.float32, "tf32", 4), (1, 100, torch.float32, "tf32x3", 8),
                                                    (4, 32, torch.bfloat16, "ieee", 4), (3, 20, torch.float16, "ieee", 4)):
         for direction in ("forward", "backward"):
-            p = plan(128, hidden, gates, dtype, precision, direction)
+            # (the RNN's fp32 default is on FMA units: test_the_rnn_on_fma_units_where_its_rule_allows)
+            p = plan(128, hidden, gates, dtype, precision, direction, fma=False)
             kp = 128 if hidden > 64 else 32
             assert p.h_on_chip and (p.block_h, p.block_k, p.block_b, p.grid(128, hidden)) == (kp, kp, 16, (1, 8))
             if gates == 1:
@@ -484,7 +498,7 @@ def test_default_plans_for_the_h100():
     assert not plan(32, 100, 4, torch.bfloat16).h_on_chip
     assert plan(32, 32, 4, torch.float32, "tf32").h_on_chip and plan(32, 32, 4, torch.float32, "tf32", "backward").h_on_chip
     assert not plan(32, 32, 4, torch.float32, "tf32x3", "backward").h_on_chip
-    assert not plan(20, 100, 1, torch.float32, "ieee").h_on_chip
+    assert not plan(20, 100, 1, torch.float32, "ieee", fma=False).h_on_chip
 
 
 def test_strict_fp32_forwards_that_stream_their_weights_split_h_once():
@@ -535,11 +549,13 @@ def test_the_on_chip_rnn_splits_strict_fp32_once_in_fp16():
         return choose_plan(batch, hidden, gates, dtype, torch.device(device), multiprocessors=132,
                            precision=precision, direction=direction, **override)
 
-    for batch, hidden in ((20, 100), (3, 37), (128, 64), (32, 128)):
-        assert plan(batch, hidden).h_on_chip and plan(batch, hidden).on_chip_split == "fp16", (batch, hidden)
-        assert plan(batch, hidden, direction="backward").on_chip_split == ""
-        assert plan(batch, hidden, precision="tf32").on_chip_split == ""
+    for batch, hidden in ((20, 100), (3, 37), (128, 64), (32, 128)):  # (fma=False: the tensor-core plan)
+        p = plan(batch, hidden, fma=False)
+        assert p.h_on_chip and p.on_chip_split == "fp16", (batch, hidden)
+        assert plan(batch, hidden, direction="backward", fma=False).on_chip_split == ""
+        assert plan(batch, hidden, precision="tf32", fma=False).on_chip_split == ""
         assert plan(batch, hidden, device="cpu").on_chip_split == ""
+        assert plan(batch, hidden).fma and plan(batch, hidden).on_chip_split == ""  # the default: FMA units
     assert not plan(20, 256).h_on_chip and plan(20, 256).on_chip_split == ""
     assert plan(20, 32, 4, precision="tf32").on_chip_split == ""
     assert plan(20, 100, on_chip_split="tf32").on_chip_split == "tf32"
@@ -550,6 +566,35 @@ def test_the_on_chip_rnn_splits_strict_fp32_once_in_fp16():
     with pytest.raises(ValueError, match="on_chip_split is one of"):
         plan(20, 100, on_chip_split="bf16")
     assert not plan(20, 500, 4, split_once=True, direction="backward").split_once  # a forward's field
+
+
+def test_the_rnn_on_fma_units_where_its_rule_allows():
+    """``Plan.fma``, planned for an H100: the RNN's default in fp32 (strict, TF32 or IEEE) up to
+    hidden 128 and one batch row per multiprocessor, both directions, a program per row holding
+    every unit on chip at 1-4 warps (a thread per unit); not past hidden 128, 132 rows, in 16 bits,
+    for the LSTM or GRU, under the interpreter, nor where a tile, warps or an on-chip split is
+    asked for. Asked for, it runs anywhere its registers hold W_hh; elsewhere refused."""
+    def plan(batch, hidden, gates=1, dtype=torch.float32, precision="tf32x3", direction="forward", **override):
+        return _plan_for_an_h100(batch, hidden, gates, dtype, precision, direction, **override)
+
+    for batch, hidden, warps in ((20, 100, 4), (1, 1, 1), (132, 128, 4), (3, 37, 2), (128, 64, 2)):
+        for precision in ("tf32x3", "tf32", "ieee"):
+            for direction in ("forward", "backward"):
+                p = plan(batch, hidden, precision=precision, direction=direction)
+                assert p.fma and p.h_on_chip and p.grid(batch, hidden) == (1, batch), (batch, hidden, precision)
+                assert (p.block_b, p.block_h, p.block_k, p.num_warps) == (1, max(16, 1 << (hidden - 1).bit_length()),
+                                                                          max(16, 1 << (hidden - 1).bit_length()), warps)
+    for off in (dict(batch=133), dict(hidden=129), dict(dtype=torch.bfloat16), dict(dtype=torch.float16),
+                dict(gates=4, hidden=32), dict(gates=3, hidden=32), dict(block_b=16), dict(num_warps=8),
+                dict(h_on_chip=False), dict(on_chip_split="fp16"), dict(block_k=64), dict(device="cpu")):
+        assert not plan(**{"batch": 20, "hidden": 100, **off}).fma, off
+    assert plan(20, 100, dtype=torch.bfloat16, fma=True).fma  # asked for: 16-bit weights, read as fp32
+    assert plan(500, 100, fma=True).grid(500, 100) == (1, 500)  # no residency limit: nobody waits
+    assert plan(20, 100, device="cpu", fma=True).fma  # the interpreter runs it (tests)
+    for bad in (dict(hidden=129), dict(gates=4, hidden=32), dict(block_b=16), dict(h_on_chip=False),
+                dict(on_chip_split="fp16")):
+        with pytest.raises(ValueError, match="fma is the RNN's"):
+            plan(**{"batch": 20, "hidden": 100, **bad, "fma": True})
 
 
 def _plan_for_an_h100(batch, hidden, gates, dtype=torch.bfloat16, precision="ieee", direction="forward",

@@ -37,6 +37,8 @@ from .plans import (Plan, backward_precision, chip_split_level, choose_plan, k_c
                     split_once_level)
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
+from .rnn.fma import CHAINS as FMA_CHAINS
+from .rnn.fma import rnn_backward_fma_kernel, rnn_forward_fma_kernel
 from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
 
 POINTER = {torch.float32: "*fp32", torch.bfloat16: "*bf16", torch.float16: "*fp16"}
@@ -50,6 +52,7 @@ KERNELS = {
     ("rnn", "forward"): rnn_forward_kernel, ("rnn", "backward"): rnn_backward_kernel,
     ("lstm", "backward", "split_k"): lstm_backward_split_k_kernel,
     ("gru", "backward", "split_k"): gru_backward_split_k_kernel,
+    ("rnn", "forward", "fma"): rnn_forward_fma_kernel, ("rnn", "backward", "fma"): rnn_backward_fma_kernel,
 }
 # (cell, dtype, batch, hidden, precision): the shapes benchmarks/triton_dev.py times, and (last
 # four) seed and plan-sweep shapes that batch blocks of 16 rows past batch 32 reach.
@@ -85,7 +88,7 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
     ``ttgir``, ``ptx``, ``cubin``; ``.metadata.shared`` the shared memory in bytes). ``cell`` is
     ``lstm``, ``gru`` or ``rnn``; ``lengths``: the variable-length variant (``HAS_LENGTHS``)."""
     split_k = direction == "backward" and plan.split_k
-    fn = KERNELS[(cell, direction, "split_k") if split_k else (cell, direction)]
+    fn = KERNELS[(cell, direction, "split_k") if split_k else (cell, direction, "fma") if plan.fma else (cell, direction)]
     names = fn.arg_names
     kp = k_padded(hidden_size)
     # The split-K backward's pieces are block_k units high, however wide h is padded.
@@ -96,7 +99,7 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
                       UPCAST=False, FAST_ACT=plan.fast_activations, SPLIT_ONCE=split_once_level(plan),
                       CHIP_SPLIT=chip_split_level(plan), SAVE=save, RELU=False,
                       HAS_BIAS=True, HAS_H0=True, HAS_C0=True, HAS_D_OUT=True, HAS_D_H_N=True, HAS_D_C_N=True,
-                      HAS_LENGTHS=lengths)
+                      HAS_LENGTHS=lengths, CHAINS=FMA_CHAINS)
     constexprs = {k: v for k, v in constexprs.items() if k in names}
     f32 = F32_POINTERS - ({"partials_ptr"} if plan.half_partials else set())
     pointers = {"counters_ptr": "*i32", "lengths_ptr": "*i32", **{name: "*fp32" for name in f32}}
@@ -206,6 +209,7 @@ def main(argv: list[str]) -> int:
                      f"bb={plan.block_b} bh={plan.block_h} res={int(plan.w_resident)} bk={plan.block_k} "
                      f"w={plan.num_warps} st={plan.num_stages} chip={int(plan.h_on_chip)} "
                      f"fast={int(plan.fast_activations)} split={int(plan.split_k)} once={split_once_level(plan)} "
+                     f"fma={int(plan.fma)} "
                      f"progs={math.prod(plan.grid(batch, hidden))}")
             try:
                 products = backward_precision(precision, GATES[cell]) if direction == "backward" else precision

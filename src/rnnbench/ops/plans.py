@@ -211,6 +211,11 @@ class Plan:
             while the kernel runs (``ops/projection.py``, ``project_ahead``), instead of before
             it (``recurrence.projects_ahead``: why only in graphs). By default the LSTM's only
             (:data:`AHEAD_DEFAULT_GATES`); the GRU's when asked for.
+        fma: the RNN's recurrence on the FMA units (``ops/rnn/fma.py``), forward or backward: one
+            program per batch row (``block_b`` 1), every unit (``block_h = block_k =``
+            :func:`k_padded`, on chip), the whole of ``W_hh`` (backward ``W_hh^T``) in its
+            registers, IEEE fp32 products; no program waits for another, so the programs need not
+            all be resident. Up to :data:`FMA_MAX_K` (see :func:`fma_default`).
     """
 
     block_b: int
@@ -228,6 +233,7 @@ class Plan:
     on_chip_split: str = ""
     gluon: bool = False
     input_ahead: bool = False
+    fma: bool = False
 
     def grid(self, batch_size: int, hidden_size: int) -> tuple[int, int]:
         """(programs over hidden units, programs over batch rows)."""
@@ -348,6 +354,25 @@ def default_block_b(batch_size: int, hidden_programs: int, slots: int, split: bo
             if fewer < rows and hidden_programs * triton.cdiv(batch_size, fewer) <= slots:
                 return fewer
     return rows
+
+
+# The RNN's forward on FMA units (Plan.fma) up to this padded width: a thread holds a row of W_hh,
+# K_PAD fp32 registers (128 at hidden 65-128, at 4 warps; sm_90, Triton 3.6: 128-168 registers a
+# thread, no spills; a 256-wide row would not fit in a thread's 255).
+FMA_MAX_K = 128
+
+
+def fma_warps(hidden_size: int) -> int:
+    """Warps of an FMA program (:attr:`Plan.fma`): a thread per unit of the padded width, 1 to 4."""
+    return max(1, min(4, k_padded(hidden_size) // 32))
+
+
+def fma_default(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.dtype, slots: int | None) -> bool:
+    """Whether the default plan (either direction) runs on FMA units (:attr:`Plan.fma`): the RNN in fp32
+    (strict or TF32) up to :data:`FMA_MAX_K` units, at most one program per multiprocessor
+    (``slots``; more batch rows were not measured)."""
+    return (num_gates == 1 and dtype == torch.float32 and k_padded(hidden_size) <= FMA_MAX_K
+            and slots is not None and batch_size <= slots)
 
 
 # The Gluon forwards where h is more than one piece (their gain is one wait for the step's product
@@ -510,6 +535,13 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         on_chip = override.get("h_on_chip", not exchange_asked)  # one program per batch block already
         if on_chip:
             bh, block_k = kp, kp
+    # (A tile, a weight path, warps, an on-chip split or the exchange asked for means tensor cores.)
+    tiles_asked = (not _EXCHANGE_FIELDS.isdisjoint(override) or not {"block_b", "num_warps", "on_chip_split"}.isdisjoint(
+        override) or override.get("h_on_chip") is False)
+    fma = override.get("fma", device.type == "cuda" and not tiles_asked and fma_default(
+        batch_size, hidden_size, num_gates, dtype, slots))
+    if fma:  # a batch row a program, every unit, the weights in registers
+        bb, bh, resident, block_k, on_chip, warps = 1, kp, True, kp, True, fma_warps(hidden_size)
     fast = device.type == "cuda" and direction == "forward" and fast_activations(dtype, precision)
     x3_streamed = (SPLIT_ONCE and device.type == "cuda" and direction == "forward" and precision == "tf32x3"
                    and not on_chip and not resident)
@@ -521,11 +553,11 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     # The on-chip RNN's strict fp32 forward in 3xFP16: graphed forwards 0.89-0.90x the time of
     # Triton's tf32x3 on the H100 at hidden 64-128, tanh and relu, errors against float64 the same
     # (results/h100/chip-split); 3xTF32 split once gained nothing (0.99x).
-    chip_split = "fp16" if (device.type == "cuda" and on_chip and direction == "forward" and num_gates == 1
+    chip_split = "fp16" if (device.type == "cuda" and on_chip and not fma and direction == "forward" and num_gates == 1
                             and precision == "tf32x3" and dtype == torch.float32) else ""
     fields = {"block_b": bb, "block_h": bh, "w_resident": resident, "num_warps": warps, "block_k": block_k,
               "num_stages": stages, "h_on_chip": on_chip, "fast_activations": fast, "split_once": x3_streamed,
-              "split_w_once": split_w_once, "on_chip_split": chip_split}
+              "split_w_once": split_w_once, "on_chip_split": chip_split, "fma": fma}
     split_default = (device.type == "cuda" and num_gates in (3, 4) and tensor_cores and not on_chip
                      and hidden_size <= (SPLIT_K_16BIT_MAX_HIDDEN if element == 2 else SPLIT_K_MAX_HIDDEN))
     if direction == "backward" and override.get("split_k", split_default):
@@ -565,6 +597,8 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     if plan.on_chip_split and (num_gates != 1 or not plan.h_on_chip or dtype != torch.float32
                                or (device.type == "cuda" and precision != "tf32x3")):
         raise ValueError("on_chip_split is for the RNN's strict fp32 forward on chip (float32 weights, 3xTF32 on CUDA)")
+    if plan.fma and (num_gates != 1 or kp > FMA_MAX_K or plan.block_b != 1 or not plan.h_on_chip or plan.on_chip_split):
+        raise ValueError(f"fma is the RNN's up to hidden_size {FMA_MAX_K}, one batch row a program on chip")
     if plan.split_k and plan.h_on_chip:
         raise ValueError("split_k and h_on_chip exclude each other (an on-chip backward exchanges nothing)")
     if plan.h_on_chip and not (plan.w_resident and plan.block_h == kp and plan.block_k == kp):
@@ -573,7 +607,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     if plan.h_on_chip and slots is not None and (
             on_chip_bytes(plan.block_b, hidden_size, num_gates, element, direction) > smem - SHARED_MEMORY_MARGIN):
         raise ValueError(f"an on-chip tile at hidden_size {hidden_size} does not fit in shared memory")
-    for name, least in (("block_b", MIN_BLOCK), ("block_h", MIN_BLOCK_H), ("block_k", MIN_BLOCK)):
+    for name, least in (("block_b", 1 if plan.fma else MIN_BLOCK), ("block_h", MIN_BLOCK_H), ("block_k", MIN_BLOCK)):
         value = getattr(plan, name)
         if value < least or value != next_pow2(value):
             raise ValueError(f"{name} must be a power of 2 >= {least}, got {value}")
@@ -581,7 +615,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     if slots is None and nh > 1 and not INTERPRETER_PROGRAMS_CONCURRENT:
         raise ValueError(f"{nh} programs per batch block would wait for each other forever under "
                          "the interpreter (it runs programs one after another); use block_h >= hidden_size")
-    if slots is not None and nh * nb > slots:
+    if slots is not None and nh * nb > slots and not plan.fma:  # (fma programs never wait for each other)
         raise ValueError(f"{nh * nb} programs cannot all be resident on {slots} multiprocessors "
                          f"(batch_size {batch_size}, hidden_size {hidden_size})")
     return plan

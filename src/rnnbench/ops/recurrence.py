@@ -44,6 +44,8 @@ from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, ls
 from .plans import (AHEAD_MIN_STEPS, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, chip_split_level,
                     choose_plan, dot_precision, k_chunks, k_padded, split_k_pieces, split_once_level, upcast_dot)
 from .projection import input_projection, project_ahead
+from .rnn.fma import CHAINS as FMA_CHAINS
+from .rnn.fma import rnn_backward_fma_kernel, rnn_forward_fma_kernel
 from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
 
 _LSTM_FORWARD, _LSTM_BACKWARD = KernelLauncher(lstm_forward_kernel), KernelLauncher(lstm_backward_kernel)
@@ -51,6 +53,7 @@ _LSTM_BACKWARD_SPLIT_K = KernelLauncher(lstm_backward_split_k_kernel)
 _GRU_FORWARD, _GRU_BACKWARD = KernelLauncher(gru_forward_kernel), KernelLauncher(gru_backward_kernel)
 _GRU_BACKWARD_SPLIT_K = KernelLauncher(gru_backward_split_k_kernel)
 _RNN_FORWARD, _RNN_BACKWARD = KernelLauncher(rnn_forward_kernel), KernelLauncher(rnn_backward_kernel)
+_RNN_FORWARD_FMA, _RNN_BACKWARD_FMA = KernelLauncher(rnn_forward_fma_kernel), KernelLauncher(rnn_backward_fma_kernel)
 _LSTM_FORWARD_GLUON = KernelLauncher(lstm_gluon.lstm_forward_gluon_kernel) if gluon_common.AVAILABLE else None
 _GRU_FORWARD_GLUON = KernelLauncher(gru_gluon.gru_forward_gluon_kernel) if gluon_common.AVAILABLE else None
 
@@ -246,6 +249,10 @@ class _Launch:
     def _meta(self, plan: Plan, forward: bool) -> dict:
         block_k, chunks = k_chunks(self.hidden_size, plan.block_k)
         precision = self.precision if forward else self.backward_precision
+        if plan.fma:  # (ops/rnn/fma.py: FMA units, no tiles, no precision)
+            meta = dict(H=self.hidden_size, K_PAD=k_padded(self.hidden_size), CHAINS=FMA_CHAINS,
+                        num_warps=plan.num_warps)
+            return {**meta, "FAST_ACT": plan.fast_activations} if forward else meta
         if plan.split_k and not forward:
             return dict(H=self.hidden_size, BLOCK_B=plan.block_b, BLOCK_H=plan.block_h, BLOCK_K=plan.block_k,
                         CHUNKS=split_k_pieces(self.hidden_size, plan.block_k), W_RESIDENT=plan.w_resident,
@@ -300,7 +307,7 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     f32 = dict(device=dev, dtype=torch.float32)
     # 3xTF32 with operands split once (Plan.split_once): W_hh's split copy [2, G*H, H] (each program
     # writes its own rows) and h's exchange buffer, two slots of (high parts, remainders) [2, 2, B, H].
-    split_once = launch.forward_meta["SPLIT_ONCE"]
+    split_once = launch.forward_meta.get("SPLIT_ONCE", 0)  # (none in the FMA forward's)
     w_split = torch.empty(2, *w_hh.shape, **f32) if split_once == 2 else h_n
     h_split = torch.empty(2, 2, B, H, **f32) if split_once else h_n
     gluon = gluon_runs(launch.forward, lengths is not h_n, h0 if has_h0 else None)
@@ -323,6 +330,9 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
         else:  # (the plan gives gluon to the LSTM and GRU only)
             _GRU_FORWARD_GLUON(grid, (x_proj, w_hh, *biases, h0, h_buf, h_n, saved, *tail), constexprs, stream,
                                keyed=5)
+    elif launch.forward.fma:  # (the RNN's only)
+        args = (x_proj, w_hh, *biases, h0, lengths, h_buf, h_n, saved, T, B, *w_hh.stride())
+        _RNN_FORWARD_FMA(grid, args, constexprs, stream, keyed=6)
     elif lstm:
         args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, lengths, h_buf, h_n, c_n, c_buf, saved,
                 w_split, h_split, counters, T, B)
@@ -378,6 +388,11 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
         _GRU_BACKWARD_SPLIT_K(grid, (d_out, d_h_n, saved, h_buf, w_hh, d_gates_h, d_gates_x, d_h0, lengths, partials,
                                      counters, T, B), constexprs, stream)
         return d_gates_x, d_gates_h, d_h0, None
+    if plan_.fma:  # (the RNN's only: W_hh^T through swapped strides)
+        d_pre = torch.empty(T, B, H, device=dev, dtype=dtype)
+        _RNN_BACKWARD_FMA(grid, (d_out, d_h_n, saved, w_hh, d_pre, d_h0, lengths, T, B, *reversed(w_hh.stride())),
+                          constexprs, stream)
+        return d_pre, d_pre, d_h0, None
     w_hh_t = w_hh.t().contiguous()  # our units' columns of W_hh as contiguous rows
     if cell == "lstm":
         d_gates = torch.empty(T, B, 4 * H, device=dev, dtype=dtype)

@@ -1,0 +1,146 @@
+"""The Elman RNN's recurrence on the FMA units, one batch row a program (``Plan.fma``): forward and backward.
+
+At hidden sizes up to 128 the whole of ``W_hh`` is 64 KB of fp32: one program holds it in its
+registers (128 a thread at 4 warps) and runs every step of one batch row, so no program ever waits
+for another (no barrier, no exchange through memory) and no step waits for a tensor-core chain.
+Thread ``j`` owns unit ``j``'s row of ``W_hh`` whole, so its dot product with ``h_{t-1}`` is its
+own arithmetic, in :data:`CHAINS` independent chains of fused multiply-adds (one chain would make
+each step wait for 128 dependent FMAs), and ``h_{t-1}`` reaches every thread through shared memory
+(one store, a barrier, broadcast reads). IEEE fp32 products: exact, not 3xTF32.
+
+``h_t = act(x_proj_t + b_ih + b_hh + W_hh h_{t-1})``, the recurrence of ``ops/rnn/kernels.py``
+(whose kernels are the tensor-core form and whose ``naive.py`` is the readable reference), with
+their buffers: ``x_proj [T, B, H]``, ``h_buf [T+1, B, H]`` (step t writes ``h_buf[t+1]``,
+``h_buf[0]`` h0 when saving), ``h_n [1, B, H]``, ``saved [T, B, H]`` fp32 h_t for the backward.
+The backward is the same program in reverse time with ``W_hh^T``: thread ``k`` holds column ``k``
+of ``W_hh`` (read through swapped strides, no transposed copy) and forms ``dh_{t-1}[k] = sum_j
+W_hh[j, k] d_pre_t[j]``.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from .kernels import _activation
+
+# Independent accumulators per dot product: each thread's row of W_hh is held as [CHAINS, K_PAD /
+# CHAINS] and summed along the second axis first (sm_90, Triton 3.6: 4 chains compile to the same
+# 128 registers and 124 FMAs a step as one chain of 128).
+CHAINS = 4
+
+
+@triton.jit(do_not_specialize=["T", "B", "w_stride_j", "w_stride_k"])
+def rnn_forward_fma_kernel(
+    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, lengths_ptr, h_buf_ptr, h_n_ptr, saved_ptr,
+    T, B, w_stride_j, w_stride_k,
+    H: tl.constexpr, RELU: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
+    HAS_LENGTHS: tl.constexpr, K_PAD: tl.constexpr, CHAINS: tl.constexpr, FAST_ACT: tl.constexpr,
+):
+    """Program ``program_id(1)`` runs batch row ``b`` through all ``T`` steps. ``w_stride_j``,
+    ``w_stride_k``: ``W_hh``'s strides (``H``, 1), passed at run time and never specialised on
+    purpose: with its strides known Triton lays the tile out for coalesced loads, threads along K,
+    and every step's dot products become cross-thread reductions (160 shuffles a thread a step at
+    4 warps, sm_90); with them unknown it gives each thread a whole row (no shuffles), which is the
+    layout wanted here, at the price of one uncoalesced load of the weights before the loop.
+    ``HAS_LENGTHS``: ``lengths [B]`` int32, as ``rnn_forward_kernel``."""
+    KI: tl.constexpr = K_PAD // CHAINS
+    b = tl.program_id(1)
+    units = tl.arange(0, K_PAD)  # j: this step's units, one per thread
+    unit_mask = units < H
+    # k, as [CHAINS, KI]: the reduction index of the weights and of h_{t-1} as every thread reads it
+    k = tl.arange(0, CHAINS)[:, None] * KI + tl.arange(0, KI)[None, :]
+    w = tl.load(w_hh_ptr + units[:, None, None] * w_stride_j + k[None, :, :] * w_stride_k,
+                mask=unit_mask[:, None, None] & (k < H)[None, :, :], other=0.0).to(tl.float32)
+    bias = tl.zeros([K_PAD], dtype=tl.float32)
+    if HAS_BIAS:
+        bias += tl.load(b_ih_ptr + units, mask=unit_mask, other=0.0).to(tl.float32)
+        bias += tl.load(b_hh_ptr + units, mask=unit_mask, other=0.0).to(tl.float32)
+    if HAS_LENGTHS:
+        length = tl.load(lengths_ptr + b)
+    else:
+        length = T
+    row = b.to(tl.int64) * H
+    plane = B.to(tl.int64) * H
+    if HAS_H0:
+        h_k = tl.load(h0_ptr + row + k, mask=k < H, other=0.0).to(tl.float32)
+        h = tl.load(h0_ptr + row + units, mask=unit_mask, other=0.0).to(tl.float32)
+    else:
+        h_k = tl.zeros([CHAINS, KI], dtype=tl.float32)
+        h = tl.zeros([K_PAD], dtype=tl.float32)
+    out_ty = h_buf_ptr.dtype.element_ty
+    if SAVE:
+        tl.store(h_buf_ptr + row + units, h.to(out_ty), mask=unit_mask)
+    x = tl.load(x_proj_ptr + row + units, mask=unit_mask, other=0.0).to(tl.float32)
+    t = 0
+    while t < T:
+        # the next step's input before this step's arithmetic (past the end: the last step's again)
+        x_next = tl.load(x_proj_ptr + tl.minimum(t + 1, T - 1) * plane + row + units, mask=unit_mask,
+                         other=0.0).to(tl.float32)
+        a = tl.sum(tl.sum(w * h_k[None, :, :], axis=2), axis=1)
+        h_new = _activation(a + x + bias, RELU, FAST_ACT)
+        running = t < length
+        h = tl.where(running, h_new, h)  # past its length a row keeps its state
+        tl.store(h_buf_ptr + (t + 1) * plane + row + units, tl.where(running, h, 0.0).to(out_ty), mask=unit_mask)
+        if SAVE:
+            tl.store(saved_ptr + t * plane + row + units, h, mask=unit_mask)
+        h_k = tl.reshape(h, [CHAINS, KI])  # to every thread (through shared memory)
+        x = x_next
+        t += 1
+    tl.store(h_n_ptr + row + units, h.to(h_n_ptr.dtype.element_ty), mask=unit_mask)
+
+
+@triton.jit(do_not_specialize=["T", "B", "w_stride_k", "w_stride_j"])
+def rnn_backward_fma_kernel(
+    d_out_ptr, d_h_n_ptr, saved_ptr, w_hh_ptr, d_pre_ptr, d_h0_ptr, lengths_ptr,
+    T, B, w_stride_k, w_stride_j,
+    H: tl.constexpr, RELU: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr,
+    HAS_LENGTHS: tl.constexpr, K_PAD: tl.constexpr, CHAINS: tl.constexpr,
+):
+    """Reverse-time recurrence of batch row ``program_id(1)``, as ``rnn_backward_kernel``: writes
+    ``d_pre [T, B, H]`` (the pre-activations' gradient, in the weights' dtype) and ``d_h0``.
+    ``w_stride_k``, ``w_stride_j``: ``W_hh``'s strides swapped (1, ``H``), so that the tile is
+    ``W_hh^T`` (thread ``k`` a column), unspecialised for the layout as in the forward."""
+    JI: tl.constexpr = K_PAD // CHAINS
+    b = tl.program_id(1)
+    units = tl.arange(0, K_PAD)  # k: the units whose dh_{t-1} this thread forms
+    unit_mask = units < H
+    j = tl.arange(0, CHAINS)[:, None] * JI + tl.arange(0, JI)[None, :]  # the reduction index, as every thread reads it
+    w = tl.load(w_hh_ptr + units[:, None, None] * w_stride_k + j[None, :, :] * w_stride_j,
+                mask=unit_mask[:, None, None] & (j < H)[None, :, :], other=0.0).to(tl.float32)
+    if HAS_LENGTHS:
+        length = tl.load(lengths_ptr + b)
+    else:
+        length = T
+    row = b.to(tl.int64) * H
+    plane = B.to(tl.int64) * H
+    zero = tl.zeros([K_PAD], dtype=tl.float32)
+    d_h_rec = zero
+    if HAS_D_H_N:
+        d_h_rec = tl.load(d_h_n_ptr + row + units, mask=unit_mask, other=0.0).to(tl.float32)
+    t = T - 1
+    h = tl.load(saved_ptr + t * plane + row + units, mask=unit_mask, other=0.0)
+    d_out = zero
+    if HAS_D_OUT:
+        d_out = tl.load(d_out_ptr + t * plane + row + units, mask=unit_mask, other=0.0).to(tl.float32)
+    while t >= 0:
+        # the step before's saved values first (before the first step: step 0's again)
+        previous = tl.maximum(t - 1, 0) * plane + row + units
+        h_next = tl.load(saved_ptr + previous, mask=unit_mask, other=0.0)
+        d_out_next = zero
+        if HAS_D_OUT:
+            d_out_next = tl.load(d_out_ptr + previous, mask=unit_mask, other=0.0).to(tl.float32)
+        running = t < length
+        d_h = d_h_rec + tl.where(running, d_out, 0.0)  # past its end the output was a constant zero
+        if RELU:
+            d_pre = tl.where(running & (h > 0.0), d_h, 0.0)
+        else:
+            d_pre = tl.where(running, d_h * (1.0 - h * h), 0.0)
+        d_pre = d_pre.to(d_pre_ptr.dtype.element_ty)
+        tl.store(d_pre_ptr + t * plane + row + units, d_pre, mask=unit_mask)
+        d_pre_j = tl.reshape(d_pre.to(tl.float32), [CHAINS, JI])  # to every thread (through shared memory)
+        d_h_new = tl.sum(tl.sum(w * d_pre_j[None, :, :], axis=2), axis=1)
+        d_h_rec = tl.where(running, d_h_new, d_h)  # a finished row's gradient passes through
+        h, d_out = h_next, d_out_next
+        t -= 1
+    tl.store(d_h0_ptr + row + units, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=unit_mask)
