@@ -72,11 +72,12 @@ def rnn_forward_fma_kernel(
     if SAVE:
         tl.store(h_buf_ptr + row + units, h.to(out_ty), mask=unit_mask)
     x = tl.load(x_proj_ptr + row + units, mask=unit_mask, other=0.0).to(tl.float32)
+    x_next = tl.load(x_proj_ptr + tl.minimum(1, T - 1) * plane + row + units, mask=unit_mask, other=0.0)
     t = 0
     while t < T:
-        # the next step's input before this step's arithmetic (past the end: the last step's again)
-        x_next = tl.load(x_proj_ptr + tl.minimum(t + 1, T - 1) * plane + row + units, mask=unit_mask,
-                         other=0.0).to(tl.float32)
+        # The input two steps ahead (past the end: the last step's again). One step ahead, the
+        # loop's end waited for it (the carried register's copy), a trip to L2 in every step.
+        x_after = tl.load(x_proj_ptr + tl.minimum(t + 2, T - 1) * plane + row + units, mask=unit_mask, other=0.0)
         a = tl.sum(tl.sum(w * h_k[None, :, :], axis=2), axis=1)
         h_new = _activation(a + x + bias, RELU, FAST_ACT)
         running = t < length
@@ -85,9 +86,20 @@ def rnn_forward_fma_kernel(
         if SAVE:
             tl.store(saved_ptr + t * plane + row + units, h, mask=unit_mask)
         h_k = tl.reshape(h, [CHAINS, KI])  # to every thread (through shared memory)
-        x = x_next
+        x, x_next = x_next.to(tl.float32), x_after
         t += 1
     tl.store(h_n_ptr + row + units, h.to(h_n_ptr.dtype.element_ty), mask=unit_mask)
+
+
+@triton.jit
+def _saved_step(t, saved_ptr, d_out_ptr, plane, row, units, unit_mask, HAS_D_OUT: tl.constexpr):
+    """Backward step ``t``'s saved fp32 ``h_t`` and output gradient (fp32; zeros without one)."""
+    h = tl.load(saved_ptr + t * plane + row + units, mask=unit_mask, other=0.0)
+    if HAS_D_OUT:
+        d_out = tl.load(d_out_ptr + t * plane + row + units, mask=unit_mask, other=0.0).to(tl.float32)
+    else:
+        d_out = tl.zeros(h.shape, dtype=tl.float32)
+    return h, d_out
 
 
 @triton.jit(do_not_specialize=["T", "B", "w_stride_k", "w_stride_j"])
@@ -114,22 +126,17 @@ def rnn_backward_fma_kernel(
         length = T
     row = b.to(tl.int64) * H
     plane = B.to(tl.int64) * H
-    zero = tl.zeros([K_PAD], dtype=tl.float32)
-    d_h_rec = zero
+    d_h_rec = tl.zeros([K_PAD], dtype=tl.float32)
     if HAS_D_H_N:
         d_h_rec = tl.load(d_h_n_ptr + row + units, mask=unit_mask, other=0.0).to(tl.float32)
     t = T - 1
-    h = tl.load(saved_ptr + t * plane + row + units, mask=unit_mask, other=0.0)
-    d_out = zero
-    if HAS_D_OUT:
-        d_out = tl.load(d_out_ptr + t * plane + row + units, mask=unit_mask, other=0.0).to(tl.float32)
+    h, d_out = _saved_step(t, saved_ptr, d_out_ptr, plane, row, units, unit_mask, HAS_D_OUT)
+    h_next, d_out_next = _saved_step(tl.maximum(t - 1, 0), saved_ptr, d_out_ptr, plane, row, units, unit_mask,
+                                     HAS_D_OUT)
     while t >= 0:
-        # the step before's saved values first (before the first step: step 0's again)
-        previous = tl.maximum(t - 1, 0) * plane + row + units
-        h_next = tl.load(saved_ptr + previous, mask=unit_mask, other=0.0)
-        d_out_next = zero
-        if HAS_D_OUT:
-            d_out_next = tl.load(d_out_ptr + previous, mask=unit_mask, other=0.0).to(tl.float32)
+        # two steps back first (before the first step: step 0's again), as the forward's input
+        h_after, d_out_after = _saved_step(tl.maximum(t - 2, 0), saved_ptr, d_out_ptr, plane, row, units, unit_mask,
+                                           HAS_D_OUT)
         running = t < length
         d_h = d_h_rec + tl.where(running, d_out, 0.0)  # past its end the output was a constant zero
         if RELU:
@@ -141,6 +148,6 @@ def rnn_backward_fma_kernel(
         d_pre_j = tl.reshape(d_pre.to(tl.float32), [CHAINS, JI])  # to every thread (through shared memory)
         d_h_new = tl.sum(tl.sum(w * d_pre_j[None, :, :], axis=2), axis=1)
         d_h_rec = tl.where(running, d_h_new, d_h)  # a finished row's gradient passes through
-        h, d_out = h_next, d_out_next
+        h, d_out, h_next, d_out_next = h_next, d_out_next, h_after, d_out_after
         t -= 1
     tl.store(d_h0_ptr + row + units, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=unit_mask)
