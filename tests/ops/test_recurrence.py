@@ -569,26 +569,26 @@ def test_the_on_chip_rnn_splits_strict_fp32_once_in_fp16():
 
 
 def test_the_rnn_on_fma_units_where_its_rule_allows():
-    """``Plan.fma``, planned for an H100: the RNN's default in fp32 (strict, TF32 or IEEE) up to
-    hidden 128 and one batch row per multiprocessor, both directions, a program per row holding
-    every unit on chip at 1-4 warps (a thread per unit); not past hidden 128, 132 rows, in 16 bits,
-    for the LSTM or GRU, under the interpreter, nor where a tile, warps or an on-chip split is
-    asked for. Asked for, it runs anywhere its registers hold W_hh; elsewhere refused."""
+    """``Plan.fma``, planned for an H100: the RNN's default in every dtype (fp32 strict, TF32 or
+    IEEE, bf16, fp16) up to hidden 128 and one batch row per multiprocessor, both directions, a
+    program per row holding every unit on chip at 1-4 warps (a thread per unit); not past hidden
+    128 or 132 rows, for the LSTM or GRU, under the interpreter, nor where a tile, warps or an
+    on-chip split is asked for. Asked for, it runs anywhere its registers hold W_hh; elsewhere
+    refused."""
     def plan(batch, hidden, gates=1, dtype=torch.float32, precision="tf32x3", direction="forward", **override):
         return _plan_for_an_h100(batch, hidden, gates, dtype, precision, direction, **override)
 
     for batch, hidden, warps in ((20, 100, 4), (1, 1, 1), (132, 128, 4), (3, 37, 2), (128, 64, 2)):
-        for precision in ("tf32x3", "tf32", "ieee"):
+        for dtype, precision in ((torch.float32, "tf32x3"), (torch.float32, "tf32"), (torch.float32, "ieee"),
+                                 (torch.bfloat16, "ieee"), (torch.float16, "ieee")):
             for direction in ("forward", "backward"):
-                p = plan(batch, hidden, precision=precision, direction=direction)
+                p = plan(batch, hidden, dtype=dtype, precision=precision, direction=direction)
                 assert p.fma and p.h_on_chip and p.grid(batch, hidden) == (1, batch), (batch, hidden, precision)
                 assert (p.block_b, p.block_h, p.block_k, p.num_warps) == (1, max(16, 1 << (hidden - 1).bit_length()),
                                                                           max(16, 1 << (hidden - 1).bit_length()), warps)
-    for off in (dict(batch=133), dict(hidden=129), dict(dtype=torch.bfloat16), dict(dtype=torch.float16),
-                dict(gates=4, hidden=32), dict(gates=3, hidden=32), dict(block_b=16), dict(num_warps=8),
+    for off in (dict(batch=133), dict(hidden=129), dict(gates=4, hidden=32), dict(gates=3, hidden=32), dict(block_b=16), dict(num_warps=8),
                 dict(h_on_chip=False), dict(on_chip_split="fp16"), dict(block_k=64), dict(device="cpu")):
         assert not plan(**{"batch": 20, "hidden": 100, **off}).fma, off
-    assert plan(20, 100, dtype=torch.bfloat16, fma=True).fma  # asked for: 16-bit weights, read as fp32
     assert plan(500, 100, fma=True).grid(500, 100) == (1, 500)  # no residency limit: nobody waits
     assert plan(20, 100, device="cpu", fma=True).fma  # the interpreter runs it (tests)
     for bad in (dict(hidden=129), dict(gates=4, hidden=32), dict(block_b=16), dict(h_on_chip=False),

@@ -367,12 +367,11 @@ def fma_warps(hidden_size: int) -> int:
     return max(1, min(4, k_padded(hidden_size) // 32))
 
 
-def fma_default(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.dtype, slots: int | None) -> bool:
-    """Whether the default plan (either direction) runs on FMA units (:attr:`Plan.fma`): the RNN in fp32
-    (strict or TF32) up to :data:`FMA_MAX_K` units, at most one program per multiprocessor
-    (``slots``; more batch rows were not measured)."""
-    return (num_gates == 1 and dtype == torch.float32 and k_padded(hidden_size) <= FMA_MAX_K
-            and slots is not None and batch_size <= slots)
+def fma_default(batch_size: int, hidden_size: int, num_gates: int, slots: int | None) -> bool:
+    """Whether the default plan (either direction) runs on FMA units (:attr:`Plan.fma`): the RNN, in
+    every dtype, up to :data:`FMA_MAX_K` units, at most one program per multiprocessor (``slots``;
+    more batch rows were not measured)."""
+    return num_gates == 1 and k_padded(hidden_size) <= FMA_MAX_K and slots is not None and batch_size <= slots
 
 
 # The Gluon forwards where h is more than one piece (their gain is one wait for the step's product
@@ -539,7 +538,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     tiles_asked = (not _EXCHANGE_FIELDS.isdisjoint(override) or not {"block_b", "num_warps", "on_chip_split"}.isdisjoint(
         override) or override.get("h_on_chip") is False)
     fma = override.get("fma", device.type == "cuda" and not tiles_asked and fma_default(
-        batch_size, hidden_size, num_gates, dtype, slots))
+        batch_size, hidden_size, num_gates, slots))
     if fma:  # a batch row a program, every unit, the weights in registers
         bb, bh, resident, block_k, on_chip, warps = 1, kp, True, kp, True, fma_warps(hidden_size)
     fast = device.type == "cuda" and direction == "forward" and fast_activations(dtype, precision)
