@@ -30,6 +30,17 @@ from .kernels import _activation
 CHAINS = 4
 
 
+@triton.jit
+def _row_setup(lengths_ptr, b, T, B, H: tl.constexpr, HAS_LENGTHS: tl.constexpr):
+    """Batch row ``b``'s ``(length, row, plane)``: its sequence's length (``T`` without lengths), the
+    offset of its ``[H]`` slice in a ``[B, H]`` plane and a plane's size (int64: T * B * H may pass 2^31)."""
+    if HAS_LENGTHS:
+        length = tl.load(lengths_ptr + b)
+    else:
+        length = T
+    return length, b.to(tl.int64) * H, B.to(tl.int64) * H
+
+
 @triton.jit(do_not_specialize=["T", "B", "w_stride_j", "w_stride_k"])
 def rnn_forward_fma_kernel(
     x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, lengths_ptr, h_buf_ptr, h_n_ptr, saved_ptr,
@@ -56,12 +67,7 @@ def rnn_forward_fma_kernel(
     if HAS_BIAS:
         bias += tl.load(b_ih_ptr + units, mask=unit_mask, other=0.0).to(tl.float32)
         bias += tl.load(b_hh_ptr + units, mask=unit_mask, other=0.0).to(tl.float32)
-    if HAS_LENGTHS:
-        length = tl.load(lengths_ptr + b)
-    else:
-        length = T
-    row = b.to(tl.int64) * H
-    plane = B.to(tl.int64) * H
+    length, row, plane = _row_setup(lengths_ptr, b, T, B, H, HAS_LENGTHS)
     if HAS_H0:
         h_k = tl.load(h0_ptr + row + k, mask=k < H, other=0.0).to(tl.float32)
         h = tl.load(h0_ptr + row + units, mask=unit_mask, other=0.0).to(tl.float32)
@@ -120,12 +126,7 @@ def rnn_backward_fma_kernel(
     j = tl.arange(0, CHAINS)[:, None] * JI + tl.arange(0, JI)[None, :]  # the reduction index, as every thread reads it
     w = tl.load(w_hh_ptr + units[:, None, None] * w_stride_k + j[None, :, :] * w_stride_j,
                 mask=unit_mask[:, None, None] & (j < H)[None, :, :], other=0.0).to(tl.float32)
-    if HAS_LENGTHS:
-        length = tl.load(lengths_ptr + b)
-    else:
-        length = T
-    row = b.to(tl.int64) * H
-    plane = B.to(tl.int64) * H
+    length, row, plane = _row_setup(lengths_ptr, b, T, B, H, HAS_LENGTHS)
     d_h_rec = tl.zeros([K_PAD], dtype=tl.float32)
     if HAS_D_H_N:
         d_h_rec = tl.load(d_h_n_ptr + row + units, mask=unit_mask, other=0.0).to(tl.float32)
