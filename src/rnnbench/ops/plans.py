@@ -356,9 +356,10 @@ def default_block_b(batch_size: int, hidden_programs: int, slots: int, split: bo
     return rows
 
 
-# The RNN's forward on FMA units (Plan.fma) up to this padded width: a thread holds a row of W_hh,
-# K_PAD fp32 registers (128 at hidden 65-128, at 4 warps; sm_90, Triton 3.6: 128-168 registers a
-# thread, no spills; a 256-wide row would not fit in a thread's 255).
+# The RNN on FMA units (Plan.fma) up to this padded width: a thread holds a row of W_hh (backward a
+# column), K_PAD fp32 registers (128 at hidden 65-128, at 4 warps; sm_90, Triton 3.6: 72-255
+# registers a thread, no spills inside the time loop; the backward at hidden 128 spills 184 bytes
+# before it, loading the weights: ops/aot.py). A 256-wide row would not fit in a thread's 255.
 FMA_MAX_K = 128
 
 
