@@ -6,7 +6,8 @@ for another (no barrier, no exchange through memory) and no step waits for a ten
 Thread ``j`` owns unit ``j``'s row of ``W_hh`` whole, so its dot product with ``h_{t-1}`` is its
 own arithmetic, in :data:`CHAINS` independent chains of fused multiply-adds (one chain would make
 each step wait for 128 dependent FMAs), and ``h_{t-1}`` reaches every thread through shared memory
-(one store, a barrier, broadcast reads). IEEE fp32 products: exact, not 3xTF32.
+(one store, a barrier, broadcast reads). IEEE fp32 fused multiply-adds, in every dtype: strict fp32
+as torch means it, not 3xTF32.
 
 ``h_t = act(x_proj_t + b_ih + b_hh + W_hh h_{t-1})``, the recurrence of ``ops/rnn/kernels.py``
 (whose kernels are the tensor-core form and whose ``naive.py`` is the readable reference), with
