@@ -432,6 +432,9 @@ FMA_CASES = [
     _case("rnn_tanh", 32, 128, "fp32", FMA), _case("rnn_tanh", 128, 64, "fp32", FMA),
     _case("rnn_tanh", 20, 100, "fp16", FMA), _case("rnn_tanh", 128, 128, "tf32", FMA),
     _case("rnn_tanh", 20, 100, "fp32", FMA, seq_len=300),  # case 8: ten times the steps (the time a step)
+    # cases 9-12: past one batch row per multiprocessor (the default stops at one; fma forced here)
+    _case("rnn_tanh", 256, 100, "fp32", FMA), _case("rnn_tanh", 512, 100, "fp32", FMA),
+    _case("rnn_tanh", 1024, 100, "fp32", FMA), _case("rnn_tanh", 512, 128, "bf16", FMA),
 ]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
                "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES, "split_k_x3": X3_CASES,

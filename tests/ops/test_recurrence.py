@@ -595,6 +595,9 @@ def test_the_rnn_on_fma_units_where_its_rule_allows():
                 dict(on_chip_split="fp16")):
         with pytest.raises(ValueError, match="fma is the RNN's"):
             plan(**{"batch": 20, "hidden": 100, **bad, "fma": True})
+    assert plan(65535, 100, fma=True).grid(65535, 100) == (1, 65535)
+    with pytest.raises(ValueError, match="at most 65535 rows"):  # a program per row: CUDA's grid in y
+        plan(65536, 100, fma=True)
 
 
 def _plan_for_an_h100(batch, hidden, gates, dtype=torch.bfloat16, precision="ieee", direction="forward",

@@ -361,6 +361,8 @@ def default_block_b(batch_size: int, hidden_programs: int, slots: int, split: bo
 # registers a thread, no spills inside the time loop; the backward at hidden 128 spills 184 bytes
 # before it, loading the weights: ops/aot.py). A 256-wide row would not fit in a thread's 255.
 FMA_MAX_K = 128
+# CUDA's largest grid in y, where the batch blocks are: an FMA plan's programs are its batch rows.
+MAX_GRID_Y = 65535
 
 
 def fma_warps(hidden_size: int) -> int:
@@ -602,6 +604,8 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         raise ValueError("on_chip_split is for the RNN's strict fp32 forward on chip (float32 weights, 3xTF32 on CUDA)")
     if plan.fma and (num_gates != 1 or kp > FMA_MAX_K or plan.block_b != 1 or not plan.h_on_chip or plan.on_chip_split):
         raise ValueError(f"fma is the RNN's up to hidden_size {FMA_MAX_K}, one batch row a program on chip")
+    if plan.fma and batch_size > MAX_GRID_Y:
+        raise ValueError(f"fma runs a program per batch row: at most {MAX_GRID_Y} rows (CUDA's grid), got {batch_size}")
     if plan.split_k and plan.h_on_chip:
         raise ValueError("split_k and h_on_chip exclude each other (an on-chip backward exchanges nothing)")
     if plan.h_on_chip and not (plan.w_resident and plan.block_h == kp and plan.block_k == kp):
