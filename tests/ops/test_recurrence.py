@@ -570,11 +570,11 @@ def test_the_on_chip_rnn_splits_strict_fp32_once_in_fp16():
 
 def test_the_rnn_on_fma_units_where_its_rule_allows():
     """``Plan.fma``, planned for an H100: the RNN's default in every dtype (fp32 strict, TF32 or
-    IEEE, bf16, fp16) up to hidden 128 and one batch row per multiprocessor, both directions, a
-    program per row holding every unit on chip at 1-4 warps (a thread per unit); not past hidden
-    128 or 132 rows, for the LSTM or GRU, under the interpreter, nor where a tile, warps or an
-    on-chip split is asked for. Asked for, it runs anywhere its registers hold W_hh; elsewhere
-    refused."""
+    IEEE, bf16, fp16) up to hidden 128 and one batch row per multiprocessor (two with fp32
+    weights), both directions, a program per row holding every unit on chip at 1-4 warps (a thread
+    per unit); not past hidden 128 or those rows, for the LSTM or GRU, under the interpreter, nor
+    where a tile, warps or an on-chip split is asked for. Asked for, it runs anywhere its
+    registers hold W_hh; elsewhere refused."""
     def plan(batch, hidden, gates=1, dtype=torch.float32, precision="tf32x3", direction="forward", **override):
         return _plan_for_an_h100(batch, hidden, gates, dtype, precision, direction, **override)
 
@@ -586,7 +586,9 @@ def test_the_rnn_on_fma_units_where_its_rule_allows():
                 assert p.fma and p.h_on_chip and p.grid(batch, hidden) == (1, batch), (batch, hidden, precision)
                 assert (p.block_b, p.block_h, p.block_k, p.num_warps) == (1, max(16, 1 << (hidden - 1).bit_length()),
                                                                           max(16, 1 << (hidden - 1).bit_length()), warps)
-    for off in (dict(batch=133), dict(hidden=129), dict(gates=4, hidden=32), dict(gates=3, hidden=32), dict(block_b=16), dict(num_warps=8),
+    assert plan(264, 100).fma and plan(264, 100, precision="tf32", direction="backward").fma  # two rows a multiprocessor
+    for off in (dict(batch=265), dict(batch=133, dtype=torch.bfloat16), dict(batch=133, dtype=torch.float16),
+                dict(hidden=129), dict(gates=4, hidden=32), dict(gates=3, hidden=32), dict(block_b=16), dict(num_warps=8),
                 dict(h_on_chip=False), dict(on_chip_split="fp16"), dict(block_k=64), dict(device="cpu")):
         assert not plan(**{"batch": 20, "hidden": 100, **off}).fma, off
     assert plan(500, 100, fma=True).grid(500, 100) == (1, 500)  # no residency limit: nobody waits

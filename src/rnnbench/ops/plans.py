@@ -363,6 +363,8 @@ def default_block_b(batch_size: int, hidden_programs: int, slots: int, split: bo
 FMA_MAX_K = 128
 # CUDA's largest grid in y, where the batch blocks are: an FMA plan's programs are its batch rows.
 MAX_GRID_Y = 65535
+# Batch rows per multiprocessor up to which fp32 weights take the FMA plan by default (fma_default).
+FMA_FP32_ROWS_PER_SM = 2
 
 
 def fma_warps(hidden_size: int) -> int:
@@ -370,14 +372,17 @@ def fma_warps(hidden_size: int) -> int:
     return max(1, min(4, k_padded(hidden_size) // 32))
 
 
-def fma_default(batch_size: int, hidden_size: int, num_gates: int, slots: int | None) -> bool:
-    """Whether the default plan (either direction) runs on FMA units (:attr:`Plan.fma`): the RNN, in
-    every dtype, up to :data:`FMA_MAX_K` units, at most one program per multiprocessor (``slots``;
-    more batch rows were not measured). On the H100 against the tensor-core on-chip plan, graphed
-    (``benchmarks/on_chip.py --compare fma``, results/h100/fma-rnn/final-44dea8c): forward
-    1.60-2.50x and training 1.49-1.98x the speed at hidden 64-128, batch 20-128, fp32, TF32, bf16
-    and fp16, tanh and relu; at 300 steps 4.1x and 3.9x."""
-    return num_gates == 1 and k_padded(hidden_size) <= FMA_MAX_K and slots is not None and batch_size <= slots
+def fma_default(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.dtype, slots: int | None) -> bool:
+    """Whether the default plan (either direction) runs on FMA units (:attr:`Plan.fma`): the RNN up to
+    :data:`FMA_MAX_K` units and one batch row per multiprocessor (``slots``), or two with fp32
+    weights. On the H100 against the tensor-core on-chip plan, graphed (``benchmarks/on_chip.py
+    --compare fma``, results/h100/fma-rnn/final-44dea8c): forward 1.60-2.50x and training
+    1.49-1.98x the speed at hidden 64-128, batch 20-128, fp32, TF32, bf16 and fp16, tanh and relu;
+    at 300 steps 4.1x and 3.9x. Past one row per multiprocessor (``past-slots-8dc45d0``), hidden
+    100 fp32: batch 256 1.70x and 1.51x, 512 1.05x and 1.11x, 1024 0.77x and 0.95x; bf16 at batch
+    512, hidden 128, 0.49x and 0.80x (tensor cores in bf16 gain most from more rows)."""
+    rows = slots * (FMA_FP32_ROWS_PER_SM if dtype == torch.float32 else 1) if slots is not None else 0
+    return num_gates == 1 and k_padded(hidden_size) <= FMA_MAX_K and batch_size <= rows
 
 
 # The Gluon forwards where h is more than one piece (their gain is one wait for the step's product
@@ -544,7 +549,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     tiles_asked = (not _EXCHANGE_FIELDS.isdisjoint(override) or not {"block_b", "num_warps", "on_chip_split"}.isdisjoint(
         override) or override.get("h_on_chip") is False)
     fma = override.get("fma", device.type == "cuda" and not tiles_asked and fma_default(
-        batch_size, hidden_size, num_gates, slots))
+        batch_size, hidden_size, num_gates, dtype, slots))
     if fma:  # a batch row a program, every unit, the weights in registers
         bb, bh, resident, block_k, on_chip, warps = 1, kp, True, kp, True, fma_warps(hidden_size)
     fast = device.type == "cuda" and direction == "forward" and fast_activations(dtype, precision)
