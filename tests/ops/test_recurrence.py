@@ -199,6 +199,22 @@ def test_fma_half_precision(cell, dtype):
         check_layer(cell, make_layer(cell, (3, 7, 5, 37)), dtype, tolerance(cell, dtype))
 
 
+def test_fma_kernels_take_no_barrier_counters(monkeypatch):
+    """The FMA RNN (no barrier) runs both directions without asking for the shared counters, which
+    the barrier kernels take (and grow: launch.counters)."""
+    from rnnbench.ops import recurrence
+    from rnnbench.ops.recurrence import plan_override
+
+    def refuse(count, device):
+        raise AssertionError("the FMA kernels asked for barrier counters")
+
+    monkeypatch.setattr(recurrence, "_counters", refuse)
+    with plan_override(fma=True):
+        check_layer("rnn_tanh", make_layer("rnn_tanh", (3, 7, 5, 37)), "fp32", FP32_TOLERANCE)
+    with pytest.raises(AssertionError, match="asked for barrier counters"):  # the barrier kernels do ask
+        check_layer("rnn_tanh", make_layer("rnn_tanh", (3, 7, 5, 37)), "fp32", FP32_TOLERANCE)
+
+
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
 @pytest.mark.parametrize("cell", SPLIT_K_CELLS)
 def test_split_k_half_partials(cell, dtype):

@@ -186,6 +186,12 @@ RETIRED: list[torch.Tensor] = []
 MIN_COUNTERS = 4096
 
 
+def launch_stream(device: torch.device) -> int | None:
+    """The raw CUDA stream a launch on ``device`` goes to (None off CUDA), for kernels that take no
+    barrier counters (the FMA RNN's, the Gluon forwards'): :func:`counters` without the buffer."""
+    return _current_stream() if device.type == "cuda" else None
+
+
 def counters(count: int, device: torch.device) -> tuple[torch.Tensor, int | None]:
     """At least ``count`` int32 counters, zero, and the raw CUDA stream they belong to (None under
     the interpreter), which the launch reuses: the recurrences' barriers (arrivals ``[0, NB)`` and

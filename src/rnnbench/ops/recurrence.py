@@ -39,6 +39,7 @@ from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_f
 from .launch import Constexprs, KernelLauncher
 from .launch import counted_counters as _counted_counters
 from .launch import counters as _counters  # (bound here: a test replaces the recurrences' counters alone)
+from .launch import launch_stream
 from .lstm import gluon as lstm_gluon
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .plans import (AHEAD_MIN_STEPS, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, chip_split_level,
@@ -294,7 +295,10 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     T, B, H = x_proj.shape[0], launch.batch_size, launch.hidden_size
     dev, dtype = x_proj.device, w_hh.dtype
     grid = launch.forward_grid
-    counters, stream = _counters(2 * grid[1], dev)
+    gluon = gluon_runs(launch.forward, lengths is not None, h0)
+    # The shared barrier counters for the tl kernels that meet at a barrier; the Gluon forwards take
+    # counted ones of their own (below), the FMA forward none.
+    counters, stream = (None, launch_stream(dev)) if gluon or launch.forward.fma else _counters(2 * grid[1], dev)
     h_buf = torch.empty(T + 1, B, H, device=dev, dtype=dtype)
     h_n = torch.empty(1, B, H, device=dev, dtype=dtype)
     lstm = cell == "lstm"
@@ -310,7 +314,6 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     split_once = launch.forward_meta.get("SPLIT_ONCE", 0)  # (none in the FMA forward's)
     w_split = torch.empty(2, *w_hh.shape, **f32) if split_once == 2 else h_n
     h_split = torch.empty(2, 2, B, H, **f32) if split_once else h_n
-    gluon = gluon_runs(launch.forward, lengths is not h_n, h0 if has_h0 else None)
     if ready is not None and not gluon:
         raise ValueError("ready: x_proj written while the kernel runs is the Gluon kernels' (gluon_runs)")
     c_n = c_buf = None
@@ -368,7 +371,7 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
     dev, dtype = h_buf.device, w_hh.dtype
     plan_ = launch.backward
     grid = launch.backward_grid
-    counters, stream = _counters(2 * grid[1], dev)
+    counters, stream = (None, launch_stream(dev)) if plan_.fma else _counters(2 * grid[1], dev)  # (FMA: no barrier)
     d_h0 = torch.empty(B, H, device=dev, dtype=dtype)
     constexprs = launch.backward_constexprs(d_out is not None, d_h_n is not None, d_c_n is not None,
                                             lengths is not None)
