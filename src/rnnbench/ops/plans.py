@@ -358,8 +358,8 @@ def default_block_b(batch_size: int, hidden_programs: int, slots: int, split: bo
 
 # The RNN on FMA units (Plan.fma) up to this padded width: a thread holds a row of W_hh (backward a
 # column), K_PAD fp32 registers (128 at hidden 65-128, at 4 warps; sm_90, Triton 3.6: 72-255
-# registers a thread, no spills inside the time loop; the backward at hidden 128 spills 184 bytes
-# before it, loading the weights: ops/aot.py). A 256-wide row would not fit in a thread's 255.
+# registers a thread, no spills inside the time loop; at hidden 128 either direction may spill
+# 152-184 bytes before it, loading the weights: results/h100/fma-rnn/aot). A 256-wide row would not fit in a thread's 255.
 FMA_MAX_K = 128
 # CUDA's largest grid in y, where the batch blocks are: an FMA plan's programs are its batch rows.
 MAX_GRID_Y = 65535

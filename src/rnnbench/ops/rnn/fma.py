@@ -26,8 +26,9 @@ import triton.language as tl
 from .kernels import _activation
 
 # Independent accumulators per dot product: each thread's row of W_hh is held as [CHAINS, K_PAD /
-# CHAINS] and summed along the second axis first (sm_90, Triton 3.6: 4 chains compile to the same
-# 128 registers and 124 FMAs a step as one chain of 128).
+# CHAINS] and summed along the second axis first. sm_90, Triton 3.6, hidden 100: 1, 4 and 8 chains
+# all compile to 168 registers without spills, 128, 125 and 121 FFMA in the kernel
+# (results/h100/fma-rnn/aot/compile_fma-triton3.6.txt); chains other than 4 were not timed.
 CHAINS = 4
 
 
@@ -52,8 +53,8 @@ def rnn_forward_fma_kernel(
     """Program ``program_id(1)`` runs batch row ``b`` through all ``T`` steps. ``w_stride_j``,
     ``w_stride_k``: ``W_hh``'s strides (``H``, 1), passed at run time and never specialised on
     purpose: with its strides known Triton lays the tile out for coalesced loads, threads along K,
-    and every step's dot products become cross-thread reductions (160 shuffles a thread a step at
-    4 warps, sm_90); with them unknown it gives each thread a whole row (no shuffles), which is the
+    and every step's dot products become cross-thread reductions (96 shuffles in the kernel at
+    hidden 100, sm_90); with them unknown it gives each thread a whole row (no shuffles), which is the
     layout wanted here, at the price of one uncoalesced load of the weights before the loop.
     ``HAS_LENGTHS``: ``lengths [B]`` int32, as ``rnn_forward_kernel``."""
     KI: tl.constexpr = K_PAD // CHAINS
