@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection|products|gluon|ahead|fma] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection|products|gluon|ahead|fma|gated_fma] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -107,6 +107,10 @@ both operands inside every product (``chip_in_step``).
 ``ops/rnn/fma.py``: the weights in registers, no tensor cores), against the on-chip tensor-core
 plan (``tensor_cores``), at glample's hidden 100 in every dtype and at hidden 128 and 64.
 
+``--compare gated_fma`` runs the LSTM's and GRU's forwards on FMA units (``ops/<cell>/fma.py``, Gluon:
+``W_hh^T`` on chip, a thread per unit; ``fma_forward``) against the on-chip tensor-core forward
+(``tc_forward``); both backwards on tensor cores, so training differs by the forward alone.
+
 ``--compare projection`` is not a plan either: the input projection as our own launch
 (``ops/projection.py``, ``our_projection``) against F.linear (cuBLAS, ``cublas_projection``),
 whatever ``PROJECTION_MAX_FLOP`` says, from the seed suites' small cases to larger ones.
@@ -175,7 +179,8 @@ PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip":
          "cublas_projection": {}, "our_projection": {},  # the input projection by F.linear, by ours (_setting)
          "masked_products": {}, "products": {},  # the tile products as they were, as they are (_setting)
          "tl": {"forward_gluon": False}, "projection_first": {"forward_input_ahead": False},
-         "ahead": {"forward_input_ahead": True}, "fma": {"fma": True}, "tensor_cores": {"fma": False}}
+         "ahead": {"forward_input_ahead": True}, "fma": {"fma": True}, "tensor_cores": {"fma": False},
+         "fma_forward": {"forward_fma": True}, "tc_forward": {"forward_fma": False}}
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
     ("rnn_tanh", 20, 30, 100, 100, "fp32", DEFAULT), ("rnn_tanh", 20, 30, 100, 100, "tf32", DEFAULT),
@@ -436,13 +441,26 @@ FMA_CASES = [
     _case("rnn_tanh", 256, 100, "fp32", FMA), _case("rnn_tanh", 512, 100, "fp32", FMA),
     _case("rnn_tanh", 1024, 100, "fp32", FMA), _case("rnn_tanh", 512, 128, "bf16", FMA),
 ]
+# The LSTM's and GRU's forwards on FMA units (Plan.fma, ops/<cell>/fma.py: W_hh^T on chip, a thread
+# per unit) against the tensor-core on-chip forward: glample's width (100) and theano's 128 (batch
+# 32 and 128), strict fp32 and TF32; 300 steps (the time a step); hidden 64; bf16 (not the default).
+GATED_FMA = ("fma_forward", "tc_forward")
+GATED_FMA_CASES = [
+    _case("gru", 32, 128, "fp32", GATED_FMA), _case("gru", 128, 128, "fp32", GATED_FMA),
+    _case("gru", 32, 128, "tf32", GATED_FMA), _case("gru", 20, 100, "fp32", GATED_FMA),
+    _case("gru", 32, 128, "fp32", GATED_FMA, seq_len=300), _case("gru", 64, 64, "fp32", GATED_FMA),
+    _case("lstm", 20, 100, "fp32", GATED_FMA), _case("lstm", 20, 100, "tf32", GATED_FMA),
+    _case("lstm", 32, 128, "fp32", GATED_FMA), _case("lstm", 128, 128, "fp32", GATED_FMA),
+    _case("lstm", 32, 128, "tf32", GATED_FMA), _case("lstm", 32, 128, "fp32", GATED_FMA, seq_len=300),
+    _case("lstm", 32, 128, "bf16", GATED_FMA), _case("gru", 32, 128, "bf16", GATED_FMA),
+]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
                "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES, "split_k_x3": X3_CASES,
                "split_k_tf32": TF32_TALL_CASES,
                "block_h": UNITS_CASES, "piece": PIECE_CASES,
                "stream": STREAM_CASES, "warps64": WARPS64_CASES, "split_once": SPLIT_ONCE_CASES,
                "batch_rows": BATCH_ROWS_CASES, "backward_rows": BACKWARD_ROWS_CASES, "chip_split": CHIP_SPLIT_CASES,
-               "gluon": GLUON_CASES, "ahead": AHEAD_CASES, "fma": FMA_CASES}
+               "gluon": GLUON_CASES, "ahead": AHEAD_CASES, "fma": FMA_CASES, "gated_fma": GATED_FMA_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 
 

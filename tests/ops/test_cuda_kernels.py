@@ -675,6 +675,36 @@ def test_rnn_on_fma_units(cell, dtype, hidden_size):
     assert all(not buf.any() for buf in COUNTERS.values())
 
 
+@pytest.mark.parametrize("hidden_size", [1, 37, 100, 128])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_gated_forward_on_fma_units(cell, dtype, hidden_size):
+    """The LSTM's and GRU's forwards on FMA units (``Plan.fma``, ``ops/<cell>/fma.py``, Gluon),
+    forced: a program per batch row, W_hh^T in registers and shared memory; the backward on tensor
+    cores reads what they saved. At batch 1, 3 and past one program per multiprocessor, without
+    initial states, and with lengths (a row ending early, one empty). Output, final states and every
+    gradient against float64; asked for in both directions, refused. One unit in TF32 is not
+    checked, as in ``test_rnn_on_fma_units``: the LSTM's h_n at batch 1 came out 0.015 off
+    relatively (H100), a scalar from a five-term TF32 input projection (the recurrence's products
+    here are fp32)."""
+    from rnnbench.ops import gluon_common, recurrence
+
+    if not gluon_common.AVAILABLE:
+        pytest.skip("Gluon kernels need Triton 3.6")
+    if dtype == "tf32" and hidden_size == 1:
+        pytest.skip("one unit in TF32: a scalar h_n from cancelling TF32 input products")
+    with matmul_mode(dtype), plan_override(forward_fma=True):
+        for batch in (1, 3, SMS + 5):
+            launch = recurrence.layer_launch(cell, batch, hidden_size, TORCH_DTYPE[dtype], torch.device("cuda"))
+            assert launch.forward.fma and not launch.backward.fma
+            assert launch.forward.grid(batch, hidden_size) == (1, batch)
+            check_layer(cell, dtype, _layer(cell, batch, 7, 5, hidden_size))
+        check_without_initial_states(cell, dtype, _layer(cell, 3, 7, 5, hidden_size))
+        check_layer(cell, dtype, _layer(cell, 3, 9, 5, hidden_size), lengths=torch.tensor([4, 9, 0]))
+    with pytest.raises(ValueError, match="the LSTM's and GRU's forwards"), plan_override(fma=True):
+        recurrence.layer_launch(cell, 3, hidden_size, TORCH_DTYPE[dtype], torch.device("cuda"))
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("cell", CELLS)
 def test_fast_activations_are_live_and_accurate(cell, dtype):
@@ -724,10 +754,16 @@ def test_more_batch_rows_than_on_chip_programs_can_hold():
 @pytest.mark.parametrize("cell", CELLS)
 def test_layer_without_initial_states(cell, dtype):
     """h0 = c0 = None on the default plan: zeros inside the kernel."""
-    tensors = _layer(cell, 20, 9, 5, 100)
+    check_without_initial_states(cell, dtype, _layer(cell, 20, 9, 5, 100))
+
+
+def check_without_initial_states(cell, dtype, tensors):
+    """:func:`check_layer` with h0 = c0 = None, against the float64 layer from zeros."""
+    batch, hidden = tensors[1].shape
     with matmul_mode(dtype):
         got = _outputs_and_grads(recurrent_layer, cell, [tensors[0], None, None, *tensors[3:]], TORCH_DTYPE[dtype])
-    zeros = [tensors[0], torch.zeros(20, 100), torch.zeros(20, 100) if cell == "lstm" else None, *tensors[3:]]
+    zeros = [tensors[0], torch.zeros(batch, hidden), torch.zeros(batch, hidden) if cell == "lstm" else None,
+             *tensors[3:]]
     ref = _outputs_and_grads(naive_layer, cell, [None if x is None else x.to(TORCH_DTYPE[dtype]) for x in zeros],
                              torch.float64)
     outputs = len(got) - 5  # output, h_n (c_n); then the gradients of x and the four weights

@@ -618,6 +618,32 @@ def test_the_rnn_on_fma_units_where_its_rule_allows():
         plan(65536, 100, fma=True)
 
 
+@pytest.mark.parametrize("gates", [3, 4])
+def test_the_gated_forwards_on_fma_units_where_their_rule_allows(monkeypatch, gates):
+    """``Plan.fma`` for the LSTM and GRU, planned for an H100 as if this Triton had the Gluon
+    kernels: asked for (``forward_fma``), the forward runs a program per batch row with a thread per
+    unit (1-4 warps), up to hidden 128, in every dtype, its W_hh^T on chip; never the backward, past
+    hidden 128, on the CPU, or where Triton lacks Gluon."""
+    from rnnbench.ops import gluon_common
+
+    def plan(batch, hidden, dtype=torch.float32, direction="forward", **override):
+        return _plan_for_an_h100(batch, hidden, gates, dtype, "tf32x3" if dtype == torch.float32 else "ieee",
+                                 direction, **override)
+
+    monkeypatch.setattr(gluon_common, "AVAILABLE", True)
+    for batch, hidden, warps in ((32, 128, 4), (1, 1, 1), (3, 37, 2), (20, 100, 4), (500, 64, 2)):
+        for dtype in (torch.float32, torch.bfloat16, torch.float16):
+            p = plan(batch, hidden, dtype=dtype, forward_fma=True)
+            assert p.fma and p.grid(batch, hidden) == (1, batch) and p.num_warps == warps, (batch, hidden, dtype)
+            assert not plan(batch, hidden, dtype=dtype, direction="backward", forward_fma=True).fma
+    for bad in (dict(hidden=129), dict(direction="backward"), dict(device="cpu")):
+        with pytest.raises(ValueError, match="the LSTM's and GRU's forwards there"):
+            plan(**{"batch": 32, "hidden": 128, **bad, "fma": True})
+    monkeypatch.setattr(gluon_common, "AVAILABLE", False)
+    with pytest.raises(ValueError, match="the LSTM's and GRU's forwards there"):
+        plan(32, 128, fma=True)
+
+
 def _plan_for_an_h100(batch, hidden, gates, dtype=torch.bfloat16, precision="ieee", direction="forward",
                       device="cuda", sms=132, **override):
     from rnnbench.ops.plans import choose_plan

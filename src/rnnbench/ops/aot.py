@@ -87,6 +87,8 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
     """Compile one kernel for ``sm_<capability>``; returns Triton's CompiledKernel (``.asm`` holds
     ``ttgir``, ``ptx``, ``cubin``; ``.metadata.shared`` the shared memory in bytes). ``cell`` is
     ``lstm``, ``gru`` or ``rnn``; ``lengths``: the variable-length variant (``HAS_LENGTHS``)."""
+    if plan.fma and cell in ("lstm", "gru"):
+        return compile_gated_fma(cell, dtype, hidden_size, plan, save, capability, lengths)
     split_k = direction == "backward" and plan.split_k
     fn = KERNELS[(cell, direction, "split_k") if split_k else (cell, direction, "fma") if plan.fma else (cell, direction)]
     names = fn.arg_names
@@ -118,6 +120,33 @@ def _compile(fn, constexprs: dict, pointers: dict[str, str], pointer: str, num_w
     source = ASTSource(fn, signature, constexprs={(names.index(k),): v for k, v in constexprs.items()}, attrs=attrs)
     return triton.compile(source, target=GPUTarget("cuda", capability, 32),
                           options={"num_warps": num_warps, "num_stages": num_stages})
+
+
+def compile_gated_fma(cell: str, dtype: torch.dtype, hidden_size: int, plan: Plan, save: bool = True,
+                      capability: int = 90, lengths: bool = False):
+    """Compile the LSTM's or GRU's forward on FMA units (``ops/<cell>/fma.py``, Gluon; only where
+    :data:`~rnnbench.ops.gluon_common.AVAILABLE`) as :func:`compile_kernel` does the ``tl`` kernels."""
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    from . import gluon_fma
+    from .gru.fma import gru_forward_fma_kernel
+    from .lstm.fma import lstm_forward_fma_kernel
+
+    fn = lstm_forward_fma_kernel if cell == "lstm" else gru_forward_fma_kernel
+    gates = GATES[cell]
+    constexprs = dict(H=hidden_size, HAS_BIAS=True, HAS_H0=True, HAS_C0=True, SAVE=save, HAS_LENGTHS=lengths,
+                      K_ROWS=gluon_fma.k_rows(hidden_size), K_PAD=32 * plan.num_warps,
+                      REG_CHUNKS=gluon_fma.reg_chunks(gates, hidden_size), FAST_ACT=plan.fast_activations,
+                      num_warps=plan.num_warps)
+    names = fn.arg_names
+    constexprs = {k: v for k, v in constexprs.items() if k in names}
+    pointers = {"lengths_ptr": "*i32", **{name: "*fp32" for name in F32_POINTERS}}
+    signature = {n: "constexpr" if n in constexprs else pointers.get(n, POINTER[dtype]) if n.endswith("_ptr") else "i32"
+                 for n in names}
+    attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names) if n.endswith("_ptr")}
+    source = GluonASTSource(fn, signature, constexprs={(names.index(k),): v for k, v in constexprs.items()},
+                            attrs=attrs)
+    return triton.compile(source, target=GPUTarget("cuda", capability, 32), options={"num_warps": plan.num_warps})
 
 
 # The fused weight-gradient kernel (ops/gradients.py) in each dtype and product precision it runs.

@@ -365,11 +365,35 @@ FMA_MAX_K = 128
 MAX_GRID_Y = 65535
 # Batch rows per multiprocessor up to which fp32 weights take the FMA plan by default (fma_default).
 FMA_FP32_ROWS_PER_SM = 2
+# Gated cells whose forward has an FMA kernel (ops/gru/fma.py, ops/lstm/fma.py; their backwards stay
+# on tensor cores).
+GATED_FMA_GATES = (3, 4)
 
 
 def fma_warps(hidden_size: int) -> int:
     """Warps of an FMA program (:attr:`Plan.fma`): a thread per unit of the padded width, 1 to 4."""
     return max(1, min(4, k_padded(hidden_size) // 32))
+
+
+def gated_fma_fits(num_gates: int, hidden_size: int, element: int, device: torch.device, smem: int) -> bool:
+    """Whether the LSTM's or GRU's forward can run on FMA units (:attr:`Plan.fma`; ``ops/gluon_fma.py``,
+    a Gluon kernel: CUDA and :data:`~rnnbench.ops.gluon_common.AVAILABLE` only): up to
+    :data:`FMA_MAX_K` units, every gate's ``W_hh^T`` in one program's shared memory (``smem`` bytes,
+    less the margin)."""
+    from . import gluon_common, gluon_fma
+
+    return (device.type == "cuda" and gluon_common.AVAILABLE and num_gates in GATED_FMA_GATES
+            and k_padded(hidden_size) <= FMA_MAX_K
+            and gluon_fma.shared_bytes(num_gates, hidden_size, 32 * fma_warps(hidden_size), element)
+            <= smem - SHARED_MEMORY_MARGIN)
+
+
+def gated_fma_default(batch_size: int, dtype: torch.dtype, slots: int) -> bool:
+    """Whether the LSTM's or GRU's default forward runs on FMA units where it can
+    (:func:`gated_fma_fits`): with fp32 weights (strict or TF32) and one batch row per multiprocessor.
+    16-bit weights stay on tensor cores: the GRU's FMA forward at hidden 128 took 2.2x the time of the
+    tensor-core plan's in bf16, graphed (``on_chip.py --compare gated_fma``, results/h100/gru-fma)."""
+    return dtype == torch.float32 and batch_size <= slots
 
 
 def fma_default(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.dtype, slots: int | None) -> bool:
@@ -548,8 +572,11 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     # (A tile, a weight path, warps, an on-chip split or the exchange asked for means tensor cores.)
     tiles_asked = (not _EXCHANGE_FIELDS.isdisjoint(override) or not {"block_b", "num_warps", "on_chip_split"}.isdisjoint(
         override) or override.get("h_on_chip") is False)
-    fma = override.get("fma", device.type == "cuda" and not tiles_asked and fma_default(
-        batch_size, hidden_size, num_gates, dtype, slots))
+    gated_fma = num_gates > 1 and direction == "forward" and slots is not None and gated_fma_fits(
+        num_gates, hidden_size, element, device, smem)
+    fma = override.get("fma", device.type == "cuda" and not tiles_asked and (
+        gated_fma and gated_fma_default(batch_size, dtype, slots) if num_gates > 1
+        else fma_default(batch_size, hidden_size, num_gates, dtype, slots)))
     if fma:  # a batch row a program, every unit, the weights in registers
         bb, bh, resident, block_k, on_chip, warps = 1, kp, True, kp, True, fma_warps(hidden_size)
     fast = device.type == "cuda" and direction == "forward" and fast_activations(dtype, precision)
@@ -607,8 +634,10 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     if plan.on_chip_split and (num_gates != 1 or not plan.h_on_chip or dtype != torch.float32
                                or (device.type == "cuda" and precision != "tf32x3")):
         raise ValueError("on_chip_split is for the RNN's strict fp32 forward on chip (float32 weights, 3xTF32 on CUDA)")
-    if plan.fma and (num_gates != 1 or kp > FMA_MAX_K or plan.block_b != 1 or not plan.h_on_chip or plan.on_chip_split):
-        raise ValueError(f"fma is the RNN's up to hidden_size {FMA_MAX_K}, one batch row a program on chip")
+    if plan.fma and ((num_gates > 1 and not gated_fma) or kp > FMA_MAX_K or plan.block_b != 1
+                     or not plan.h_on_chip or plan.on_chip_split):
+        raise ValueError(f"fma is the RNN's up to hidden_size {FMA_MAX_K}, one batch row a program on chip, and the "
+                         "LSTM's and GRU's forwards there with W_hh on one multiprocessor (CUDA, Gluon)")
     if plan.fma and batch_size > MAX_GRID_Y:
         raise ValueError(f"fma runs a program per batch row: at most {MAX_GRID_Y} rows (CUDA's grid), got {batch_size}")
     if plan.split_k and plan.h_on_chip:
@@ -616,7 +645,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     if plan.h_on_chip and not (plan.w_resident and plan.block_h == kp and plan.block_k == kp):
         raise ValueError(f"h_on_chip needs resident weights and block_h = block_k = {kp} at hidden_size "
                          f"{hidden_size}, got {plan.block_h}, {plan.block_k}")
-    if plan.h_on_chip and slots is not None and (
+    if plan.h_on_chip and slots is not None and not plan.fma and (
             on_chip_bytes(plan.block_b, hidden_size, num_gates, element, direction) > smem - SHARED_MEMORY_MARGIN):
         raise ValueError(f"an on-chip tile at hidden_size {hidden_size} does not fit in shared memory")
     for name, least in (("block_b", 1 if plan.fma else MIN_BLOCK), ("block_h", MIN_BLOCK_H), ("block_k", MIN_BLOCK)):

@@ -34,12 +34,15 @@ import torch
 from . import gluon_common
 from .common import INTERPRET
 from .gradients import layer_gradients
+from . import gluon_fma
+from .gru import fma as gru_fma
 from .gru import gluon as gru_gluon
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
 from .launch import Constexprs, KernelLauncher
 from .launch import counted_counters as _counted_counters
 from .launch import counters as _counters  # (bound here: a test replaces the recurrences' counters alone)
 from .launch import launch_stream
+from .lstm import fma as lstm_fma
 from .lstm import gluon as lstm_gluon
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .plans import (AHEAD_MIN_STEPS, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, chip_split_level,
@@ -57,6 +60,8 @@ _RNN_FORWARD, _RNN_BACKWARD = KernelLauncher(rnn_forward_kernel), KernelLauncher
 _RNN_FORWARD_FMA, _RNN_BACKWARD_FMA = KernelLauncher(rnn_forward_fma_kernel), KernelLauncher(rnn_backward_fma_kernel)
 _LSTM_FORWARD_GLUON = KernelLauncher(lstm_gluon.lstm_forward_gluon_kernel) if gluon_common.AVAILABLE else None
 _GRU_FORWARD_GLUON = KernelLauncher(gru_gluon.gru_forward_gluon_kernel) if gluon_common.AVAILABLE else None
+_GRU_FORWARD_FMA = KernelLauncher(gru_fma.gru_forward_fma_kernel) if gluon_common.AVAILABLE else None
+_LSTM_FORWARD_FMA = KernelLauncher(lstm_fma.lstm_forward_fma_kernel) if gluon_common.AVAILABLE else None
 
 NUM_GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 _PLAN_OVERRIDE: contextvars.ContextVar[tuple] = contextvars.ContextVar("rnnbench_plan_override", default=())
@@ -250,6 +255,10 @@ class _Launch:
     def _meta(self, plan: Plan, forward: bool) -> dict:
         block_k, chunks = k_chunks(self.hidden_size, plan.block_k)
         precision = self.precision if forward else self.backward_precision
+        if plan.fma and self.num_gates > 1:  # (ops/gluon_fma.py: a thread per unit, W_hh^T on chip)
+            return dict(H=self.hidden_size, K_ROWS=gluon_fma.k_rows(self.hidden_size), K_PAD=32 * plan.num_warps,
+                        REG_CHUNKS=gluon_fma.reg_chunks(self.num_gates, self.hidden_size), FAST_ACT=plan.fast_activations,
+                        num_warps=plan.num_warps)
         if plan.fma:  # (ops/rnn/fma.py: FMA units, no tiles, no precision)
             meta = dict(H=self.hidden_size, K_PAD=k_padded(self.hidden_size), CHAINS=FMA_CHAINS,
                         num_warps=plan.num_warps)
@@ -333,7 +342,13 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
         else:  # (the plan gives gluon to the LSTM and GRU only)
             _GRU_FORWARD_GLUON(grid, (x_proj, w_hh, *biases, h0, h_buf, h_n, saved, *tail), constexprs, stream,
                                keyed=5)
-    elif launch.forward.fma:  # (the RNN's only)
+    elif launch.forward.fma and lstm:  # (ops/lstm/fma.py)
+        args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, lengths, h_buf, h_n, c_n, c_buf, saved, T, B)
+        _LSTM_FORWARD_FMA(grid, args, constexprs, stream, keyed=7)
+    elif launch.forward.fma and cell == "gru":  # (ops/gru/fma.py)
+        args = (x_proj, w_hh, *biases, h0, lengths, h_buf, h_n, saved, T, B)
+        _GRU_FORWARD_FMA(grid, args, constexprs, stream, keyed=6)
+    elif launch.forward.fma:
         args = (x_proj, w_hh, *biases, h0, lengths, h_buf, h_n, saved, T, B, *w_hh.stride())
         _RNN_FORWARD_FMA(grid, args, constexprs, stream, keyed=6)
     elif lstm:

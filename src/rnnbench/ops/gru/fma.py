@@ -1,0 +1,86 @@
+"""The GRU's forward on the FMA units, one batch row a program (``Plan.fma``), in Gluon.
+
+The design is ``ops/gluon_fma.py``'s: ``W_hh^T`` of the three gates in shared memory, a thread per
+unit forming that unit's three dot products with ``h_{t-1}`` itself (IEEE fp32 fused
+multiply-adds, strict fp32 as torch means it, in every dtype), h_t passed to every thread through
+shared memory. No program waits for another: no grid barrier, no exchange through L2.
+
+The recurrence, buffers and saved values are ``ops/gru/kernels.py``'s ``gru_forward_kernel``
+(gates r, z, n; ``hn = W_hn h + b_hn``; ``n = tanh(xn + b_in + r hn)``; ``h_t = (1 - z) n + z
+h_{t-1}``; ``naive.py`` is the readable reference), whose backward reads what this saves: ``x_proj
+[T, B, 3H]``, ``h_buf [T+1, B, H]`` (step t writes ``h_buf[t+1]``; ``h_buf[0]`` is h0 when
+saving), ``h_n [1, B, H]``, ``saved [T, B, 4H]`` fp32 r, z, n, hn; ``lengths [B]`` int32 as there.
+"""
+
+from __future__ import annotations
+
+from ..gluon_common import AVAILABLE
+
+if AVAILABLE:
+    from ..gluon_common import gl, gluon
+    from ..gluon_fma import _sigmoid, _tanh, gate_inputs, gate_products, load_units, units_layout, weights_on_chip
+
+    @gluon.jit(do_not_specialize=["T", "B"])
+    def gru_forward_fma_kernel(
+        x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, lengths_ptr, h_buf_ptr, h_n_ptr, saved_ptr,
+        T, B,
+        H: gl.constexpr, HAS_BIAS: gl.constexpr, HAS_H0: gl.constexpr, SAVE: gl.constexpr,
+        HAS_LENGTHS: gl.constexpr, K_ROWS: gl.constexpr, K_PAD: gl.constexpr, REG_CHUNKS: gl.constexpr,
+        FAST_ACT: gl.constexpr, num_warps: gl.constexpr,
+    ):
+        """Program ``program_id(1)`` runs batch row ``b`` through all ``T`` steps; grid ``(1, B)``,
+        ``K_PAD = 32 * num_warps`` threads, one per unit (at least H); ``REG_CHUNKS`` chunks of k of
+        every gate in registers (``gluon_fma.weights_on_chip``)."""
+        U: gl.constexpr = units_layout(num_warps)
+        b = gl.program_id(1)
+        w_reg, w_smem = weights_on_chip(w_hh_ptr, H, 3, K_ROWS, K_PAD, REG_CHUNKS, num_warps)
+        h_smem = gl.allocate_shared_memory(gl.float32, [2, K_PAD], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+        units = gl.arange(0, K_PAD, layout=U)
+        mask = units < H
+        if HAS_LENGTHS:
+            length = gl.load(lengths_ptr + b)
+        else:
+            length = T
+        row = b.to(gl.int64) * H  # batch row b's [H] slice of a [B, H] plane
+        plane = B.to(gl.int64) * H
+        zero = gl.zeros([K_PAD], gl.float32, U)
+        bias_r, bias_z, bias_xn, bias_hn = zero, zero, zero, zero
+        if HAS_BIAS:
+            bias_r = load_units(b_ih_ptr, units, mask) + load_units(b_hh_ptr, units, mask)
+            bias_z = load_units(b_ih_ptr + H, units, mask) + load_units(b_hh_ptr + H, units, mask)
+            bias_xn = load_units(b_ih_ptr + 2 * H, units, mask)
+            bias_hn = load_units(b_hh_ptr + 2 * H, units, mask)
+        h = load_units(h0_ptr + row, units, mask) if HAS_H0 else zero  # fp32, carried from step to step
+        out_ty: gl.constexpr = h_buf_ptr.dtype.element_ty
+        if SAVE:
+            gl.store(h_buf_ptr + row + units, h.to(out_ty), mask=mask)
+        h_smem.index(0).store(h)
+        x = gate_inputs(x_proj_ptr, 0, 3 * plane, 3 * row, units, mask, H, 3)
+        x2 = gate_inputs(x_proj_ptr, gl.minimum(1, T - 1), 3 * plane, 3 * row, units, mask, H, 3)
+        gl.thread_barrier()
+        t = 0
+        while t < T:
+            # The input two steps ahead (past the end: the last step's again), as the RNN's FMA
+            # kernel: loaded one step ahead, the loop's end waited for it.
+            x3 = gate_inputs(x_proj_ptr, gl.minimum(t + 2, T - 1), 3 * plane, 3 * row, units, mask, H, 3)
+            a_r, a_z, a_n = gate_products(w_reg, w_smem, h_smem.index(t % 2), 3, K_ROWS, K_PAD, REG_CHUNKS,
+                                          num_warps)
+            r = _sigmoid(a_r + x[0].to(gl.float32) + bias_r, FAST_ACT)
+            z = _sigmoid(a_z + x[1].to(gl.float32) + bias_z, FAST_ACT)
+            hn = a_n + bias_hn
+            n = _tanh(x[2].to(gl.float32) + bias_xn + r * hn, FAST_ACT)
+            running = t < length
+            h = gl.where(running, n + z * (h - n), h)  # past its length a row keeps its state
+            h_smem.index((t + 1) % 2).store(h)
+            gl.store(h_buf_ptr + (t + 1) * plane + row + units, gl.where(running, h, 0.0).to(out_ty), mask=mask)
+            if SAVE:
+                s_t = saved_ptr + t * (4 * plane) + 4 * row + units
+                gl.store(s_t, r, mask=mask)
+                gl.store(s_t + H, z, mask=mask)
+                gl.store(s_t + 2 * H, n, mask=mask)
+                gl.store(s_t + 3 * H, hn, mask=mask)
+            # h_t in its buffer for every thread; the other buffer, read this step, is written next step
+            gl.thread_barrier()
+            x, x2 = x2, x3
+            t += 1
+        gl.store(h_n_ptr + row + units, h.to(h_n_ptr.dtype.element_ty), mask=mask)

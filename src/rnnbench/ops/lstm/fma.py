@@ -1,0 +1,95 @@
+"""The LSTM's forward on the FMA units, one batch row a program (``Plan.fma``), in Gluon.
+
+The design is ``ops/gluon_fma.py``'s, as the GRU's (``ops/gru/fma.py``): ``W_hh^T`` of the four
+gates on the chip (the first chunks of k in registers, the rest in shared memory), a thread per
+unit forming that unit's four dot products with ``h_{t-1}`` itself (IEEE fp32 fused multiply-adds,
+in every dtype), h_t passed to every thread through shared memory, the cell state fp32 in the
+thread's registers. No program waits for another.
+
+The recurrence, buffers and saved values are ``ops/lstm/kernels.py``'s ``lstm_forward_kernel``
+(gates i, f, g, o; ``c_t = f c_{t-1} + i g``, ``h_t = o tanh(c_t)``; ``naive.py`` is the readable
+reference), whose backward reads what this saves: ``x_proj [T, B, 4H]``, ``h_buf [T+1, B, H]``
+(step t writes ``h_buf[t+1]``; ``h_buf[0]`` is h0 when saving), ``c_buf [T+1, B, H]`` fp32 and
+``gates [T, B, 4H]`` fp32 activations (only when saving), ``h_n``, ``c_n`` ``[1, B, H]``;
+``lengths [B]`` int32 as there.
+"""
+
+from __future__ import annotations
+
+from ..gluon_common import AVAILABLE
+
+if AVAILABLE:
+    from ..gluon_common import gl, gluon
+    from ..gluon_fma import _sigmoid, _tanh, gate_inputs, gate_products, load_units, units_layout, weights_on_chip
+
+    @gluon.jit
+    def _gate_bias(b_ih_ptr, b_hh_ptr, units, mask, HAS_BIAS: gl.constexpr, zero):
+        return load_units(b_ih_ptr, units, mask) + load_units(b_hh_ptr, units, mask) if HAS_BIAS else zero
+
+    @gluon.jit(do_not_specialize=["T", "B"])
+    def lstm_forward_fma_kernel(
+        x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, c0_ptr, lengths_ptr,
+        h_buf_ptr, h_n_ptr, c_n_ptr, c_buf_ptr, gates_ptr,
+        T, B,
+        H: gl.constexpr, HAS_BIAS: gl.constexpr, HAS_H0: gl.constexpr, HAS_C0: gl.constexpr, SAVE: gl.constexpr,
+        HAS_LENGTHS: gl.constexpr, K_ROWS: gl.constexpr, K_PAD: gl.constexpr, REG_CHUNKS: gl.constexpr,
+        FAST_ACT: gl.constexpr, num_warps: gl.constexpr,
+    ):
+        """Program ``program_id(1)`` runs batch row ``b`` through all ``T`` steps; grid ``(1, B)``,
+        ``K_PAD = 32 * num_warps`` threads, one per unit (at least H); ``REG_CHUNKS`` chunks of k of
+        every gate in registers (``gluon_fma.weights_on_chip``)."""
+        U: gl.constexpr = units_layout(num_warps)
+        b = gl.program_id(1)
+        w_reg, w_smem = weights_on_chip(w_hh_ptr, H, 4, K_ROWS, K_PAD, REG_CHUNKS, num_warps)
+        h_smem = gl.allocate_shared_memory(gl.float32, [2, K_PAD], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+        units = gl.arange(0, K_PAD, layout=U)
+        mask = units < H
+        if HAS_LENGTHS:
+            length = gl.load(lengths_ptr + b)
+        else:
+            length = T
+        row = b.to(gl.int64) * H  # batch row b's [H] slice of a [B, H] plane
+        plane = B.to(gl.int64) * H
+        zero = gl.zeros([K_PAD], gl.float32, U)
+        bias_i = _gate_bias(b_ih_ptr, b_hh_ptr, units, mask, HAS_BIAS, zero)
+        bias_f = _gate_bias(b_ih_ptr + H, b_hh_ptr + H, units, mask, HAS_BIAS, zero)
+        bias_g = _gate_bias(b_ih_ptr + 2 * H, b_hh_ptr + 2 * H, units, mask, HAS_BIAS, zero)
+        bias_o = _gate_bias(b_ih_ptr + 3 * H, b_hh_ptr + 3 * H, units, mask, HAS_BIAS, zero)
+        h = load_units(h0_ptr + row, units, mask) if HAS_H0 else zero  # fp32, carried from step to step
+        c = load_units(c0_ptr + row, units, mask) if HAS_C0 else zero  # fp32 cell state, never leaves the chip
+        out_ty: gl.constexpr = h_buf_ptr.dtype.element_ty
+        if SAVE:  # backward reads h_{t-1} and c_{t-1} of every step
+            gl.store(h_buf_ptr + row + units, h.to(out_ty), mask=mask)
+            gl.store(c_buf_ptr + row + units, c, mask=mask)
+        h_smem.index(0).store(h)
+        x = gate_inputs(x_proj_ptr, 0, 4 * plane, 4 * row, units, mask, H, 4)
+        x2 = gate_inputs(x_proj_ptr, gl.minimum(1, T - 1), 4 * plane, 4 * row, units, mask, H, 4)
+        gl.thread_barrier()
+        t = 0
+        while t < T:
+            # The input two steps ahead (past the end: the last step's again), as the GRU's.
+            x3 = gate_inputs(x_proj_ptr, gl.minimum(t + 2, T - 1), 4 * plane, 4 * row, units, mask, H, 4)
+            a_i, a_f, a_g, a_o = gate_products(w_reg, w_smem, h_smem.index(t % 2), 4, K_ROWS, K_PAD, REG_CHUNKS,
+                                               num_warps)
+            i = _sigmoid(a_i + x[0].to(gl.float32) + bias_i, FAST_ACT)
+            f = _sigmoid(a_f + x[1].to(gl.float32) + bias_f, FAST_ACT)
+            g = _tanh(a_g + x[2].to(gl.float32) + bias_g, FAST_ACT)
+            o = _sigmoid(a_o + x[3].to(gl.float32) + bias_o, FAST_ACT)
+            running = t < length  # past its length a row keeps its state
+            c = gl.where(running, f * c + i * g, c)
+            h = gl.where(running, o * _tanh(c, FAST_ACT), h)
+            h_smem.index((t + 1) % 2).store(h)
+            gl.store(h_buf_ptr + (t + 1) * plane + row + units, gl.where(running, h, 0.0).to(out_ty), mask=mask)
+            if SAVE:
+                s_t = gates_ptr + t * (4 * plane) + 4 * row + units
+                gl.store(s_t, i, mask=mask)
+                gl.store(s_t + H, f, mask=mask)
+                gl.store(s_t + 2 * H, g, mask=mask)
+                gl.store(s_t + 3 * H, o, mask=mask)
+                gl.store(c_buf_ptr + (t + 1) * plane + row + units, c, mask=mask)
+            # h_t in its buffer for every thread; the other buffer, read this step, is written next step
+            gl.thread_barrier()
+            x, x2 = x2, x3
+            t += 1
+        gl.store(h_n_ptr + row + units, h.to(h_n_ptr.dtype.element_ty), mask=mask)
+        gl.store(c_n_ptr + row + units, c.to(c_n_ptr.dtype.element_ty), mask=mask)
