@@ -9,7 +9,9 @@ fits in one multiprocessor's shared memory (227 KB on the H100), where a thread 
 column at each k while its warp's 31 neighbours read theirs touches 32 consecutive words: one
 conflict-free access. Each step then reads the whole tile once, ``GATES x K_ROWS x K_PAD`` values,
 and the step's time is bounded by shared memory's 128 bytes a clock (about 0.78 us for the GRU at
-hidden 128, fp32, at 1.98 GHz), not by a barrier between programs or a tensor-core chain.
+hidden 128, fp32, at 1.98 GHz), not by a barrier between programs or a tensor-core chain; so the
+first chunks of k of every gate stay in registers instead (:data:`REG_VALUES`), and a step took
+0.77 us on the H100 there, against the tensor-core plan's 2.21 and cuDNN's 0.78.
 
 Layouts (``num_warps`` warps, ``K_PAD = 32 * num_warps`` units):
 
@@ -38,9 +40,10 @@ CHUNK = 8
 
 
 # Weights a thread holds in registers for every step (the first chunks of k of every gate; the rest
-# are read from shared memory each step): on the H100, the GRU's kernel alone at hidden 128, fp32,
-# took 1.16 us a step with none in registers, 0.98 with 4 chunks a gate, 0.77 with 6 (144 values,
-# 254 registers a thread, no spills) and 0.89 with 8 (spilling; results/h100/gru-fma/reg-chunks).
+# are read from shared memory each step). On the H100, the GRU's kernel alone at hidden 128, fp32,
+# batch 32, took 1.16 us a step with no chunks in registers, 0.98 with 4 a gate, 0.77 with 6 (144
+# values; sm_90: 255 registers a thread, no spills) and 0.89 with 8 (spilling), the tensor-core
+# plan 2.21 (results/h100/gated-fma/reg-chunks). The LSTM's four gates take 4 chunks each.
 REG_VALUES = 144
 
 
