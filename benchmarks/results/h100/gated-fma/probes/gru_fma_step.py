@@ -1,5 +1,6 @@
 """The GRU's forward kernel on FMA units (``ops/gru/fma.py``) alone, per step: how many chunks of k
-each gate keeps in registers (``gluon_fma.REG_CHUNKS``), against the tensor-core on-chip forward.
+each gate keeps in registers (variant ``fmaN``: N chunks, ``gluon_fma.REG_VALUES = 3 * N * CHUNK``),
+against the tensor-core on-chip forward (``tc``).
 
 Each variant's kernel (``recurrence_forward``, the projection made beforehand, no saving) is
 captured in a CUDA graph at 30 and at 300 steps; a figure is the median of synchronised replays
@@ -53,7 +54,7 @@ def kernel_call(dtype, batch, hidden, steps, variant):
     b = torch.rand(3 * hidden, generator=gen) * 0.1
     x, w_ih, w_hh, b = [t.to("cuda", TORCH_DTYPE[dtype]) for t in (x, w_ih, w_hh, b)]
     h0 = torch.zeros(batch, hidden, device="cuda", dtype=TORCH_DTYPE[dtype])
-    gluon_fma.REG_CHUNKS = int(variant[3:]) if variant.startswith("fma") else 0
+    gluon_fma.REG_VALUES = 3 * gluon_fma.CHUNK * (int(variant[3:]) if variant.startswith("fma") else 0)
     for cache in (recurrence._cached_launch, recurrence._cached_plan, recurrence._cached_choice,
                   recurrence._cached_refusal):
         cache.cache_clear()
