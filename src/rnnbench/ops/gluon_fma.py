@@ -80,6 +80,54 @@ if AVAILABLE:
         return gl.SliceLayout(0, product_layout(num_warps))
 
     @gluon.jit
+    def row_start(w_hh_ptr, h0_ptr, lengths_ptr, T, B, H: gl.constexpr, GATES: gl.constexpr, HAS_H0: gl.constexpr,
+                  HAS_LENGTHS: gl.constexpr, K_ROWS: gl.constexpr, K_PAD: gl.constexpr, REG_CHUNKS: gl.constexpr,
+                  num_warps: gl.constexpr):
+        """What a program of either cell sets up before its first step, for batch row
+        ``program_id(1)``: ``(w_reg, w_smem, h_smem, units, mask, length, row, plane, h)``, the weights
+        on chip (:func:`weights_on_chip`), the two buffers of h (``[2, K_PAD]`` fp32), the units
+        (``[K_PAD]``, one a thread) and their mask, the row's length (``T`` without lengths), its
+        offset in a ``[B, H]`` plane and a plane's size (int64), and h0 as fp32 (zeros without it),
+        the carried h."""
+        U: gl.constexpr = units_layout(num_warps)
+        b = gl.program_id(1)
+        w_reg, w_smem = weights_on_chip(w_hh_ptr, H, GATES, K_ROWS, K_PAD, REG_CHUNKS, num_warps)
+        h_smem = gl.allocate_shared_memory(gl.float32, [2, K_PAD], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+        units = gl.arange(0, K_PAD, layout=U)
+        mask = units < H
+        if HAS_LENGTHS:
+            length = gl.load(lengths_ptr + b)
+        else:
+            length = T
+        row = b.to(gl.int64) * H
+        plane = B.to(gl.int64) * H
+        if HAS_H0:
+            h = load_units(h0_ptr + row, units, mask)
+        else:
+            h = gl.zeros([K_PAD], gl.float32, U)
+        return w_reg, w_smem, h_smem, units, mask, length, row, plane, h
+
+    @gluon.jit
+    def publish_h(h_smem, h_buf_ptr, h, t, running, plane, row, units, mask):
+        """h_t to every thread (into the buffer not read at step t) and into ``h_buf[t+1]`` (zeros
+        past the row's length, as the ``tl`` kernels store it), in ``h_buf``'s dtype."""
+        h_smem.index((t + 1) % 2).store(h)
+        gl.store(h_buf_ptr + (t + 1) * plane + row + units, gl.where(running, h, 0.0).to(h_buf_ptr.dtype.element_ty),
+                 mask=mask)
+
+    @gluon.jit
+    def gate_bias(b_ih_ptr, b_hh_ptr, units, mask, HAS_BIAS: gl.constexpr, BOTH: gl.constexpr):
+        """``b_ih (+ b_hh if BOTH)`` at ``units``, fp32 (zeros without biases), held for every step."""
+        if HAS_BIAS:
+            if BOTH:
+                bias = load_units(b_ih_ptr, units, mask) + load_units(b_hh_ptr, units, mask)
+            else:
+                bias = load_units(b_ih_ptr, units, mask)
+        else:
+            bias = gl.zeros_like(units, dtype=gl.float32)
+        return bias
+
+    @gluon.jit
     def load_units(ptr, units, mask):
         """``[K_PAD]`` values at ``ptr + units`` (zeros masked), widened to fp32."""
         return gl.load(ptr + units, mask=mask, other=0.0).to(gl.float32)

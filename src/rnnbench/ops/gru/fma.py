@@ -18,7 +18,7 @@ from ..gluon_common import AVAILABLE
 
 if AVAILABLE:
     from ..gluon_common import gl, gluon
-    from ..gluon_fma import _sigmoid, _tanh, gate_inputs, gate_products, load_units, units_layout, weights_on_chip
+    from ..gluon_fma import _sigmoid, _tanh, gate_bias, gate_inputs, gate_products, publish_h, row_start
 
     @gluon.jit(do_not_specialize=["T", "B"])
     def gru_forward_fma_kernel(
@@ -31,29 +31,14 @@ if AVAILABLE:
         """Program ``program_id(1)`` runs batch row ``b`` through all ``T`` steps; grid ``(1, B)``,
         ``K_PAD = 32 * num_warps`` threads, one per unit (at least H); ``REG_CHUNKS`` chunks of k of
         every gate in registers (``gluon_fma.weights_on_chip``)."""
-        U: gl.constexpr = units_layout(num_warps)
-        b = gl.program_id(1)
-        w_reg, w_smem = weights_on_chip(w_hh_ptr, H, 3, K_ROWS, K_PAD, REG_CHUNKS, num_warps)
-        h_smem = gl.allocate_shared_memory(gl.float32, [2, K_PAD], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-        units = gl.arange(0, K_PAD, layout=U)
-        mask = units < H
-        if HAS_LENGTHS:
-            length = gl.load(lengths_ptr + b)
-        else:
-            length = T
-        row = b.to(gl.int64) * H  # batch row b's [H] slice of a [B, H] plane
-        plane = B.to(gl.int64) * H
-        zero = gl.zeros([K_PAD], gl.float32, U)
-        bias_r, bias_z, bias_xn, bias_hn = zero, zero, zero, zero
-        if HAS_BIAS:
-            bias_r = load_units(b_ih_ptr, units, mask) + load_units(b_hh_ptr, units, mask)
-            bias_z = load_units(b_ih_ptr + H, units, mask) + load_units(b_hh_ptr + H, units, mask)
-            bias_xn = load_units(b_ih_ptr + 2 * H, units, mask)
-            bias_hn = load_units(b_hh_ptr + 2 * H, units, mask)
-        h = load_units(h0_ptr + row, units, mask) if HAS_H0 else zero  # fp32, carried from step to step
-        out_ty: gl.constexpr = h_buf_ptr.dtype.element_ty
+        w_reg, w_smem, h_smem, units, mask, length, row, plane, h = row_start(
+            w_hh_ptr, h0_ptr, lengths_ptr, T, B, H, 3, HAS_H0, HAS_LENGTHS, K_ROWS, K_PAD, REG_CHUNKS, num_warps)
+        bias_r = gate_bias(b_ih_ptr, b_hh_ptr, units, mask, HAS_BIAS, True)
+        bias_z = gate_bias(b_ih_ptr + H, b_hh_ptr + H, units, mask, HAS_BIAS, True)
+        bias_xn = gate_bias(b_ih_ptr + 2 * H, b_hh_ptr, units, mask, HAS_BIAS, False)  # b_in
+        bias_hn = gate_bias(b_hh_ptr + 2 * H, b_ih_ptr, units, mask, HAS_BIAS, False)  # b_hn
         if SAVE:
-            gl.store(h_buf_ptr + row + units, h.to(out_ty), mask=mask)
+            gl.store(h_buf_ptr + row + units, h.to(h_buf_ptr.dtype.element_ty), mask=mask)
         h_smem.index(0).store(h)
         x = gate_inputs(x_proj_ptr, 0, 3 * plane, 3 * row, units, mask, H, 3)
         x2 = gate_inputs(x_proj_ptr, gl.minimum(1, T - 1), 3 * plane, 3 * row, units, mask, H, 3)
@@ -71,8 +56,7 @@ if AVAILABLE:
             n = _tanh(x[2].to(gl.float32) + bias_xn + r * hn, FAST_ACT)
             running = t < length
             h = gl.where(running, n + z * (h - n), h)  # past its length a row keeps its state
-            h_smem.index((t + 1) % 2).store(h)
-            gl.store(h_buf_ptr + (t + 1) * plane + row + units, gl.where(running, h, 0.0).to(out_ty), mask=mask)
+            publish_h(h_smem, h_buf_ptr, h, t, running, plane, row, units, mask)
             if SAVE:
                 s_t = saved_ptr + t * (4 * plane) + 4 * row + units
                 gl.store(s_t, r, mask=mask)

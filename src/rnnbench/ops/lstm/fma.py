@@ -20,11 +20,8 @@ from ..gluon_common import AVAILABLE
 
 if AVAILABLE:
     from ..gluon_common import gl, gluon
-    from ..gluon_fma import _sigmoid, _tanh, gate_inputs, gate_products, load_units, units_layout, weights_on_chip
-
-    @gluon.jit
-    def _gate_bias(b_ih_ptr, b_hh_ptr, units, mask, HAS_BIAS: gl.constexpr, zero):
-        return load_units(b_ih_ptr, units, mask) + load_units(b_hh_ptr, units, mask) if HAS_BIAS else zero
+    from ..gluon_fma import (_sigmoid, _tanh, gate_bias, gate_inputs, gate_products, load_units, publish_h,
+                              row_start)
 
     @gluon.jit(do_not_specialize=["T", "B"])
     def lstm_forward_fma_kernel(
@@ -38,28 +35,18 @@ if AVAILABLE:
         """Program ``program_id(1)`` runs batch row ``b`` through all ``T`` steps; grid ``(1, B)``,
         ``K_PAD = 32 * num_warps`` threads, one per unit (at least H); ``REG_CHUNKS`` chunks of k of
         every gate in registers (``gluon_fma.weights_on_chip``)."""
-        U: gl.constexpr = units_layout(num_warps)
-        b = gl.program_id(1)
-        w_reg, w_smem = weights_on_chip(w_hh_ptr, H, 4, K_ROWS, K_PAD, REG_CHUNKS, num_warps)
-        h_smem = gl.allocate_shared_memory(gl.float32, [2, K_PAD], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-        units = gl.arange(0, K_PAD, layout=U)
-        mask = units < H
-        if HAS_LENGTHS:
-            length = gl.load(lengths_ptr + b)
+        w_reg, w_smem, h_smem, units, mask, length, row, plane, h = row_start(
+            w_hh_ptr, h0_ptr, lengths_ptr, T, B, H, 4, HAS_H0, HAS_LENGTHS, K_ROWS, K_PAD, REG_CHUNKS, num_warps)
+        bias_i = gate_bias(b_ih_ptr, b_hh_ptr, units, mask, HAS_BIAS, True)
+        bias_f = gate_bias(b_ih_ptr + H, b_hh_ptr + H, units, mask, HAS_BIAS, True)
+        bias_g = gate_bias(b_ih_ptr + 2 * H, b_hh_ptr + 2 * H, units, mask, HAS_BIAS, True)
+        bias_o = gate_bias(b_ih_ptr + 3 * H, b_hh_ptr + 3 * H, units, mask, HAS_BIAS, True)
+        if HAS_C0:  # the fp32 cell state, never leaves the chip
+            c = load_units(c0_ptr + row, units, mask)
         else:
-            length = T
-        row = b.to(gl.int64) * H  # batch row b's [H] slice of a [B, H] plane
-        plane = B.to(gl.int64) * H
-        zero = gl.zeros([K_PAD], gl.float32, U)
-        bias_i = _gate_bias(b_ih_ptr, b_hh_ptr, units, mask, HAS_BIAS, zero)
-        bias_f = _gate_bias(b_ih_ptr + H, b_hh_ptr + H, units, mask, HAS_BIAS, zero)
-        bias_g = _gate_bias(b_ih_ptr + 2 * H, b_hh_ptr + 2 * H, units, mask, HAS_BIAS, zero)
-        bias_o = _gate_bias(b_ih_ptr + 3 * H, b_hh_ptr + 3 * H, units, mask, HAS_BIAS, zero)
-        h = load_units(h0_ptr + row, units, mask) if HAS_H0 else zero  # fp32, carried from step to step
-        c = load_units(c0_ptr + row, units, mask) if HAS_C0 else zero  # fp32 cell state, never leaves the chip
-        out_ty: gl.constexpr = h_buf_ptr.dtype.element_ty
+            c = gl.zeros_like(h)
         if SAVE:  # backward reads h_{t-1} and c_{t-1} of every step
-            gl.store(h_buf_ptr + row + units, h.to(out_ty), mask=mask)
+            gl.store(h_buf_ptr + row + units, h.to(h_buf_ptr.dtype.element_ty), mask=mask)
             gl.store(c_buf_ptr + row + units, c, mask=mask)
         h_smem.index(0).store(h)
         x = gate_inputs(x_proj_ptr, 0, 4 * plane, 4 * row, units, mask, H, 4)
@@ -78,8 +65,7 @@ if AVAILABLE:
             running = t < length  # past its length a row keeps its state
             c = gl.where(running, f * c + i * g, c)
             h = gl.where(running, o * _tanh(c, FAST_ACT), h)
-            h_smem.index((t + 1) % 2).store(h)
-            gl.store(h_buf_ptr + (t + 1) * plane + row + units, gl.where(running, h, 0.0).to(out_ty), mask=mask)
+            publish_h(h_smem, h_buf_ptr, h, t, running, plane, row, units, mask)
             if SAVE:
                 s_t = gates_ptr + t * (4 * plane) + 4 * row + units
                 gl.store(s_t, i, mask=mask)
