@@ -1,17 +1,20 @@
 """What the LSTM's and GRU's forwards on the FMA units share (``Plan.fma`` for gated cells,
-``ops/gru/fma.py``): one batch row a program, a thread per hidden unit, every gate's ``W_hh^T`` in
-shared memory for every step. Written in Gluon (Triton's lower-level language), because ``tl``
-cannot hold a tile in shared memory across steps nor say which thread holds which values.
+``ops/lstm/fma.py``, ``ops/gru/fma.py``): one batch row a program, a thread per hidden unit, every
+gate's ``W_hh^T`` on the chip for every step, partly in registers, the rest in shared memory.
+Written in Gluon (Triton's lower-level language), because ``tl`` cannot hold a tile in shared
+memory across steps nor say which thread holds which values.
 
 Why: up to hidden 128 the RNN's ``W_hh`` fits in a program's registers (``ops/rnn/fma.py``), the
 gated cells' three or four times as much does not (192 KB of fp32 for the GRU at hidden 128). It
-fits in one multiprocessor's shared memory (227 KB on the H100), where a thread reading its unit's
-column at each k while its warp's 31 neighbours read theirs touches 32 consecutive words: one
-conflict-free access. Each step then reads the whole tile once, ``GATES x K_ROWS x K_PAD`` values,
-and the step's time is bounded by shared memory's 128 bytes a clock (about 0.78 us for the GRU at
-hidden 128, fp32, at 1.98 GHz), not by a barrier between programs or a tensor-core chain; so the
-first chunks of k of every gate stay in registers instead (:data:`REG_VALUES`), and a step took
-0.77 us on the H100 there, against the tensor-core plan's 2.21 and cuDNN's 0.78.
+fits in one multiprocessor's registers and shared memory (227 KB of it on the H100), where a thread
+reading its unit's column at each k while its warp's 31 neighbours read theirs touches 32
+consecutive words: one conflict-free access. Read from shared memory alone, each step reads the
+whole tile once, ``GATES x K_ROWS x K_PAD`` values, bounded by shared memory's 128 bytes a clock
+(about 0.78 us for the GRU at hidden 128, fp32, at 1.98 GHz): it took 1.16 us on the H100. With the
+first chunks of k of every gate in registers instead (:data:`REG_VALUES`) a step took 0.77 us
+there, against the tensor-core plan's 2.21 (``results/h100/gated-fma/reg-chunks``) and cuDNN's 0.79
+(``compare-575b97f``, from 30 and 300 steps), with no barrier between programs and no tensor-core
+chain.
 
 Layouts (``num_warps`` warps, ``K_PAD = 32 * num_warps`` units):
 
@@ -34,8 +37,8 @@ from __future__ import annotations
 from .gluon_common import AVAILABLE
 
 # Values of k a thread multiplies per gate and chunk, one chain of fused multiply-adds; the chunks'
-# sums are added in order. 8 keeps the LSTM at hidden 100 in fp32 within the H100's shared memory
-# (4 gates x 104 rows x 128 units x 4 bytes = 208 KB).
+# sums are added in order. (8: hidden 100 pads to 104 rows of k; 16 would pad it to 112. Only 8 was
+# timed.)
 CHUNK = 8
 
 

@@ -381,8 +381,8 @@ def fma_warps(hidden_size: int) -> int:
 def gated_fma_fits(num_gates: int, hidden_size: int, element: int, device: torch.device, smem: int) -> bool:
     """Whether the LSTM's or GRU's forward can run on FMA units (:attr:`Plan.fma`; ``ops/gluon_fma.py``,
     a Gluon kernel: CUDA and :data:`~rnnbench.ops.gluon_common.AVAILABLE` only): up to
-    :data:`FMA_MAX_K` units, every gate's ``W_hh^T`` in one program's shared memory (``smem`` bytes,
-    less the margin)."""
+    :data:`FMA_MAX_K` units, the part of every gate's ``W_hh^T`` not held in registers in one
+    program's shared memory (``smem`` bytes, less the margin)."""
     from . import gluon_common, gluon_fma
 
     return (device.type == "cuda" and gluon_common.AVAILABLE and num_gates in GATED_FMA_GATES
@@ -397,9 +397,9 @@ def gated_fma_default(batch_size: int, dtype: torch.dtype, slots: int) -> bool:
     multiprocessor. On the H100 (``on_chip.py --compare gated_fma``, results/h100/gated-fma/
     compare-575b97f), graphed forwards against the tensor-core on-chip plan: 1.20-3.05x as fast at
     hidden 64-128, batch 20-128, strict fp32 and TF32 (GRU 2.53x, LSTM 1.91x at 300 steps), training
-    1.04-1.33x (the backward unchanged). 16-bit weights
-    stay on tensor cores: measured at batch 32, hidden 128 only (the FMA forward 1.35x the GRU's
-    speed, 1.07x the LSTM's), not yet at other shapes; past one row per multiprocessor, not measured."""
+    1.04-1.33x (the backward unchanged). 16-bit weights stay on tensor cores: measured at batch 32,
+    hidden 128 only (the FMA forward 1.35x the GRU's speed, 1.07x the LSTM's). Past one row per
+    multiprocessor: not measured."""
     return dtype == torch.float32 and batch_size <= slots
 
 
@@ -579,12 +579,13 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     # (A tile, a weight path, warps, an on-chip split or the exchange asked for means tensor cores.)
     tiles_asked = (not _EXCHANGE_FIELDS.isdisjoint(override) or not {"block_b", "num_warps", "on_chip_split"}.isdisjoint(
         override) or override.get("h_on_chip") is False)
+    # (the LSTM's and GRU's FMA forward: where it can run, asked for or the default)
     gated_fma = num_gates > 1 and direction == "forward" and slots is not None and gated_fma_fits(
         num_gates, hidden_size, element, device, smem)
     fma = override.get("fma", device.type == "cuda" and not tiles_asked and (
         gated_fma and gated_fma_default(batch_size, dtype, slots) if num_gates > 1
         else fma_default(batch_size, hidden_size, num_gates, dtype, slots)))
-    if fma:  # a batch row a program, every unit, the weights in registers
+    if fma:  # a batch row a program, every unit, the weights on chip (the RNN's in registers)
         bb, bh, resident, block_k, on_chip, warps = 1, kp, True, kp, True, fma_warps(hidden_size)
     fast = device.type == "cuda" and direction == "forward" and fast_activations(dtype, precision)
     x3_streamed = (SPLIT_ONCE and device.type == "cuda" and direction == "forward" and precision == "tf32x3"

@@ -31,10 +31,9 @@ from dataclasses import dataclass
 
 import torch
 
-from . import gluon_common
+from . import gluon_common, gluon_fma
 from .common import INTERPRET
 from .gradients import layer_gradients
-from . import gluon_fma
 from .gru import fma as gru_fma
 from .gru import gluon as gru_gluon
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
@@ -257,8 +256,8 @@ class _Launch:
         precision = self.precision if forward else self.backward_precision
         if plan.fma and self.num_gates > 1:  # (ops/gluon_fma.py: a thread per unit, W_hh^T on chip)
             return dict(H=self.hidden_size, K_ROWS=gluon_fma.k_rows(self.hidden_size), K_PAD=32 * plan.num_warps,
-                        REG_CHUNKS=gluon_fma.reg_chunks(self.num_gates, self.hidden_size), FAST_ACT=plan.fast_activations,
-                        num_warps=plan.num_warps)
+                        REG_CHUNKS=gluon_fma.reg_chunks(self.num_gates, self.hidden_size),
+                        FAST_ACT=plan.fast_activations, num_warps=plan.num_warps)
         if plan.fma:  # (ops/rnn/fma.py: FMA units, no tiles, no precision)
             meta = dict(H=self.hidden_size, K_PAD=k_padded(self.hidden_size), CHAINS=FMA_CHAINS,
                         num_warps=plan.num_warps)
