@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection|products|gluon|ahead|fma|gated_fma] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection|products|gluon|ahead|fma|gated_fma|gated_fma_more] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -110,6 +110,8 @@ plan (``tensor_cores``), at glample's hidden 100 in every dtype and at hidden 12
 ``--compare gated_fma`` runs the LSTM's and GRU's forwards on FMA units (``ops/<cell>/fma.py``, Gluon:
 ``W_hh^T`` on chip, a thread per unit; ``fma_forward``) against the on-chip tensor-core forward
 (``tc_forward``); both backwards on tensor cores, so training differs by the forward alone.
+``--compare gated_fma_more`` does the same where the plan does not take it by default: 16-bit
+weights, and fp32 past one batch row per multiprocessor.
 
 ``--compare projection`` is not a plan either: the input projection as our own launch
 (``ops/projection.py``, ``our_projection``) against F.linear (cuBLAS, ``cublas_projection``),
@@ -454,13 +456,24 @@ GATED_FMA_CASES = [
     _case("lstm", 32, 128, "tf32", GATED_FMA), _case("lstm", 32, 128, "fp32", GATED_FMA, seq_len=300),
     _case("lstm", 32, 128, "bf16", GATED_FMA), _case("gru", 32, 128, "bf16", GATED_FMA),
 ]
+# Where the gated FMA forward is not the default yet, forced against the tensor-core forward: 16-bit
+# weights at more shapes than batch 32, hidden 128 (bf16 at batch 128, glample's LSTM, hidden 64,
+# fp16), then fp32 past one batch row per multiprocessor (two and four rows).
+GATED_FMA_MORE_CASES = [
+    _case("gru", 128, 128, "bf16", GATED_FMA), _case("lstm", 128, 128, "bf16", GATED_FMA),
+    _case("lstm", 20, 100, "bf16", GATED_FMA), _case("gru", 32, 64, "bf16", GATED_FMA),
+    _case("lstm", 32, 128, "fp16", GATED_FMA), _case("gru", 32, 128, "fp16", GATED_FMA),
+    _case("gru", 264, 128, "fp32", GATED_FMA), _case("lstm", 264, 128, "fp32", GATED_FMA),
+    _case("gru", 528, 100, "fp32", GATED_FMA),
+]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
                "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES, "split_k_x3": X3_CASES,
                "split_k_tf32": TF32_TALL_CASES,
                "block_h": UNITS_CASES, "piece": PIECE_CASES,
                "stream": STREAM_CASES, "warps64": WARPS64_CASES, "split_once": SPLIT_ONCE_CASES,
                "batch_rows": BATCH_ROWS_CASES, "backward_rows": BACKWARD_ROWS_CASES, "chip_split": CHIP_SPLIT_CASES,
-               "gluon": GLUON_CASES, "ahead": AHEAD_CASES, "fma": FMA_CASES, "gated_fma": GATED_FMA_CASES}
+               "gluon": GLUON_CASES, "ahead": AHEAD_CASES, "fma": FMA_CASES, "gated_fma": GATED_FMA_CASES,
+               "gated_fma_more": GATED_FMA_MORE_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 
 
