@@ -109,15 +109,16 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
 
 
 def _compile(fn, constexprs: dict, pointers: dict[str, str], pointer: str, num_warps: int, num_stages: int,
-             capability: int):
+             capability: int, source_type=ASTSource):
     """Compile JIT function ``fn`` for ``sm_<capability>`` as a launch specialises it: the
     ``constexprs`` by value, every ``*_ptr`` argument 16-byte aligned and of type ``pointers[name]``
-    (``pointer`` for the rest), every other argument an unspecialised ``i32``."""
+    (``pointer`` for the rest), every other argument an unspecialised ``i32``. ``source_type``:
+    Triton's ``ASTSource``, or Gluon's ``GluonASTSource`` for a ``@gluon.jit`` kernel."""
     names = fn.arg_names
     signature = {n: "constexpr" if n in constexprs else pointers.get(n, pointer) if n.endswith("_ptr") else "i32"
                  for n in names}
     attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names) if n.endswith("_ptr")}
-    source = ASTSource(fn, signature, constexprs={(names.index(k),): v for k, v in constexprs.items()}, attrs=attrs)
+    source = source_type(fn, signature, constexprs={(names.index(k),): v for k, v in constexprs.items()}, attrs=attrs)
     return triton.compile(source, target=GPUTarget("cuda", capability, 32),
                           options={"num_warps": num_warps, "num_stages": num_stages})
 
@@ -138,15 +139,10 @@ def compile_gated_fma(cell: str, dtype: torch.dtype, hidden_size: int, plan: Pla
                       K_ROWS=gluon_fma.k_rows(hidden_size), K_PAD=32 * plan.num_warps,
                       REG_CHUNKS=gluon_fma.reg_chunks(gates, hidden_size), FAST_ACT=plan.fast_activations,
                       num_warps=plan.num_warps)
-    names = fn.arg_names
-    constexprs = {k: v for k, v in constexprs.items() if k in names}
+    constexprs = {k: v for k, v in constexprs.items() if k in fn.arg_names}
     pointers = {"lengths_ptr": "*i32", **{name: "*fp32" for name in F32_POINTERS}}
-    signature = {n: "constexpr" if n in constexprs else pointers.get(n, POINTER[dtype]) if n.endswith("_ptr") else "i32"
-                 for n in names}
-    attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names) if n.endswith("_ptr")}
-    source = GluonASTSource(fn, signature, constexprs={(names.index(k),): v for k, v in constexprs.items()},
-                            attrs=attrs)
-    return triton.compile(source, target=GPUTarget("cuda", capability, 32), options={"num_warps": plan.num_warps})
+    return _compile(fn, constexprs, pointers, POINTER[dtype], plan.num_warps, plan.num_stages, capability,
+                    GluonASTSource)
 
 
 # The fused weight-gradient kernel (ops/gradients.py) in each dtype and product precision it runs.

@@ -96,9 +96,9 @@ if AVAILABLE:
         return gl.load(ptr + offsets, mask=mask, other=0.0).to(gl.float32)
 
     @gluon.jit
-    def _bias(b_ih_ptr, b_hh_ptr, units, mask, HAS_BIAS: gl.constexpr, BOTH: gl.constexpr):
-        """``b_ih (+ b_hh if BOTH)`` at these offsets as an fp32 ``[BLOCK_H, 1]`` column (0 without
-        biases), loaded once and held for every step."""
+    def _bias_vector(b_ih_ptr, b_hh_ptr, units, mask, HAS_BIAS: gl.constexpr, BOTH: gl.constexpr):
+        """``b_ih (+ b_hh if BOTH)`` at these offsets, fp32, in ``units``' layout (0 without biases),
+        loaded once and held for every step (the FMA forwards' ``[K_PAD]``, ``ops/gluon_fma.py``)."""
         if HAS_BIAS:
             if BOTH:
                 b = _load_f32(b_ih_ptr, units, mask) + _load_f32(b_hh_ptr, units, mask)
@@ -106,7 +106,12 @@ if AVAILABLE:
                 b = _load_f32(b_ih_ptr, units, mask)
         else:
             b = gl.zeros_like(units, dtype=gl.float32)
-        return b[:, None]
+        return b
+
+    @gluon.jit
+    def _bias(b_ih_ptr, b_hh_ptr, units, mask, HAS_BIAS: gl.constexpr, BOTH: gl.constexpr):
+        """:func:`_bias_vector` as an fp32 ``[BLOCK_H, 1]`` column (the tensor-core forwards' cell tile)."""
+        return _bias_vector(b_ih_ptr, b_hh_ptr, units, mask, HAS_BIAS, BOTH)[:, None]
 
     @gluon.jit
     def _cell_tile(unit0, row0, B, H: gl.constexpr, BLOCK_B: gl.constexpr, CELL: gl.constexpr):

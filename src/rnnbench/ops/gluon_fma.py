@@ -68,7 +68,7 @@ def shared_bytes(num_gates: int, hidden_size: int, k_padded: int, element: int) 
 
 
 if AVAILABLE:
-    from .gluon_common import gl, gluon
+    from .gluon_common import _load_f32, gl, gluon
 
     _CHUNK = gl.constexpr(CHUNK)
 
@@ -105,7 +105,7 @@ if AVAILABLE:
         row = b.to(gl.int64) * H
         plane = B.to(gl.int64) * H
         if HAS_H0:
-            h = load_units(h0_ptr + row, units, mask)
+            h = _load_f32(h0_ptr + row, units, mask)
         else:
             h = gl.zeros([K_PAD], gl.float32, U)
         return w_reg, w_smem, h_smem, units, mask, length, row, plane, h
@@ -117,23 +117,6 @@ if AVAILABLE:
         h_smem.index((t + 1) % 2).store(h)
         gl.store(h_buf_ptr + (t + 1) * plane + row + units, gl.where(running, h, 0.0).to(h_buf_ptr.dtype.element_ty),
                  mask=mask)
-
-    @gluon.jit
-    def gate_bias(b_ih_ptr, b_hh_ptr, units, mask, HAS_BIAS: gl.constexpr, BOTH: gl.constexpr):
-        """``b_ih (+ b_hh if BOTH)`` at ``units``, fp32 (zeros without biases), held for every step."""
-        if HAS_BIAS:
-            if BOTH:
-                bias = load_units(b_ih_ptr, units, mask) + load_units(b_hh_ptr, units, mask)
-            else:
-                bias = load_units(b_ih_ptr, units, mask)
-        else:
-            bias = gl.zeros_like(units, dtype=gl.float32)
-        return bias
-
-    @gluon.jit
-    def load_units(ptr, units, mask):
-        """``[K_PAD]`` values at ``ptr + units`` (zeros masked), widened to fp32."""
-        return gl.load(ptr + units, mask=mask, other=0.0).to(gl.float32)
 
     @gluon.jit
     def gate_inputs(x_proj_ptr, t, plane, row, units, mask, H: gl.constexpr, GATES: gl.constexpr):

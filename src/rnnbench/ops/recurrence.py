@@ -4,7 +4,9 @@ Forward: the input projection of every step as one matmul (``x_proj = x W_ih^T``
 [I, G*H]``; ``ops/projection.py``: our own launch for small layers, cuBLAS for the rest; the
 biases are added inside the kernel), then **one kernel launch for all T steps**
 (``ops/<cell>/kernels.py``; the 16-bit LSTM's and GRU's forwards past one piece of h in Gluon,
-``ops/<cell>/gluon.py``, where ``Plan.gluon``). Backward: one launch running the recurrence in
+``ops/<cell>/gluon.py``, where ``Plan.gluon``; up to hidden 128 a program per batch row on FMA
+units, ``ops/<cell>/fma.py``, where ``Plan.fma``: the RNN's both ways, the LSTM's and GRU's
+forward). Backward: one launch running the recurrence in
 reverse time, producing the gradients of the pre-activations of every step (``d_gates [T, B,
 G*H]``), ``dh0`` and ``dc0``; then the weight and input gradients as large matmuls over them::
 

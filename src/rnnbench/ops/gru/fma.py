@@ -17,8 +17,8 @@ from __future__ import annotations
 from ..gluon_common import AVAILABLE
 
 if AVAILABLE:
-    from ..gluon_common import gl, gluon
-    from ..gluon_fma import _sigmoid, _tanh, gate_bias, gate_inputs, gate_products, publish_h, row_start
+    from ..gluon_common import _bias_vector, gl, gluon
+    from ..gluon_fma import _sigmoid, _tanh, gate_inputs, gate_products, publish_h, row_start
 
     @gluon.jit(do_not_specialize=["T", "B"])
     def gru_forward_fma_kernel(
@@ -33,10 +33,10 @@ if AVAILABLE:
         every gate in registers (``gluon_fma.weights_on_chip``)."""
         w_reg, w_smem, h_smem, units, mask, length, row, plane, h = row_start(
             w_hh_ptr, h0_ptr, lengths_ptr, T, B, H, 3, HAS_H0, HAS_LENGTHS, K_ROWS, K_PAD, REG_CHUNKS, num_warps)
-        bias_r = gate_bias(b_ih_ptr, b_hh_ptr, units, mask, HAS_BIAS, True)
-        bias_z = gate_bias(b_ih_ptr + H, b_hh_ptr + H, units, mask, HAS_BIAS, True)
-        bias_xn = gate_bias(b_ih_ptr + 2 * H, b_hh_ptr, units, mask, HAS_BIAS, False)  # b_in
-        bias_hn = gate_bias(b_hh_ptr + 2 * H, b_ih_ptr, units, mask, HAS_BIAS, False)  # b_hn
+        bias_r = _bias_vector(b_ih_ptr, b_hh_ptr, units, mask, HAS_BIAS, True)
+        bias_z = _bias_vector(b_ih_ptr + H, b_hh_ptr + H, units, mask, HAS_BIAS, True)
+        bias_xn = _bias_vector(b_ih_ptr + 2 * H, b_hh_ptr, units, mask, HAS_BIAS, False)  # b_in
+        bias_hn = _bias_vector(b_hh_ptr + 2 * H, b_ih_ptr, units, mask, HAS_BIAS, False)  # b_hn
         if SAVE:
             gl.store(h_buf_ptr + row + units, h.to(h_buf_ptr.dtype.element_ty), mask=mask)
         h_smem.index(0).store(h)

@@ -19,9 +19,8 @@ from __future__ import annotations
 from ..gluon_common import AVAILABLE
 
 if AVAILABLE:
-    from ..gluon_common import gl, gluon
-    from ..gluon_fma import (_sigmoid, _tanh, gate_bias, gate_inputs, gate_products, load_units, publish_h,
-                              row_start)
+    from ..gluon_common import _bias_vector, _load_f32, gl, gluon
+    from ..gluon_fma import _sigmoid, _tanh, gate_inputs, gate_products, publish_h, row_start
 
     @gluon.jit(do_not_specialize=["T", "B"])
     def lstm_forward_fma_kernel(
@@ -37,12 +36,12 @@ if AVAILABLE:
         every gate in registers (``gluon_fma.weights_on_chip``)."""
         w_reg, w_smem, h_smem, units, mask, length, row, plane, h = row_start(
             w_hh_ptr, h0_ptr, lengths_ptr, T, B, H, 4, HAS_H0, HAS_LENGTHS, K_ROWS, K_PAD, REG_CHUNKS, num_warps)
-        bias_i = gate_bias(b_ih_ptr, b_hh_ptr, units, mask, HAS_BIAS, True)
-        bias_f = gate_bias(b_ih_ptr + H, b_hh_ptr + H, units, mask, HAS_BIAS, True)
-        bias_g = gate_bias(b_ih_ptr + 2 * H, b_hh_ptr + 2 * H, units, mask, HAS_BIAS, True)
-        bias_o = gate_bias(b_ih_ptr + 3 * H, b_hh_ptr + 3 * H, units, mask, HAS_BIAS, True)
+        bias_i = _bias_vector(b_ih_ptr, b_hh_ptr, units, mask, HAS_BIAS, True)
+        bias_f = _bias_vector(b_ih_ptr + H, b_hh_ptr + H, units, mask, HAS_BIAS, True)
+        bias_g = _bias_vector(b_ih_ptr + 2 * H, b_hh_ptr + 2 * H, units, mask, HAS_BIAS, True)
+        bias_o = _bias_vector(b_ih_ptr + 3 * H, b_hh_ptr + 3 * H, units, mask, HAS_BIAS, True)
         if HAS_C0:  # the fp32 cell state, never leaves the chip
-            c = load_units(c0_ptr + row, units, mask)
+            c = _load_f32(c0_ptr + row, units, mask)
         else:
             c = gl.zeros_like(h)
         if SAVE:  # backward reads h_{t-1} and c_{t-1} of every step
