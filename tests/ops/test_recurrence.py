@@ -623,8 +623,8 @@ def test_the_gated_forwards_on_fma_units_where_their_rule_allows(monkeypatch, ga
     """``Plan.fma`` for the LSTM and GRU, planned for an H100 as if this Triton had the Gluon
     kernels: asked for (``forward_fma``), the forward runs a program per batch row with a thread per
     unit (1-4 warps), up to hidden 128, in every dtype, its W_hh^T on chip; never the backward, past
-    hidden 128, on the CPU, or where Triton lacks Gluon. By default with fp32 weights (strict or
-    TF32) up to one batch row per multiprocessor, where no tile is asked for."""
+    hidden 128, on the CPU, or where Triton lacks Gluon. By default in every dtype up to one batch
+    row per multiprocessor (the GRU's fp32 up to four), where no tile is asked for."""
     from rnnbench.ops import gluon_common
 
     def plan(batch, hidden, dtype=torch.float32, direction="forward", **override):
@@ -637,11 +637,14 @@ def test_the_gated_forwards_on_fma_units_where_their_rule_allows(monkeypatch, ga
             p = plan(batch, hidden, dtype=dtype, forward_fma=True)
             assert p.fma and p.grid(batch, hidden) == (1, batch) and p.num_warps == warps, (batch, hidden, dtype)
             assert not plan(batch, hidden, dtype=dtype, direction="backward", forward_fma=True).fma
-    # The default: fp32 weights (strict or TF32) up to one row per multiprocessor, no tile asked for.
-    assert plan(132, 128).fma and plan(20, 100).fma and plan(3, 37).fma
+    # The default: every dtype up to one row per multiprocessor (the GRU's fp32 up to four), no
+    # tile asked for.
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        assert plan(132, 128, dtype).fma and plan(20, 100, dtype).fma and plan(3, 37, dtype).fma, dtype
+        assert plan(133, 128, dtype).fma == (dtype == torch.float32 and gates == 3), dtype
     assert _plan_for_an_h100(32, 128, gates, torch.float32, "tf32").fma
-    for off in (dict(batch=133), dict(dtype=torch.bfloat16), dict(dtype=torch.float16), dict(hidden=129),
-                dict(block_b=16), dict(direction="backward")):
+    assert plan(528, 128).fma == (gates == 3) and not plan(529, 128).fma
+    for off in (dict(hidden=129), dict(block_b=16), dict(direction="backward")):
         assert not plan(**{"batch": 32, "hidden": 128, **off}).fma, off
     for bad in (dict(hidden=129), dict(direction="backward"), dict(device="cpu")):
         with pytest.raises(ValueError, match="the LSTM's and GRU's forwards there"):

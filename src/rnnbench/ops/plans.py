@@ -391,16 +391,24 @@ def gated_fma_fits(num_gates: int, hidden_size: int, element: int, device: torch
             <= smem - SHARED_MEMORY_MARGIN)
 
 
-def gated_fma_default(batch_size: int, dtype: torch.dtype, slots: int) -> bool:
+def gated_fma_default(batch_size: int, num_gates: int, dtype: torch.dtype, slots: int) -> bool:
     """Whether the LSTM's or GRU's default forward runs on FMA units where it can
-    (:func:`gated_fma_fits`): with fp32 weights (strict or TF32) and up to one batch row per
-    multiprocessor. On the H100 (``on_chip.py --compare gated_fma``, results/h100/gated-fma/
-    compare-575b97f), graphed forwards against the tensor-core on-chip plan: 1.20-3.05x as fast at
-    hidden 64-128, batch 20-128, strict fp32 and TF32 (GRU 2.53x, LSTM 1.91x at 300 steps), training
-    1.04-1.33x (the backward unchanged). 16-bit weights stay on tensor cores: measured at batch 32,
-    hidden 128 only (the FMA forward 1.35x the GRU's speed, 1.07x the LSTM's). Past one row per
-    multiprocessor: not measured."""
-    return dtype == torch.float32 and batch_size <= slots
+    (:func:`gated_fma_fits`): in every dtype up to one batch row per multiprocessor, and the GRU's
+    with fp32 weights up to :data:`GATED_FMA_FP32_GRU_ROWS_PER_SM`. On the H100, graphed forwards
+    against the tensor-core plan (``on_chip.py --compare gated_fma``, results/h100/gated-fma/
+    compare-575b97f): 1.20-3.05x as fast at hidden 64-128, batch 20-128, strict fp32 and TF32 (GRU
+    2.53x, LSTM 1.91x at 300 steps), training 1.04-1.33x (the backward unchanged). With 16-bit
+    weights (``--compare gated_fma_more``, gated-fma/more-a9b4cff): the GRU 1.28-2.54x at batch
+    32-128, hidden 64-128, bf16 and fp16 (training 1.07-1.22x), the LSTM 1.01-1.30x (training
+    0.99-1.07x). Past one row per multiprocessor in fp32: the GRU at 264 rows (hidden 128) 1.10x, at
+    528 (hidden 100) 1.28x (training 1.05x, 1.07x); the LSTM at 264 rows 0.96x, so it stops at one."""
+    rows = slots * (GATED_FMA_FP32_GRU_ROWS_PER_SM if num_gates == 3 and dtype == torch.float32 else 1)
+    return batch_size <= rows
+
+
+# Batch rows a multiprocessor for the GRU's fp32 forward on FMA units by default (measured to 4:
+# gated_fma_default).
+GATED_FMA_FP32_GRU_ROWS_PER_SM = 4
 
 
 def fma_default(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.dtype, slots: int | None) -> bool:
@@ -583,7 +591,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     gated_fma = num_gates > 1 and direction == "forward" and slots is not None and gated_fma_fits(
         num_gates, hidden_size, element, device, smem)
     fma = override.get("fma", device.type == "cuda" and not tiles_asked and (
-        gated_fma and gated_fma_default(batch_size, dtype, slots) if num_gates > 1
+        gated_fma and gated_fma_default(batch_size, num_gates, dtype, slots) if num_gates > 1
         else fma_default(batch_size, hidden_size, num_gates, dtype, slots)))
     if fma:  # a batch row a program, every unit, the weights on chip (the RNN's in registers)
         bb, bh, resident, block_k, on_chip, warps = 1, kp, True, kp, True, fma_warps(hidden_size)
