@@ -648,18 +648,32 @@ def test_layer_with_h_on_chip(cell, dtype, hidden_size):
     assert all(not buf.any() for buf in COUNTERS.values())
 
 
+def _check_fma_layers(cell, dtype, hidden_size, backward_fma: bool):
+    """Under the plan in force (an FMA plan asked for): a program per batch row at batch 1, 3 and
+    past one program per multiprocessor, and with lengths (a row ending early, one empty); output,
+    final states and every gradient against float64 (``check_layer``). ``backward_fma``: whether
+    the backward runs on FMA units too (the RNN's) or on tensor cores (the LSTM's and GRU's)."""
+    from rnnbench.ops import recurrence
+
+    for batch in (1, 3, SMS + 5):
+        launch = recurrence.layer_launch(cell, batch, hidden_size, TORCH_DTYPE[dtype], torch.device("cuda"))
+        assert launch.forward.fma and launch.backward.fma == backward_fma
+        assert launch.forward.grid(batch, hidden_size) == (1, batch)
+        check_layer(cell, dtype, _layer(cell, batch, 7, 5, hidden_size))
+    check_layer(cell, dtype, _layer(cell, 3, 9, 5, hidden_size), lengths=torch.tensor([4, 9, 0]))
+
+
 @pytest.mark.parametrize("hidden_size", [1, 37, 100, 128])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("cell", ["rnn_tanh", "rnn_relu"])
 def test_rnn_on_fma_units(cell, dtype, hidden_size):
     """The RNN on FMA units (``Plan.fma``, ``ops/rnn/fma.py``), forced in both directions: a program
-    per batch row, W_hh in registers; at batch 1, 3 and past one program per multiprocessor, and
-    with lengths (a row ending early, one empty). Output, final state and every gradient against
-    float64; the barrier counters untouched. The default in every dtype up to hidden 128 and one
-    row per multiprocessor (so ``test_layer_without_initial_states`` runs it without h0). One unit
-    in TF32 is not checked: its h_n comes from a five-term TF32 input projection (the recurrence's
-    products are fp32) and came out 0.12 off relatively in ``rnn_relu`` (H100), a scalar whose
-    terms cancel; 37 units and more are."""
+    per batch row, W_hh in registers (``_check_fma_layers``); the barrier counters untouched. The
+    default in every dtype up to hidden 128 and one row per multiprocessor (so
+    ``test_layer_without_initial_states`` runs it without h0). One unit in TF32 is not checked: its
+    h_n comes from a five-term TF32 input projection (the recurrence's products are fp32) and came
+    out 0.12 off relatively in ``rnn_relu`` (H100), a scalar whose terms cancel; 37 units and more
+    are."""
     from rnnbench.ops import recurrence
 
     if dtype == "tf32" and hidden_size == 1:
@@ -667,11 +681,7 @@ def test_rnn_on_fma_units(cell, dtype, hidden_size):
     default = recurrence.layer_launch(cell, 20, hidden_size, TORCH_DTYPE[dtype], torch.device("cuda"))
     assert default.forward.fma and default.backward.fma
     with matmul_mode(dtype), plan_override(fma=True):
-        for batch in (1, 3, SMS + 5):
-            launch = recurrence.layer_launch(cell, batch, hidden_size, TORCH_DTYPE[dtype], torch.device("cuda"))
-            assert launch.forward.fma and launch.backward.fma and launch.forward.grid(batch, hidden_size) == (1, batch)
-            check_layer(cell, dtype, _layer(cell, batch, 7, 5, hidden_size))
-        check_layer(cell, dtype, _layer(cell, 3, 9, 5, hidden_size), lengths=torch.tensor([4, 9, 0]))
+        _check_fma_layers(cell, dtype, hidden_size, backward_fma=True)
     torch.cuda.synchronize()
     assert all(not buf.any() for buf in COUNTERS.values())
 
@@ -682,26 +692,23 @@ def test_rnn_on_fma_units(cell, dtype, hidden_size):
 def test_gated_forward_on_fma_units(cell, dtype, hidden_size):
     """The LSTM's and GRU's forwards on FMA units (``Plan.fma``, ``ops/<cell>/fma.py``, Gluon),
     forced: a program per batch row, W_hh^T in registers and shared memory; the backward on tensor
-    cores reads what they saved. At batch 1, 3 and past one program per multiprocessor, without
-    initial states, and with lengths (a row ending early, one empty). Output, final states and every
-    gradient against float64; asked for in both directions, refused. One unit in TF32 is not
-    checked, as in ``test_rnn_on_fma_units``: the LSTM's h_n at batch 1 came out 0.015 off
-    relatively (H100), a scalar from a five-term TF32 input projection (the recurrence's products
-    here are fp32)."""
+    cores reads what they saved (``_check_fma_layers``), and without initial states; asked for in
+    both directions, refused. The default forward in every dtype at batch 20
+    (``plans.gated_fma_default``). One unit in TF32 is not checked, as in ``test_rnn_on_fma_units``:
+    the LSTM's h_n at batch 1 came out 0.015 off relatively (H100), a scalar from a five-term TF32
+    input projection (the recurrence's products here are fp32)."""
     from rnnbench.ops import gluon_common, recurrence
 
     if not gluon_common.AVAILABLE:
         pytest.skip("Gluon kernels need Triton 3.6")
     if dtype == "tf32" and hidden_size == 1:
         pytest.skip("one unit in TF32: a scalar h_n from cancelling TF32 input products")
+    with matmul_mode(dtype):
+        default = recurrence.layer_launch(cell, 20, hidden_size, TORCH_DTYPE[dtype], torch.device("cuda"))
+    assert default.forward.fma and not default.backward.fma
     with matmul_mode(dtype), plan_override(forward_fma=True):
-        for batch in (1, 3, SMS + 5):
-            launch = recurrence.layer_launch(cell, batch, hidden_size, TORCH_DTYPE[dtype], torch.device("cuda"))
-            assert launch.forward.fma and not launch.backward.fma
-            assert launch.forward.grid(batch, hidden_size) == (1, batch)
-            check_layer(cell, dtype, _layer(cell, batch, 7, 5, hidden_size))
+        _check_fma_layers(cell, dtype, hidden_size, backward_fma=False)
         check_without_initial_states(cell, dtype, _layer(cell, 3, 7, 5, hidden_size))
-        check_layer(cell, dtype, _layer(cell, 3, 9, 5, hidden_size), lengths=torch.tensor([4, 9, 0]))
     with pytest.raises(ValueError, match="the LSTM's and GRU's forwards"), plan_override(fma=True):
         recurrence.layer_launch(cell, 3, hidden_size, TORCH_DTYPE[dtype], torch.device("cuda"))
 
