@@ -23,8 +23,12 @@ memory, about 29 cycles each at N = 16). Here:
 Everything else is the Gluon forward's (``ops/lstm/gluon.py``): the atomic-counter grid barrier,
 h_t through ``h_buf [T+1, B, H]``, fp32 cell state, MUFU activations. Forward only, no saved
 values, h0 = c0 = 0, batch up to 16, hidden a multiple of 256: a probe of the step, not a kernel
-of the package. ``MMA=False`` / ``LOAD_H=False`` switch parts off (the step's parts; outputs then
-meaningless).
+of the package. Variants (``VARIANTS``): ``VEC`` loads h 16 bytes a thread, K permuted so that a
+thread's operand registers are contiguous columns (see the kernel); ``SWZ`` swizzles the partials'
+buffer; ``POLL`` drops the barrier and polls h for a sentinel per thread (``POLL=2``: the first
+piece waited for, the others then loaded again together); ``S=4`` splits K four ways and the rows
+two; ``MMA=False`` / ``LOAD_H=False`` / ``CELL_ON=False`` switch parts off (outputs then
+meaningless). Results and findings: ``../README.md``.
 
 Measured, each against float64 first (output and c_n, ``verify.relative_error``), then µs per
 step (graph replays at T and 2T steps, the difference over T) beside our Gluon forward through
