@@ -1,6 +1,6 @@
 """Our recurrence kernels alone under launch-plan overrides: µs per step, forward and backward (one GPU).
 
-    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward] [--budget SECONDS]
+    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|narrow] [--budget SECONDS]
 
 For each case (cell, batch_size, hidden_size, dtype, seq_len) and each plan override
 (``rnnbench.ops.recurrence.plan_override``; ``{}`` is the default plan), on prebuilt inputs
@@ -31,6 +31,9 @@ the choice against float64 and times the lanes. Case sets:
 - ``rows_backward``: the backwards that keep the whole batch (up to 64 rows) a program after that
   (the RNN's; the LSTM's and GRU's transpose backward, strict fp32 and TF32 at hidden 1024): the
   default against 16 rows, or 32 where 16 would not fit.
+- ``tf32_wide``: TF32's streamed forward at batch 128, hidden 1024 with fewer bytes read from L2 a
+  step (the whole batch a program, 32 units a program, both).
+- ``narrow``: the LSTM's TF32 forward reading h from an fp16 copy (``Plan.narrow_exchange``).
 
 Writes ``OUT_DIR/plan_sweep-<cases>.jsonl`` (the environment record, then one row per case and
 plan as measured) and prints one line per row.
@@ -104,6 +107,18 @@ CASE_SETS["rows_backward"] = [
     *[(cell, 32, 1024, dtype, 30, [{}, BACK16]) for cell in ("lstm", "gru") for dtype in ("fp32", "tf32")],
     ("lstm", 64, 1024, "tf32", 30, [{}, BACK32]),
 ]
+# Fewer bytes from L2 a step in TF32's streamed forward at batch 128, hidden 1024: 128 programs of
+# 64 rows and 16 units each read their 256 KB of W_hh and 256 KB of h every step (64 MB a step); the
+# whole batch a program (64 programs), or 32 units a program, read a quarter less; both, half.
+WIDE = [{}, {"forward_block_b": 128, "forward_num_warps": 8}, {"forward_block_b": 128, "forward_num_warps": 8,
+                                                                "forward_block_k": 32},
+        {"forward_block_h": 32}, {"forward_block_h": 32, "forward_block_k": 32},
+        {"forward_block_b": 128, "forward_block_h": 32, "forward_num_warps": 8}]
+CASE_SETS["tf32_wide"] = [(cell, 128, 1024, "tf32", 30, WIDE) for cell in ("lstm", "gru")]
+# The LSTM's TF32 forward reading h from an fp16 copy (Plan.narrow_exchange) against the fp32 output.
+NARROW = [{}, {"forward_narrow_exchange": True}]
+CASE_SETS["narrow"] = [("lstm", b, h, "tf32", t, NARROW) for b, h, t in (
+    (128, 1024, 30), (32, 1024, 30), (128, 512, 30), (32, 512, 30), (20, 500, 30), (64, 512, 100), (16, 768, 256))]
 FIELDS = ("cell", "batch_size", "hidden_size", "dtype", "seq_len", "plan")
 
 
