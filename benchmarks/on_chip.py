@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection|products|gluon|ahead|fma|gated_fma|gated_fma_more|narrow] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection|products|gluon|ahead|fma|gated_fma|gated_fma_more] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -113,9 +113,6 @@ plan (``tensor_cores``), at glample's hidden 100 in every dtype and at hidden 12
 ``--compare gated_fma_more`` does the same where the plan does not take it by default: 16-bit
 weights, and fp32 past one batch row per multiprocessor.
 
-``--compare narrow`` runs the LSTM's TF32 forward reading h_{t-1} from an fp16 copy
-(``Plan.narrow_exchange``, ``narrow_h``) against the fp32 output (``fp32_h``), on exchange plans.
-
 ``--compare projection`` is not a plan either: the input projection as our own launch
 (``ops/projection.py``, ``our_projection``) against F.linear (cuBLAS, ``cublas_projection``),
 whatever ``PROJECTION_MAX_FLOP`` says, from the seed suites' small cases to larger ones.
@@ -185,8 +182,7 @@ PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip":
          "masked_products": {}, "products": {},  # the tile products as they were, as they are (_setting)
          "tl": {"forward_gluon": False}, "projection_first": {"forward_input_ahead": False},
          "ahead": {"forward_input_ahead": True}, "fma": {"fma": True}, "tensor_cores": {"fma": False},
-         "fma_forward": {"forward_fma": True}, "tc_forward": {"forward_fma": False},
-         "narrow_h": {"forward_narrow_exchange": True}, "fp32_h": {"forward_narrow_exchange": False}}
+         "fma_forward": {"forward_fma": True}, "tc_forward": {"forward_fma": False}}
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
     ("rnn_tanh", 20, 30, 100, 100, "fp32", DEFAULT), ("rnn_tanh", 20, 30, 100, 100, "tf32", DEFAULT),
@@ -463,14 +459,6 @@ GATED_FMA_CASES = [
 # Where the gated FMA forward is not the default yet, forced against the tensor-core forward: 16-bit
 # weights at more shapes than batch 32, hidden 128 (bf16 at batch 128, glample's LSTM, hidden 64,
 # fp16), then fp32 past one batch row per multiprocessor (two and four rows).
-NARROW = ("narrow_h", "fp32_h")
-# The LSTM's TF32 forwards on exchange plans: theano-cudnn-2016's and FlashRNN's shapes, glample's
-# hidden 500, fastrnns'.
-NARROW_CASES = [
-    *[_case("lstm", b, h, "tf32", NARROW) for b in (32, 128) for h in (512, 1024)],
-    _case("lstm", 20, 500, "tf32", NARROW), _case("lstm", 64, 512, "tf32", NARROW, seq_len=100),
-    _case("lstm", 16, 768, "tf32", NARROW, seq_len=256),
-]
 GATED_FMA_MORE_CASES = [
     _case("gru", 128, 128, "bf16", GATED_FMA), _case("lstm", 128, 128, "bf16", GATED_FMA),
     _case("lstm", 20, 100, "bf16", GATED_FMA), _case("gru", 32, 64, "bf16", GATED_FMA),
@@ -485,7 +473,7 @@ COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLI
                "stream": STREAM_CASES, "warps64": WARPS64_CASES, "split_once": SPLIT_ONCE_CASES,
                "batch_rows": BATCH_ROWS_CASES, "backward_rows": BACKWARD_ROWS_CASES, "chip_split": CHIP_SPLIT_CASES,
                "gluon": GLUON_CASES, "ahead": AHEAD_CASES, "fma": FMA_CASES, "gated_fma": GATED_FMA_CASES,
-               "gated_fma_more": GATED_FMA_MORE_CASES, "narrow": NARROW_CASES}
+               "gated_fma_more": GATED_FMA_MORE_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 
 

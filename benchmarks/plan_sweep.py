@@ -1,6 +1,6 @@
 """Our recurrence kernels alone under launch-plan overrides: µs per step, forward and backward (one GPU).
 
-    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|narrow] [--budget SECONDS]
+    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide] [--budget SECONDS]
 
 For each case (cell, batch_size, hidden_size, dtype, seq_len) and each plan override
 (``rnnbench.ops.recurrence.plan_override``; ``{}`` is the default plan), on prebuilt inputs
@@ -33,7 +33,8 @@ the choice against float64 and times the lanes. Case sets:
   default against 16 rows, or 32 where 16 would not fit.
 - ``tf32_wide``: TF32's streamed forward at batch 128, hidden 1024 with fewer bytes read from L2 a
   step (the whole batch a program, 32 units a program, both).
-- ``narrow``: the LSTM's TF32 forward reading h from an fp16 copy (``Plan.narrow_exchange``).
+  (``narrow``, the LSTM's TF32 forward reading h from an fp16 copy, was measured at 73527ae and
+  reverted: ``results/h100/tf32-exchange/``.)
 
 Writes ``OUT_DIR/plan_sweep-<cases>.jsonl`` (the environment record, then one row per case and
 plan as measured) and prints one line per row.
@@ -109,16 +110,13 @@ CASE_SETS["rows_backward"] = [
 ]
 # Fewer bytes from L2 a step in TF32's streamed forward at batch 128, hidden 1024: 128 programs of
 # 64 rows and 16 units each read their 256 KB of W_hh and 256 KB of h every step (64 MB a step); the
-# whole batch a program (64 programs), or 32 units a program, read a quarter less; both, half.
+# whole batch a program (64 programs), or 32 units a program, read a quarter less; both, half (too
+# much shared memory). Each was slower on the H100 (results/h100/tf32-exchange/).
 WIDE = [{}, {"forward_block_b": 128, "forward_num_warps": 8}, {"forward_block_b": 128, "forward_num_warps": 8,
                                                                 "forward_block_k": 32},
         {"forward_block_h": 32}, {"forward_block_h": 32, "forward_block_k": 32},
         {"forward_block_b": 128, "forward_block_h": 32, "forward_num_warps": 8}]
 CASE_SETS["tf32_wide"] = [(cell, 128, 1024, "tf32", 30, WIDE) for cell in ("lstm", "gru")]
-# The LSTM's TF32 forward reading h from an fp16 copy (Plan.narrow_exchange) against the fp32 output.
-NARROW = [{}, {"forward_narrow_exchange": True}]
-CASE_SETS["narrow"] = [("lstm", b, h, "tf32", t, NARROW) for b, h, t in (
-    (128, 1024, 30), (32, 1024, 30), (128, 512, 30), (32, 512, 30), (20, 500, 30), (64, 512, 100), (16, 768, 256))]
 FIELDS = ("cell", "batch_size", "hidden_size", "dtype", "seq_len", "plan")
 
 

@@ -37,13 +37,8 @@ PLANS = {"on_chip": {}, "exchange": {"h_on_chip": False}, "resident_pieces": {"b
          # fp16 products here too, so its scales and remainders are checked to 2^-22)
          "chip_tf32": {"on_chip_split": "tf32"}, "chip_fp16": {"on_chip_split": "fp16"},
          # the RNN's forward on FMA units, a batch row a program (ops/rnn/fma.py)
-         "fma": {"fma": True},
-         # the LSTM's forward reading h_{t-1} from an fp16 copy (Plan.narrow_exchange), resident
-         # weights and streamed; its h0 in fp32 (here at 0.5-scale, then at 1e6 below)
-         "narrow": {"h_on_chip": False, "forward_narrow_exchange": True},
-         "narrow_streamed": {"w_resident": False, "block_k": 16, "forward_narrow_exchange": True}}
+         "fma": {"fma": True}}
 CHIP_SPLIT_PLANS = ("chip_tf32", "chip_fp16", "fma")  # the RNN's only (Plan.on_chip_split, Plan.fma)
-NARROW_PLANS = ("narrow", "narrow_streamed")  # the LSTM's only (Plan.narrow_exchange)
 SPLIT_K_CELLS = ("lstm", "gru")  # the cells with a split-K backward (Plan.split_k)
 GLUON_CELLS = ("lstm", "gru")  # the cells with a Gluon forward (Plan.gluon, ops/<cell>/gluon.py)
 FP32_TOLERANCE = tolerance("lstm", "fp32")
@@ -112,16 +107,8 @@ def test_layer_matches_reference_fp32(cell, shape, plan):
         pytest.skip(f"no split-K backward for {cell}")
     if plan in CHIP_SPLIT_PLANS and not cell.startswith("rnn_"):
         pytest.skip(f"no {plan} plan for {cell}")
-    if plan in NARROW_PLANS and cell != "lstm":
-        pytest.skip(f"no {plan} plan for {cell}")
     with plan_override(**PLANS[plan]):
-        check_layer(cell, make_layer(cell, shape), "fp32", _tolerance_of(plan, cell))
-
-
-def _tolerance_of(plan: str, cell: str) -> float:
-    """fp32's tolerance, or for the LSTM's products from fp16 h (Plan.narrow_exchange) TF32's: h
-    keeps the 10 bits of mantissa a TF32 product would."""
-    return tolerance(cell, "tf32") if plan in NARROW_PLANS else FP32_TOLERANCE
+        check_layer(cell, make_layer(cell, shape), "fp32", FP32_TOLERANCE)
 
 
 # Lengths of a variable-length batch of 3 at seq 7: one full, one ending early, one empty (its
@@ -140,10 +127,8 @@ def test_variable_lengths_match_reference(cell, plan):
         pytest.skip(f"no split-K backward for {cell}")
     if plan in CHIP_SPLIT_PLANS and not cell.startswith("rnn_"):
         pytest.skip(f"no {plan} plan for {cell}")
-    if plan in NARROW_PLANS and cell != "lstm":
-        pytest.skip(f"no {plan} plan for {cell}")
     with plan_override(**PLANS[plan]):
-        check_layer(cell, make_layer(cell, (3, 7, 5, 37)), "fp32", _tolerance_of(plan, cell), LENGTHS)
+        check_layer(cell, make_layer(cell, (3, 7, 5, 37)), "fp32", FP32_TOLERANCE, LENGTHS)
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
@@ -173,19 +158,6 @@ def test_batch_split_across_blocks(cell):
 
     with plan_override(block_b=16):
         check_layer(cell, make_layer(cell, (20, 5, 4, 37)), "fp32", FP32_TOLERANCE)
-
-
-@pytest.mark.parametrize("plan", NARROW_PLANS)
-def test_narrow_exchange_reads_h0_as_given(plan):
-    """The LSTM's forward reading h in fp16 (``Plan.narrow_exchange``) reads h0 in fp32: an h0 past
-    fp16's 65504 (and below its normal range) still gives the float64 result; h_1 on lies in (-1, 1)."""
-    from rnnbench.ops.recurrence import plan_override
-
-    tensors = make_layer("lstm", (3, 7, 5, 37))
-    tensors[1] = tensors[1] * 2e6
-    tensors[1][0] = tensors[1][0] * 1e-12
-    with plan_override(**PLANS[plan]):
-        check_layer("lstm", tensors, "fp32", _tolerance_of(plan, "lstm"))
 
 
 @pytest.mark.parametrize("h0_scale, w_scale", [(1e6, 1.0), (1e-9, 1.0), (0.5, 1e-7), (0.5, 1e5)])

@@ -101,12 +101,10 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
                       UPCAST=False, FAST_ACT=plan.fast_activations, SPLIT_ONCE=split_once_level(plan),
                       CHIP_SPLIT=chip_split_level(plan), SAVE=save, RELU=False,
                       HAS_BIAS=True, HAS_H0=True, HAS_C0=True, HAS_D_OUT=True, HAS_D_H_N=True, HAS_D_C_N=True,
-                      HAS_LENGTHS=lengths, CHAINS=FMA_CHAINS, NARROW_H=plan.narrow_exchange)
+                      HAS_LENGTHS=lengths, CHAINS=FMA_CHAINS)
     constexprs = {k: v for k, v in constexprs.items() if k in names}
     f32 = F32_POINTERS - ({"partials_ptr"} if plan.half_partials else set())
     pointers = {"counters_ptr": "*i32", "lengths_ptr": "*i32", **{name: "*fp32" for name in f32}}
-    if plan.narrow_exchange:  # h's fp16 copy (Plan.narrow_exchange)
-        pointers["h_split_ptr"] = "*fp16"
     return _compile(fn, constexprs, pointers, POINTER[dtype], plan.num_warps, plan.num_stages, capability)
 
 

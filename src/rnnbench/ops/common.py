@@ -257,20 +257,19 @@ def _stacked_matmul(pieces, w_ptr, w_rows, w_valid, h_ptr, rows, row_live, acc,
                     H: tl.constexpr, K_PAD: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
                     W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
     """Forward: ``acc + W_stack @ h^T``, ``[GP * BLOCK_H, BLOCK_B]`` fp32, where h is the ``[B, H]``
-    plane at ``h_ptr`` (rows not ``row_live`` read as 0; widened to the weights' dtype where the
-    plane is narrower, :attr:`Plan.narrow_exchange`). ``pieces`` is the resident stacked tile
+    plane at ``h_ptr`` (rows not ``row_live`` read as 0). ``pieces`` is the resident stacked tile
     (:func:`_resident_stack`, kept in shared memory by the compiler); otherwise the weights are
     re-read from global memory (L2) in ``BLOCK_K`` chunks. Either way the reduction stops at the
     chunk holding unit H - 1, not at K_PAD: no chunk of padding."""
     if W_RESIDENT:
         for i in tl.static_range(CHUNKS):
             h = _load_gate_padded(h_ptr, H, rows, row_live, i * BLOCK_K, H, 1, K_PAD, BLOCK_K)
-            acc = _mma(pieces[i], tl.trans(h.to(pieces[i].dtype)), acc, PRECISION, UPCAST)
+            acc = _mma(pieces[i], tl.trans(h), acc, PRECISION, UPCAST)
     else:
         for k0 in range(0, H, BLOCK_K):
             h = _load_gate_padded(h_ptr, H, rows, row_live, k0, H, 1, K_PAD, BLOCK_K)
             wk = _load_stacked_weights(w_ptr, w_rows, w_valid, k0, H, BLOCK_K)
-            acc = _mma(wk, tl.trans(h.to(wk.dtype)), acc, PRECISION, UPCAST)
+            acc = _mma(wk, tl.trans(h), acc, PRECISION, UPCAST)
     return acc
 
 
@@ -411,24 +410,21 @@ def _split_h0(h, h_split_ptr, plane_h, hid, mask, counter_ptr, HAS_H0: tl.conste
 
 @triton.jit
 def _publish_h(h, h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask, counter_ptr, ON_CHIP: tl.constexpr,
-               SPLIT_ONCE: tl.constexpr, NARROW_H: tl.constexpr = False):
+               SPLIT_ONCE: tl.constexpr):
     """Step ``t``'s end: store ``h_t`` (fp32 ``[BLOCK_H, BLOCK_B]``) as the output ``h_buf[t+1]``
     and where step ``t + 1`` reads it, then (exchange plans, not the last step) arrive at the
     barrier. With ``SPLIT_ONCE`` the next step reads it split (:func:`_store_split`) from slot
     ``(t + 1) % 2`` of the exchange buffer ``[2, 2, B, H]`` (two slots suffice: a program writes
-    slot ``s`` again only after every program has arrived once more, so has read it), with
-    ``NARROW_H`` in fp16 from slot ``(t + 1) % 2`` of ``[2, B, H]``; either way the output, which
-    no program reads, is stored after the arrival."""
+    slot ``s`` again only after every program has arrived once more, so has read it), and the
+    output, which no program reads, is stored after the arrival."""
     out = h_buf_ptr + (t + 1) * plane_h + hid
     if SPLIT_ONCE:
         _store_split(h_split_ptr + ((t + 1) % 2) * (2 * plane_h), plane_h, hid, h, mask)
-    elif NARROW_H:
-        tl.store(h_split_ptr + ((t + 1) % 2) * plane_h + hid, h.to(h_split_ptr.dtype.element_ty), mask=mask)
     else:
         tl.store(out, h.to(h_buf_ptr.dtype.element_ty), mask=mask)
     if not ON_CHIP and t + 1 < T:
         _arrive(counter_ptr)
-    if SPLIT_ONCE or NARROW_H:
+    if SPLIT_ONCE:
         tl.store(out, h, mask=mask)
 
 
@@ -436,24 +432,14 @@ def _publish_h(h, h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask, counter_ptr,
 def _recurrent_matmul(pieces, h, w_ptr, w_rows, w_valid, h_buf_ptr, h0_ptr, h_split_ptr, w_plane, t, plane_h, rows,
                       row_mask, acc, H: tl.constexpr, K_PAD: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
                       W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, HAS_H0: tl.constexpr,
-                      PRECISION: tl.constexpr, UPCAST: tl.constexpr, SPLIT_ONCE: tl.constexpr,
-                      NARROW_H: tl.constexpr = False):
+                      PRECISION: tl.constexpr, UPCAST: tl.constexpr, SPLIT_ONCE: tl.constexpr):
     """Forward step ``t``'s ``acc + W_stack @ h_{t-1}^T``. On chip (one program holds every unit
     of its batch rows, ``BLOCK_H == K_PAD``), ``h`` itself (fp32 ``[K_PAD, BLOCK_B]``, rounded to
     the weights' dtype as the exchange buffer would hold it) is the operand; otherwise every
     program's ``h_{t-1}`` is read back from the exchange buffer (:func:`_previous_h`), or with
     ``SPLIT_ONCE`` from slot ``t % 2`` of the split one (:func:`_publish_h`; h0's is slot 0),
-    the weights from ``w_ptr`` (their high parts) and ``w_ptr + w_plane`` (:func:`_forward_weights`),
-    or with ``NARROW_H`` from slot ``t % 2`` of the fp16 one, widened to the weights' dtype (at
-    step 0 h0 where it lies, in fp32: it need not lie in fp16's range; without h0 nothing)."""
-    if NARROW_H:
-        if t > 0:
-            acc = _stacked_matmul(pieces, w_ptr, w_rows, w_valid, h_split_ptr + (t % 2) * plane_h, rows, row_mask,
-                                  acc, H, K_PAD, BLOCK_K, CHUNKS, W_RESIDENT, PRECISION, UPCAST)
-        elif HAS_H0:
-            acc = _stacked_matmul(pieces, w_ptr, w_rows, w_valid, h0_ptr, rows, row_mask, acc, H, K_PAD, BLOCK_K,
-                                  CHUNKS, W_RESIDENT, PRECISION, UPCAST)
-    elif ON_CHIP:
+    the weights from ``w_ptr`` (their high parts) and ``w_ptr + w_plane`` (:func:`_forward_weights`)."""
+    if ON_CHIP:
         acc = _mma(pieces[0], h.to(pieces[0].dtype), acc, PRECISION, UPCAST)
     elif SPLIT_ONCE:
         live = row_mask

@@ -219,14 +219,6 @@ class Plan:
             forward only (``ops/lstm/fma.py``, ``ops/gru/fma.py``, Gluon): ``W_hh^T`` partly in
             registers, the rest in shared memory (see :func:`gated_fma_fits`,
             :func:`gated_fma_default`); their backward stays on tensor cores.
-        narrow_exchange: the LSTM's forward with fp32 weights on an exchange plan reads h_{t-1}
-            from an fp16 copy of it (two slots ``[2, B, H]``, h_t written there as it is
-            published) instead of the fp32 output: half the bytes of h a step from L2. A TF32
-            product keeps 10 bits of an operand's mantissa, as fp16 does, and the LSTM's h_t (t >=
-            1) lies in (-1, 1), inside fp16's range (below 2^-14 fp16 keeps fewer bits, but an
-            absolute error of at most 2^-25); h0 is read as it is, in fp32. Not the GRU's: its h_t
-            is bounded by h0's largest value, which may lie past fp16's 65504. The output and what
-            the backward reads stay fp32. See :func:`narrow_exchange_default`.
     """
 
     block_b: int
@@ -245,7 +237,6 @@ class Plan:
     gluon: bool = False
     input_ahead: bool = False
     fma: bool = False
-    narrow_exchange: bool = False
 
     def grid(self, batch_size: int, hidden_size: int) -> tuple[int, int]:
         """(programs over hidden units, programs over batch rows)."""
@@ -259,21 +250,6 @@ def resident_piece(block_b: int, element: int, hidden_size: int) -> int:
     if element == 2 and block_b <= WIDE_PIECE_ROWS and hidden_size <= WIDE_PIECE_MAX_HIDDEN:
         return 256
     return max(64, min(256, RESIDENT_PIECE_BYTES // (block_b * element)))
-
-
-def narrow_exchange_allowed(plan: Plan, num_gates: int, element: int, direction: str) -> bool:
-    """Where :attr:`Plan.narrow_exchange` can run: the LSTM's forward (its h_t bounded by 1) with
-    fp32 weights on an exchange plan of tensor cores (not on chip, not FMA, not 3xTF32 split
-    once)."""
-    return (direction == "forward" and num_gates == 4 and element == 4 and not plan.h_on_chip
-            and not plan.fma and not plan.split_once)
-
-
-def narrow_exchange_default(plan: Plan, precision: str, device: torch.device) -> bool:
-    """Whether the default plan reads h in fp16 (:attr:`Plan.narrow_exchange`, where
-    :func:`narrow_exchange_allowed`): in TF32 (``precision == "tf32"``: strict fp32 keeps fp32 h)
-    on CUDA. Measured on the H100: see ``NARROW_EXCHANGE_MIN_HIDDEN``."""
-    return False
 
 
 def split_once_level(plan: Plan) -> int:
@@ -652,12 +628,6 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
                          f"batch rows a program at 4 warps, hidden {GLUON_MIN_HIDDEN} to {GLUON_MAX_HIDDEN}, fast "
                          "activations, on sm_90 with Gluon")
     plan = dataclasses.replace(plan, gluon=override.get("gluon", gluon_allowed))
-    narrow_allowed = narrow_exchange_allowed(plan, num_gates, element, direction)
-    if plan.narrow_exchange and not narrow_allowed:
-        raise ValueError("narrow_exchange is the LSTM's forward with fp32 weights on an exchange plan of tensor "
-                         "cores (not on chip, FMA or split once)")
-    plan = dataclasses.replace(plan, narrow_exchange=override.get(
-        "narrow_exchange", narrow_allowed and narrow_exchange_default(plan, precision, device)))
     programs = plan.grid(batch_size, hidden_size)
     ahead_allowed = plan.gluon and programs[0] * programs[1] <= AHEAD_MAX_PROGRAMS * slots  # (gluon: CUDA)
     if plan.input_ahead and not ahead_allowed:

@@ -277,8 +277,6 @@ class _Launch:
             meta.update(CHUNKS=chunks, FAST_ACT=plan.fast_activations, SPLIT_ONCE=split_once_level(plan))
             if self.cell.startswith("rnn_"):
                 meta.update(CHIP_SPLIT=chip_split_level(plan))
-            if self.cell == "lstm":
-                meta.update(NARROW_H=plan.narrow_exchange)
         return meta
 
 
@@ -323,11 +321,9 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     f32 = dict(device=dev, dtype=torch.float32)
     # 3xTF32 with operands split once (Plan.split_once): W_hh's split copy [2, G*H, H] (each program
     # writes its own rows) and h's exchange buffer, two slots of (high parts, remainders) [2, 2, B, H].
-    # TF32 reading h in fp16 (Plan.narrow_exchange): two slots of it [2, B, H] in the same argument.
     split_once = launch.forward_meta.get("SPLIT_ONCE", 0)  # (none in the FMA forward's)
     w_split = torch.empty(2, *w_hh.shape, **f32) if split_once == 2 else h_n
-    h_split = torch.empty(2, 2, B, H, **f32) if split_once else (
-        torch.empty(2, B, H, device=dev, dtype=torch.float16) if launch.forward.narrow_exchange else h_n)
+    h_split = torch.empty(2, 2, B, H, **f32) if split_once else h_n
     if ready is not None and not gluon:
         raise ValueError("ready: x_proj written while the kernel runs is the Gluon kernels' (gluon_runs)")
     c_n = c_buf = None

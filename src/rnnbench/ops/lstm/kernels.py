@@ -34,7 +34,6 @@ def lstm_forward_kernel(
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
     UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr, HAS_LENGTHS: tl.constexpr,
-    NARROW_H: tl.constexpr,
 ):
     """``HAS_LENGTHS``: a variable-length batch, sequence ``b`` ``lengths[b]`` steps long (int32
     ``[B]``). Past its end a row keeps h and c (so ``h_n``, ``c_n`` are its own last step's) and
@@ -71,7 +70,7 @@ def lstm_forward_kernel(
         acc = _recurrent_matmul(w, h, w_src, w_rows, w_valid, h_buf_ptr, h0_ptr, h_split_ptr, w_plane, t, plane_h,
                                 rows, row_mask,
                                 tl.zeros([4 * BLOCK_H, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
-                                W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST, SPLIT_ONCE, NARROW_H)
+                                W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST, SPLIT_ONCE)
         a_i, a_f, a_g, a_o = _split_gates(acc, BLOCK_H, BLOCK_B)
         i = _act_sigmoid(a_i + x_i + bias_i, FAST_ACT)
         f = _act_sigmoid(a_f + x_f + bias_f, FAST_ACT)
@@ -81,7 +80,7 @@ def lstm_forward_kernel(
         h = _where_running(t, lengths, o * _act_tanh(c, FAST_ACT), h, HAS_LENGTHS)
         # h published: arrive now, store and load the rest, then wait
         _publish_h(_where_running(t, lengths, h, zero, HAS_LENGTHS), h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask,
-                   counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE, NARROW_H)
+                   counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE)
         if SAVE:
             s_t = gates_ptr + t * plane_g
             tl.store(s_t + gid + 0 * H, i, mask=mask)
