@@ -4,8 +4,8 @@ refuse becomes an error row, never a silent PyTorch run.
 
 One kernel launch per layer and direction runs every time step (programs own slices of the hidden
 units, keep their recurrent weights on chip and meet at a grid-wide barrier each step; up to
-hidden 128 the RNN, and the LSTM's and GRU's forward with fp32 weights, run a program per batch row
-on FMA units instead, no barrier); the input projection
+hidden 128 the RNN, and the LSTM's and GRU's forward, run a program per batch row on FMA units
+instead, no barrier); the input projection
 and the weight gradients are large matmuls outside. See ``docs/kernels.md``.
 
 Devices: CUDA; also the CPU when ``TRITON_INTERPRET=1`` is set (Triton's interpreter, slow, for

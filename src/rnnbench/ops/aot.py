@@ -135,10 +135,8 @@ def compile_gated_fma(cell: str, dtype: torch.dtype, hidden_size: int, plan: Pla
 
     fn = lstm_forward_fma_kernel if cell == "lstm" else gru_forward_fma_kernel
     gates = GATES[cell]
-    constexprs = dict(H=hidden_size, HAS_BIAS=True, HAS_H0=True, HAS_C0=True, SAVE=save, HAS_LENGTHS=lengths,
-                      K_ROWS=gluon_fma.k_rows(hidden_size), K_PAD=32 * plan.num_warps,
-                      REG_CHUNKS=gluon_fma.reg_chunks(gates, hidden_size), FAST_ACT=plan.fast_activations,
-                      num_warps=plan.num_warps)
+    constexprs = dict(HAS_BIAS=True, HAS_H0=True, HAS_C0=True, SAVE=save, HAS_LENGTHS=lengths,
+                      **gluon_fma.constexprs(gates, hidden_size, plan.num_warps, plan.fast_activations))
     constexprs = {k: v for k, v in constexprs.items() if k in fn.arg_names}
     pointers = {"lengths_ptr": "*i32", **{name: "*fp32" for name in F32_POINTERS}}
     return _compile(fn, constexprs, pointers, POINTER[dtype], plan.num_warps, plan.num_stages, capability,

@@ -60,6 +60,13 @@ def k_rows(hidden_size: int) -> int:
     return -(-hidden_size // CHUNK) * CHUNK
 
 
+def constexprs(num_gates: int, hidden_size: int, num_warps: int, fast_activations: bool) -> dict:
+    """The FMA forward kernels' compile-time sizes for a plan of ``num_warps`` warps (a thread per
+    unit: ``K_PAD`` = 32 * ``num_warps``), as the launch and ``ops/aot.py`` give them."""
+    return dict(H=hidden_size, K_ROWS=k_rows(hidden_size), K_PAD=32 * num_warps,
+                REG_CHUNKS=reg_chunks(num_gates, hidden_size), FAST_ACT=fast_activations, num_warps=num_warps)
+
+
 def shared_bytes(num_gates: int, hidden_size: int, k_padded: int, element: int) -> int:
     """Shared memory of one program: the gates' chunks not in registers, in the weights' dtype, and
     two fp32 buffers of h."""

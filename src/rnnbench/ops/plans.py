@@ -371,6 +371,9 @@ FMA_FP32_ROWS_PER_SM = 2
 # Gated cells whose forward has an FMA kernel (ops/gru/fma.py, ops/lstm/fma.py; their backwards stay
 # on tensor cores).
 GATED_FMA_GATES = (3, 4)
+# Batch rows a multiprocessor for the GRU's fp32 forward on FMA units by default (measured to 4:
+# gated_fma_default).
+GATED_FMA_FP32_GRU_ROWS_PER_SM = 4
 
 
 def fma_warps(hidden_size: int) -> int:
@@ -405,10 +408,6 @@ def gated_fma_default(batch_size: int, num_gates: int, dtype: torch.dtype, slots
     rows = slots * (GATED_FMA_FP32_GRU_ROWS_PER_SM if num_gates == 3 and dtype == torch.float32 else 1)
     return batch_size <= rows
 
-
-# Batch rows a multiprocessor for the GRU's fp32 forward on FMA units by default (measured to 4:
-# gated_fma_default).
-GATED_FMA_FP32_GRU_ROWS_PER_SM = 4
 
 
 def fma_default(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.dtype, slots: int | None) -> bool:

@@ -257,9 +257,7 @@ class _Launch:
         block_k, chunks = k_chunks(self.hidden_size, plan.block_k)
         precision = self.precision if forward else self.backward_precision
         if plan.fma and self.num_gates > 1:  # (ops/gluon_fma.py: a thread per unit, W_hh^T on chip)
-            return dict(H=self.hidden_size, K_ROWS=gluon_fma.k_rows(self.hidden_size), K_PAD=32 * plan.num_warps,
-                        REG_CHUNKS=gluon_fma.reg_chunks(self.num_gates, self.hidden_size),
-                        FAST_ACT=plan.fast_activations, num_warps=plan.num_warps)
+            return gluon_fma.constexprs(self.num_gates, self.hidden_size, plan.num_warps, plan.fast_activations)
         if plan.fma:  # (ops/rnn/fma.py: FMA units, no tiles, no precision)
             meta = dict(H=self.hidden_size, K_PAD=k_padded(self.hidden_size), CHAINS=FMA_CHAINS,
                         num_warps=plan.num_warps)

@@ -343,6 +343,8 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.compile_only:
         return compile_only()
+    if args.out is None:
+        parser.error("OUT_DIR is needed unless --compile-only")
     from rnnbench.env import environment
     from rnnbench.ops.recurrence import layer_launch, recurrence_forward
     from rnnbench.reference import reference_forward

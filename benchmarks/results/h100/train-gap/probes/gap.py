@@ -114,7 +114,11 @@ def main(argv: list[str]) -> int:
     from rnnbench.precision import matmul_mode
     from rnnbench.workload import lane_step, make_inputs
 
-    out = Path(argv[0])
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path, help="directory for gap.jsonl and the profiles")
+    out = parser.parse_args(argv).out
     out.mkdir(parents=True, exist_ok=True)
     f = open(out / "gap.jsonl", "w")
     f.write(json.dumps({"record": "env", **environment()}) + "\n")
