@@ -187,6 +187,18 @@ def test_environment_differences_are_warned_one_line_each(tmp_path):
     assert compare.compare_files(base, same_machine).warnings == []  # the id alone differs: same software
 
 
+def test_a_run_timed_with_another_training_step_is_warned(tmp_path):
+    """Records written before the training step was recorded (the loss differentiated through
+    autograd) against the step of now (rnnbench.workload.TRAIN_STEP, which the environment records)."""
+    from rnnbench.env import environment
+
+    base = write(tmp_path / "base.jsonl", row("c", draws(10.0)))
+    now = {**ENV, "env_id": "now", "train_step": environment()["train_step"]}
+    warnings = compare.compare_files(base, write(tmp_path / "new.jsonl", row("c", draws(10.0)), env=now)).warnings
+    assert warnings == [f"warning: train_step differs (BASE None; NEW {now['train_step']}): the ratios measure "
+                        "that change too"]
+
+
 def test_no_pairs_in_common(tmp_path):
     base = write(tmp_path / "base.jsonl", row("a", draws(1.0)))
     new = write(tmp_path / "new.jsonl", row("b", draws(1.0)), row("a", None, status="oom"))

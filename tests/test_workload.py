@@ -7,7 +7,7 @@ import torch
 
 from rnnbench.cases import Case
 from rnnbench.lanes import LANES
-from rnnbench.workload import Inputs, expected_names, lane_step, loss_of, make_inputs, reference_step
+from rnnbench.workload import Inputs, expected_names, lane_step, loss_gradient, loss_of, make_inputs, reference_step
 
 CASE = Case(cell="lstm", batch_size=3, seq_len=5, input_size=4, hidden_size=6, num_layers=2)
 
@@ -47,6 +47,36 @@ def test_loss_of_all_and_last_step_and_final_states():
         pytest.approx(last + 0.5 * 1 * 6 / 3)  # h_n on target: only c_n's error adds
     half = loss_of(out.half(), (h_n.half(),), _targets(torch.zeros(2, 3, 2), zeros), "all_steps")
     assert half.dtype == torch.float32  # computed in float32 at least
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("finals", [0, 1, 2])
+@pytest.mark.parametrize("lengths", [None, [3, 1, 4, 4, 0]])
+@pytest.mark.parametrize("loss", ["all_steps", "last_step"])
+def test_the_loss_gradient_seeds_the_backward_as_the_loss_does(loss, lengths, finals, dtype):
+    """The timed step's backward from loss_gradient's seeds gives what autograd gives through
+    loss_of itself: every loss, with and without lengths (a sequence of length 0 too), with the
+    output alone or with one or two final states, in float64 and in bf16 (computed in float32, cast)."""
+    T, B, H = 4, 5, 3
+    gen = torch.Generator().manual_seed(0)
+    leaf = torch.randn(T + 2, B, H, generator=gen, dtype=torch.float64, requires_grad=True)
+    target = torch.randn((T, B, H) if loss == "all_steps" else (B, H), generator=gen)
+    states = torch.randn(2, 1, B, H, generator=gen)
+    inputs = Inputs({}, torch.zeros(T, B, 2), None, None, target, states[0], states[1],
+                    None if lengths is None else torch.tensor(lengths))
+
+    def forward():  # every tensor the loss reads depends on the leaf, each differently
+        values = (leaf * torch.arange(1.0, T + 3, dtype=torch.float64).view(-1, 1, 1)).tanh().to(dtype)
+        return values[:T], tuple(values[T + k:T + k + 1] for k in range(finals))
+
+    output, states_n = forward()
+    expected, = torch.autograd.grad(loss_of(output, states_n, inputs, loss), leaf)
+    output, states_n = forward()
+    tensors, gradients = loss_gradient(inputs, loss, B)(output, states_n)
+    assert [g.dtype for g in gradients] == [dtype] * (1 + finals)
+    got, = torch.autograd.grad(tensors, leaf, grad_outputs=gradients)
+    tolerance = dict(rtol=1e-6, atol=1e-9) if dtype == torch.float64 else dict(rtol=1e-2, atol=1e-3)
+    torch.testing.assert_close(got, expected, **tolerance)
 
 
 def test_expected_names():

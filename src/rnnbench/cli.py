@@ -106,7 +106,7 @@ def run_command(
     hidden_size: Optional[str] = typer.Option(None, help="Comma list of hidden sizes."),
     num_layers: Optional[str] = typer.Option(None, help="Comma list of layer counts."),
     dtype: Optional[str] = typer.Option(None, help=f"{', '.join(DTYPES)} (fp32 = strict, TF32 off)."),
-    mode: Optional[str] = typer.Option(None, help=f"{', '.join(MODES)} (train = forward + loss + backward)."),
+    mode: Optional[str] = typer.Option(None, help=f"{', '.join(MODES)} (train = forward + backward from the loss)."),
     loss: Optional[str] = typer.Option(None, help=f"{', '.join(LOSSES)}."),
     lengths: Optional[str] = typer.Option(None, help="Variable-length batches: MIN:MAX, a length per sequence drawn from MIN..MAX (within 1:seq_len), padded to --seq-len (comma list)."),
     sort_lengths: bool = typer.Option(False, help="With --lengths: sort the sequences longest first (cuDNN's packed path prefers it)."),

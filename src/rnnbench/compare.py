@@ -34,8 +34,10 @@ CONFIDENCE = 0.95  # coverage of the bootstrap interval
 RESAMPLES = 2000  # bootstrap resamples per pair
 SEED = 0  # one fixed seed per pair: the same files always give the same output
 MIN_SAMPLES = 3  # fewer recorded runs than this on either side: treated as "no samples"
-# Environment fields that make two files' times incomparable when they differ.
-ENV_FIELDS = ("gpu", "driver", "torch", "cudnn", "triton", "jax", "cpu")
+# Environment fields that make two files' times incomparable when they differ (``train_step``:
+# how the timed training step reaches its backward, rnnbench.workload.TRAIN_STEP; None in records
+# written before it was recorded).
+ENV_FIELDS = ("gpu", "driver", "torch", "cudnn", "triton", "jax", "cpu", "train_step")
 VERDICTS = ("slower", "faster", "unchanged")
 # Statuses of a NEW row that, where BASE was ok, fail the comparison like a slowdown.
 BROKEN = ("mismatch", "oom", "too_large", "error")

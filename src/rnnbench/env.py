@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from . import __version__
+from .workload import TRAIN_STEP
 
 
 def _version(package: str) -> str | None:
@@ -106,6 +107,7 @@ def environment() -> dict:
         "os": platform.platform(),
         "rnnbench": __version__,
         "git_commit": _git_commit(),
+        "train_step": TRAIN_STEP,  # how a timed training step reaches its backward (rnnbench.workload)
     }
     record["env_id"] = hashlib.sha1(json.dumps(record, sort_keys=True).encode()).hexdigest()[:12]
     return record

@@ -149,7 +149,7 @@ def markdown(frame: pd.DataFrame, baseline: str = "torch-nn", published: bool = 
     """All tables as Markdown, with the legend the numbers need."""
     parts = [f"### {title}\n\n{table.to_markdown(index=False, disable_numparse=True)}\n{note}"
              for title, table, note in tables(frame, baseline, published)]
-    legend = ("µs per example = median time per batch / batch_size; train = forward + loss + backward. "
+    legend = ("µs per example = median time per batch / batch_size; train = forward + backward from the loss. "
               f"`× {baseline}` = {baseline} time / lane time in the same run (> 1 is faster). "
               "TFLOP/s = the matmuls of the useful steps (2·m·n·k each, train 3× forward; element-wise "
               "work not counted) / median time; % of peak = of the Peak under the table. "

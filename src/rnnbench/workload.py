@@ -1,9 +1,11 @@
 """The thing that is timed: one step of a lane on a case's inputs, and its float64 reference.
 
 ``forward`` mode runs the network under ``torch.no_grad()`` and returns the output and the final
-states. ``train`` mode runs forward, the loss, and the backward pass to the input, the initial
+states. ``train`` mode runs forward and the backward pass from the loss to the input, the initial
 states and every weight (``torch.autograd.grad``, which computes what ``loss.backward()`` does
-without accumulating into ``.grad``).
+without accumulating into ``.grad``), seeded with the loss's gradient (:func:`loss_gradient`,
+one element-wise operation per tensor the loss reads) rather than through the loss's own
+operations, which cost more host time than our whole layer at small sizes (:data:`TRAIN_STEP`).
 
 The loss is the squared error against random targets, ``0.5 * Σ (y - target)² / batch_size``, of
 the outputs over every step (``all_steps``, the Theano/cuDNN tables) or the last step
@@ -40,6 +42,13 @@ from .lanes.registry import Lane
 from .precision import TORCH_DTYPE
 from .reference import canonical_weights, reference_forward
 from .timing import RunCounts, sample, time_call, warm_up
+
+
+# How the timed training step reaches its backward, written into every environment record
+# (rnnbench.env) so that runs timed another way are told apart (rnnbench compare warns):
+# ``loss-gradient``, seeded with the loss's gradient (:func:`loss_gradient`). Records written
+# before it have none: their steps computed the loss itself and differentiated it through autograd.
+TRAIN_STEP = "loss-gradient"
 
 
 @dataclass
@@ -137,6 +146,47 @@ def loss_of(output: torch.Tensor, finals: tuple[torch.Tensor, ...], inputs: Inpu
     for state, target in zip(finals, (inputs.target_h, inputs.target_c)):
         total = total + _squared_error(state, target)
     return 0.5 * total / output.shape[-2]
+
+
+def loss_gradient(inputs: Inputs, loss: str, batch_size: int) -> Callable:
+    """The training loss's gradient with respect to what it reads, for a timed step: a function
+    ``seeds(output, finals) -> (tensors, gradients)``, ``torch.autograd.grad(tensors, leaves,
+    grad_outputs=gradients)`` then giving every gradient that ``torch.autograd.grad(loss_of(output,
+    finals, inputs, loss), leaves)`` gives, without the loss's own operations.
+
+    :func:`loss_of` is ``0.5 · Σ (y − target)² / batch_size`` over each tensor ``y`` it reads (the
+    output at every step or at the last, ``h_n``, ``c_n``), so ``∂loss/∂y = (y − target) /
+    batch_size``: one element-wise operation per tensor (two for a 16-bit one, computed in float32
+    and cast to its dtype, as the loss's backward does; one more for a variable-length batch's mask)
+    instead of the loss's dozen or so and their backward, which took 0.24-0.43 ms of host time per
+    step on the H100's host, as much as our whole layer's forward (benchmarks/results/h100/train-gap).
+
+    Args:
+        inputs: the targets (and lengths) on the step's device (float32), as :func:`loss_of` takes them.
+        loss: ``all_steps`` or ``last_step``. batch_size: the output's ``B`` (``[T, B, H]``).
+    """
+    scale = 1.0 / batch_size
+    # -target / batch_size once: each seed is then one add, target_neg + y * scale.
+    negated = [None if t is None else t.to(torch.float32) * -scale
+               for t in (inputs.target, inputs.target_h, inputs.target_c)]
+    mask = inputs.mask(inputs.target.device) if loss == "all_steps" else None
+    last = None
+    if inputs.lengths is not None and loss == "last_step":  # each sequence's own last step
+        device = inputs.target.device
+        last = ((inputs.lengths - 1).to(device), torch.arange(batch_size, device=device))
+
+    def seeds(output: torch.Tensor, finals: tuple[torch.Tensor, ...]) -> tuple[list, list]:
+        if loss == "all_steps":
+            y = output
+        else:
+            y = output[-1] if last is None else output[last]
+        tensors = [y, *finals]
+        gradients = [torch.add(target, value, alpha=scale) for target, value in zip(negated, tensors)]
+        if mask is not None:  # padded steps get no gradient, as the loss's mask gives them
+            gradients[0].mul_(mask)
+        return tensors, [g.to(v.dtype) for g, v in zip(gradients, tensors)]
+
+    return seeds
 
 
 def valid_only(outputs: dict[str, torch.Tensor], inputs: Inputs) -> dict[str, torch.Tensor]:
@@ -239,7 +289,7 @@ def module_call(module: torch.nn.Module, case: Case, inputs: Inputs, canonical_n
 
         return forward, ("output", *states)
 
-    on_device = _targets_on(inputs, case.device)  # the loss is computed in float32
+    seeds = loss_gradient(_targets_on(inputs, case.device), case.loss, case.batch_size)
     leaves = [x, h0, c0] if lstm else [x, h0]
     for t in leaves:
         t.requires_grad_(True)
@@ -248,7 +298,8 @@ def module_call(module: torch.nn.Module, case: Case, inputs: Inputs, canonical_n
 
     def train():
         output, finals = run()
-        grads = torch.autograd.grad(loss_of(output, finals, on_device, case.loss), [*leaves, *params])
+        tensors, gradients = seeds(output, finals)  # the loss's gradient, not the loss (loss_gradient)
+        grads = torch.autograd.grad(tensors, [*leaves, *params], grad_outputs=gradients)
         return (output.detach(), *(f.detach() for f in finals), *grads)
 
     grad_names = ("grad_x", "grad_h0", "grad_c0")[: len(leaves)]
