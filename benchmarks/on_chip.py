@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection|products|gluon|ahead|fma|gated_fma|gated_fma_more] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection|products|gluon|ahead|fma|gated_fma|gated_fma_more|gate_split] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -113,6 +113,10 @@ plan (``tensor_cores``), at glample's hidden 100 in every dtype and at hidden 12
 ``--compare gated_fma_more`` does the same where the plan does not take it by default: 16-bit
 weights, and fp32 past one batch row per multiprocessor.
 
+``--compare gate_split`` runs the LSTM's and GRU's backward with each gate's partial apart
+(``Plan.gate_split``, the default there) against the plan before it (the transpose backward, or
+split-K at 64 batch rows from hidden 768), TF32, strict fp32 and bf16 at hidden 768-1024.
+
 ``--compare projection`` is not a plan either: the input projection as our own launch
 (``ops/projection.py``, ``our_projection``) against F.linear (cuBLAS, ``cublas_projection``),
 whatever ``PROJECTION_MAX_FLOP`` says, from the seed suites' small cases to larger ones.
@@ -182,7 +186,8 @@ PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip":
          "masked_products": {}, "products": {},  # the tile products as they were, as they are (_setting)
          "tl": {"forward_gluon": False}, "projection_first": {"forward_input_ahead": False},
          "ahead": {"forward_input_ahead": True}, "fma": {"fma": True}, "tensor_cores": {"fma": False},
-         "fma_forward": {"forward_fma": True}, "tc_forward": {"forward_fma": False}}
+         "fma_forward": {"forward_fma": True}, "tc_forward": {"forward_fma": False},
+         "gate_split": {}, "no_gate_split": {"backward_gate_split": False}}
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
     ("rnn_tanh", 20, 30, 100, 100, "fp32", DEFAULT), ("rnn_tanh", 20, 30, 100, 100, "tf32", DEFAULT),
@@ -466,6 +471,16 @@ GATED_FMA_MORE_CASES = [
     _case("gru", 264, 128, "fp32", GATED_FMA), _case("lstm", 264, 128, "fp32", GATED_FMA),
     _case("gru", 528, 100, "fp32", GATED_FMA),
 ]
+# The gate-split backward (Plan.gate_split, the default since it was measured) against the plan
+# before it (the transpose past the split-K range, split-K at 64 batch rows from hidden 768): the
+# issue's TF32 cases at hidden 1024 (theano depth 1), theano's depth-3 fp32 at 1024, bf16 at 128 rows.
+GATE_SPLIT = ("gate_split", "no_gate_split")
+GATE_SPLIT_CASES = [
+    _case("lstm", 128, 1024, "tf32", GATE_SPLIT), _case("gru", 128, 1024, "tf32", GATE_SPLIT),
+    _case("lstm", 32, 1024, "tf32", GATE_SPLIT), _case("gru", 32, 1024, "tf32", GATE_SPLIT),
+    _case("lstm", 128, 1024, "fp32", GATE_SPLIT), _case("lstm", 128, 1024, "bf16", GATE_SPLIT),
+    _case("gru", 128, 768, "tf32", GATE_SPLIT),
+]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
                "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES, "split_k_x3": X3_CASES,
                "split_k_tf32": TF32_TALL_CASES,
@@ -473,7 +488,7 @@ COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLI
                "stream": STREAM_CASES, "warps64": WARPS64_CASES, "split_once": SPLIT_ONCE_CASES,
                "batch_rows": BATCH_ROWS_CASES, "backward_rows": BACKWARD_ROWS_CASES, "chip_split": CHIP_SPLIT_CASES,
                "gluon": GLUON_CASES, "ahead": AHEAD_CASES, "fma": FMA_CASES, "gated_fma": GATED_FMA_CASES,
-               "gated_fma_more": GATED_FMA_MORE_CASES}
+               "gated_fma_more": GATED_FMA_MORE_CASES, "gate_split": GATE_SPLIT_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 
 

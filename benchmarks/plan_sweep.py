@@ -1,6 +1,6 @@
 """Our recurrence kernels alone under launch-plan overrides: µs per step, forward and backward (one GPU).
 
-    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide] [--budget SECONDS]
+    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule] [--budget SECONDS]
 
 For each case (cell, batch_size, hidden_size, dtype, seq_len) and each plan override
 (``rnnbench.ops.recurrence.plan_override``; ``{}`` is the default plan), on prebuilt inputs
@@ -35,6 +35,16 @@ the choice against float64 and times the lanes. Case sets:
   step (the whole batch a program, 32 units a program, both).
   (``narrow``, the LSTM's TF32 forward reading h from an fp16 copy, was measured at 73527ae and
   reverted: ``results/h100/tf32-exchange/``.)
+- ``tf32_split_k``: TF32's backward at hidden 1024, batch 32 and 128: the transpose plan (the
+  default) against split-K with the forward's programs, with 32 units a program, and with 32 units
+  and 32 batch rows a program.
+- ``tall_backward``: the transpose backward at hidden 1024 with 32 or 64 units a program (fewer
+  bytes of d_gates read in all), TF32 at batch 32 and 128, strict fp32 at 128.
+- ``gate_split``: the transpose backward with each gate's partial apart (``Plan.gate_split``)
+  against the default: TF32 at hidden 1024 (batch 32, 64, 128; stages and warps), strict fp32 at
+  batch 128, and where split-K is the default (TF32 at hidden 512, bf16 at 1024).
+- ``gate_split_rule``: then where the rule was open: 16-bit at hidden 768-1024 and TF32 at 768
+  (split-K's default) at batch 16-128, strict fp32 at batch 32, 2 and 3 stages.
 
 Writes ``OUT_DIR/plan_sweep-<cases>.jsonl`` (the environment record, then one row per case and
 plan as measured) and prints one line per row.
@@ -117,6 +127,52 @@ WIDE = [{}, {"forward_block_b": 128, "forward_num_warps": 8}, {"forward_block_b"
         {"forward_block_h": 32}, {"forward_block_h": 32, "forward_block_k": 32},
         {"forward_block_b": 128, "forward_block_h": 32, "forward_num_warps": 8}]
 CASE_SETS["tf32_wide"] = [(cell, 128, 1024, "tf32", 30, WIDE) for cell in ("lstm", "gru")]
+# TF32's backward at hidden 1024 runs the transpose plan (every program reads all of d_gates_t and
+# its rows of W_hh^T a step: 1.25 MB a program at batch 128); split-K there (plans.SPLIT_K_MAX_HIDDEN)
+# wrote and read 64 MB of fp32 partials a step at batch 128, more than L2 holds. Programs of 32 units
+# (a 128-row tile) halve the partials: 32 MB, 255 registers without spills at 8 warps (sm_90, 3.6).
+SPLIT_K_TALL = [{}, {"backward_split_k": True}, {"backward_split_k": True, "backward_block_h": 32},
+                {"backward_split_k": True, "backward_block_h": 32, "backward_block_b": 32}]
+CASE_SETS["tf32_split_k"] = [(cell, b, 1024, "tf32", 30, SPLIT_K_TALL) for b in (128, 32) for cell in ("lstm", "gru")]
+# The transpose backward at hidden 1024 reads a program's batch rows of d_gates_t (4H wide) and its
+# units' columns of W_hh every step: 1.25 MB a program, 160 MB a step at batch 128 (6.2 TB/s at the
+# 26 µs a step tf32_split_k found). 32 units a program read 96 MB (1.5 MB each), 64 units 64 MB.
+# Compiled for sm_90 (3.6): 32 units with 64-wide chunks 226 registers, no spills; with 128-wide 255
+# and 8 bytes of stack; 64 units spill (176-520 bytes).
+TALL_BACKWARD = [{}, {"backward_block_h": 32}, {"backward_block_h": 32, "backward_block_k": 64},
+                 {"backward_block_h": 32, "backward_block_k": 64, "backward_num_stages": 3},
+                 {"backward_block_h": 64, "backward_block_k": 64}]
+# The transpose backward with each gate's partial apart (Plan.gate_split): a program reads one gate's
+# gradients a step for 4 x 16 units (LSTM; 3 x 16 GRU) instead of every gate's for 16: 512 KB a
+# program at batch 128, hidden 1024 in TF32 (the transpose plan's 1.25 MB), then a group barrier.
+GATE_SPLIT = [{}, {"backward_gate_split": True}, {"backward_gate_split": True, "backward_num_stages": 3},
+              {"backward_gate_split": True, "backward_num_warps": 4}]
+CASE_SETS["gate_split"] = [
+    *[(cell, b, 1024, "tf32", 30, GATE_SPLIT) for b in (128, 32) for cell in ("lstm", "gru")],
+    *[(cell, 64, 1024, "tf32", 30, GATE_SPLIT[:2]) for cell in ("lstm", "gru")],
+    *[(cell, 128, 1024, "fp32", 30, GATE_SPLIT[:2]) for cell in ("lstm", "gru")],
+    *[(cell, b, h, dtype, 30, [{}, {"backward_gate_split": True, "backward_split_k": False,
+                                   "backward_w_resident": False}])
+      for cell in ("lstm", "gru") for b, h, dtype in ((128, 512, "tf32"), (128, 1024, "bf16"), (32, 512, "tf32"))],
+]
+# Where the rule for it was open after the first gate_split run: 16-bit at hidden 768-1024 and TF32 at
+# 768 (split-K's), batch 16-32; 3 stages at 16-32 batch rows; strict fp32 at batch 32.
+GS, NO_SPLIT_K = {"backward_gate_split": True}, {"backward_split_k": False, "backward_w_resident": False}
+CASE_SETS["gate_split_rule"] = [
+    *[(cell, b, h, dtype, 30, [{}, {**GS, **NO_SPLIT_K}, {**GS, **NO_SPLIT_K, "backward_num_stages": 3}])
+      for cell in ("lstm", "gru") for b, h, dtype in ((32, 1024, "bf16"), (32, 1024, "fp16"), (128, 1024, "fp16"),
+                                                      (32, 768, "tf32"), (128, 768, "tf32"), (128, 768, "bf16"))],
+    ("lstm", 16, 768, "fp16", 100, [{}, {**GS, **NO_SPLIT_K}, {**GS, **NO_SPLIT_K, "backward_num_stages": 3}]),
+    ("lstm", 16, 768, "bf16", 100, [{}, {**GS, **NO_SPLIT_K}]),
+    *[(cell, 32, 1024, "fp32", 30, [{}, GS, {**GS, "backward_num_stages": 3}]) for cell in ("lstm", "gru")],
+    *[(cell, b, 1024, "tf32", 30, [{**GS, "backward_num_stages": s} for s in (2, 3)]) for cell in ("lstm", "gru")
+      for b in (64, 128)],
+]
+CASE_SETS["tall_backward"] = [
+    *[(cell, 128, 1024, "tf32", 30, TALL_BACKWARD) for cell in ("lstm", "gru")],
+    *[(cell, 32, 1024, "tf32", 30, TALL_BACKWARD[:3]) for cell in ("lstm", "gru")],
+    *[(cell, 128, 1024, "fp32", 30, TALL_BACKWARD[:3]) for cell in ("lstm", "gru")],
+]
 FIELDS = ("cell", "batch_size", "hidden_size", "dtype", "seq_len", "plan")
 
 

@@ -6,6 +6,7 @@ gradient against the float64 reference; the barrier self-check."""
 from __future__ import annotations
 
 import pytest
+import torch
 
 from rnnbench.precision import tolerance
 
@@ -52,6 +53,22 @@ def test_split_k_backward_sums_every_programs_partials(cell, block_h, shape, res
         check_layer(cell, make_layer(cell, shape), "fp32", tolerance(cell, "fp32"))
 
 
+@pytest.mark.parametrize("block_h, shape", [(16, (20, 5, 4, 37)), (4, (3, 4, 4, 37))], ids=["3x16-units", "10x4-units"])
+@pytest.mark.parametrize("cell", SPLIT_K_CELLS)
+def test_gate_split_backward_sums_each_groups_partials(cell, block_h, shape):
+    """The transpose backward with each gate's partial apart (``Plan.gate_split``): programs in
+    groups of the cell's gates, each multiplying one gate's gradients of every unit for the group's
+    units, the group summing after a barrier of its own. Hidden 37 in 3 units blocks of 16 (one
+    group, the LSTM's with a fourth program that owns no unit) over two batch blocks, and in 10
+    blocks of 4 (three groups of four, the last two programs unit-less; four groups of three)."""
+    from rnnbench.ops.recurrence import NUM_GATES, plan, plan_override
+
+    with plan_override(block_h=block_h, block_b=16, w_resident=False, block_k=16, gate_split=True):
+        backward = plan(cell, shape[0], shape[3], torch.float32, torch.device("cpu"), direction="backward")
+        assert backward.gate_split == NUM_GATES[cell] and backward.grid(shape[0], shape[3])[0] % NUM_GATES[cell] == 0
+        check_layer(cell, make_layer(cell, shape), "fp32", tolerance(cell, "fp32"))
+
+
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
 def test_small_tiles_streamed(cell):
     """4 hidden units per program (a 16-row stacked tile, the strict-fp32 plan on a GPU): hidden 37
@@ -62,7 +79,7 @@ def test_small_tiles_streamed(cell):
         check_layer(cell, make_layer(cell, (3, 4, 4, 37)), "fp32", tolerance(cell, "fp32"))
 
 
-@pytest.mark.parametrize("split_k", [False, True], ids=["transpose", "split_k"])
+@pytest.mark.parametrize("split_k", [False, True, "gate_split"], ids=["transpose", "split_k", "gate_split"])
 @pytest.mark.parametrize("cell", CELLS)
 def test_variable_lengths_across_programs(cell, split_k):
     """A variable-length batch over 6 programs (hidden 37 in 3 of 16 units, batch 20 in two blocks):
@@ -74,9 +91,10 @@ def test_variable_lengths_across_programs(cell, split_k):
     from rnnbench.ops.recurrence import plan_override
 
     if split_k and cell not in SPLIT_K_CELLS:
-        pytest.skip(f"no split-K backward for {cell}")
+        pytest.skip(f"no {split_k if split_k == 'gate_split' else 'split-K'} backward for {cell}")
     lengths = torch.tensor([5, 1, 0, 3, 5, 2, 4, 5, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5, 3])
-    with plan_override(block_h=16, block_b=16, block_k=16, split_k=split_k):
+    fields = dict(w_resident=False, gate_split=True) if split_k == "gate_split" else dict(split_k=split_k)
+    with plan_override(block_h=16, block_b=16, block_k=16, **fields):
         check_layer(cell, make_layer(cell, (20, 5, 4, 37)), "fp32", tolerance(cell, "fp32"), lengths)
 
 
@@ -102,6 +120,11 @@ def test_counters_are_left_at_zero_and_reused(monkeypatch):
         for seed in (0, 1):
             check_layer("lstm", make_layer("lstm", (20, 3, 4, 37), seed=seed), "fp32", tolerance("lstm", "fp32"))
     assert launches == [4] * 4 and not buf.any()  # two counters per batch block, two blocks
+    launches.clear()  # the gate-split backward: a group counter per group too (one group a batch block)
+    with plan_override(block_h=16, block_b=16, w_resident=False, block_k=16, gate_split=True):
+        for seed in (0, 1):
+            check_layer("gru", make_layer("gru", (20, 3, 4, 37), seed=seed), "fp32", tolerance("gru", "fp32"))
+    assert launches == [4, 6] * 2 and not buf.any()
 
 
 def test_barrier_orders_threads():

@@ -446,6 +446,25 @@ def test_split_k_backward(cell, dtype, resident, batch, seq, hidden):
     assert all(not buf.any() for buf in COUNTERS.values())
 
 
+@pytest.mark.parametrize("batch, seq, hidden", [(20, 9, 100), (3, 7, 37), (64, 30, 1024), (128, 5, 1024)])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_gate_split_backward(cell, dtype, batch, seq, hidden):
+    """The transpose backward with each gate's partial apart (``Plan.gate_split``): groups of 4
+    (LSTM) or 3 (GRU) programs, each multiplying one gate's gradients of every unit for the group's
+    units, summed after the group's own barrier; hidden 100 and 37 in 7 and 3 blocks of 16 (the
+    last group with programs that own no unit), 1024 in 64 at 64 batch rows a program (two batch
+    blocks at 128). The counters, group counters too, end at zero."""
+    from rnnbench.ops import recurrence
+
+    with matmul_mode(dtype), plan_override(gate_split=True, w_resident=False, split_k=False):
+        backward = recurrence.layer_launch(cell, batch, hidden, TORCH_DTYPE[dtype], torch.device("cuda")).backward
+        assert backward.gate_split and backward.grid(batch, hidden)[0] % backward.gate_split == 0
+        check_layer(cell, dtype, _layer(cell, batch, seq, 5, hidden))
+    torch.cuda.synchronize()
+    assert all(not buf.any() for buf in COUNTERS.values())
+
+
 @pytest.mark.parametrize("batch, seq, hidden", [(20, 9, 100), (16, 40, 768)])
 @pytest.mark.parametrize("rows", [128, 256])
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -55,6 +55,32 @@ def test_every_recurrence_kernel_takes_the_cached_launch():
         launcher._check_integers(args)  # raises for an integer Triton would specialise
 
 
+@pytest.mark.parametrize("fields", [{}, {"h_on_chip": False}, {"split_k": True}, {"w_resident": False, "gate_split": True}],
+                         ids=["on_chip", "transpose", "split_k", "gate_split"])
+@pytest.mark.parametrize("cell", ["lstm", "gru", "rnn_tanh"])
+def test_every_launch_gives_every_constexpr_its_kernel_takes(cell, fields, interpreter, monkeypatch):
+    """A cached launch passes the compiled kernel every constexpr by value, read from its
+    Constexprs by the kernel's parameter names (``KernelLauncher``'s tail): one that the meta leaves
+    to its default in the signature would raise KeyError there, on CUDA only (the interpreter calls
+    the JIT with keywords, defaults filled in). Forward and backward of a layer, on each plan."""
+    if cell.startswith("rnn_") and ("split_k" in fields or "gate_split" in fields):
+        pytest.skip(f"no such backward for {cell}")
+    launched = []
+    monkeypatch.setattr(KernelLauncher, "__call__", lambda self, grid, args, constexprs, stream=None, keyed=None:
+                        launched.append((self.fn, constexprs)))
+    gates, (b, t, h) = recurrence.NUM_GATES[cell], (3, 2, 8)
+    x, w_ih, w_hh = (torch.randn(*shape, requires_grad=True) for shape in ((t, b, 5), (gates * h, 5), (gates * h, h)))
+    with recurrence.plan_override(**fields):
+        out, h_n, _ = recurrence.recurrent_layer(cell, x, None, None, w_ih, w_hh)
+        out.sum().backward()
+    kernels = {fn.__name__ for fn, _ in launched}
+    assert any("backward" in name for name in kernels) and any("forward" in name for name in kernels), kernels
+    for fn, constexprs in launched:
+        wanted = [p.name for p in inspect.signature(fn.fn).parameters.values()
+                  if p.annotation in (tl.constexpr, "tl.constexpr")]
+        assert set(wanted) <= set(constexprs.values), (fn.__name__, set(wanted) - set(constexprs.values))
+
+
 def test_constexprs_are_numbered_by_value():
     """The launch key holds a Constexprs' number: equal values (in any order) must share it and
     different values must not (a number shared by two plans would launch one plan's variant for

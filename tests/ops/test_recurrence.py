@@ -26,6 +26,8 @@ GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 SHAPES = [(1, 1, 3, 37), (3, 7, 5, 37), (1, 7, 100, 100)]
 PLANS = {"on_chip": {}, "exchange": {"h_on_chip": False}, "resident_pieces": {"block_k": 16},
          "streamed": {"w_resident": False, "block_k": 16}, "split_k": {"split_k": True},
+         # the LSTM's and GRU's backward with each gate's partial apart (one program: every gate)
+         "gate_split": {"w_resident": False, "block_k": 16, "gate_split": True},
          # 3xTF32 forward with h split once (its products are exact fp32 here: the split's
          # bookkeeping is what is checked), weights resident in one piece or in pieces, streamed
          # (split in the step), or streamed from a split copy
@@ -103,8 +105,8 @@ def check_layer(cell, tensors, dtype, tol, lengths=None):
 def test_layer_matches_reference_fp32(cell, shape, plan):
     from rnnbench.ops.recurrence import plan_override
 
-    if plan == "split_k" and cell not in SPLIT_K_CELLS:
-        pytest.skip(f"no split-K backward for {cell}")
+    if plan in ("split_k", "gate_split") and cell not in SPLIT_K_CELLS:
+        pytest.skip(f"no {plan} backward for {cell}")
     if plan in CHIP_SPLIT_PLANS and not cell.startswith("rnn_"):
         pytest.skip(f"no {plan} plan for {cell}")
     with plan_override(**PLANS[plan]):
@@ -123,8 +125,8 @@ def test_variable_lengths_match_reference(cell, plan):
     ignored there), each sequence's own final states, every gradient."""
     from rnnbench.ops.recurrence import plan_override
 
-    if plan == "split_k" and cell not in SPLIT_K_CELLS:
-        pytest.skip(f"no split-K backward for {cell}")
+    if plan in ("split_k", "gate_split") and cell not in SPLIT_K_CELLS:
+        pytest.skip(f"no {plan} backward for {cell}")
     if plan in CHIP_SPLIT_PLANS and not cell.startswith("rnn_"):
         pytest.skip(f"no {plan} plan for {cell}")
     with plan_override(**PLANS[plan]):
@@ -389,10 +391,11 @@ def test_default_plans_for_the_h100():
     assert not plan(16, 768, 4, torch.float32, "tf32", "backward").half_partials
     # Split-K is the LSTM's and GRU's default up to hidden 768 on tensor cores, and up to 1024 for
     # 16-bit weights (TF32 at 1024 was slower than the transpose), not the RNN's (no kernel), not
-    # on FMA products, and it may be turned off.
+    # on FMA products, and it may be turned off; from hidden 768 at 64 batch rows a program the
+    # gate-split backward takes its place (below).
     assert plan(32, 1024, 4, torch.bfloat16, direction="backward").split_k
     assert plan(32, 1024, 3, torch.float16, direction="backward").block_k == 256
-    assert plan(128, 1024, 4, torch.bfloat16, direction="backward").split_k
+    assert not plan(128, 1024, 4, torch.bfloat16, direction="backward").split_k
     assert not plan(32, 1024, 4, torch.float32, "tf32", "backward").split_k
     assert not plan(32, 2048, 4, torch.bfloat16, direction="backward").split_k
     assert plan(32, 1024, 4, torch.float32, "tf32", "backward", split_k=True).split_k
@@ -402,6 +405,32 @@ def test_default_plans_for_the_h100():
     assert plan(20, 500, 4, torch.float32, "tf32x3", "backward").split_k
     with pytest.raises(ValueError, match="LSTM's and GRU's backward only"):
         plan(16, 768, 1, torch.bfloat16, direction="backward", split_k=True)
+    # The gate-split backward (each gate's partial apart, in groups of the cell's gates): where the
+    # transpose plan ran (TF32 and strict fp32 past hidden 768, up to 1024; 3 chunks in flight at
+    # 16-32 batch rows, at 64 as many 128 or 64 wide as shared memory holds), and in place of
+    # split-K from hidden 768 at 64 batch rows a program; not at 16-32 rows (split-K's), past hidden
+    # 1024, where whole groups would not be resident, nor for the RNN. The GRU's grid is whole
+    # groups of three (66 programs at hidden 1024).
+    for b, h, g, dt, prec, stages, chunk in ((32, 1024, 4, torch.float32, "tf32", 3, 128),
+                                            (128, 1024, 4, torch.float32, "tf32", 4, 64),
+                                            (32, 1024, 3, torch.float32, "tf32x3", 3, 64),
+                                            (128, 768, 4, torch.float32, "tf32", 4, 64),
+                                            (128, 1024, 3, torch.float16, "ieee", 4, 128)):
+        p = plan(b, h, g, dt, prec, "backward")
+        assert (p.gate_split, p.split_k, p.w_resident, p.num_stages, p.block_k) == (g, False, False, stages, chunk)
+    assert plan(128, 1024, 3, torch.float32, "tf32", "backward").grid(128, 1024) == (66, 2)
+    # On 130 multiprocessors those 132 programs would not all be resident: the transpose plan's 128.
+    fewer = choose_plan(128, 1024, 3, torch.float32, cuda, multiprocessors=130, precision="tf32", direction="backward")
+    assert not fewer.gate_split and fewer.grid(128, 1024) == (64, 2)
+    for b, h, g, dt, prec in ((32, 1024, 4, torch.bfloat16, "ieee"), (16, 768, 4, torch.float16, "ieee"),
+                              (32, 768, 4, torch.float32, "tf32"), (128, 512, 4, torch.float32, "tf32"),
+                              (32, 2048, 4, torch.float32, "tf32"), (128, 1040, 4, torch.float32, "tf32"),
+                              (128, 1024, 1, torch.float32, "tf32")):
+        assert not plan(b, h, g, dt, prec, "backward").gate_split, (b, h, g, dt, prec)
+    assert not plan(128, 1024, 4, torch.float32, "tf32", "backward", gate_split=False).gate_split
+    assert plan(32, 1024, 4, torch.bfloat16, direction="backward", gate_split=True, split_k=False).gate_split == 4
+    with pytest.raises(ValueError, match="gate_split is the LSTM's and GRU's transpose backward"):
+        plan(128, 1024, 4, torch.float32, "tf32", "backward", gate_split=True, w_resident=True)
     # A field named backward_<field> sets the backward plan's alone (the forward stays the default).
     assert plan(16, 768, 4, torch.bfloat16, backward_block_k=128) == plan(16, 768, 4, torch.bfloat16)
     assert plan(16, 768, 4, torch.bfloat16, direction="backward", backward_block_k=128).block_k == 128
@@ -429,8 +458,8 @@ def test_default_plans_for_the_h100():
     assert plan(128, 512, 1, torch.float32, "tf32", "backward").block_b == 16  # the RNN's (not split-K)
     assert plan(20, 500, 1, torch.float32, "tf32x3", "backward").block_b == 16
     assert plan(32, 512, 3, torch.bfloat16, direction="backward", split_k=False).block_b == 16
-    assert plan(32, 1024, 4, torch.float32, "tf32", "backward").grid(32, 1024) == (64, 2)  # transpose
-    assert plan(64, 1024, 3, torch.float32, "tf32", "backward").grid(64, 1024) == (64, 2)  # 32 rows
+    assert plan(32, 1024, 4, torch.float32, "tf32", "backward").grid(32, 1024) == (64, 2)  # gate split
+    assert plan(64, 1024, 3, torch.float32, "tf32", "backward").grid(64, 1024) == (66, 2)  # 32 rows
     assert plan(32, 1024, 4, torch.float32, "tf32x3", "backward").block_b == 32  # 3xTF32 transpose
     assert plan(32, 1024, 3, torch.float32, "tf32x3", "backward").block_b == 32
     assert plan(20, 500, 4, torch.float32, direction="backward").block_b == 32  # FMA products

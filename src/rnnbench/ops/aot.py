@@ -33,8 +33,8 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from . import gradients
-from .plans import (Plan, backward_precision, chip_split_level, choose_plan, k_chunks, k_padded, split_k_pieces,
-                    split_once_level)
+from .plans import (Plan, backward_precision, chip_split_level, choose_plan, gate_split_constexprs, k_chunks, k_padded,
+                    split_k_pieces, split_once_level)
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .rnn.fma import CHAINS as FMA_CHAINS
@@ -102,6 +102,8 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
                       CHIP_SPLIT=chip_split_level(plan), SAVE=save, RELU=False,
                       HAS_BIAS=True, HAS_H0=True, HAS_C0=True, HAS_D_OUT=True, HAS_D_H_N=True, HAS_D_C_N=True,
                       HAS_LENGTHS=lengths, CHAINS=FMA_CHAINS)
+    if direction == "backward":  # (always: a constexpr left out would compile as a runtime argument)
+        constexprs.update(gate_split_constexprs(plan, hidden_size))
     constexprs = {k: v for k, v in constexprs.items() if k in names}
     f32 = F32_POINTERS - ({"partials_ptr"} if plan.half_partials else set())
     pointers = {"counters_ptr": "*i32", "lengths_ptr": "*i32", **{name: "*fp32" for name in f32}}

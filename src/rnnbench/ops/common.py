@@ -609,15 +609,71 @@ def _wait(counter_ptr, target):
 
 
 @triton.jit
-def _release_counters(counters_ptr):
+def _release_counters(counters_ptr, GROUP: tl.constexpr = 0):
     """Leave the barrier counters of this batch block at zero for the next launch, so they can be
     allocated once and reused without a memset per call. ``counters_ptr`` holds arrivals
-    ``[0, NB)`` and exits ``[NB, 2 NB)`` (NB = batch blocks). Each program counts itself out after
-    its last wait; the last one out zeroes both, when no program of the block can still be
-    waiting."""
+    ``[0, NB)`` and exits ``[NB, 2 NB)`` (NB = batch blocks), then with ``GROUP`` (programs a group,
+    :func:`_gate_split_columns`) each batch block's group counters (:func:`_group_counter`). Each
+    program counts itself out after its last wait; the last one out zeroes them, when no program
+    of the block can still be waiting."""
     pid_b = tl.program_id(1)
     arrivals = counters_ptr + pid_b
     exits = counters_ptr + tl.num_programs(1) + pid_b
     if tl.atomic_add(exits, 1, sem="acq_rel", scope="gpu") == tl.num_programs(0) - 1:
         tl.atomic_xchg(arrivals, 0, sem="relaxed", scope="gpu")
         tl.atomic_xchg(exits, 0, sem="relaxed", scope="gpu")
+        if GROUP:
+            groups = tl.num_programs(0) // GROUP
+            for j in range(0, groups):
+                tl.atomic_xchg(_group_counter(counters_ptr, j, groups), 0, sem="relaxed", scope="gpu")
+
+
+@triton.jit
+def _group_counter(counters_ptr, group, groups):
+    """The arrival counter of this batch block's group ``group`` of :attr:`Plan.gate_split`'s
+    programs (``groups`` a batch block), after the arrivals and exits of :func:`_release_counters`."""
+    return counters_ptr + 2 * tl.num_programs(1) + tl.program_id(1) * groups + group
+
+
+@triton.jit
+def _gate_split_columns(acc, w_t_ptr, g_ptr, rows, row_mask, partials_ptr, counters_ptr, s, plane_h, hid, mask,
+                        H: tl.constexpr, GATES: tl.constexpr, GROUP: tl.constexpr, BLOCK_H: tl.constexpr,
+                        SPAN_PAD: tl.constexpr, K_PAD: tl.constexpr, BLOCK_K: tl.constexpr,
+                        PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+    """Backward, :attr:`Plan.gate_split`: ``acc + (d_gates @ W_hh[:, units])^T`` for this program's
+    units, ``[BLOCK_H, BLOCK_B]`` fp32, as :func:`_columns_matmul` gives it, computed by a group of
+    ``GROUP`` consecutive programs (``GATES`` on CUDA, each multiplying one gate; one program alone
+    under the interpreter, every gate) that share the group's ``GROUP * BLOCK_H`` units
+    (``SPAN_PAD`` that, to a power of 2). Each program multiplies ``GATES // GROUP`` gates' gradients
+    of every unit (the ``[B, GATES * H]`` plane at ``g_ptr``, one gate's ``H`` columns) by those
+    gates' rows of ``W_hh`` for the group's units (``W_hh^T`` at ``w_t_ptr``), and stores the
+    partial in ``partials [2, GATES, B, H]`` (fp32, slot ``s % 2``); after the group's own barrier
+    each program sums its units' partials of every gate. Why: the transpose plan's programs each
+    read every gate's gradients (``GATES * H`` wide) for 16 units a step; here each reads one
+    gate's for ``GATES * 16`` units, a quarter of the bytes from L2 for the LSTM. Two step parities
+    suffice: a program writes slot ``s % 2`` again only after every program has passed step ``s +
+    1``'s grid barrier, so after its group read step ``s``'s partials."""
+    ROLES: tl.constexpr = GATES // GROUP
+    SPAN: tl.constexpr = GROUP * BLOCK_H
+    pid_h = tl.program_id(0)
+    group = pid_h // GROUP
+    first = (pid_h % GROUP) * ROLES  # the first gate this program multiplies
+    offs = tl.arange(0, SPAN_PAD)
+    units = group * SPAN + offs
+    unit_ok = (offs < SPAN) & (units < H)
+    slot = (s % 2) * GATES
+    for r in tl.static_range(ROLES):
+        gate = first + r
+        part = tl.zeros((SPAN_PAD, acc.shape[1]), dtype=tl.float32)
+        for i in range(0, (H + BLOCK_K - 1) // BLOCK_K):
+            w = _load_gate_padded(w_t_ptr + gate * H, GATES * H, units, unit_ok, i * BLOCK_K, H, 1, K_PAD, BLOCK_K)
+            d = _load_gate_padded(g_ptr + gate * H, GATES * H, rows, row_mask, i * BLOCK_K, H, 1, K_PAD, BLOCK_K)
+            part = _mma(w, tl.trans(d), part, PRECISION, UPCAST)
+        tl.store(partials_ptr + (slot + gate) * plane_h + rows[None, :] * H + units[:, None], part,
+                 mask=unit_ok[:, None] & row_mask[None, :])
+    counter = _group_counter(counters_ptr, group, tl.num_programs(0) // GROUP)
+    _arrive(counter)
+    _wait(counter, GROUP * (s + 1))
+    for gate in tl.static_range(GATES):
+        acc += tl.load(partials_ptr + (slot + gate) * plane_h + hid, mask=mask, other=0.0, cache_modifier=".cg")
+    return acc

@@ -116,6 +116,24 @@ X3_SPLIT_K_WIDE_WARPS = 4
 # where with fp32 partials it lost (0.73-0.92x). In fp16 with both: 1.31-1.40x at batch 32,
 # 1.01-1.12x at 128.
 SPLIT_K_16BIT_MAX_HIDDEN = 1024
+# The LSTM's and GRU's backward with each gate's partial apart (Plan.gate_split) by default where
+# the split-K one is not (past SPLIT_K_MAX_HIDDEN, or SPLIT_K_16BIT_MAX_HIDDEN for 16-bit weights),
+# up to GATE_SPLIT_MAX_HIDDEN, and in its place from GATE_SPLIT_MIN_HIDDEN at GATE_SPLIT_ROWS batch
+# rows a program or more. Backward kernel alone on the H100 (benchmarks/plan_sweep.py --cases
+# gate_split, gate_split_rule; results/h100/gate-split), µs a step, default -> gate split: TF32 at
+# hidden 1024 (transpose before) LSTM 25.7 -> 14.1 at batch 128, 17.8 -> 12.4 at 64, 14.4 -> 10.6
+# at 32, GRU 20.8 -> 12.7, 16.0 -> 10.4, 11.6 -> 8.7; strict fp32 (3xTF32) at 1024 LSTM 54.1 ->
+# 40.0 (batch 128), 37.7 -> 18.9 (32), GRU 41.7 -> 38.4, 29.1 -> 19.3; against split-K at 64 rows
+# (batch 128): TF32 at 768 LSTM 20.3 -> 11.3, GRU 21.2 -> 10.8; bf16 at 768 10.0 -> 8.4 and 10.0 ->
+# 7.7, fp16 at 1024 13.9 -> 9.9 and 13.7 -> 9.0. Split-K stays faster at 16-32 rows (bf16 and fp16
+# at 1024, batch 32: 5.0 against 7.0 and 4.9 against 6.1; FlashRNN's 3.7 against 4.8; TF32 at 768,
+# batch 32: 6.1 against 7.8) and at hidden 512 (TF32, batch 32-128: 4.5-6.5 against 5.6-8.1).
+# Past 1024 (not measured) the transpose plan as before.
+GATE_SPLIT_MIN_HIDDEN, GATE_SPLIT_MAX_HIDDEN, GATE_SPLIT_ROWS = 768, 1024, 64
+# Chunks in flight at 16-32 batch rows a program: 3 (TF32 at hidden 1024, batch 32 10.6 against
+# 11.4 µs a step with 4; batch 64 11.7 against 12.4); at 64 rows the tensor cores' 4, the chunks
+# narrowed to fit (128 wide with 3: 14.4 against 14.1).
+GATE_SPLIT_FEW_ROWS_STAGES = 3
 # Strict fp32 forwards that stream their weights split h once (Plan.split_once), and from this many
 # batch rows a program their weights too (Plan.split_w_once).
 SPLIT_ONCE, SPLIT_W_ONCE_ROWS = True, 64
@@ -219,6 +237,13 @@ class Plan:
             forward only (``ops/lstm/fma.py``, ``ops/gru/fma.py``, Gluon): ``W_hh^T`` partly in
             registers, the rest in shared memory (see :func:`gated_fma_fits`,
             :func:`gated_fma_default`); their backward stays on tensor cores.
+        gate_split: the LSTM's and GRU's transpose backward with streamed weights (0: off; else the
+            cell's gates, 4 or 3): its programs in groups of that many consecutive unit blocks (the
+            grid rounded up to whole groups), each program multiplying one gate's gradients of
+            every unit by that gate's columns of ``W_hh`` for the group's units into a partial, the
+            group summing its partials after a barrier of its own
+            (``common._gate_split_columns``): a program reads one gate's gradients a step instead
+            of every gate's. One program alone (the interpreter's) multiplies every gate.
     """
 
     block_b: int
@@ -237,10 +262,15 @@ class Plan:
     gluon: bool = False
     input_ahead: bool = False
     fma: bool = False
+    gate_split: int = 0
 
     def grid(self, batch_size: int, hidden_size: int) -> tuple[int, int]:
-        """(programs over hidden units, programs over batch rows)."""
-        return -(-hidden_size // self.block_h), -(-batch_size // self.block_b)  # (triton.cdiv costs µs per call)
+        """(programs over hidden units, programs over batch rows); with :attr:`gate_split`, whole
+        groups of programs over hidden units (the last group's extra programs own no unit)."""
+        units = -(-hidden_size // self.block_h)  # (triton.cdiv costs µs per call)
+        if self.gate_split and units > 1:
+            units = -(-units // self.gate_split) * self.gate_split
+        return units, -(-batch_size // self.block_b)
 
 
 def resident_piece(block_b: int, element: int, hidden_size: int) -> int:
@@ -250,6 +280,17 @@ def resident_piece(block_b: int, element: int, hidden_size: int) -> int:
     if element == 2 and block_b <= WIDE_PIECE_ROWS and hidden_size <= WIDE_PIECE_MAX_HIDDEN:
         return 256
     return max(64, min(256, RESIDENT_PIECE_BYTES // (block_b * element)))
+
+
+def gate_split_constexprs(plan: Plan, hidden_size: int) -> dict:
+    """The transpose backward's ``GATE_GROUP`` and ``SPAN_PAD`` (0 and 0 without
+    :attr:`Plan.gate_split`): the programs of a group (``gate_split``, each multiplying one gate;
+    1 where one program holds every unit, multiplying every gate) and the group's units to a
+    power of 2."""
+    if not plan.gate_split:
+        return {"GATE_GROUP": 0, "SPAN_PAD": 0}
+    group = 1 if -(-hidden_size // plan.block_h) == 1 else plan.gate_split
+    return {"GATE_GROUP": group, "SPAN_PAD": next_pow2(group * plan.block_h)}
 
 
 def split_once_level(plan: Plan) -> int:
@@ -529,7 +570,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     # one direction can be compared under one override).
     one_way = {prefix: {k.removeprefix(prefix): override.pop(k) for k in list(override) if k.startswith(prefix)}
                for prefix in ("forward_", "backward_")}
-    for field in ("split_k",) if direction == "forward" else ("split_once", "on_chip_split"):
+    for field in ("split_k", "gate_split") if direction == "forward" else ("split_once", "on_chip_split"):
         override.pop(field, None)  # one direction's fields
     override.update(one_way[f"{direction}_"])
     tensor_cores = dtype != torch.float32 or precision in ("tf32", "tf32x3")
@@ -612,12 +653,34 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
               "split_w_once": split_w_once, "on_chip_split": chip_split, "fma": fma}
     split_default = (device.type == "cuda" and num_gates in (3, 4) and tensor_cores and not on_chip
                      and hidden_size <= (SPLIT_K_16BIT_MAX_HIDDEN if element == 2 else SPLIT_K_MAX_HIDDEN))
+    gate_default = (direction == "backward" and device.type == "cuda" and num_gates in (3, 4) and tensor_cores
+                    and not on_chip and not fma and not override.get("w_resident") and hidden_size <= GATE_SPLIT_MAX_HIDDEN
+                    and (not split_default or (hidden_size >= GATE_SPLIT_MIN_HIDDEN and bb >= GATE_SPLIT_ROWS))
+                    and _gate_groups_fit(hidden_size, bh, num_gates, batch_size, bb, slots))
+    if gate_default and "split_k" not in override:
+        split_default = False
     if direction == "backward" and override.get("split_k", split_default):
         if num_gates not in (3, 4):
             raise ValueError("split_k is the LSTM's and GRU's backward only, so far")
         fields.update(_split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision,
                                       step_precision, override))
+    elif direction == "backward" and override.get("gate_split", gate_default):
+        fields.update(gate_split=num_gates, w_resident=False,
+                      num_stages=GATE_SPLIT_FEW_ROWS_STAGES if bb < GATE_SPLIT_ROWS else fields["num_stages"])
+    if override.get("gate_split"):  # (asked for as True or the cell's gates: the cell's gates)
+        override["gate_split"] = num_gates
     plan = Plan(**{**fields, **override})
+    if plan.gate_split and (direction != "backward" or num_gates not in (3, 4) or plan.split_k or plan.h_on_chip
+                            or plan.w_resident or plan.fma):
+        raise ValueError("gate_split is the LSTM's and GRU's transpose backward with streamed weights (not split_k, "
+                         "h_on_chip or w_resident)")
+    if plan.gate_split and slots is not None and "block_k" not in override:
+        # Chunks that fit in flight: each stage holds the group's weight columns and the batch rows'
+        # gradients, block_k wide (128 at 64 rows, 4 stages: 256 KB, over the H100's 227).
+        span = next_pow2(num_gates * plan.block_h)
+        while plan.block_k > MIN_BLOCK and (
+                plan.num_stages * (span + plan.block_b) * plan.block_k * element > smem - SHARED_MEMORY_MARGIN):
+            plan = dataclasses.replace(plan, block_k=plan.block_k // 2)
     # The Gluon forward wherever the plan, overrides applied, allows it; asked for elsewhere, refused.
     gluon_allowed = direction == "forward" and gluon_forward(
         num_gates, element, hidden_size, plan.block_b, plan.block_h, plan.w_resident, plan.h_on_chip, plan.num_warps,
@@ -675,6 +738,14 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         raise ValueError(f"{nh * nb} programs cannot all be resident on {slots} multiprocessors "
                          f"(batch_size {batch_size}, hidden_size {hidden_size})")
     return plan
+
+
+def _gate_groups_fit(hidden_size: int, block_h: int, num_gates: int, batch_size: int, block_b: int,
+                     slots: int | None) -> bool:
+    """Whether :attr:`Plan.gate_split`'s programs, whole groups of ``num_gates`` unit blocks per
+    batch block, can all be resident."""
+    units = -(-hidden_size // block_h)
+    return slots is not None and -(-units // num_gates) * num_gates * -(-batch_size // block_b) <= slots
 
 
 def split_k_pieces(hidden_size: int, block_k: int) -> int:

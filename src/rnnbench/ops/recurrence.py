@@ -47,7 +47,8 @@ from .lstm import fma as lstm_fma
 from .lstm import gluon as lstm_gluon
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .plans import (AHEAD_MIN_STEPS, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, chip_split_level,
-                    choose_plan, dot_precision, k_chunks, k_padded, split_k_pieces, split_once_level, upcast_dot)
+                    choose_plan, dot_precision, gate_split_constexprs, k_chunks, k_padded, split_k_pieces,
+                    split_once_level, upcast_dot)
 from .projection import input_projection, project_ahead
 from .rnn.fma import CHAINS as FMA_CHAINS
 from .rnn.fma import rnn_backward_fma_kernel, rnn_forward_fma_kernel
@@ -271,6 +272,8 @@ class _Launch:
                     K_PAD=k_padded(self.hidden_size), W_RESIDENT=plan.w_resident, ON_CHIP=plan.h_on_chip,
                     PRECISION=precision,
                     UPCAST=self.upcast, num_warps=plan.num_warps, num_stages=plan.num_stages)
+        if not forward and self.num_gates > 1:  # (every constexpr by value: the cached launch passes them all)
+            meta.update(gate_split_constexprs(plan, self.hidden_size))
         if forward:
             meta.update(CHUNKS=chunks, FAST_ACT=plan.fast_activations, SPLIT_ONCE=split_once_level(plan))
             if self.cell.startswith("rnn_"):
@@ -385,7 +388,10 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
     dev, dtype = h_buf.device, w_hh.dtype
     plan_ = launch.backward
     grid = launch.backward_grid
-    counters, stream = (None, launch_stream(dev)) if plan_.fma else _counters(2 * grid[1], dev)  # (FMA: no barrier)
+    # (FMA: no barrier; gate_split: a group counter per group of programs too, common._group_counter)
+    groups = grid[0] // plan_.gate_split if plan_.gate_split and grid[0] > 1 else 1
+    counters, stream = (None, launch_stream(dev)) if plan_.fma else _counters(
+        (2 + (groups if plan_.gate_split else 0)) * grid[1], dev)
     d_h0 = torch.empty(B, H, device=dev, dtype=dtype)
     constexprs = launch.backward_constexprs(d_out is not None, d_h_n is not None, d_c_n is not None,
                                             lengths is not None)
@@ -411,17 +417,19 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
                           constexprs, stream)
         return d_pre, d_pre, d_h0, None
     w_hh_t = w_hh.t().contiguous()  # our units' columns of W_hh as contiguous rows
+    # Plan.gate_split: each gate's partial of dh, two slots by step parity [2, G, B, H] (fp32)
+    partials = torch.empty(2, launch.num_gates, B, H, device=dev, dtype=torch.float32) if plan_.gate_split else d_h0
     if cell == "lstm":
         d_gates = torch.empty(T, B, 4 * H, device=dev, dtype=dtype)
         d_c0 = torch.empty_like(d_h0)
         _LSTM_BACKWARD(grid, (d_out, d_h_n, d_c0 if d_c_n is None else d_c_n, saved, c_buf, w_hh_t, d_gates, d_h0,
-                              d_c0, lengths, counters, T, B), constexprs, stream)
+                              d_c0, lengths, partials, counters, T, B), constexprs, stream)
         return d_gates, d_gates, d_h0, d_c0
     if cell == "gru":
         d_gates_h = torch.empty(T, B, 3 * H, device=dev, dtype=dtype)
         d_gates_x = torch.empty_like(d_gates_h)
-        _GRU_BACKWARD(grid, (d_out, d_h_n, saved, h_buf, w_hh_t, d_gates_h, d_gates_x, d_h0, lengths, counters, T,
-                             B), constexprs, stream)
+        _GRU_BACKWARD(grid, (d_out, d_h_n, saved, h_buf, w_hh_t, d_gates_h, d_gates_x, d_h0, lengths, partials,
+                             counters, T, B), constexprs, stream)
         return d_gates_x, d_gates_h, d_h0, None
     d_pre = torch.empty(T, B, H, device=dev, dtype=dtype)
     _RNN_BACKWARD(grid, (d_out, d_h_n, saved, w_hh_t, d_pre, d_h0, lengths, counters, T, B), constexprs, stream)

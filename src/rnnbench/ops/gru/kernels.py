@@ -19,9 +19,10 @@ import triton
 import triton.language as tl
 
 from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _columns_matmul, _forward_weights, _gate_bias,
-                      _gate_columns, _gradient_in, _load_f32, _load_weight_columns, _on_chip_columns, _program_tile,
-                      _publish_h, _recurrent_matmul, _release_counters, _resident_stack_t, _row_lengths, _split_gates,
-                      _split_h0, _split_k_arrive, _split_k_sum, _stack_gates, _stacked_rows, _wait, _where_running)
+                      _gate_columns, _gate_split_columns, _gradient_in, _load_f32, _load_weight_columns,
+                      _on_chip_columns, _program_tile, _publish_h, _recurrent_matmul, _release_counters,
+                      _resident_stack_t, _row_lengths, _split_gates, _split_h0, _split_k_arrive, _split_k_sum,
+                      _stack_gates, _stacked_rows, _wait, _where_running)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
@@ -161,18 +162,19 @@ def _store_grads(dg_t, dx_t, gid, mask, H: tl.constexpr, d_r, d_z, d_hn, d_n):
 @triton.jit(do_not_specialize=["T", "B"])
 def gru_backward_kernel(
     d_out_ptr, d_h_n_ptr, saved_ptr, h_buf_ptr, w_hh_t_ptr, d_gates_h_ptr, d_gates_x_ptr, d_h0_ptr,
-    lengths_ptr, counters_ptr,
+    lengths_ptr, partials_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
-    HAS_LENGTHS: tl.constexpr,
+    HAS_LENGTHS: tl.constexpr, GATE_GROUP: tl.constexpr = 0, SPAN_PAD: tl.constexpr = 0,
 ):
     """Reverse-time recurrence. Writes ``d_gates_h [T, B, 3H]``, the gradients of the recurrent
     pre-activations ``(W_hr h, W_hz h, W_hn h + b_hn)``, and ``d_gates_x [T, B, 3H]``, those of
     the input-side ones ``(W_ir x, W_iz x, W_in x)``: the same r and z, but n without the factor r.
     Both in the weights' dtype, written here so that no copy joins them afterwards; and ``d_h0``.
-    ``w_hh_t`` is ``W_hh^T`` (``[H, 3H]``, contiguous). ``HAS_LENGTHS``: as the LSTM's backward."""
+    ``w_hh_t`` is ``W_hh^T`` (``[H, 3H]``, contiguous). ``HAS_LENGTHS``, ``GATE_GROUP``: as the
+    LSTM's backward."""
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid, gid, plane_h, plane_g = _back_tile(B, H, BLOCK_B,
                                                                                                   BLOCK_H, 3)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
@@ -203,13 +205,18 @@ def gru_backward_kernel(
             d_h_rec = _on_chip_columns(w, (d_r, d_z, d_hn), direct, 3, PRECISION, UPCAST)
         else:
             _wait(counters_ptr + pid_b, tl.num_programs(0) * (s + 1))
-            d_h_rec = _columns_matmul(w, w_hh_t_ptr, units, unit_mask, dg_t, rows, row_mask, direct, H, 3, 4, K_PAD,
-                                      BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
+            if GATE_GROUP:
+                d_h_rec = _gate_split_columns(direct, w_hh_t_ptr, dg_t, rows, row_mask, partials_ptr, counters_ptr, s,
+                                              plane_h, hid, mask, H, 3, GATE_GROUP, BLOCK_H, SPAN_PAD, K_PAD,
+                                              BLOCK_K, PRECISION, UPCAST)
+            else:
+                d_h_rec = _columns_matmul(w, w_hh_t_ptr, units, unit_mask, dg_t, rows, row_mask, direct, H, 3, 4,
+                                          K_PAD, BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
         d_h_rec = _where_running(t, lengths, d_h_rec, d_h, HAS_LENGTHS)  # a finished row's passes through
         s += 1
     tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)
     if not ON_CHIP:
-        _release_counters(counters_ptr)
+        _release_counters(counters_ptr, GATE_GROUP)
 
 
 @triton.jit(do_not_specialize=["T", "B"])

@@ -19,10 +19,10 @@ import triton
 import triton.language as tl
 
 from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _columns_matmul, _forward_weights, _gate_bias,
-                      _gate_columns, _gradient_in, _load_f32, _load_weight_columns, _on_chip_columns, _program_tile,
-                      _publish_h, _recurrent_matmul, _release_counters, _resident_stack_t, _row_lengths, _split_gates,
-                      _split_h0, _split_k_arrive, _split_k_sum, _stack_gates, _stacked_rows, _tanh, _wait,
-                      _where_running)
+                      _gate_columns, _gate_split_columns, _gradient_in, _load_f32, _load_weight_columns,
+                      _on_chip_columns, _program_tile, _publish_h, _recurrent_matmul, _release_counters,
+                      _resident_stack_t, _row_lengths, _split_gates, _split_h0, _split_k_arrive, _split_k_sum,
+                      _stack_gates, _stacked_rows, _tanh, _wait, _where_running)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
@@ -174,12 +174,12 @@ def _store_grads(dg_t, gid, mask, H: tl.constexpr, d_i, d_f, d_g, d_o):
 @triton.jit(do_not_specialize=["T", "B"])
 def lstm_backward_kernel(
     d_out_ptr, d_h_n_ptr, d_c_n_ptr, gates_ptr, c_buf_ptr, w_hh_t_ptr, d_gates_ptr, d_h0_ptr, d_c0_ptr,
-    lengths_ptr, counters_ptr,
+    lengths_ptr, partials_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr, HAS_D_C_N: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
-    HAS_LENGTHS: tl.constexpr,
+    HAS_LENGTHS: tl.constexpr, GATE_GROUP: tl.constexpr = 0, SPAN_PAD: tl.constexpr = 0,
 ):
     """Reverse-time recurrence. Writes ``d_gates [T, B, 4H]`` (gradients of the pre-activations,
     in the weights' dtype), ``d_h0`` and ``d_c0`` (in their pointers' dtype). Step t needs every
@@ -187,7 +187,10 @@ def lstm_backward_kernel(
     ``w_hh_t`` is ``W_hh^T`` (``[H, 4H]``, contiguous: our units' columns of W_hh are its rows).
     ``HAS_LENGTHS``: as the forward; past a row's end its gate gradients are zero, ``d_h`` and
     ``d_c`` pass through unchanged and its output gradient is ignored (that output is a constant
-    zero)."""
+    zero). ``GATE_GROUP`` (:attr:`Plan.gate_split`; streamed weights): the programs of a group
+    that share their partials through ``partials_ptr`` (:func:`_gate_split_columns`), each
+    multiplying ``4 // GATE_GROUP`` gates; 0: every program every gate of its own units
+    (``partials_ptr`` unread)."""
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid, gid, plane_h, plane_g = _back_tile(B, H, BLOCK_B,
                                                                                                   BLOCK_H, 4)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
@@ -219,14 +222,19 @@ def lstm_backward_kernel(
             d_h_rec = _on_chip_columns(w, (d_i, d_f, d_g, d_o), zero, 4, PRECISION, UPCAST)
         else:  # every program's gates from memory, all gates in one matmul
             _wait(counters_ptr + pid_b, tl.num_programs(0) * (s + 1))
-            d_h_rec = _columns_matmul(w, w_hh_t_ptr, units, unit_mask, dg_t, rows, row_mask, zero, H, 4, 4, K_PAD,
-                                      BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
+            if GATE_GROUP:
+                d_h_rec = _gate_split_columns(zero, w_hh_t_ptr, dg_t, rows, row_mask, partials_ptr, counters_ptr, s,
+                                              plane_h, hid, mask, H, 4, GATE_GROUP, BLOCK_H, SPAN_PAD, K_PAD,
+                                              BLOCK_K, PRECISION, UPCAST)
+            else:
+                d_h_rec = _columns_matmul(w, w_hh_t_ptr, units, unit_mask, dg_t, rows, row_mask, zero, H, 4, 4,
+                                          K_PAD, BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
         d_h_rec = _where_running(t, lengths, d_h_rec, d_h, HAS_LENGTHS)  # a finished row's passes through
         s += 1
     tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)
     tl.store(d_c0_ptr + hid, d_c.to(d_c0_ptr.dtype.element_ty), mask=mask)
     if not ON_CHIP:
-        _release_counters(counters_ptr)
+        _release_counters(counters_ptr, GATE_GROUP)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
