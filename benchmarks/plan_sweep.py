@@ -165,7 +165,7 @@ CASE_SETS["gate_split_rule"] = [
     ("lstm", 16, 768, "fp16", 100, [{}, {**GS, **NO_SPLIT_K}, {**GS, **NO_SPLIT_K, "backward_num_stages": 3}]),
     ("lstm", 16, 768, "bf16", 100, [{}, {**GS, **NO_SPLIT_K}]),
     *[(cell, 32, 1024, "fp32", 30, [{}, GS, {**GS, "backward_num_stages": 3}]) for cell in ("lstm", "gru")],
-    *[(cell, b, 1024, "tf32", 30, [{**GS, "backward_num_stages": s} for s in (2, 3)]) for cell in ("lstm", "gru")
+    *[(cell, b, 1024, "tf32", 30, [{}, *({**GS, "backward_num_stages": s} for s in (2, 3))]) for cell in ("lstm", "gru")
       for b in (64, 128)],
 ]
 CASE_SETS["tall_backward"] = [

@@ -2,7 +2,7 @@
 against the step of now (the backward seeded with the loss's gradient,
 ``rnnbench.workload.loss_gradient``), for ``torch-nn`` and ``triton``, A B B A in one process (one GPU).
 
-    PYTHONPATH=src:benchmarks python3 benchmarks/results/h100/loss-gradient/probes/ab.py OUT_DIR
+    PYTHONPATH=src:benchmarks python3 benchmarks/results/h100/loss-gradient/probes/loss_ab.py OUT_DIR
 
 Both steps of a lane share its module and inputs (``workload.module_call``'s step for B; A the same
 closure with the loss of before, written out here); each is checked against the float64
