@@ -636,6 +636,26 @@ def _group_counter(counters_ptr, group, groups):
 
 
 @triton.jit
+def _transpose_columns(acc, w, w_t_ptr, units, unit_mask, g_ptr, rows, row_mask, partials_ptr, counters_ptr, s,
+                       plane_h, hid, mask, H: tl.constexpr, GATES: tl.constexpr, GATE_GROUP: tl.constexpr,
+                       BLOCK_H: tl.constexpr, SPAN_PAD: tl.constexpr, K_PAD: tl.constexpr, BLOCK_K: tl.constexpr,
+                       W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+    """The LSTM's and GRU's transpose backward past step ``s``'s grid barrier: ``acc + (d_gates @
+    W_hh[:, units])^T`` for this program's units from every program's gate gradients (the ``[B,
+    GATES * H]`` plane at ``g_ptr``), each gate's partial apart in groups of ``GATE_GROUP``
+    programs (:func:`_gate_split_columns`, :attr:`Plan.gate_split`) or every gate in one product
+    (:func:`_columns_matmul`)."""
+    _wait(counters_ptr + tl.program_id(1), tl.num_programs(0) * (s + 1))
+    if GATE_GROUP:
+        acc = _gate_split_columns(acc, w_t_ptr, g_ptr, rows, row_mask, partials_ptr, counters_ptr, s, plane_h, hid,
+                                  mask, H, GATES, GATE_GROUP, BLOCK_H, SPAN_PAD, K_PAD, BLOCK_K, PRECISION, UPCAST)
+    else:
+        acc = _columns_matmul(w, w_t_ptr, units, unit_mask, g_ptr, rows, row_mask, acc, H, GATES, 4, K_PAD, BLOCK_K,
+                              W_RESIDENT, PRECISION, UPCAST)
+    return acc
+
+
+@triton.jit
 def _gate_split_columns(acc, w_t_ptr, g_ptr, rows, row_mask, partials_ptr, counters_ptr, s, plane_h, hid, mask,
                         H: tl.constexpr, GATES: tl.constexpr, GROUP: tl.constexpr, BLOCK_H: tl.constexpr,
                         SPAN_PAD: tl.constexpr, K_PAD: tl.constexpr, BLOCK_K: tl.constexpr,

@@ -667,8 +667,8 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     elif direction == "backward" and override.get("gate_split", gate_default):
         fields.update(gate_split=num_gates, w_resident=False,
                       num_stages=GATE_SPLIT_FEW_ROWS_STAGES if bb < GATE_SPLIT_ROWS else fields["num_stages"])
-    if override.get("gate_split"):  # (asked for as True or the cell's gates: the cell's gates)
-        override["gate_split"] = num_gates
+    if "gate_split" in override:  # (asked for as True or the cell's gates: the cell's gates; off: 0)
+        override["gate_split"] = num_gates if override["gate_split"] else 0
     plan = Plan(**{**fields, **override})
     if plan.gate_split and (direction != "backward" or num_gates not in (3, 4) or plan.split_k or plan.h_on_chip
                             or plan.w_resident or plan.fma):

@@ -18,11 +18,11 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _columns_matmul, _forward_weights, _gate_bias,
-                      _gate_columns, _gate_split_columns, _gradient_in, _load_f32, _load_weight_columns,
-                      _on_chip_columns, _program_tile, _publish_h, _recurrent_matmul, _release_counters,
-                      _resident_stack_t, _row_lengths, _split_gates, _split_h0, _split_k_arrive, _split_k_sum,
-                      _stack_gates, _stacked_rows, _tanh, _wait, _where_running)
+from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _forward_weights, _gate_bias, _gate_columns,
+                      _gradient_in, _load_f32, _load_weight_columns, _on_chip_columns, _program_tile, _publish_h,
+                      _recurrent_matmul, _release_counters, _resident_stack_t, _row_lengths, _split_gates, _split_h0,
+                      _split_k_arrive, _split_k_sum, _stack_gates, _stacked_rows, _tanh, _transpose_columns, _wait,
+                      _where_running)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
@@ -220,15 +220,10 @@ def lstm_backward_kernel(
         # dh_{t-1} = d_gates[t] @ W_hh[:, our units]
         if ON_CHIP:
             d_h_rec = _on_chip_columns(w, (d_i, d_f, d_g, d_o), zero, 4, PRECISION, UPCAST)
-        else:  # every program's gates from memory, all gates in one matmul
-            _wait(counters_ptr + pid_b, tl.num_programs(0) * (s + 1))
-            if GATE_GROUP:
-                d_h_rec = _gate_split_columns(zero, w_hh_t_ptr, dg_t, rows, row_mask, partials_ptr, counters_ptr, s,
-                                              plane_h, hid, mask, H, 4, GATE_GROUP, BLOCK_H, SPAN_PAD, K_PAD,
-                                              BLOCK_K, PRECISION, UPCAST)
-            else:
-                d_h_rec = _columns_matmul(w, w_hh_t_ptr, units, unit_mask, dg_t, rows, row_mask, zero, H, 4, 4,
-                                          K_PAD, BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
+        else:  # every program's gates from memory, after the barrier
+            d_h_rec = _transpose_columns(zero, w, w_hh_t_ptr, units, unit_mask, dg_t, rows, row_mask, partials_ptr,
+                                         counters_ptr, s, plane_h, hid, mask, H, 4, GATE_GROUP, BLOCK_H, SPAN_PAD,
+                                         K_PAD, BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
         d_h_rec = _where_running(t, lengths, d_h_rec, d_h, HAS_LENGTHS)  # a finished row's passes through
         s += 1
     tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)
