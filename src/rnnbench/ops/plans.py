@@ -546,6 +546,10 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
       :data:`SPLIT_K_16BIT_MAX_HIDDEN` for 16-bit weights (not on chip): split-K
       (:attr:`Plan.split_k`, :func:`_split_k_fields`): the forward's programs, each multiplying its
       own units' gate gradients by its own rows of ``W_hh`` into partials summed after the barrier;
+    - the LSTM's and GRU's transpose backward with each gate's partial apart
+      (:attr:`Plan.gate_split`, streamed weights) past split-K's range up to
+      :data:`GATE_SPLIT_MAX_HIDDEN`, and in split-K's place from :data:`GATE_SPLIT_MIN_HIDDEN` at
+      :data:`GATE_SPLIT_ROWS` batch rows a program, wherever whole groups of programs are resident;
     - h on chip (:attr:`Plan.h_on_chip`) instead, where :func:`on_chip_default` allows it (tensor
       cores, stacked tiles of at most :data:`ON_CHIP_MAX_ROWS` rows that fit): 16 batch rows and
       every unit per program, :func:`on_chip_warps` warps.
