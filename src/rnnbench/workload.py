@@ -44,10 +44,11 @@ from .reference import canonical_weights, reference_forward
 from .timing import RunCounts, sample, time_call, warm_up
 
 
-# How the timed training step reaches its backward, written into every environment record
-# (rnnbench.env) so that runs timed another way are told apart (rnnbench compare warns):
+# How the torch lanes' timed training step reaches its backward, written into every environment
+# record (rnnbench.env) so that runs timed another way are told apart (rnnbench compare warns):
 # ``loss-gradient``, seeded with the loss's gradient (:func:`loss_gradient`). Records written
 # before it have none: their steps computed the loss itself and differentiated it through autograd.
+# (The framework workers' compiled steps differentiate the loss inside the compiled program.)
 TRAIN_STEP = "loss-gradient"
 
 
