@@ -167,9 +167,10 @@ def loss_gradient(inputs: Inputs, loss: str, batch_size: int) -> Callable:
         loss: ``all_steps`` or ``last_step``. batch_size: the output's ``B`` (``[T, B, H]``).
     """
     scale = 1.0 / batch_size
-    # -target / batch_size once: each seed is then one add, target_neg + y * scale.
-    negated = [None if t is None else t.to(torch.float32) * -scale
-               for t in (inputs.target, inputs.target_h, inputs.target_c)]
+    targets = (inputs.target, inputs.target_h, inputs.target_c)
+    # -target / batch_size once per dtype the loss computes in (float32 at least, as loss_of: a
+    # float64 lane's in float64): each seed is then one add, -target / batch_size + y * scale.
+    negated: dict[torch.dtype, list] = {}
     mask = inputs.mask(inputs.target.device) if loss == "all_steps" else None
     last = None
     if inputs.lengths is not None and loss == "last_step":  # each sequence's own last step
@@ -182,7 +183,10 @@ def loss_gradient(inputs: Inputs, loss: str, batch_size: int) -> Callable:
         else:
             y = output[-1] if last is None else output[last]
         tensors = [y, *finals]
-        gradients = [torch.add(target, value, alpha=scale) for target, value in zip(negated, tensors)]
+        wide = torch.promote_types(y.dtype, torch.float32)
+        if wide not in negated:
+            negated[wide] = [None if t is None else t.to(wide) * -scale for t in targets]
+        gradients = [torch.add(target, value, alpha=scale) for target, value in zip(negated[wide], tensors)]
         if mask is not None:  # padded steps get no gradient, as the loss's mask gives them
             gradients[0].mul_(mask)
         return tensors, [g.to(v.dtype) for g, v in zip(gradients, tensors)]
