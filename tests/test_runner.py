@@ -324,6 +324,23 @@ def test_keyboard_interrupt_in_a_lane_stops_the_run_and_keeps_the_cases_done(mon
     assert closed == [(TINY[0].key, lane.name) for lane in lanes] + [(TINY[1].key, "torch-nn")]
 
 
+def test_an_interrupt_while_a_case_is_written_keeps_all_its_rows_or_none(monkeypatch, tmp_path):
+    """A case's rows go to the file in one write, so a Ctrl-C arriving between two of them (the
+    progress view's callback, here) cannot keep one lane's row and lose the other's: the CLI's
+    test of it (test_ctrl_c_keeps_rows_and_exits_130) once caught one row of a pair written."""
+    seen = []
+
+    def on_row(row):
+        seen.append(row)
+        if len(seen) == 1:  # after the first row is written, before the second is reported
+            raise KeyboardInterrupt
+
+    path = tmp_path / "r.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(TINY[:1], CPU_LANES[:2], ResultsFile(path), budget_s=0.01, on_row=on_row)
+    assert _pairs(read_records(path, "result")) == [(TINY[0].key, lane.name) for lane in CPU_LANES[:2]]
+
+
 def _closing(monkeypatch):
     """Record (case, lane) of every step closed, by wrapping the steps that prepare_pair makes."""
     real = runner.prepare_pair

@@ -60,9 +60,16 @@ class ResultsFile:
                 f.truncate(data.rfind(b"\n") + 1)
 
     def append(self, record: dict) -> None:
-        line = json.dumps(finite(record), default=str, allow_nan=False)
+        self.extend([record])
+
+    def extend(self, records: list[dict]) -> None:
+        """Append ``records`` in one write, flushed to disk: a Ctrl-C (raised between Python's
+        steps, never inside the write) keeps all of them or none."""
+        if not records:
+            return
+        text = "".join(json.dumps(finite(r), default=str, allow_nan=False) + "\n" for r in records)
         with self.path.open("a", encoding="utf-8") as f:
-            f.write(line + "\n")
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
 

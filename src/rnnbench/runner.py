@@ -306,11 +306,13 @@ def prepare_case(case: Case, prepared: Prepared | dict | None, final_states: boo
 class CaseRows:
     """The pairs of one case under way, in lane order: rows already decided (unavailable,
     mismatch, failed) and :class:`Ready` pairs waiting for their turns. :meth:`write` times the
-    ready ones and writes every row in lane order; :meth:`close` frees what is still alive (a
-    run interrupted before :meth:`write` loses these rows, and ``--resume`` measures them)."""
+    ready ones and hands every row to ``write_rows`` at once, in lane order (which writes them in
+    one append: an interrupt lands before or after all of them); :meth:`close` frees what is still
+    alive (a run interrupted before :meth:`write` loses these rows, and ``--resume`` measures them)."""
 
-    def __init__(self, case: Case, write_row: Callable[[Lane, dict], None], budget_s: float, turns: int):
-        self.case, self.write_row, self.budget_s, self.turns = case, write_row, budget_s, turns
+    def __init__(self, case: Case, write_rows: Callable[[list[tuple[Lane, dict]]], None], budget_s: float,
+                 turns: int):
+        self.case, self.write_rows, self.budget_s, self.turns = case, write_rows, budget_s, turns
         self.pending: list[tuple[Lane, Ready | dict]] = []
         self.useful_timesteps: int | None = None  # the case's inputs', once a pair is prepared
 
@@ -346,8 +348,7 @@ class CaseRows:
         ready = self.alive()
         timed = iter(time_in_turns(ready, self.case, self.budget_s, self.turns, self.useful_timesteps) if ready else ())
         pending, self.pending = self.pending, []
-        for lane, result in pending:
-            self.write_row(lane, next(timed) if isinstance(result, Ready) else result)
+        self.write_rows([(lane, next(timed) if isinstance(result, Ready) else result) for lane, result in pending])
 
     def close(self) -> None:
         for _, result in self.pending:
@@ -377,15 +378,18 @@ def run(cases: Iterable[Case], lanes: list[Lane], out: ResultsFile, *, resume: b
     rows = []
     for case in cases:
 
-        def write_row(lane: Lane, result: dict, case=case) -> None:
-            if result["status"] == "ok":
-                result.update(peak_fields(result["tflops"], run_peak(case, peaks, on_note)))
-            row = {**base_row(case, lane, env["env_id"]), **result}
-            out.append(row)
-            rows.append(row)
-            on_row(row)
+        def write_rows(results: list[tuple[Lane, dict]], case=case) -> None:
+            written = []
+            for lane, result in results:
+                if result["status"] == "ok":
+                    result.update(peak_fields(result["tflops"], run_peak(case, peaks, on_note)))
+                written.append({**base_row(case, lane, env["env_id"]), **result})
+            out.extend(written)  # one write: an interrupt keeps all of a case's rows or none
+            for row in written:
+                rows.append(row)
+                on_row(row)
 
-        pairs = CaseRows(case, write_row, budget_s, turns)
+        pairs = CaseRows(case, write_rows, budget_s, turns)
         prepared = reference = None
         try:
             for lane in (lane for lane in lanes if (case.key, lane.name) not in skip):
