@@ -268,9 +268,13 @@ class Plan:
         """(programs over hidden units, programs over batch rows); with :attr:`gate_split`, whole
         groups of programs over hidden units (the last group's extra programs own no unit)."""
         units = -(-hidden_size // self.block_h)  # (triton.cdiv costs µs per call)
-        if self.gate_split and units > 1:
-            units = -(-units // self.gate_split) * self.gate_split
-        return units, -(-batch_size // self.block_b)
+        return whole_groups(units, self.gate_split), -(-batch_size // self.block_b)
+
+
+def whole_groups(units: int, group: int) -> int:
+    """``units`` programs rounded up to whole groups of ``group`` (:attr:`Plan.gate_split`; 0: none),
+    but a lone program stays one (it multiplies every gate itself)."""
+    return -(-units // group) * group if group and units > 1 else units
 
 
 def resident_piece(block_b: int, element: int, hidden_size: int) -> int:
@@ -748,8 +752,8 @@ def _gate_groups_fit(hidden_size: int, block_h: int, num_gates: int, batch_size:
                      slots: int | None) -> bool:
     """Whether :attr:`Plan.gate_split`'s programs, whole groups of ``num_gates`` unit blocks per
     batch block, can all be resident."""
-    units = -(-hidden_size // block_h)
-    return slots is not None and -(-units // num_gates) * num_gates * -(-batch_size // block_b) <= slots
+    units = whole_groups(-(-hidden_size // block_h), num_gates)
+    return slots is not None and units * -(-batch_size // block_b) <= slots
 
 
 def split_k_pieces(hidden_size: int, block_k: int) -> int:

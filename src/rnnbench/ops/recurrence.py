@@ -388,10 +388,10 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
     dev, dtype = h_buf.device, w_hh.dtype
     plan_ = launch.backward
     grid = launch.backward_grid
-    # (FMA: no barrier; gate_split: a group counter per group of programs too, common._group_counter)
-    groups = grid[0] // plan_.gate_split if plan_.gate_split and grid[0] > 1 else 1
+    # (FMA: no barrier; gate split: a counter per group of programs too, common._group_counter)
+    group = launch.backward_meta.get("GATE_GROUP", 0)
     counters, stream = (None, launch_stream(dev)) if plan_.fma else _counters(
-        (2 + (groups if plan_.gate_split else 0)) * grid[1], dev)
+        (2 + (grid[0] // group if group else 0)) * grid[1], dev)
     d_h0 = torch.empty(B, H, device=dev, dtype=dtype)
     constexprs = launch.backward_constexprs(d_out is not None, d_h_n is not None, d_c_n is not None,
                                             lengths is not None)
