@@ -1,6 +1,6 @@
 """Our recurrence kernels alone under launch-plan overrides: µs per step, forward and backward (one GPU).
 
-    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule] [--budget SECONDS]
+    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands] [--budget SECONDS]
 
 For each case (cell, batch_size, hidden_size, dtype, seq_len) and each plan override
 (``rnnbench.ops.recurrence.plan_override``; ``{}`` is the default plan), on prebuilt inputs
@@ -43,6 +43,9 @@ the choice against float64 and times the lanes. Case sets:
 - ``gate_split``: the transpose backward with each gate's partial apart (``Plan.gate_split``)
   against the default: TF32 at hidden 1024 (batch 32, 64, 128; stages and warps), strict fp32 at
   batch 128, and where split-K is the default (TF32 at hidden 512, bf16 at 1024).
+- ``half_operands``: TF32's forward on fp16 operands (``Plan.half_operands``, the default where
+  TF32's weights would stream) against the TF32 plan, LSTM and GRU at hidden 1024 (batch 16-128)
+  and 768 (batch 256).
 - ``gate_split_rule``: then where the rule was open: 16-bit at hidden 768-1024 and TF32 at 768
   (split-K's default) at batch 16-128, strict fp32 at batch 32, 2 and 3 stages.
 
@@ -167,6 +170,14 @@ CASE_SETS["gate_split_rule"] = [
     *[(cell, 32, 1024, "fp32", 30, [{}, GS, {**GS, "backward_num_stages": 3}]) for cell in ("lstm", "gru")],
     *[(cell, b, 1024, "tf32", 30, [{}, *({**GS, "backward_num_stages": s} for s in (2, 3))]) for cell in ("lstm", "gru")
       for b in (64, 128)],
+]
+# TF32's forward on fp16 operands (Plan.half_operands, the default where TF32's weights would stream)
+# against the TF32 plan it replaces, and the half plan with 4 warps at 64 batch rows.
+HALF = [{}, {"forward_half_operands": False}]
+CASE_SETS["half_operands"] = [
+    *[(cell, b, 1024, "tf32", 30, HALF) for b in (128, 64, 32, 16) for cell in ("lstm", "gru")],
+    *[(cell, 256, 768, "tf32", 30, HALF) for cell in ("lstm", "gru")],
+    ("lstm", 128, 1024, "tf32", 30, [{"forward_num_warps": 4}]),
 ]
 CASE_SETS["tall_backward"] = [
     *[(cell, 128, 1024, "tf32", 30, TALL_BACKWARD) for cell in ("lstm", "gru")],

@@ -465,6 +465,46 @@ def test_gate_split_backward(cell, dtype, batch, seq, hidden):
     assert all(not buf.any() for buf in COUNTERS.values())
 
 
+def _errors(cell, tensors, **fields):
+    """Relative errors against float64 of everything the TF32 layer returns (output, final states,
+    every gradient) under ``fields``; asserts the forward's ``half_operands`` is what ``fields``
+    leave it."""
+    from rnnbench.ops import recurrence
+
+    b, h = tensors[0].shape[1], tensors[4].shape[1]
+    with matmul_mode("tf32"), plan_override(**fields):
+        half = recurrence.layer_launch(cell, b, h, torch.float32, torch.device("cuda")).forward.half_operands
+        got = _outputs_and_grads(recurrent_layer, cell, tensors, torch.float32)
+    ref = _outputs_and_grads(naive_layer, cell, tensors, torch.float64)
+    return half, [relative_error(a, b) for a, b in zip(got, ref)]
+
+
+@pytest.mark.parametrize("batch, seq, hidden", [(128, 5, 1024), (37, 6, 1024), (16, 4, 1024), (3, 7, 100),
+                                                (20, 9, 768)])
+@pytest.mark.parametrize("scaled", [False, True], ids=["drawn", "scaled"])
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_half_operands_forward(cell, batch, seq, hidden, scaled):
+    """TF32's forward on fp16 operands (``Plan.half_operands``): the default at hidden 1024
+    (streamed at 64 batch rows a program, resident at 16 and 32), asked for at hidden 100 and 768.
+    Everything the layer returns within TF32's tolerance of float64, and the output no further off
+    than twice the TF32 plan's on the same tensors. ``scaled``: h0 of batch row 0 at 2^20 (past
+    fp16's 65504) with W_hh at 2^-20, h0 of row 1 at 2^-12. The counters end at zero."""
+    tensors = _layer(cell, batch, seq, 5, hidden)
+    if scaled:
+        tensors[1][0] *= 2.0 ** 20
+        tensors[1][1 % batch] *= 2.0 ** -12
+        tensors[4] = tensors[4] * 2.0 ** -20
+    asked = {} if hidden == 1024 else {"forward_half_operands": True}
+    half, errors = _errors(cell, tensors, **asked)
+    plain, tf32_errors = _errors(cell, tensors, forward_half_operands=False)
+    assert half and not plain
+    tol = tolerance(cell, "tf32")
+    assert all(e <= tol for e in errors), (errors, tol)
+    assert errors[0] <= 2 * tf32_errors[0], (errors[0], tf32_errors[0])
+    torch.cuda.synchronize()
+    assert all(not buf.any() for buf in COUNTERS.values())
+
+
 @pytest.mark.parametrize("batch, seq, hidden", [(20, 9, 100), (16, 40, 768)])
 @pytest.mark.parametrize("rows", [128, 256])
 @pytest.mark.parametrize("dtype", DTYPES)

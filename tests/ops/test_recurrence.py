@@ -486,12 +486,15 @@ def test_default_plans_for_the_h100():
     assert plan(256, 512, 4, torch.float32, "tf32", "backward").num_warps == 8
     assert plan(128, 1024, 4, torch.bfloat16, direction="backward").num_warps == 8
     # A forward of fp32 weights (3xTF32 or TF32) at 64 batch rows a program runs one warpgroup
-    # (the two of 8 warps each read every weight); 16-bit weights keep 8 there, and the
+    # (the two of 8 warps each read every weight); 16-bit weights keep 8 there, and so do TF32's
+    # forwards on fp16 operands (Plan.half_operands: hidden 1024 at batch 128), and the
     # transpose backward keeps 8.
     for precision in ("tf32x3", "tf32"):
         for batch, hidden, gates in ((128, 1024, 4), (128, 1024, 3), (256, 512, 4), (128, 768, 3)):
             p = plan(batch, hidden, gates, torch.float32, precision)
-            assert (p.block_b, p.num_warps) == (64, 4), (precision, batch, hidden, gates)
+            half = p.half_operands
+            assert half == (precision == "tf32" and hidden == 1024), (precision, batch, hidden, gates)
+            assert (p.block_b, p.num_warps) == (64, 8 if half else 4), (precision, batch, hidden, gates)
         # A 128-row tile (32 units a program) was not measured: 8 warps, both ways.
         for direction in ("forward", "backward"):
             p = plan(129, 768, 4, torch.float32, precision, direction)
@@ -512,7 +515,9 @@ def test_default_plans_for_the_h100():
     assert plan(32, 1024, 3, torch.float32, "tf32", "backward").block_k == 128
     # TF32 on tensor cores: resident while the weights and a staged piece of h fit in shared memory.
     assert plan(32, 512, 4, torch.float32, "tf32").w_resident
-    assert not plan(16, 1024, 4, torch.float32, "tf32").w_resident  # 64 x 1024 fp32 weights: 256 KB
+    # 64 x 1024 fp32 weights (256 KB) do not fit: streamed as TF32, resident as fp16 (Plan.half_operands)
+    assert not plan(16, 1024, 4, torch.float32, "tf32", forward_half_operands=False).w_resident
+    assert plan(16, 1024, 4, torch.float32, "tf32").w_resident
     # The RNN's single gate needs 64 units for a 64-row tile; then its backward is resident too.
     assert plan(32, 512, 1, torch.float16).block_h == 64
     assert plan(32, 512, 1, torch.float16, direction="backward").w_resident

@@ -117,6 +117,53 @@ def _mma_split(a_hi, a_lo, b_hi, b_lo, big, small):
 
 
 @triton.jit
+def _pow2_above(m, SHIFT: tl.constexpr = 0):
+    """``(s, 1 / s)`` for fp32 ``m >= 0``: the power of two ``s`` with ``m / s`` in ``[2^(SHIFT-1),
+    2^SHIFT)`` (``SHIFT`` 0: ``m < s <= 2m``), from ``m``'s exponent bits, so ``x / s`` and ``x *
+    s`` are exact; clamped so that both are normal fp32 (``m`` 0 or far below ``2^SHIFT`` gives
+    ``s`` 2^-125 or so, ``m`` infinite or NaN a finite ``s``)."""
+    e = (m.to(tl.int32, bitcast=True) >> 23) & 0xFF
+    e = tl.minimum(tl.maximum(tl.maximum(e, 1), SHIFT), 252)
+    return ((e + 1 - SHIFT) << 23).to(tl.float32, bitcast=True), ((253 - e + SHIFT) << 23).to(tl.float32, bitcast=True)
+
+
+# Half operands (SPLIT_ONCE 3, :attr:`Plan.half_operands`): each row of W_hh, and each batch row of
+# h, is divided by a power of two that brings its largest magnitude (h: a bound of it) into
+# [2^14, 2^15) before its rounding to fp16: below fp16's 65504, and 28 binades above its
+# subnormals (2^-14), where TF32's 8-bit exponent would have kept its 11 bits too.
+HALF_SHIFT = tl.constexpr(15)
+
+
+@triton.jit
+def _half_row_scales(w_ptr, w_rows, w_valid, H: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Per row of the program's stacked tile of ``W_hh``: ``(s, 1 / s)`` with ``max |W[row]| / s``
+    in ``[2^14, 2^15)`` (:func:`_pow2_above`), from one pass over the row's chunks."""
+    m = tl.zeros([w_rows.shape[0]], dtype=tl.float32)
+    for k0 in range(0, H, BLOCK_K):
+        wk = _load_stacked_weights(w_ptr, w_rows, w_valid, k0, H, BLOCK_K).to(tl.float32)
+        m = tl.maximum(m, tl.max(tl.abs(wk), axis=1))
+    return _pow2_above(m, HALF_SHIFT)
+
+
+@triton.jit
+def _half_h_scales(h0_ptr, rows, row_mask, H: tl.constexpr, K_PAD: tl.constexpr, BLOCK_K: tl.constexpr,
+                   HAS_H0: tl.constexpr, CARRIES_H0: tl.constexpr):
+    """Per batch row of the program, the powers of two h is divided by before its rounding to fp16
+    (:func:`_pow2_above`): ``(s0, inv0, s, inv)``, ``s0`` h0's (its row's largest ``|h0|``), ``s``
+    every later step's, from a bound of ``|h_t|``: 1 (the LSTM: ``o tanh(c)``), or with
+    ``CARRIES_H0`` ``max(1, |h0|)`` (the GRU: ``h_t = (1 - z) n + z h_{t-1}``, ``|n| < 1``)."""
+    m = tl.zeros([rows.shape[0]], dtype=tl.float32)
+    if HAS_H0:
+        for k0 in range(0, H, BLOCK_K):
+            hk = _load_gate_padded(h0_ptr, H, rows, row_mask, k0, H, 1, K_PAD, BLOCK_K).to(tl.float32)
+            m = tl.maximum(m, tl.max(tl.abs(hk), axis=1))
+    s0, inv0 = _pow2_above(m, HALF_SHIFT)
+    bound = tl.maximum(m, 1.0) if CARRIES_H0 else tl.full(m.shape, 1.0, tl.float32)
+    s, inv = _pow2_above(bound, HALF_SHIFT)
+    return s0, inv0, s, inv
+
+
+@triton.jit
 def _store_split(ptr, plane, offsets, x, mask):
     """Store fp32 ``x`` split (:func:`_split_tf32`): the high parts at ``ptr + offsets``, the
     remainders one ``plane`` further."""
@@ -358,17 +405,34 @@ def _split_stacked_matmul(pieces, w_hi_ptr, w_lo_ptr, w_rows, w_valid, h_ptr, pl
 @triton.jit
 def _forward_weights(w_ptr, w_split_ptr, w_plane, w_rows, w_valid, H: tl.constexpr, BLOCK_K: tl.constexpr,
                      CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, SPLIT_ONCE: tl.constexpr):
-    """A forward kernel's weights before its time loop: ``(pieces, w_src)``, the resident stacked
-    tile (:func:`_resident_stack`; 0 when streamed) and where a streamed step reads them
-    (``W_hh``). ``SPLIT_ONCE`` (the kernels' constexpr: 0, 1 for :attr:`Plan.split_once`, 2 with
-    :attr:`Plan.split_w_once` too): resident pieces are split (:func:`_split_tf32`: ``CHUNKS``
-    high parts, then ``CHUNKS`` remainders); at 2, streamed, the program writes the split of its
-    own rows of ``W_hh`` to ``w_split_ptr`` (high parts, then remainders ``w_plane`` further:
-    ``[2, G*H, H]`` fp32) and streams from there. No other program reads those rows (programs of
-    other batch blocks with the same units write the same bits), so a barrier of this program's
-    threads suffices."""
+    """A forward kernel's weights before its time loop: ``(pieces, w_src, w_scale)``, the resident
+    stacked tile (:func:`_resident_stack`; 0 when streamed), where a streamed step reads them
+    (``W_hh``) and what the step's product is multiplied by, row by row (1 but at level 3).
+    ``SPLIT_ONCE`` (the kernels' constexpr: 0, 1 for :attr:`Plan.split_once`, 2 with
+    :attr:`Plan.split_w_once` too, 3 for :attr:`Plan.half_operands`): resident pieces are split
+    (:func:`_split_tf32`: ``CHUNKS`` high parts, then ``CHUNKS`` remainders); at 2, streamed, the
+    program writes the split of its own rows of ``W_hh`` to ``w_split_ptr`` (high parts, then
+    remainders ``w_plane`` further: ``[2, G*H, H]`` fp32) and streams from there. No other program
+    reads those rows (programs of other batch blocks with the same units write the same bits), so
+    a barrier of this program's threads suffices. At 3 each row is divided by its power of two
+    (:func:`_half_row_scales`, ``w_scale``) and rounded to fp16 into the program's own rows of an
+    fp16 copy at ``w_split_ptr`` (``[G*H, H]``), written as at 2, which the resident pieces are
+    read from, or the steps stream."""
     w_src = w_ptr
-    if SPLIT_ONCE:
+    w_scale = 1.0
+    if SPLIT_ONCE == 3:
+        w_scale, w_inv = _half_row_scales(w_ptr, w_rows, w_valid, H, BLOCK_K)
+        w_src = w_split_ptr
+        for k0 in range(0, H, BLOCK_K):
+            k = k0 + tl.arange(0, BLOCK_K)
+            wk = _load_stacked_weights(w_ptr, w_rows, w_valid, k0, H, BLOCK_K).to(tl.float32)
+            tl.store(w_split_ptr + w_rows[:, None] * H + k[None, :], (wk * w_inv[:, None]).to(tl.float16),
+                     mask=w_valid[:, None] & (k < H)[None, :])
+        tl.debug_barrier()
+        # (Resident pieces read back from the copy, as 16-bit weights are: converted in registers
+        # they stayed there, 255 registers a thread and 504 bytes spilled at hidden 1024, sm_90.)
+        pieces = _resident_stack(w_split_ptr, w_rows, w_valid, H, BLOCK_K, CHUNKS) if W_RESIDENT else 0
+    elif SPLIT_ONCE:
         if W_RESIDENT:
             highs = ()
             lows = ()
@@ -391,34 +455,51 @@ def _forward_weights(w_ptr, w_split_ptr, w_plane, w_rows, w_valid, H: tl.constex
         pieces = _resident_stack(w_ptr, w_rows, w_valid, H, BLOCK_K, CHUNKS)
     else:
         pieces = 0
-    return pieces, w_src
+    return pieces, w_src, w_scale
 
 
 @triton.jit
-def _split_h0(h, h_split_ptr, plane_h, hid, mask, counter_ptr, HAS_H0: tl.constexpr, SPLIT_ONCE: tl.constexpr):
-    """Before the first step of a forward that splits h once (:attr:`Plan.split_once`): this
-    program's tile of h0 (fp32 ``h``) split into slot 0 of the exchange buffer, then a grid barrier
-    so that every program's is there. Returns the barriers passed (0 or 1), which every later
-    wait's target counts."""
+def _split_h0(h, h0_ptr, h_split_ptr, plane_h, hid, rows, row_mask, mask, counter_ptr, H: tl.constexpr,
+              K_PAD: tl.constexpr, BLOCK_K: tl.constexpr, HAS_H0: tl.constexpr, SPLIT_ONCE: tl.constexpr,
+              CARRIES_H0: tl.constexpr = False):
+    """Before the first step of a forward that splits h once (:attr:`Plan.split_once`) or rounds
+    it to fp16 (:attr:`Plan.half_operands`, ``SPLIT_ONCE`` 3): this program's tile of h0 (fp32
+    ``h``) split, or divided by its rows' scales (:func:`_half_h_scales`, ``CARRIES_H0`` the GRU)
+    and rounded, into slot 0 of the exchange buffer, then a grid barrier so that every program's is
+    there. Returns ``(passed, h_scales, h_inv)``: the barriers passed (0 or 1), which every later
+    wait's target counts, the batch rows' scales of step 0's and of later steps' products, and the
+    inverse of the later ones (level 3; else ones)."""
     passed = 0
-    if SPLIT_ONCE and HAS_H0:
+    h_scales = (1.0, 1.0)
+    h_inv = 1.0
+    if SPLIT_ONCE == 3:
+        s0, inv0, s, h_inv = _half_h_scales(h0_ptr, rows, row_mask, H, K_PAD, BLOCK_K, HAS_H0, CARRIES_H0)
+        h_scales = (s0, s)
+        if HAS_H0:
+            tl.store(h_split_ptr + hid, (h * inv0[None, :]).to(tl.float16), mask=mask)
+            _grid_barrier(counter_ptr, tl.num_programs(0))
+            passed = 1
+    elif SPLIT_ONCE and HAS_H0:
         _store_split(h_split_ptr, plane_h, hid, h, mask)
         _grid_barrier(counter_ptr, tl.num_programs(0))
         passed = 1
-    return passed
+    return passed, h_scales, h_inv
 
 
 @triton.jit
 def _publish_h(h, h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask, counter_ptr, ON_CHIP: tl.constexpr,
-               SPLIT_ONCE: tl.constexpr):
+               SPLIT_ONCE: tl.constexpr, h_inv):
     """Step ``t``'s end: store ``h_t`` (fp32 ``[BLOCK_H, BLOCK_B]``) as the output ``h_buf[t+1]``
     and where step ``t + 1`` reads it, then (exchange plans, not the last step) arrive at the
     barrier. With ``SPLIT_ONCE`` the next step reads it split (:func:`_store_split`) from slot
     ``(t + 1) % 2`` of the exchange buffer ``[2, 2, B, H]`` (two slots suffice: a program writes
-    slot ``s`` again only after every program has arrived once more, so has read it), and the
-    output, which no program reads, is stored after the arrival."""
+    slot ``s`` again only after every program has arrived once more, so has read it), or at level
+    3 times ``h_inv`` (its batch rows', :func:`_split_h0`) in fp16 from slot ``(t + 1) % 2`` of
+    ``[2, B, H]``; the output, which no program reads, is stored after the arrival."""
     out = h_buf_ptr + (t + 1) * plane_h + hid
-    if SPLIT_ONCE:
+    if SPLIT_ONCE == 3:
+        tl.store(h_split_ptr + ((t + 1) % 2) * plane_h + hid, (h * h_inv[None, :]).to(tl.float16), mask=mask)
+    elif SPLIT_ONCE:
         _store_split(h_split_ptr + ((t + 1) % 2) * (2 * plane_h), plane_h, hid, h, mask)
     else:
         tl.store(out, h.to(h_buf_ptr.dtype.element_ty), mask=mask)
@@ -432,15 +513,28 @@ def _publish_h(h, h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask, counter_ptr,
 def _recurrent_matmul(pieces, h, w_ptr, w_rows, w_valid, h_buf_ptr, h0_ptr, h_split_ptr, w_plane, t, plane_h, rows,
                       row_mask, acc, H: tl.constexpr, K_PAD: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
                       W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, HAS_H0: tl.constexpr,
-                      PRECISION: tl.constexpr, UPCAST: tl.constexpr, SPLIT_ONCE: tl.constexpr):
+                      PRECISION: tl.constexpr, UPCAST: tl.constexpr, SPLIT_ONCE: tl.constexpr, w_scale, h_scales):
     """Forward step ``t``'s ``acc + W_stack @ h_{t-1}^T``. On chip (one program holds every unit
     of its batch rows, ``BLOCK_H == K_PAD``), ``h`` itself (fp32 ``[K_PAD, BLOCK_B]``, rounded to
     the weights' dtype as the exchange buffer would hold it) is the operand; otherwise every
     program's ``h_{t-1}`` is read back from the exchange buffer (:func:`_previous_h`), or with
     ``SPLIT_ONCE`` from slot ``t % 2`` of the split one (:func:`_publish_h`; h0's is slot 0),
-    the weights from ``w_ptr`` (their high parts) and ``w_ptr + w_plane`` (:func:`_forward_weights`)."""
+    the weights from ``w_ptr`` (their high parts) and ``w_ptr + w_plane`` (:func:`_forward_weights`);
+    at level 3 (:attr:`Plan.half_operands`) fp16 products of the weights' fp16 rows and h's from
+    slot ``t % 2`` of its fp16 exchange buffer, multiplied by the rows' ``w_scale`` and the batch
+    rows' scales after (exact: powers of two; ``h_scales`` step 0's and the later steps',
+    :func:`_split_h0`)."""
     if ON_CHIP:
         acc = _mma(pieces[0], h.to(pieces[0].dtype), acc, PRECISION, UPCAST)
+    elif SPLIT_ONCE == 3:
+        live = row_mask
+        if not HAS_H0:
+            if t == 0:  # no h0: no row is read, the recurrent term is zero
+                live = rows < 0
+        # (fp16 x fp16 products are exact in fp32: the interpreter widens them, as UPCAST does bf16)
+        acc = _stacked_matmul(pieces, w_ptr, w_rows, w_valid, h_split_ptr + (t % 2) * plane_h, rows, live, acc, H,
+                              K_PAD, BLOCK_K, CHUNKS, W_RESIDENT, "ieee", _INTERPRET)
+        acc = acc * w_scale[:, None] * tl.where(t == 0, h_scales[0], h_scales[1])[None, :]
     elif SPLIT_ONCE:
         live = row_mask
         if not HAS_H0:

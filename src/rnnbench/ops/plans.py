@@ -143,6 +143,9 @@ SPLIT_ONCE, SPLIT_W_ONCE_ROWS = True, 64
 # wide took 0.94-1.02x the step time of 64 at 16-32 rows, and six in flight at 64 rows 0.85-0.86x
 # (plan_sweep.py --cases spills: results/h100/triton-lane-14).
 SPLIT_ONCE_BLOCK_K, SPLIT_W_ONCE_STAGES = 32, 6
+# TF32 forwards of the LSTM and GRU whose fp32 weights would stream from L2 every step (hidden 768
+# and up on the H100) run on fp16 operands instead (Plan.half_operands), with the 16-bit plan.
+HALF_OPERANDS = True
 # Plan overrides that pick a tile or weight path: given without h_on_chip, they mean the exchange plan.
 _EXCHANGE_FIELDS = frozenset({"block_h", "block_k", "w_resident"})
 
@@ -244,6 +247,17 @@ class Plan:
             group summing its partials after a barrier of its own
             (``common._gate_split_columns``): a program reads one gate's gradients a step instead
             of every gate's. One program alone (the interpreter's) multiplies every gate.
+        half_operands: a TF32 forward of the LSTM or GRU (float32 weights, exchange plans) whose
+            products take fp16 operands: 11 significant bits, as TF32's (10 stored, 1 implied),
+            at half the bytes and twice the rate. Each program divides every row of its
+            ``W_hh`` tile by a power of two that brings the row's largest ``|w|`` into
+            ``[2^14, 2^15)`` (so no row overflows fp16 and 28 binades of it stay normal) and
+            rounds it to fp16 once, before the time loop (resident, or into a copy it streams
+            from); h is exchanged as fp16 beside the fp32 output, divided by a power of two per
+            batch row only where ``|h0|`` reaches 2^15 (the LSTM's h_t lies in (-1, 1) after
+            step 0, the GRU's within ``max(1, |h0|)``), and the products are multiplied back
+            (exact). Everything else stays fp32 (the input terms, the cell, h_t itself). The
+            plan's tiles are the 16-bit plan's (:data:`HALF_OPERANDS`), never Gluon's.
     """
 
     block_b: int
@@ -263,6 +277,7 @@ class Plan:
     input_ahead: bool = False
     fma: bool = False
     gate_split: int = 0
+    half_operands: bool = False
 
     def grid(self, batch_size: int, hidden_size: int) -> tuple[int, int]:
         """(programs over hidden units, programs over batch rows); with :attr:`gate_split`, whole
@@ -300,7 +315,9 @@ def gate_split_constexprs(plan: Plan, hidden_size: int) -> dict:
 def split_once_level(plan: Plan) -> int:
     """The forward kernels' ``SPLIT_ONCE`` constexpr for ``plan``: 0 (Triton's ``tf32x3`` in every
     product, or no 3xTF32), 1 (:attr:`Plan.split_once`), 2 (and the streamed weights from a split
-    copy, :attr:`Plan.split_w_once`)."""
+    copy, :attr:`Plan.split_w_once`), 3 (fp16 operands, :attr:`Plan.half_operands`)."""
+    if plan.half_operands:
+        return 3
     if not plan.split_once:
         return 0
     return 2 if plan.split_w_once and not plan.w_resident else 1
@@ -571,6 +588,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
             a block size that is not a power of 2 of its minimum, or an on-chip plan whose tile
             is not one resident piece of every unit or does not fit in shared memory.
     """
+    asked = dict(override)  # (as given: a forward on half operands is planned again, as fp16's)
     element = torch.empty((), dtype=dtype).element_size()
     gp, kp = gates_padded(num_gates), k_padded(hidden_size)
     # One direction's choices: split_k and any field named backward_<field> for the backward, any
@@ -578,7 +596,8 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     # one direction can be compared under one override).
     one_way = {prefix: {k.removeprefix(prefix): override.pop(k) for k in list(override) if k.startswith(prefix)}
                for prefix in ("forward_", "backward_")}
-    for field in ("split_k", "gate_split") if direction == "forward" else ("split_once", "on_chip_split"):
+    for field in ("split_k", "gate_split") if direction == "forward" else ("split_once", "on_chip_split",
+                                                                          "half_operands"):
         override.pop(field, None)  # one direction's fields
     override.update(one_way[f"{direction}_"])
     tensor_cores = dtype != torch.float32 or precision in ("tf32", "tf32x3")
@@ -709,6 +728,13 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         # As many chunks in flight as shared memory holds (each has two fp32 tiles of h, one or two of W).
         stage = split_once_stage_bytes(plan.block_b, gp * plan.block_h, plan.block_k, plan.split_w_once)
         plan = dataclasses.replace(plan, num_stages=max(1, min(plan.num_stages, (smem - SHARED_MEMORY_MARGIN) // stage)))
+    half = plan.half_operands if "half_operands" in override else (
+        HALF_OPERANDS and device.type == "cuda" and direction == "forward" and dtype == torch.float32
+        and precision == "tf32" and num_gates in (3, 4) and "w_resident" not in override
+        and not (plan.h_on_chip or plan.fma or plan.w_resident))
+    if half:
+        return _half_operands_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision,
+                                   direction, asked)
     if plan.fast_activations and device.type != "cuda":
         raise ValueError("fast_activations needs CUDA (inline PTX, which the interpreter cannot run)")
     if plan.split_once and (direction != "forward" or plan.h_on_chip or dtype != torch.float32
@@ -746,6 +772,33 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         raise ValueError(f"{nh * nb} programs cannot all be resident on {slots} multiprocessors "
                          f"(batch_size {batch_size}, hidden_size {hidden_size})")
     return plan
+
+
+def _half_operands_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, direction,
+                        asked: dict) -> Plan:
+    """:attr:`Plan.half_operands`: the forward planned as fp16's (its tiles, residency, warps and
+    stages; ``asked``'s overrides applied; never Gluon, whose kernels take 16-bit tensors), with
+    fp16 operands.
+
+    Raises:
+        ValueError: not the LSTM's or GRU's forward with float32 weights (TF32 on CUDA), or the
+            plan is on chip, on FMA units, in Gluon or splits for 3xTF32.
+    """
+    fields = {k: v for k, v in asked.items() if k not in ("half_operands", "forward_half_operands")}
+    if (direction != "forward" or dtype != torch.float32 or num_gates not in (3, 4)
+            or (device.type == "cuda" and precision != "tf32") or any(
+                fields.get(prefix + name) for prefix in ("", "forward_")
+                for name in ("h_on_chip", "fma", "gluon", "input_ahead", "split_once", "split_w_once"))):
+        raise ValueError("half_operands is the LSTM's and GRU's forward with float32 weights (TF32 on CUDA) that "
+                         "exchanges h: not on chip, FMA, Gluon or 3xTF32")
+    fields.update(gluon=False, input_ahead=False)
+    fields.setdefault("h_on_chip", False)  # (fp16's plan at a small width, or the interpreter's, is on chip)
+    fields.setdefault("fma", False)
+    plan = choose_plan(batch_size, hidden_size, num_gates, torch.float16, device, multiprocessors, "ieee", direction,
+                       **fields)
+    if plan.h_on_chip or plan.fma:
+        raise ValueError("half_operands exchanges h: the fp16 plan here is on chip or on FMA units")
+    return dataclasses.replace(plan, half_operands=True)
 
 
 def _gate_groups_fit(hidden_size: int, block_h: int, num_gates: int, batch_size: int, block_b: int,

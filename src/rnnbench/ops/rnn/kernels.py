@@ -14,9 +14,9 @@ import triton
 import triton.language as tl
 
 from ..common import (_act_tanh, _arrive, _columns_matmul, _forward_weights, _gate_bias, _gradient_in, _load_f32,
-                      _load_stacked_weights, _load_weight_columns, _mma, _mma_split, _program_tile, _publish_h,
-                      _recurrent_matmul, _release_counters, _row_lengths, _split_h0, _split_tf32, _stacked_rows, _wait,
-                      _where_running)
+                      _load_stacked_weights, _load_weight_columns, _mma, _mma_split, _pow2_above, _program_tile,
+                      _publish_h, _recurrent_matmul, _release_counters, _row_lengths, _split_h0, _split_tf32,
+                      _stacked_rows, _wait, _where_running)
 
 # 3xFP16 (CHIP_SPLIT 2): a remainder is scaled by 2^11 before its rounding to fp16, so that it is
 # as far from fp16's subnormals as its high part (the small products are scaled back after).
@@ -30,16 +30,6 @@ def _activation(x, RELU: tl.constexpr, FAST: tl.constexpr):
     else:
         y = _act_tanh(x, FAST)
     return y
-
-
-@triton.jit
-def _pow2_above(m):
-    """``(s, 1 / s)`` for fp32 ``m >= 0``: the power of two ``s`` with ``m < s <= 2m``, from ``m``'s
-    exponent bits (so ``x / s`` and ``x * s`` are exact), clamped to [2^-125, 2^126] (``m`` 0 or
-    subnormal gives 2^-125)."""
-    e = (m.to(tl.int32, bitcast=True) >> 23) & 0xFF
-    e = tl.minimum(tl.maximum(e, 1), 252)
-    return ((e + 1) << 23).to(tl.float32, bitcast=True), ((253 - e) << 23).to(tl.float32, bitcast=True)
 
 
 @triton.jit
@@ -131,15 +121,17 @@ def rnn_forward_kernel(
         w = _chip_split_weights(w_hh_ptr, w_rows, w_valid, H, BLOCK_K, CHIP_SPLIT)
         w_src = w_hh_ptr
     else:
-        w, w_src = _forward_weights(w_hh_ptr, w_split_ptr, w_plane, w_rows, w_valid, H, BLOCK_K, CHUNKS, W_RESIDENT,
-                                    SPLIT_ONCE)
+        w, w_src, _ = _forward_weights(w_hh_ptr, w_split_ptr, w_plane, w_rows, w_valid, H, BLOCK_K, CHUNKS,
+                                       W_RESIDENT, SPLIT_ONCE)
     bias = _gate_bias(b_ih_ptr, b_hh_ptr, units, unit_mask, HAS_BIAS, True)
     zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
     h = _load_f32(h0_ptr, hid, mask) if HAS_H0 else zero
     # 3xFP16's h in fp16's range: h0 and relu's h scaled per column (tanh's h is at most 1)
     SCALE_H: tl.constexpr = CHIP_SPLIT == 2 and (HAS_H0 or RELU)
     h_scale, h_inv = _column_scales(h, SCALE_H)
-    barriers = _split_h0(h, h_split_ptr, plane_h, hid, mask, counters_ptr + pid_b, HAS_H0, SPLIT_ONCE)
+    # (no half operands for the RNN: relu's h is unbounded; level 3 never reaches this kernel)
+    barriers, _, _ = _split_h0(h, h0_ptr, h_split_ptr, plane_h, hid, rows, row_mask, mask, counters_ptr + pid_b, H,
+                               K_PAD, BLOCK_K, HAS_H0, SPLIT_ONCE)
     if SAVE:
         tl.store(h_buf_ptr + hid, h.to(out_ty), mask=mask)
     x = _load_f32(x_proj_ptr, hid, mask)
@@ -152,13 +144,13 @@ def rnn_forward_kernel(
         else:
             a = _recurrent_matmul(w, h, w_src, w_rows, w_valid, h_buf_ptr, h0_ptr, h_split_ptr, w_plane, t, plane_h,
                                   rows, row_mask, zero, H, K_PAD, BLOCK_K, CHUNKS, W_RESIDENT, ON_CHIP, HAS_H0,
-                                  PRECISION, UPCAST, SPLIT_ONCE)
+                                  PRECISION, UPCAST, SPLIT_ONCE, 1.0, (1.0, 1.0))
         h = _where_running(t, lengths, _activation(a + x + bias, RELU, FAST_ACT), h, HAS_LENGTHS)
         if SCALE_H:
             h_scale, h_inv = _column_scales(h, RELU)
         # h published: arrive now, store and load the rest, then wait
         _publish_h(_where_running(t, lengths, h, zero, HAS_LENGTHS), h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask,
-                   counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE)
+                   counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE, 1.0)
         if SAVE:
             tl.store(saved_ptr + t * plane_h + hid, h, mask=mask)
         if ON_CHIP:

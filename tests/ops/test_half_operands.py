@@ -1,0 +1,111 @@
+"""The LSTM's and GRU's TF32 forward on fp16 operands (``Plan.half_operands``), on CPU tensors under
+Triton's interpreter: the weights' rows and h rounded to fp16 under power-of-two scales, fp16
+products (exact in fp32 here, as on tensor cores), everything else fp32. Output, final states and
+every gradient against the float64 reference, at TF32's tolerance; weights and initial states
+far outside fp16's range, which only the scales keep; the plan's rule for an H100."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from rnnbench.precision import tolerance
+
+from test_recurrence import SHAPES, _id, check_layer, make_layer
+
+CELLS = ("lstm", "gru")  # (the RNN's h under relu is unbounded: no half operands)
+# resident in one piece, resident in 16-column pieces, streamed from the program's fp16 copy
+PLANS = {"resident": {}, "pieces": {"block_k": 16}, "streamed": {"w_resident": False, "block_k": 16}}
+
+
+def _check(cell, tensors, plan_fields):
+    from rnnbench.ops.recurrence import plan, plan_override
+
+    b, h = tensors[0].shape[1], tensors[4].shape[1]
+    with plan_override(half_operands=True, **plan_fields):
+        assert plan(cell, b, h, torch.float32, torch.device("cpu")).half_operands
+        check_layer(cell, tensors, "fp32", tolerance(cell, "tf32"))
+
+
+@pytest.mark.usefixtures("interpreter")
+@pytest.mark.parametrize("plan_name", list(PLANS))
+@pytest.mark.parametrize("cell, shape", [pytest.param(c, s, id=_id(c, s)) for c in CELLS for s in SHAPES])
+def test_half_operands_match_reference(cell, shape, plan_name):
+    _check(cell, make_layer(cell, shape), PLANS[plan_name])
+
+
+@pytest.mark.usefixtures("interpreter")
+@pytest.mark.parametrize("plan_name", list(PLANS))
+@pytest.mark.parametrize("cell", CELLS)
+def test_weights_far_outside_fp16s_range(cell, plan_name):
+    """W_hh times 2^20 (past fp16's largest, 65504) with h0 times 2^-20, and times 2^-30 (below fp16's
+    smallest subnormal, 2^-24): one step from h0 alone (no input term, no bias), so the
+    recurrent product is the output's whole signal (c0 zero). Unscaled, the first overflows and the second
+    rounds to zero."""
+    for w_scale, h_scale in ((2.0 ** 20, 2.0 ** -20), (2.0 ** -30, 1.0)):
+        x, h0, c0, w_ih, w_hh, _, _ = make_layer(cell, (3, 1, 5, 37))
+        c0 = None if c0 is None else c0 * 0
+        _check(cell, [x * 0, h0 * h_scale, c0, w_ih, w_hh * w_scale, None, None], PLANS[plan_name])
+
+
+@pytest.mark.usefixtures("interpreter")
+@pytest.mark.parametrize("plan_name", list(PLANS))
+@pytest.mark.parametrize("cell", CELLS)
+def test_initial_states_past_fp16s_range(cell, plan_name):
+    """h0 of one batch row at 2^20 (past fp16's 65504; W_hh times 2^-20, so that step 0 does not
+    saturate), another's at 2^-12, the third's as drawn: h is divided per batch row before its
+    rounding (the GRU carries the large row's h on for every step)."""
+    x, h0, c0, w_ih, w_hh, b_ih, b_hh = make_layer(cell, (3, 5, 5, 37))
+    h0 = h0 * torch.tensor([2.0 ** 20, 2.0 ** -12, 1.0])[:, None]
+    _check(cell, [x, h0, c0, w_ih, w_hh * 2.0 ** -20, b_ih, b_hh], PLANS[plan_name])
+
+
+@pytest.mark.usefixtures("concurrent_programs")
+@pytest.mark.parametrize("weights", ["resident", "streamed"])
+@pytest.mark.parametrize("cell", CELLS)
+def test_half_operands_across_programs(cell, weights):
+    """Over 6 programs (hidden 37 in 3 unit blocks, batch 20 in two batch blocks): each rounds its
+    own rows of W_hh (into its rows of the shared fp16 copy when streamed), publishes h_t in fp16
+    in two slots reused every other step, and h0's pass a barrier of their own first; h0 of one
+    row past fp16's range."""
+    x, h0, c0, w_ih, w_hh, b_ih, b_hh = make_layer(cell, (20, 5, 4, 37))
+    h0[7] *= 2.0 ** 20
+    _check(cell, [x, h0, c0, w_ih, w_hh, b_ih, b_hh],
+           dict(block_h=16, block_b=16, w_resident=weights == "resident", block_k=16))
+
+
+def test_tf32_forwards_that_would_stream_their_weights_take_half_operands():
+    """Planned for an H100: the LSTM's and GRU's TF32 forwards whose fp32 weights would stream
+    (hidden 1024 at batch 16-128, 768 at 256) take fp16 operands on fp16's plan (its tiles,
+    residency and warps; never Gluon); nothing else does (TF32 weights resident, strict fp32, 16-bit
+    weights, the RNN, any backward, the streamed TF32 plan asked for). Asked for where it cannot
+    run, refused."""
+    from rnnbench.ops.plans import choose_plan, split_once_level
+
+    cuda = torch.device("cuda")
+
+    def plan(batch, hidden, gates, dtype=torch.float32, precision="tf32", direction="forward", **override):
+        return choose_plan(batch, hidden, gates, dtype, cuda, multiprocessors=132, precision=precision,
+                           direction=direction, **override)
+
+    for batch, hidden in ((128, 1024), (32, 1024), (16, 1024), (256, 768)):
+        for gates in (4, 3):
+            p = plan(batch, hidden, gates)
+            assert p.half_operands and split_once_level(p) == 3, (batch, hidden, gates)
+            assert dataclasses.replace(p, half_operands=False) == plan(batch, hidden, gates, torch.float16, "ieee",
+                                                                       gluon=False)
+            assert not plan(batch, hidden, gates, direction="backward").half_operands
+            assert not plan(batch, hidden, gates, precision="tf32x3").half_operands
+            assert not plan(batch, hidden, gates, torch.bfloat16, "ieee").half_operands
+            assert not plan(batch, hidden, gates, w_resident=False).half_operands
+    assert not plan(128, 1024, 1).half_operands  # the RNN
+    for batch, hidden in ((128, 768), (128, 512), (16, 768), (20, 100), (32, 128)):  # TF32's resident, on chip
+        assert not plan(batch, hidden, 4).half_operands, (batch, hidden)
+    assert plan(20, 500, 4, half_operands=True).half_operands  # where TF32's weights are resident, asked for
+    for bad in (dict(gates=1), dict(dtype=torch.bfloat16, precision="ieee"), dict(precision="tf32x3"),
+                dict(h_on_chip=True), dict(gluon=True)):
+        args = {"gates": 4, **bad}
+        with pytest.raises(ValueError, match="half_operands|gluon"):
+            plan(128, 1024, args.pop("gates"), half_operands=True, **args)
