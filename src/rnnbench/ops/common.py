@@ -135,14 +135,29 @@ HALF_SHIFT = tl.constexpr(15)
 
 
 @triton.jit
-def _half_row_scales(w_ptr, w_rows, w_valid, H: tl.constexpr, BLOCK_K: tl.constexpr):
-    """Per row of the program's stacked tile of ``W_hh``: ``(s, 1 / s)`` with ``max |W[row]| / s``
-    in ``[2^14, 2^15)`` (:func:`_pow2_above`), from one pass over the row's chunks."""
-    m = tl.zeros([w_rows.shape[0]], dtype=tl.float32)
-    for k0 in range(0, H, BLOCK_K):
-        wk = _load_stacked_weights(w_ptr, w_rows, w_valid, k0, H, BLOCK_K).to(tl.float32)
+def _half_weights(w_ptr, w_copy_ptr, w_rows, w_valid, H: tl.constexpr, K_PAD: tl.constexpr,
+                  BLOCK_B: tl.constexpr):
+    """Before a half-operand forward's time loop (:attr:`Plan.half_operands`): per row of the
+    program's stacked tile of ``W_hh``, the power of two ``s`` with ``max |W[row]| / s`` in ``[2^14,
+    2^15)`` (:func:`_pow2_above`), and ``W / s`` rounded to fp16 into the same rows of the copy at
+    ``w_copy_ptr`` (``[G*H, H]``). Returns ``s``. Two passes over the rows in chunks of 32 KB of
+    fp32 (64 KB at 64 batch rows, 8 warps), unrolled so that their loads overlap: in 64-column
+    chunks, one round trip after another, the two passes took about 15 µs more than the TF32
+    forward's start at hidden 1024 on the H100."""
+    ROWS: tl.constexpr = w_rows.shape[0]
+    WIDE: tl.constexpr = (16384 // ROWS) if BLOCK_B >= 64 else (8192 // ROWS)  # 64 fp32 a thread
+    CHUNK: tl.constexpr = WIDE if WIDE < K_PAD else K_PAD
+    m = tl.zeros([ROWS], dtype=tl.float32)
+    for k0 in tl.static_range(0, H, CHUNK):
+        wk = _load_stacked_weights(w_ptr, w_rows, w_valid, k0, H, CHUNK).to(tl.float32)
         m = tl.maximum(m, tl.max(tl.abs(wk), axis=1))
-    return _pow2_above(m, HALF_SHIFT)
+    scale, inv = _pow2_above(m, HALF_SHIFT)
+    for k0 in tl.static_range(0, H, CHUNK):
+        k = k0 + tl.arange(0, CHUNK)
+        wk = _load_stacked_weights(w_ptr, w_rows, w_valid, k0, H, CHUNK).to(tl.float32)
+        tl.store(w_copy_ptr + w_rows[:, None] * H + k[None, :], (wk * inv[:, None]).to(tl.float16),
+                 mask=w_valid[:, None] & (k < H)[None, :])
+    return scale
 
 
 @triton.jit
@@ -153,9 +168,11 @@ def _half_h_scales(h0_ptr, rows, row_mask, H: tl.constexpr, K_PAD: tl.constexpr,
     every later step's, from a bound of ``|h_t|``: 1 (the LSTM: ``o tanh(c)``), or with
     ``CARRIES_H0`` ``max(1, |h0|)`` (the GRU: ``h_t = (1 - z) n + z h_{t-1}``, ``|n| < 1``)."""
     m = tl.zeros([rows.shape[0]], dtype=tl.float32)
-    if HAS_H0:
-        for k0 in range(0, H, BLOCK_K):
-            hk = _load_gate_padded(h0_ptr, H, rows, row_mask, k0, H, 1, K_PAD, BLOCK_K).to(tl.float32)
+    if HAS_H0:  # (in chunks of 32 or 64 KB, as _half_weights, but a loop: unrolled, some spilled)
+        WIDE: tl.constexpr = (16384 // rows.shape[0]) if rows.shape[0] >= 64 else (8192 // rows.shape[0])
+        CHUNK: tl.constexpr = WIDE if WIDE < K_PAD else K_PAD
+        for k0 in range(0, H, CHUNK):
+            hk = _load_gate_padded(h0_ptr, H, rows, row_mask, k0, H, 1, K_PAD, CHUNK).to(tl.float32)
             m = tl.maximum(m, tl.max(tl.abs(hk), axis=1))
     s0, inv0 = _pow2_above(m, HALF_SHIFT)
     bound = tl.maximum(m, 1.0) if CARRIES_H0 else tl.full(m.shape, 1.0, tl.float32)
@@ -404,7 +421,8 @@ def _split_stacked_matmul(pieces, w_hi_ptr, w_lo_ptr, w_rows, w_valid, h_ptr, pl
 
 @triton.jit
 def _forward_weights(w_ptr, w_split_ptr, w_plane, w_rows, w_valid, H: tl.constexpr, BLOCK_K: tl.constexpr,
-                     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, SPLIT_ONCE: tl.constexpr):
+                     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, SPLIT_ONCE: tl.constexpr, K_PAD: tl.constexpr,
+                     BLOCK_B: tl.constexpr):
     """A forward kernel's weights before its time loop: ``(pieces, w_src, w_scale)``, the resident
     stacked tile (:func:`_resident_stack`; 0 when streamed), where a streamed step reads them
     (``W_hh``) and what the step's product is multiplied by, row by row (1 but at level 3).
@@ -415,19 +433,14 @@ def _forward_weights(w_ptr, w_split_ptr, w_plane, w_rows, w_valid, H: tl.constex
     remainders ``w_plane`` further: ``[2, G*H, H]`` fp32) and streams from there. No other program
     reads those rows (programs of other batch blocks with the same units write the same bits), so
     a barrier of this program's threads suffices. At 3 each row is divided by its power of two
-    (:func:`_half_row_scales`, ``w_scale``) and rounded to fp16 into the program's own rows of an
+    (:func:`_half_weights`, ``w_scale``) and rounded to fp16 into the program's own rows of an
     fp16 copy at ``w_split_ptr`` (``[G*H, H]``), written as at 2, which the resident pieces are
     read from, or the steps stream."""
     w_src = w_ptr
     w_scale = 1.0
     if SPLIT_ONCE == 3:
-        w_scale, w_inv = _half_row_scales(w_ptr, w_rows, w_valid, H, BLOCK_K)
+        w_scale = _half_weights(w_ptr, w_split_ptr, w_rows, w_valid, H, K_PAD, BLOCK_B)
         w_src = w_split_ptr
-        for k0 in range(0, H, BLOCK_K):
-            k = k0 + tl.arange(0, BLOCK_K)
-            wk = _load_stacked_weights(w_ptr, w_rows, w_valid, k0, H, BLOCK_K).to(tl.float32)
-            tl.store(w_split_ptr + w_rows[:, None] * H + k[None, :], (wk * w_inv[:, None]).to(tl.float16),
-                     mask=w_valid[:, None] & (k < H)[None, :])
         tl.debug_barrier()
         # (Resident pieces read back from the copy, as 16-bit weights are: converted in registers
         # they stayed there, 255 registers a thread and 504 bytes spilled at hidden 1024, sm_90.)

@@ -49,7 +49,7 @@ def lstm_forward_kernel(
     w_rows, w_valid = _stacked_rows(pid_h, H, 4, 4, BLOCK_H)
     w_plane = 4 * H * H  # one [4H, H] plane of W_hh's split copy
     w, w_src, w_scale = _forward_weights(w_hh_ptr, w_split_ptr, w_plane, w_rows, w_valid, H, BLOCK_K, CHUNKS,
-                                         W_RESIDENT, SPLIT_ONCE)
+                                         W_RESIDENT, SPLIT_ONCE, K_PAD, BLOCK_B)
     bias_i = _gate_bias(b_ih_ptr, b_hh_ptr, 0 * H + units, unit_mask, HAS_BIAS, True)
     bias_f = _gate_bias(b_ih_ptr, b_hh_ptr, 1 * H + units, unit_mask, HAS_BIAS, True)
     bias_g = _gate_bias(b_ih_ptr, b_hh_ptr, 2 * H + units, unit_mask, HAS_BIAS, True)

@@ -122,7 +122,7 @@ def rnn_forward_kernel(
         w_src = w_hh_ptr
     else:
         w, w_src, _ = _forward_weights(w_hh_ptr, w_split_ptr, w_plane, w_rows, w_valid, H, BLOCK_K, CHUNKS,
-                                       W_RESIDENT, SPLIT_ONCE)
+                                       W_RESIDENT, SPLIT_ONCE, K_PAD, BLOCK_B)
     bias = _gate_bias(b_ih_ptr, b_hh_ptr, units, unit_mask, HAS_BIAS, True)
     zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
     h = _load_f32(h0_ptr, hid, mask) if HAS_H0 else zero
