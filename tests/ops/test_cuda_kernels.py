@@ -539,10 +539,11 @@ def test_strict_fp32_split_k_backward_default(cell, batch, seq, hidden):
 def test_fp32_weights_at_64_batch_rows_on_one_warpgroup(cell, dtype, batch, hidden):
     """fp32 weights at 64 batch rows a program: the forward on 4 warps (``plans.FP32_WIDE_FORWARD_WARPS``),
     and strict fp32's split-K backward (at hidden 500) too (``X3_SPLIT_K_WIDE_WARPS``); each batch
-    and width but one ending in a partial block."""
+    and width but one ending in a partial block. (TF32 at hidden 1000 would take fp16 operands,
+    ``Plan.half_operands``: kept on fp32 weights here.)"""
     from rnnbench.ops import recurrence
 
-    with matmul_mode(dtype):
+    with matmul_mode(dtype), plan_override(forward_half_operands=False):
         launch = recurrence.layer_launch(cell, batch, hidden, torch.float32, torch.device("cuda"))
         assert (launch.forward.block_b, launch.forward.block_h, launch.forward.num_warps) == (64, 16, 4)
         backward = launch.backward
