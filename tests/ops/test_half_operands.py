@@ -13,20 +13,20 @@ import torch
 
 from rnnbench.precision import tolerance
 
-from test_recurrence import SHAPES, _id, check_layer, make_layer
+from test_recurrence import LENGTHS, SHAPES, _id, check_layer, make_layer
 
 CELLS = ("lstm", "gru")  # (the RNN's h under relu is unbounded: no half operands)
 # resident in one piece, resident in 16-column pieces, streamed from the program's fp16 copy
 PLANS = {"resident": {}, "pieces": {"block_k": 16}, "streamed": {"w_resident": False, "block_k": 16}}
 
 
-def _check(cell, tensors, plan_fields):
+def _check(cell, tensors, plan_fields, lengths=None):
     from rnnbench.ops.recurrence import plan, plan_override
 
     b, h = tensors[0].shape[1], tensors[4].shape[1]
     with plan_override(half_operands=True, **plan_fields):
         assert plan(cell, b, h, torch.float32, torch.device("cpu")).half_operands
-        check_layer(cell, tensors, "fp32", tolerance(cell, "tf32"))
+        check_layer(cell, tensors, "fp32", tolerance(cell, "tf32"), lengths)
 
 
 @pytest.mark.usefixtures("interpreter")
@@ -34,6 +34,15 @@ def _check(cell, tensors, plan_fields):
 @pytest.mark.parametrize("cell, shape", [pytest.param(c, s, id=_id(c, s)) for c in CELLS for s in SHAPES])
 def test_half_operands_match_reference(cell, shape, plan_name):
     _check(cell, make_layer(cell, shape), PLANS[plan_name])
+
+
+@pytest.mark.usefixtures("interpreter")
+@pytest.mark.parametrize("plan_name", list(PLANS))
+@pytest.mark.parametrize("cell", CELLS)
+def test_half_operands_with_variable_lengths(cell, plan_name):
+    """Each sequence its own length (4, 7 and 0 steps): a finished row publishes zeros in fp16 and
+    keeps its own state, as on every plan."""
+    _check(cell, make_layer(cell, (3, 7, 5, 37)), PLANS[plan_name], LENGTHS)
 
 
 @pytest.mark.usefixtures("interpreter")
