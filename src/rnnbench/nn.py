@@ -13,7 +13,9 @@ the same names (a ``torch.nn.LSTM`` state_dict loads unchanged, and back), same
 
 Under ``torch.autocast`` the kernels run in autocast's dtype, as torch.nn's layers do there.
 Float32 follows torch's TF32 switch (``torch.backends.cuda.matmul.allow_tf32``): TF32 products where
-it is on; otherwise fp32-accurate 3xTF32 products on tensor cores (docs/kernels.md; within
+it is on (the LSTM's and GRU's forward at hidden 1024 on fp16 operands instead, which keep a TF32
+operand's 11 significant bits, under power-of-two scales that keep them in range:
+``Plan.half_operands``); otherwise fp32-accurate 3xTF32 products on tensor cores (docs/kernels.md; within
 ``rnnbench.ops.recurrence.strict_fp32("ieee")``, IEEE products on the FMA units).
 Variable-length batches, two ways: a ``PackedSequence`` input (as torch.nn takes it; the output is
 packed again, in the input's order), or the padded batch with ``lengths=`` (``[B]`` integers, one
