@@ -890,6 +890,45 @@ def test_modules_match_torch_nn_on_cuda(cell, dtype):
         assert relative_error(b, a) <= tol, (k, relative_error(b, a))
 
 
+# A process that never used cuBLAS before: our module warmed up eagerly (where our own projection
+# launch runs), then its forward captured in a CUDA graph (where F.linear runs), then replayed.
+FIRST_CAPTURE = """
+import sys, torch
+import rnnbench.nn as rnn
+torch.backends.cuda.matmul.allow_tf32 = False
+module = rnn.LSTM(100, 100, backend="triton").cuda()
+x = torch.randn(30, 20, 100, device="cuda")
+side = torch.cuda.Stream()
+side.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(side), torch.no_grad():
+    for _ in range(3):
+        eager = module(x)[0]
+torch.cuda.current_stream().wait_stream(side)
+graph = torch.cuda.CUDAGraph()
+with torch.cuda.graph(graph), torch.no_grad():
+    out = module(x)[0]
+graph.replay()
+torch.cuda.synchronize()
+sys.exit(0 if torch.allclose(out, eager, atol=1e-5) else 3)
+"""
+
+
+def test_first_capture_in_a_process_that_never_used_cublas():
+    """Our eager forward at glample's sizes (strict fp32) projects by our own launch, and a
+    captured one by cuBLAS (``projection.input_projection``): a graph captured in a process where
+    only our eager calls ran had to create cuBLAS' handle inside the capture, which CUDA refuses
+    (CUBLAS_STATUS_NOT_INITIALIZED, seen in ``benchmarks/host_time.py --parts engine``). The eager
+    path makes the handle first now. A fresh interpreter: in this one, cuBLAS is long made."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    done = subprocess.run([sys.executable, "-c", FIRST_CAPTURE], capture_output=True, text=True, timeout=300,
+                          cwd=str(Path(__file__).resolve().parents[2]), env={**os.environ, "PYTHONPATH": "src"})
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
 def test_modules_run_under_torchs_make_graphed_callables(cell):
     """The documented way to take our host time per call away: torch.cuda.make_graphed_callables
