@@ -23,7 +23,7 @@ import triton.language as tl
 
 from .common import (_grid_barrier, _load_f32, _mma, _release_counters, _resident_stack, _split_gates, _stacked_matmul,
                      _stacked_rows, _tanh, _tanh_approx)
-from .plans import gates_padded, k_chunks, k_padded, next_pow2
+from .plans import cdiv, gates_padded, k_chunks, k_padded, next_pow2
 
 
 @triton.jit(do_not_specialize=["T"])
@@ -147,7 +147,7 @@ def dot_floor(h_buf: torch.Tensor, w: torch.Tensor, block_h: int, precision: str
     T, B, H = h_buf.shape[0] - 1, h_buf.shape[1], h_buf.shape[2]
     gates = w.shape[0] // H
     counters = torch.zeros(2, dtype=torch.int32, device=h_buf.device)
-    grid = (triton.cdiv(H, block_h), 1)
+    grid = (cdiv(H, block_h), 1)
     kp = k_padded(H)
     block_k, chunks = k_chunks(H, block_k)
     _dot_floor_kernel[grid](h_buf, w, counters, T, B, H=H, GATES=gates, GP=gates_padded(gates),
@@ -173,7 +173,7 @@ def chain_floor(h_buf: torch.Tensor, w: torch.Tensor, x: torch.Tensor | None = N
         raise ValueError(f"act must be 0, 1 or 2 and x_ahead 1 or 2, not {act} and {x_ahead}")
     T, B, H = h_buf.shape[0] - 1, h_buf.shape[1], h_buf.shape[2]
     gates = w.shape[0] // H
-    grid = (triton.cdiv(B, block_b),)
+    grid = (cdiv(B, block_b),)
     _chain_floor_kernel[grid](h_buf if x is None else x, h_buf, w, T, B, H=H, GATES=gates, GP=gates_padded(gates),
                               BLOCK_B=block_b, K_PAD=k_padded(H), PRECISION=precision, UPCAST=upcast, ACT=act,
                               X_AHEAD=0 if x is None else x_ahead, STORE=store, num_warps=num_warps)

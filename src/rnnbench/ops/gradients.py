@@ -37,6 +37,7 @@ import triton
 import triton.language as tl
 
 from .launch import Constexprs, KernelLauncher, counters
+from .plans import cdiv
 from .products import Tiles, _product_tile, even
 
 # The three products' FLOPs (2 N G*H (2I + H)) up to which one fused launch replaces the torch
@@ -183,11 +184,11 @@ def layer_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...], precisi
     db_ih = torch.empty(gate_width, device=dev, dtype=dtype) if need[3] else None
     db_hh = torch.empty(gate_width, device=dev, dtype=dtype) if need[4] else None
     bm, bn = tiles.bm, tiles.bn
-    row_tiles = triton.cdiv(gate_width, bm)
+    row_tiles = cdiv(gate_width, bm)
     # (tiles, reduction length) of dW_ih, dW_hh, dx; 0 tiles where not asked for
-    products = [(row_tiles * triton.cdiv(input_size, bn) if need[1] else 0, rows),
-                (row_tiles * triton.cdiv(hidden_size, bn) if need[2] else 0, rows),
-                (triton.cdiv(rows, bm) * triton.cdiv(input_size, bn) if need[0] else 0, gate_width)]
+    products = [(row_tiles * cdiv(input_size, bn) if need[1] else 0, rows),
+                (row_tiles * cdiv(hidden_size, bn) if need[2] else 0, rows),
+                (cdiv(rows, bm) * cdiv(input_size, bn) if need[0] else 0, gate_width)]
     slices = [slices_for(count, k) for count, k in products]
     tasks = [count * n for (count, _), n in zip(products, slices)]
     split = any(n > 1 for n in slices)
@@ -217,4 +218,4 @@ def slices_for(tiles: int, reduction: int) -> int:
     product to about :data:`TARGET_PROGRAMS` programs, none shorter than :data:`MIN_SLICE_K`."""
     if tiles == 0:
         return 1
-    return max(1, min(triton.cdiv(reduction, MIN_SLICE_K), TARGET_PROGRAMS // tiles))
+    return max(1, min(cdiv(reduction, MIN_SLICE_K), TARGET_PROGRAMS // tiles))

@@ -30,6 +30,7 @@ import triton
 import triton.language as tl
 
 from .launch import Constexprs, KernelLauncher
+from .plans import cdiv
 from .products import Tiles, _product_tile, even
 
 # FLOPs of the product (2 T*B G*H I) up to which our launch replaces F.linear eagerly. With masked
@@ -117,7 +118,7 @@ def our_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast: 
     if tiles is None:
         tiles = EVEN_TILES if even(EVEN_TILES, rows, GH, I, I) else TILES
     out = torch.empty(T, B, GH, device=x.device, dtype=w_ih.dtype)
-    grid = (triton.cdiv(rows, tiles.bm) * triton.cdiv(GH, tiles.bn),)
+    grid = (cdiv(rows, tiles.bm) * cdiv(GH, tiles.bn),)
     _PROJECTION(grid, (x.contiguous(), w_ih, out, rows, I, GH),
                 _constexprs(precision, upcast, tiles, even(tiles, rows, GH, I, I)))
     return out
