@@ -177,7 +177,7 @@ HALF = [{}, {"forward_half_operands": False}]
 CASE_SETS["half_operands"] = [
     *[(cell, b, 1024, "tf32", 30, HALF) for b in (128, 64, 32, 16) for cell in ("lstm", "gru")],
     *[(cell, 256, 768, "tf32", 30, HALF) for cell in ("lstm", "gru")],
-    ("lstm", 128, 1024, "tf32", 30, [{"forward_num_warps": 4}]),
+    ("lstm", 128, 1024, "tf32", 30, [{}, {"forward_num_warps": 4}]),
 ]
 CASE_SETS["tall_backward"] = [
     *[(cell, 128, 1024, "tf32", 30, TALL_BACKWARD) for cell in ("lstm", "gru")],
