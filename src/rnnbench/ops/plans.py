@@ -266,10 +266,10 @@ class Plan:
             ``[2^14, 2^15)`` (so no row overflows fp16 and 28 binades of it stay normal) and
             rounds it to fp16 once, before the time loop (resident, or into a copy it streams
             from); h is exchanged as fp16 beside the fp32 output, divided by a power of two per
-            batch row only where ``|h0|`` reaches 2^15 (the LSTM's h_t lies in (-1, 1) after
-            step 0, the GRU's within ``max(1, |h0|)``), and the products are multiplied back
-            (exact). Everything else stays fp32 (the input terms, the cell, h_t itself). The
-            plan's tiles are the 16-bit plan's (:data:`HALF_OPERANDS`), never Gluon's.
+            batch row (step 0's from the row's largest ``|h0|``, later steps' from a bound of
+            ``|h_t|``: 1 for the LSTM, ``max(1, |h0|)`` for the GRU), and the products are
+            multiplied back (exact). Everything else stays fp32 (the input terms, the cell, h_t
+            itself). The plan's tiles are the 16-bit plan's (:data:`HALF_OPERANDS`), never Gluon's.
     """
 
     block_b: int
@@ -295,7 +295,7 @@ class Plan:
         """(programs over hidden units, programs over batch rows); with :attr:`gate_split`, whole
         groups of programs over hidden units (the last group's extra programs own no unit)."""
         units = cdiv(hidden_size, self.block_h)
-        return whole_groups(units, self.gate_split), -(-batch_size // self.block_b)
+        return whole_groups(units, self.gate_split), cdiv(batch_size, self.block_b)
 
 
 def whole_groups(units: int, group: int) -> int:
