@@ -64,7 +64,7 @@ def test_weights_far_outside_fp16s_range(cell, plan_name):
 @pytest.mark.parametrize("cell", CELLS)
 def test_initial_states_past_fp16s_range(cell, plan_name):
     """h0 of one batch row at 2^20 (past fp16's 65504; W_hh times 2^-20, so that step 0 does not
-    saturate), another's at 2^-12, the third's as drawn: h is divided per batch row before its
+    saturate), another's at 2^-12, the third's as drawn: h is divided by a power of two before its
     rounding (the GRU carries the large row's h on for every step)."""
     x, h0, c0, w_ih, w_hh, b_ih, b_hh = make_layer(cell, (3, 5, 5, 37))
     h0 = h0 * torch.tensor([2.0 ** 20, 2.0 ** -12, 1.0])[:, None]

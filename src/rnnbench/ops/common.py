@@ -127,8 +127,8 @@ def _pow2_above(m, SHIFT: tl.constexpr = 0):
     return ((e + 1 - SHIFT) << 23).to(tl.float32, bitcast=True), ((253 - e + SHIFT) << 23).to(tl.float32, bitcast=True)
 
 
-# Half operands (SPLIT_ONCE 3, :attr:`Plan.half_operands`): each row of W_hh, and each batch row of
-# h, is divided by a power of two that brings its largest magnitude (h: a bound of it) into
+# Half operands (SPLIT_ONCE 3, :attr:`Plan.half_operands`): each row of W_hh, and a program's batch
+# rows of h, are divided by a power of two that brings their largest magnitude (h: a bound of it) into
 # [2^14, 2^15) before its rounding to fp16: below fp16's 65504, and 28 binades above its
 # subnormals (2^-14), where TF32's 8-bit exponent would have kept its 11 bits too.
 HALF_SHIFT = tl.constexpr(15)
@@ -140,19 +140,19 @@ def _half_weights(w_ptr, w_copy_ptr, w_rows, w_valid, H: tl.constexpr, K_PAD: tl
     """Before a half-operand forward's time loop (:attr:`Plan.half_operands`): per row of the
     program's stacked tile of ``W_hh``, the power of two ``s`` with ``max |W[row]| / s`` in ``[2^14,
     2^15)`` (:func:`_pow2_above`), and ``W / s`` rounded to fp16 into the same rows of the copy at
-    ``w_copy_ptr`` (``[G*H, H]``). Returns ``s``. Two passes over the rows in chunks of 32 KB of
-    fp32 (64 KB at 64 batch rows, 8 warps), unrolled so that their loads overlap: in 64-column
-    chunks, one round trip after another, the two passes took about 15 µs more than the TF32
-    forward's start at hidden 1024 on the H100."""
+    ``w_copy_ptr`` (``[G*H, H]``). Returns ``s``. Two passes over the rows, in chunks of 32 KB of
+    fp32 (64 KB at 64 batch rows, 8 warps): at hidden 1024 on the H100 a half-operand forward's
+    start took 22-33 µs beyond its steps against TF32's 9-27, in these chunks as in 64-column ones
+    (unrolled, the loop spilled under Triton 3.9)."""
     ROWS: tl.constexpr = w_rows.shape[0]
-    WIDE: tl.constexpr = (16384 // ROWS) if BLOCK_B >= 64 else (8192 // ROWS)  # 64 fp32 a thread
+    WIDE: tl.constexpr = (16384 // ROWS) if BLOCK_B >= 64 else (8192 // ROWS)  # 64 fp32 a thread a chunk
     CHUNK: tl.constexpr = WIDE if WIDE < K_PAD else K_PAD
     m = tl.zeros([ROWS], dtype=tl.float32)
-    for k0 in tl.static_range(0, H, CHUNK):
+    for k0 in range(0, H, CHUNK):
         wk = _load_stacked_weights(w_ptr, w_rows, w_valid, k0, H, CHUNK).to(tl.float32)
         m = tl.maximum(m, tl.max(tl.abs(wk), axis=1))
     scale, inv = _pow2_above(m, HALF_SHIFT)
-    for k0 in tl.static_range(0, H, CHUNK):
+    for k0 in range(0, H, CHUNK):
         k = k0 + tl.arange(0, CHUNK)
         wk = _load_stacked_weights(w_ptr, w_rows, w_valid, k0, H, CHUNK).to(tl.float32)
         tl.store(w_copy_ptr + w_rows[:, None] * H + k[None, :], (wk * inv[:, None]).to(tl.float16),
@@ -161,22 +161,27 @@ def _half_weights(w_ptr, w_copy_ptr, w_rows, w_valid, H: tl.constexpr, K_PAD: tl
 
 
 @triton.jit
-def _half_h_scales(h0_ptr, rows, row_mask, H: tl.constexpr, K_PAD: tl.constexpr, BLOCK_K: tl.constexpr,
-                   HAS_H0: tl.constexpr, CARRIES_H0: tl.constexpr):
-    """Per batch row of the program, the powers of two h is divided by before its rounding to fp16
-    (:func:`_pow2_above`): ``(s0, inv0, s, inv)``, ``s0`` h0's (its row's largest ``|h0|``), ``s``
-    every later step's, from a bound of ``|h_t|``: 1 (the LSTM: ``o tanh(c)``), or with
-    ``CARRIES_H0`` ``max(1, |h0|)`` (the GRU: ``h_t = (1 - z) n + z h_{t-1}``, ``|n| < 1``)."""
-    m = tl.zeros([rows.shape[0]], dtype=tl.float32)
-    if HAS_H0:  # (in chunks of 32 or 64 KB, as _half_weights, but a loop: unrolled, some spilled)
+def _half_h_scales(h0_ptr, rows, row_mask, H: tl.constexpr, K_PAD: tl.constexpr, HAS_H0: tl.constexpr,
+                   CARRIES_H0: tl.constexpr):
+    """The powers of two that h is divided by before its rounding to fp16, one for the program's
+    batch rows (:func:`_pow2_above`): ``(s0, inv0, s, inv)``, ``s0`` h0's (from its rows' largest
+    ``|h0|``), ``s`` every later step's, from a bound of ``|h_t|``: 1 (the LSTM: ``o tanh(c)``), or
+    with ``CARRIES_H0`` ``max(1, |h0|)`` (the GRU: ``h_t = (1 - z) n + z h_{t-1}``, ``|n| < 1``).
+    Scalars: one per batch row, broadcast over the product's columns every step, took 20 registers
+    a thread and spilled at 16-64 batch rows (sm_90, Triton 3.6). h0's rows are read in chunks of
+    32 KB (64 at 64 rows), as :func:`_half_weights` reads the weights."""
+    m = tl.zeros([], dtype=tl.float32)
+    if HAS_H0:
         WIDE: tl.constexpr = (16384 // rows.shape[0]) if rows.shape[0] >= 64 else (8192 // rows.shape[0])
         CHUNK: tl.constexpr = WIDE if WIDE < K_PAD else K_PAD
         for k0 in range(0, H, CHUNK):
             hk = _load_gate_padded(h0_ptr, H, rows, row_mask, k0, H, 1, K_PAD, CHUNK).to(tl.float32)
-            m = tl.maximum(m, tl.max(tl.abs(hk), axis=1))
+            m = tl.maximum(m, tl.max(tl.max(tl.abs(hk), axis=1), axis=0))
     s0, inv0 = _pow2_above(m, HALF_SHIFT)
-    bound = tl.maximum(m, 1.0) if CARRIES_H0 else tl.full(m.shape, 1.0, tl.float32)
-    s, inv = _pow2_above(bound, HALF_SHIFT)
+    if CARRIES_H0:
+        s, inv = _pow2_above(tl.maximum(m, 1.0), HALF_SHIFT)
+    else:
+        s, inv = _pow2_above(tl.full([], 1.0, tl.float32), HALF_SHIFT)
     return s0, inv0, s, inv
 
 
@@ -480,16 +485,16 @@ def _split_h0(h, h0_ptr, h_split_ptr, plane_h, hid, rows, row_mask, mask, counte
     ``h``) split, or divided by its rows' scales (:func:`_half_h_scales`, ``CARRIES_H0`` the GRU)
     and rounded, into slot 0 of the exchange buffer, then a grid barrier so that every program's is
     there. Returns ``(passed, h_scales, h_inv)``: the barriers passed (0 or 1), which every later
-    wait's target counts, the batch rows' scales of step 0's and of later steps' products, and the
-    inverse of the later ones (level 3; else ones)."""
+    wait's target counts, the scales of step 0's and of later steps' products, and the inverse of
+    the later one (level 3; else ones)."""
     passed = 0
     h_scales = (1.0, 1.0)
     h_inv = 1.0
     if SPLIT_ONCE == 3:
-        s0, inv0, s, h_inv = _half_h_scales(h0_ptr, rows, row_mask, H, K_PAD, BLOCK_K, HAS_H0, CARRIES_H0)
+        s0, inv0, s, h_inv = _half_h_scales(h0_ptr, rows, row_mask, H, K_PAD, HAS_H0, CARRIES_H0)
         h_scales = (s0, s)
         if HAS_H0:
-            tl.store(h_split_ptr + hid, (h * inv0[None, :]).to(tl.float16), mask=mask)
+            tl.store(h_split_ptr + hid, (h * inv0).to(tl.float16), mask=mask)
             _grid_barrier(counter_ptr, tl.num_programs(0))
             passed = 1
     elif SPLIT_ONCE and HAS_H0:
@@ -507,11 +512,11 @@ def _publish_h(h, h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask, counter_ptr,
     barrier. With ``SPLIT_ONCE`` the next step reads it split (:func:`_store_split`) from slot
     ``(t + 1) % 2`` of the exchange buffer ``[2, 2, B, H]`` (two slots suffice: a program writes
     slot ``s`` again only after every program has arrived once more, so has read it), or at level
-    3 times ``h_inv`` (its batch rows', :func:`_split_h0`) in fp16 from slot ``(t + 1) % 2`` of
+    3 times ``h_inv`` (:func:`_split_h0`) in fp16 from slot ``(t + 1) % 2`` of
     ``[2, B, H]``; the output, which no program reads, is stored after the arrival."""
     out = h_buf_ptr + (t + 1) * plane_h + hid
     if SPLIT_ONCE == 3:
-        tl.store(h_split_ptr + ((t + 1) % 2) * plane_h + hid, (h * h_inv[None, :]).to(tl.float16), mask=mask)
+        tl.store(h_split_ptr + ((t + 1) % 2) * plane_h + hid, (h * h_inv).to(tl.float16), mask=mask)
     elif SPLIT_ONCE:
         _store_split(h_split_ptr + ((t + 1) % 2) * (2 * plane_h), plane_h, hid, h, mask)
     else:
@@ -534,9 +539,8 @@ def _recurrent_matmul(pieces, h, w_ptr, w_rows, w_valid, h_buf_ptr, h0_ptr, h_sp
     ``SPLIT_ONCE`` from slot ``t % 2`` of the split one (:func:`_publish_h`; h0's is slot 0),
     the weights from ``w_ptr`` (their high parts) and ``w_ptr + w_plane`` (:func:`_forward_weights`);
     at level 3 (:attr:`Plan.half_operands`) fp16 products of the weights' fp16 rows and h's from
-    slot ``t % 2`` of its fp16 exchange buffer, multiplied by the rows' ``w_scale`` and the batch
-    rows' scales after (exact: powers of two; ``h_scales`` step 0's and the later steps',
-    :func:`_split_h0`)."""
+    slot ``t % 2`` of its fp16 exchange buffer, multiplied by the rows' ``w_scale`` and h's scale
+    after (exact: powers of two; ``h_scales`` step 0's and the later steps', :func:`_split_h0`)."""
     if ON_CHIP:
         acc = _mma(pieces[0], h.to(pieces[0].dtype), acc, PRECISION, UPCAST)
     elif SPLIT_ONCE == 3:
@@ -547,7 +551,7 @@ def _recurrent_matmul(pieces, h, w_ptr, w_rows, w_valid, h_buf_ptr, h0_ptr, h_sp
         # (fp16 x fp16 products are exact in fp32: the interpreter widens them, as UPCAST does bf16)
         acc = _stacked_matmul(pieces, w_ptr, w_rows, w_valid, h_split_ptr + (t % 2) * plane_h, rows, live, acc, H,
                               K_PAD, BLOCK_K, CHUNKS, W_RESIDENT, "ieee", _INTERPRET)
-        acc = acc * w_scale[:, None] * tl.where(t == 0, h_scales[0], h_scales[1])[None, :]
+        acc = acc * w_scale[:, None] * tl.where(t == 0, h_scales[0], h_scales[1])
     elif SPLIT_ONCE:
         live = row_mask
         if not HAS_H0:

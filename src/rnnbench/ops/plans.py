@@ -266,7 +266,7 @@ class Plan:
             ``[2^14, 2^15)`` (so no row overflows fp16 and 28 binades of it stay normal) and
             rounds it to fp16 once, before the time loop (resident, or into a copy it streams
             from); h is exchanged as fp16 beside the fp32 output, divided by a power of two per
-            batch row (step 0's from the row's largest ``|h0|``, later steps' from a bound of
+            program (step 0's from its batch rows' largest ``|h0|``, later steps' from a bound of
             ``|h_t|``: 1 for the LSTM, ``max(1, |h0|)`` for the GRU), and the products are
             multiplied back (exact). Everything else stays fp32 (the input terms, the cell, h_t
             itself). The plan's tiles are the 16-bit plan's (:data:`HALF_OPERANDS`), never Gluon's.
