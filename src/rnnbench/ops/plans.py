@@ -144,11 +144,11 @@ SPLIT_ONCE, SPLIT_W_ONCE_ROWS = True, 64
 SPLIT_ONCE_BLOCK_K, SPLIT_W_ONCE_STAGES = 32, 6
 # TF32 forwards of the LSTM and GRU whose fp32 weights would stream from L2 every step (hidden 1024;
 # 768 past batch 128) run on fp16 operands instead (Plan.half_operands), with the 16-bit plan. On the
-# H100 (results/h100/half-operands, plan_sweep.py --cases half_operands) 0.58-0.65x the step (batch
-# 128, hidden 1024: LSTM 8.79 -> 5.65 µs, GRU 8.19 -> 5.06; batch 32 6.69 -> 3.13, 5.52 -> 3.04);
-# errors against float64 the same (7.9e-4 against 8.1e-4, 4.4e-4 against 4.8e-4); graphed forwards
-# 1.23-1.51x as fast through the engine (on_chip.py --compare half_operands). Where TF32's weights
-# are resident it was not measured.
+# H100 (results/h100/half-operands/final-326c591, plan_sweep.py --cases half_operands) 0.46-0.70x
+# the step (batch 128, hidden 1024: LSTM 8.78 -> 5.68 µs, GRU 8.27 -> 5.13; batch 32 6.77 -> 3.14,
+# 5.56 -> 3.07); errors against float64 the same (7.9e-4 against 8.1e-4, 4.4e-4 against 4.8e-4);
+# graphed forwards 1.24-1.51x as fast through the engine (on_chip.py --compare half_operands). Where
+# TF32's weights are resident it was not measured.
 HALF_OPERANDS = True
 # Plan overrides that pick a tile or weight path: given without h_on_chip, they mean the exchange plan.
 _EXCHANGE_FIELDS = frozenset({"block_h", "block_k", "w_resident"})
