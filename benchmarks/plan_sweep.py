@@ -1,6 +1,6 @@
 """Our recurrence kernels alone under launch-plan overrides: µs per step, forward and backward (one GPU).
 
-    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands] [--budget SECONDS]
+    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident] [--budget SECONDS]
 
 For each case (cell, batch_size, hidden_size, dtype, seq_len) and each plan override
 (``rnnbench.ops.recurrence.plan_override``; ``{}`` is the default plan), on prebuilt inputs
@@ -46,6 +46,8 @@ the choice against float64 and times the lanes. Case sets:
 - ``half_operands``: TF32's forward on fp16 operands (``Plan.half_operands``, the default where
   TF32's weights would stream) against the TF32 plan, LSTM and GRU at hidden 1024 (batch 16-128)
   and 768 (batch 256).
+- ``half_operands_resident``: then where TF32's weights are resident (hidden 512, 768 up to batch
+  128), fp16 operands asked for against the default.
 - ``gate_split_rule``: then where the rule was open: 16-bit at hidden 768-1024 and TF32 at 768
   (split-K's default) at batch 16-128, strict fp32 at batch 32, 2 and 3 stages.
 
@@ -179,6 +181,10 @@ CASE_SETS["half_operands"] = [
     *[(cell, 256, 768, "tf32", 30, HALF) for cell in ("lstm", "gru")],
     ("lstm", 128, 1024, "tf32", 30, [{}, {"forward_num_warps": 4}]),
 ]
+# Then where TF32's weights are resident (the default keeps TF32 operands there): fp16 operands asked for.
+CASE_SETS["half_operands_resident"] = [
+    (cell, b, h, "tf32", 30, [{}, {"forward_half_operands": True}])
+    for b, h in ((32, 512), (128, 512), (16, 768), (32, 768), (128, 768)) for cell in ("lstm", "gru")]
 CASE_SETS["tall_backward"] = [
     *[(cell, 128, 1024, "tf32", 30, TALL_BACKWARD) for cell in ("lstm", "gru")],
     *[(cell, 32, 1024, "tf32", 30, TALL_BACKWARD[:3]) for cell in ("lstm", "gru")],
