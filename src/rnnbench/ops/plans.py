@@ -793,23 +793,21 @@ def _half_operands_plan(batch_size, hidden_size, num_gates, dtype, device, multi
     fp16 operands.
 
     Raises:
-        ValueError: not the LSTM's or GRU's forward with float32 weights (TF32 on CUDA), or the
-            plan is on chip, on FMA units, in Gluon or splits for 3xTF32.
+        ValueError: not the LSTM's or GRU's forward with float32 weights (TF32 on CUDA), or asked
+            on chip, on FMA units or split for 3xTF32. (Gluon and the projection ahead, asked for
+            with float32 weights, were refused before.)
     """
     fields = {k: v for k, v in asked.items() if k not in ("half_operands", "forward_half_operands")}
     if (direction != "forward" or dtype != torch.float32 or num_gates not in (3, 4)
             or (device.type == "cuda" and precision != "tf32") or any(
                 fields.get(prefix + name) for prefix in ("", "forward_")
-                for name in ("h_on_chip", "fma", "gluon", "input_ahead", "split_once", "split_w_once"))):
+                for name in ("h_on_chip", "fma", "split_once", "split_w_once"))):
         raise ValueError("half_operands is the LSTM's and GRU's forward with float32 weights (TF32 on CUDA) that "
                          "exchanges h: not on chip, FMA, Gluon or 3xTF32")
     fields.update(gluon=False, input_ahead=False)
-    fields.setdefault("h_on_chip", False)  # (fp16's plan at a small width, or the interpreter's, is on chip)
-    fields.setdefault("fma", False)
+    fields.update(h_on_chip=False, fma=False)  # (fp16's plan at a small width, or the interpreter's, is on chip)
     plan = choose_plan(batch_size, hidden_size, num_gates, torch.float16, device, multiprocessors, "ieee", direction,
                        **fields)
-    if plan.h_on_chip or plan.fma:
-        raise ValueError("half_operands exchanges h: the fp16 plan here is on chip or on FMA units")
     return dataclasses.replace(plan, half_operands=True)
 
 
