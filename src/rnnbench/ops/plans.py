@@ -156,9 +156,8 @@ _EXCHANGE_FIELDS = frozenset({"block_h", "block_k", "w_resident"})
 
 def cdiv(a: int, b: int) -> int:
     """``ceil(a / b)`` for positive ints, for host code on every call's path: Triton 3.6's
-    ``triton.cdiv`` is a constexpr function that unwraps its arguments first (under cProfile, its
-    ten calls in an eager training step took 16 of the step's 274 ms over 200 steps on the H100
-    machine: ``results/h100/host-time/engine-885afe0``)."""
+    ``triton.cdiv`` is a constexpr function that unwraps its arguments on every call (ten calls an
+    eager training step: the cProfile in ``results/h100/host-time/engine-885afe0``)."""
     return -(-a // b)
 
 
