@@ -199,6 +199,22 @@ def _plan_text(p) -> str:
             + (" split_once" if p.split_once else "") + (" split_w_once" if p.split_once and p.split_w_once else ""))
 
 
+def override_text(override: dict) -> str:
+    """A row's ``plan``: the override as ``field=value,...``, or ``default``."""
+    return ",".join(f"{k}={v}" for k, v in override.items()) or "default"
+
+
+def row_line(r: dict) -> str:
+    """One row as printed: its case, its override and its times (or its error). A row that failed
+    before :func:`measure` named its plan holds the override itself (``ab.run_cases``)."""
+    plan = r["plan"] if isinstance(r["plan"], str) else override_text(r["plan"])
+    head = f"{r['cell']:8s} B{r['batch_size']:<4d} H{r['hidden_size']:<5d} {r['dtype']:4s} {plan:44s}"
+    if "error" in r:
+        return f"{head} {r['error']}"
+    return (f"{head} F[{r['forward_plan']}] {r['forward_us_per_step']:6.2f} us/step | "
+            f"B[{r['backward_plan']}] {r['backward_us_per_step']:6.2f} us/step")
+
+
 def measure(case: tuple) -> dict:
     """One case and one override (``case[-1]``): the kernels' times, or the error the plan raised."""
     import torch
@@ -210,7 +226,7 @@ def measure(case: tuple) -> dict:
 
     cell, b, h, dtype, t, override = case
     dev, td = torch.device("cuda"), _torch_dtype(dtype)
-    row = dict(zip(FIELDS, case), plan=",".join(f"{k}={v}" for k, v in override.items()) or "default")
+    row = dict(zip(FIELDS, case), plan=override_text(override))
     with matmul_mode(dtype):  # the products the modules get for this dtype (fp32: 3xTF32)
         precision = dot_precision(td)
         gen = torch.Generator(device=dev).manual_seed(0)
@@ -238,13 +254,14 @@ def main() -> int:
     parser.add_argument("--cases", default="warps64", choices=tuple(CASE_SETS), help="which case set")
     parser.add_argument("--budget", type=float, default=400.0, help="seconds for the whole run")
     a = parser.parse_args()
+    import torch
+
+    if not torch.cuda.is_available():
+        parser.error("plan_sweep.py times the kernels on a CUDA device: no CUDA device here")
     cases = [(*case[:5], override) for case in CASE_SETS[a.cases] for override in case[5]]
     rows = run_cases(a.out_dir / f"plan_sweep-{a.cases}.jsonl", cases, FIELDS, measure, a.budget)
     for r in rows:
-        head = f"{r['cell']:8s} B{r['batch_size']:<4d} H{r['hidden_size']:<5d} {r['dtype']:4s} {r['plan']:44s}"
-        print(head, r["error"] if "error" in r else
-              f"F[{r['forward_plan']}] {r['forward_us_per_step']:6.2f} us/step | "
-              f"B[{r['backward_plan']}] {r['backward_us_per_step']:6.2f} us/step")
+        print(row_line(r))
     return 0
 
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from rnnbench.cases import CELLS
 from rnnbench.ops.plans import ON_CHIP_SPLITS
@@ -18,6 +19,7 @@ from rnnbench.precision import tolerance
 from rnnbench.verify import relative_error
 
 ROOT = Path(__file__).resolve().parents[2]
+_CUDA = torch.cuda.is_available()
 pytestmark = pytest.mark.usefixtures("interpreter")
 
 
@@ -101,6 +103,8 @@ def test_on_chip_anatomy_times_every_part_and_the_kernel(tmp_path):
     ("strict_fp32.py", ("--device", "cpu", "--graphed"), "--graphed times CUDA graphs"),
     ("plan_sweep.py", ("--cases", "nope"), "invalid choice: 'nope'"),
     ("plan_sweep.py", ("--budget", "soon"), "invalid float value: 'soon'"),
+    pytest.param("plan_sweep.py", ("--cases", "half_operands"), "no CUDA device here",
+                 marks=pytest.mark.skipif(_CUDA, reason="on a GPU it measures")),
     ("host_time.py", ("--parts", "engine,nope"), "unknown part 'nope'"),
     ("products.py", ("--device", "cpu", "--parts", "projection,nope"), "unknown part 'nope'"),
     ("host_time.py", ("--launch-modes", "direct,direct"), "--launch-modes takes two different modes"),
@@ -111,6 +115,18 @@ def test_bad_options_are_refused_in_one_line_before_measuring(tmp_path, script, 
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr  # the error alone, no usage block
     assert not list(tmp_path.iterdir())
+
+
+def test_plan_sweep_prints_a_row_that_failed_before_it_was_measured(monkeypatch):
+    """A case whose measurement raised before naming its plan (an error row made from the case's
+    own items, ``ab.run_cases``) prints as a line naming its override, not a traceback."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import plan_sweep
+
+    row = {"cell": "lstm", "batch_size": 128, "hidden_size": 1024, "dtype": "tf32", "seq_len": 30,
+           "plan": {"forward_half_operands": False}, "error": "OutOfMemoryError: CUDA out of memory"}
+    line = plan_sweep.row_line(row)
+    assert "forward_half_operands=False" in line and line.endswith("OutOfMemoryError: CUDA out of memory")
 
 
 def test_aot_split_k_refuses_an_unknown_precision_in_one_line():
