@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection|products|gluon|ahead|fma|gated_fma|gated_fma_more|gate_split|half_operands] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection|products|gluon|ahead|fma|gated_fma|gated_fma_more|gate_split|half_operands|reg_weights] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -147,6 +147,9 @@ backward in TF32 at hidden 1024): the default (16 or 32 rows) against the whole 
 default where TF32's weights would stream) against TF32 operands, on theano's depth-1 TF32 cases at
 hidden 1024.
 
+``--compare reg_weights`` holds the Gluon forwards' weights in registers (``Plan.reg_weights``)
+against reading them from shared memory every step, at FlashRNN's shape and hidden 512.
+
 Writes ``OUT_DIR/<compare>.jsonl`` (the environment record, then one row per case as measured;
 ``forward_meta_<plan>`` in a row is the forward kernel's compile-time arguments as launched under
 that plan) and prints a table. ``--device cpu`` (with ``TRITON_INTERPRET=1``) only checks this script.
@@ -192,7 +195,8 @@ PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip":
          "ahead": {"forward_input_ahead": True}, "fma": {"fma": True}, "tensor_cores": {"fma": False},
          "fma_forward": {"forward_fma": True}, "tc_forward": {"forward_fma": False},
          "gate_split": {}, "no_gate_split": {"backward_gate_split": False},
-         "half_operands": {}, "tf32_operands": {"forward_half_operands": False}}
+         "half_operands": {}, "tf32_operands": {"forward_half_operands": False},
+         "reg_weights": {"forward_reg_weights": True}, "smem_weights": {"forward_reg_weights": False}}
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
     ("rnn_tanh", 20, 30, 100, 100, "fp32", DEFAULT), ("rnn_tanh", 20, 30, 100, 100, "tf32", DEFAULT),
@@ -490,6 +494,13 @@ GATE_SPLIT_CASES = [
 # stream) against TF32 operands: theano's depth-1 cases at hidden 1024, batch 128 and 32.
 HALF_OPERANDS = ("half_operands", "tf32_operands")
 HALF_OPERAND_CASES = [_case(cell, b, 1024, "tf32", HALF_OPERANDS) for b in (128, 32) for cell in ("lstm", "gru")]
+# The Gluon forwards with the weights in registers (Plan.reg_weights) against shared memory: FlashRNN's
+# shape in fp16 and bf16 (LSTM, GRU), two pieces of h at batch 32 (theano's hidden 512, bf16).
+REG_WEIGHTS = ("reg_weights", "smem_weights")
+REG_WEIGHT_CASES = [_case("lstm", 16, 768, "fp16", REG_WEIGHTS, seq_len=1024),
+                    _case("lstm", 16, 768, "bf16", REG_WEIGHTS, seq_len=1024),
+                    _case("gru", 16, 768, "fp16", REG_WEIGHTS, seq_len=1024),
+                    _case("lstm", 32, 512, "bf16", REG_WEIGHTS), _case("gru", 32, 512, "bf16", REG_WEIGHTS)]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
                "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES, "split_k_x3": X3_CASES,
                "split_k_tf32": TF32_TALL_CASES,
@@ -498,7 +509,7 @@ COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLI
                "batch_rows": BATCH_ROWS_CASES, "backward_rows": BACKWARD_ROWS_CASES, "chip_split": CHIP_SPLIT_CASES,
                "gluon": GLUON_CASES, "ahead": AHEAD_CASES, "fma": FMA_CASES, "gated_fma": GATED_FMA_CASES,
                "gated_fma_more": GATED_FMA_MORE_CASES, "gate_split": GATE_SPLIT_CASES,
-               "half_operands": HALF_OPERAND_CASES}
+               "half_operands": HALF_OPERAND_CASES, "reg_weights": REG_WEIGHT_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 
 

@@ -236,6 +236,27 @@ def test_gluon_forward(cell, dtype, batch, seq, hidden, parts):
     _check_gluon_layer(cell, dtype, _layer(cell, batch, seq, 5, hidden), parts)
 
 
+@pytest.mark.parametrize("parts", ["all", "no-states"])
+@pytest.mark.parametrize("batch, seq, hidden", [(1, 5, 260), (3, 7, 300), (20, 9, 512), (37, 6, 500), (16, 40, 768),
+                                                (32, 6, 768)])
+@pytest.mark.parametrize("registers", [True, False])
+@pytest.mark.parametrize("dtype", GLUON_DTYPES)
+@pytest.mark.parametrize("cell", GLUON_CELLS)
+def test_gluon_forward_weights_in_registers(cell, dtype, registers, batch, seq, hidden, parts):
+    """The Gluon forwards with the weights in registers (``Plan.reg_weights``, every piece of h up
+    to three) and from shared memory, each asked for: the plan must take it, then output, final
+    states and every gradient against float64 as :func:`test_gluon_forward`."""
+    from rnnbench.ops import recurrence
+
+    with plan_override(forward_reg_weights=registers):
+        try:
+            launch = recurrence.layer_launch(cell, batch, hidden, TORCH_DTYPE[dtype], torch.device("cuda"))
+        except ValueError:  # (asked for where no Gluon forward runs)
+            pytest.skip(NO_GLUON)
+        assert launch.forward.gluon and launch.forward.reg_weights == registers
+        _check_gluon_layer(cell, dtype, _layer(cell, batch, seq, 5, hidden), parts)
+
+
 def _check_gluon_layer(cell, dtype, tensors, parts="all"):
     """The layer's output, final states and every gradient against float64 (``parts``:
     "no-states" drops the initial states, "no-bias" the biases), then the same output under

@@ -269,6 +269,11 @@ class Plan:
             ``|h_t|``: 1 for the LSTM, ``max(1, |h0|)`` for the GRU), and the products are
             multiplied back (exact). Everything else stays fp32 (the input terms, the cell, h_t
             itself). The plan's tiles are the 16-bit plan's (:data:`HALF_OPERANDS`), never Gluon's.
+        reg_weights: with ``gluon``: every piece of the program's stacked ``W_hh`` tile read once
+            from shared memory into registers before the time loop, where each step's wgmma
+            takes it as its left operand (64 registers a thread a piece): only h is read from
+            shared memory a step. Up to :data:`REG_WEIGHTS_MAX_PIECES` pieces of h, and as
+            :func:`reg_weights_default` says.
     """
 
     block_b: int
@@ -289,6 +294,7 @@ class Plan:
     fma: bool = False
     gate_split: int = 0
     half_operands: bool = False
+    reg_weights: bool = False
 
     def grid(self, batch_size: int, hidden_size: int) -> tuple[int, int]:
         """(programs over hidden units, programs over batch rows); with :attr:`gate_split`, whole
@@ -522,6 +528,17 @@ AHEAD_MIN_STEPS = 256
 AHEAD_DEFAULT_GATES = 4
 
 
+# The Gluon forward's weights in registers (Plan.reg_weights): at most this many pieces of h (64
+# registers a thread each; four spilled hundreds of bytes at hidden 1024, sm_90, Triton 3.6).
+REG_WEIGHTS_MAX_PIECES = 3
+
+
+def reg_weights_default(hidden_size: int, block_b: int) -> bool:
+    """Whether a Gluon forward holds its weights in registers by default (:attr:`Plan.reg_weights`;
+    :data:`REG_WEIGHTS_MAX_PIECES` allows it): not yet measured in the kernel, so never."""
+    return False
+
+
 def gluon_forward(num_gates: int, element: int, hidden_size: int, block_b: int, block_h: int, resident: bool,
                   on_chip: bool, num_warps: int, fast_activations: bool, device: torch.device,
                   multiprocessors: int | None, smem: int) -> bool:
@@ -728,6 +745,14 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
                          f"batch rows a program at 4 warps, hidden {GLUON_MIN_HIDDEN} to {GLUON_MAX_HIDDEN}, fast "
                          "activations, on sm_90 with Gluon")
     plan = dataclasses.replace(plan, gluon=override.get("gluon", gluon_allowed))
+    from .gluon_common import MAX_PIECE, piece_width
+
+    reg_allowed = plan.gluon and -(-hidden_size // piece_width(kp)) <= REG_WEIGHTS_MAX_PIECES
+    if plan.reg_weights and not reg_allowed:
+        raise ValueError(f"reg_weights is the Gluon forward's, up to {REG_WEIGHTS_MAX_PIECES} pieces of h "
+                         f"({REG_WEIGHTS_MAX_PIECES * MAX_PIECE} units)")
+    plan = dataclasses.replace(plan, reg_weights=override.get("reg_weights", reg_allowed and reg_weights_default(
+        hidden_size, plan.block_b)))
     programs = plan.grid(batch_size, hidden_size)
     ahead_allowed = plan.gluon and programs[0] * programs[1] <= AHEAD_MAX_PROGRAMS * slots  # (gluon: CUDA)
     if plan.input_ahead and not ahead_allowed:

@@ -211,7 +211,7 @@ class _Launch:
             width = gluon_common.piece_width(k_padded(self.hidden_size))
             flags = dict(H=self.hidden_size, HAS_BIAS=has_bias, HAS_H0=has_h0, SAVE=save, AHEAD=ahead,
                          BLOCK_B=self.forward.block_b, PIECE=width, PIECES=-(-self.hidden_size // width),
-                         num_warps=self.forward.num_warps)
+                         REG_WEIGHTS=self.forward.reg_weights, num_warps=self.forward.num_warps)
             if self.cell == "lstm":
                 flags["HAS_C0"] = has_c0
             return Constexprs(flags)

@@ -26,7 +26,7 @@ from ..gluon_common import AVAILABLE
 if AVAILABLE:
     from ..gluon_common import (_arrive, _BH, _bias, _cell_tile, _copy_h, _gate, _gate_inputs, _load_f32, _opaque,
                                 _resident_buffers, _sigmoid, _step_product, _steps_ready, _store_gates, _tanh,
-                                _wait_arrivals, cell_layout, gl, gluon)
+                                _wait_arrivals, _weights_in_registers, cell_layout, gl, gluon)
 
     @gluon.jit(do_not_specialize=["T", "B"])
     def gru_forward_gluon_kernel(
@@ -34,7 +34,8 @@ if AVAILABLE:
         h_buf_ptr, h_n_ptr, saved_ptr, counters_ptr, ready_ptr,
         T, B,
         H: gl.constexpr, HAS_BIAS: gl.constexpr, HAS_H0: gl.constexpr, SAVE: gl.constexpr, AHEAD: gl.constexpr,
-        BLOCK_B: gl.constexpr, PIECE: gl.constexpr, PIECES: gl.constexpr, num_warps: gl.constexpr,
+        BLOCK_B: gl.constexpr, PIECE: gl.constexpr, PIECES: gl.constexpr, REG_WEIGHTS: gl.constexpr,
+        num_warps: gl.constexpr,
     ):
         """``gru_forward_kernel``'s arguments and results (no lengths, no split operands):
         ``x_proj [T, B, 3H]``, ``w_hh [3H, H]``, biases ``[3H]``, h0 ``[B, H]``; h_1..h_T into
@@ -75,11 +76,12 @@ if AVAILABLE:
         if AHEAD:
             ready = _steps_ready(ready_ptr, ready, 0)
         x_r, x_z, x_n = _gate_inputs(x_proj_ptr + g_corner, gid, mask, H, 3)
+        w = _weights_in_registers(w_smem, BLOCK_B, PIECES, REG_WEIGHTS, num_warps)
         programs = gl.num_programs(0)
         t = 0
         while t < T:
             _copy_h(h_smem, h0_ptr, h_buf_ptr, t, plane_h, row0, B, H, HAS_H0, BLOCK_B, PIECE, PIECES, num_warps)
-            _step_product(w_smem, h_smem, g_smem, BLOCK_B, PIECES, num_warps)
+            _step_product(w, h_smem, g_smem, BLOCK_B, PIECES, REG_WEIGHTS, num_warps)
             r = _sigmoid(_gate(g_smem, 0, CELL) + x_r.to(gl.float32) + bias_r)
             z = _sigmoid(_gate(g_smem, 1, CELL) + x_z.to(gl.float32) + bias_z)
             hn = _gate(g_smem, 2, CELL) + bias_hn
