@@ -735,6 +735,63 @@ def test_the_gluon_forward_where_its_rule_allows(monkeypatch, cell):
     assert not plan(16, 768).gluon
 
 
+@pytest.mark.parametrize("cell", GLUON_CELLS)
+def test_the_gluon_forward_holds_its_weights_in_registers_up_to_three_pieces(monkeypatch, cell):
+    """``Plan.reg_weights``, planned for an H100 as if this Triton had the Gluon kernels: the
+    default of every Gluon forward whose h is at most three pieces of 256 (hidden up to 768), not at
+    four (hidden 1024: 256 registers a thread of weights), never the backward's or a plan without
+    Gluon; asked for where it cannot run, refused; asked off, off."""
+    from rnnbench.ops import gluon_common
+
+    gates = GATES[cell]
+
+    def plan(batch, hidden, dtype=torch.bfloat16, **kwargs):
+        return _plan_for_an_h100(batch, hidden, gates, dtype, **kwargs)
+
+    monkeypatch.setattr(gluon_common, "AVAILABLE", True)
+    for batch, hidden, dtype in ((16, 768, torch.float16), (16, 768, torch.bfloat16), (32, 768, torch.bfloat16),
+                                 (32, 512, torch.bfloat16), (128, 512, torch.bfloat16), (20, 500, torch.float16),
+                                 (3, 260, torch.bfloat16)):
+        chosen = plan(batch, hidden, dtype)
+        assert chosen.gluon and chosen.reg_weights, (batch, hidden, dtype)
+        assert not plan(batch, hidden, dtype, forward_reg_weights=False).reg_weights
+        assert not plan(batch, hidden, dtype, direction="backward").reg_weights
+    for batch in (16, 32):
+        assert plan(batch, 1024).gluon and not plan(batch, 1024).reg_weights
+    assert not plan(32, 128).reg_weights and not plan(16, 768, gluon=False).reg_weights
+    for bad in (dict(hidden=1024), dict(hidden=128), dict(gluon=False), dict(direction="backward")):
+        with pytest.raises(ValueError, match="reg_weights is the Gluon forward's"):
+            plan(**{"batch": 16, "hidden": 768, **bad, "reg_weights": True})
+    monkeypatch.setattr(gluon_common, "AVAILABLE", False)
+    assert not plan(16, 768).reg_weights
+
+
+@pytest.mark.parametrize("cell", GLUON_CELLS)
+def test_a_gluon_forward_holds_its_weights_in_registers_as_its_plan_says(monkeypatch, cell):
+    """The Gluon kernel's ``REG_WEIGHTS`` as ``recurrence_forward`` launches it: the plan's
+    ``reg_weights`` for a call that saves nothing; for one that saves for the backward, only up to
+    two pieces of h (at three, the saving kernel spilled and the LSTM's fp16 step slowed:
+    ``plans.REG_WEIGHTS_SAVING_MAX_PIECES``). (Launchers recorded: no Gluon on the CPU.)"""
+    from rnnbench.ops import recurrence
+    from rnnbench.ops.plans import Plan
+
+    calls = []
+    monkeypatch.setattr(recurrence, f"_{cell.upper()}_FORWARD_GLUON",
+                        lambda grid, args, constexprs, stream=None, keyed=None: calls.append(constexprs.values))
+    gates = GATES[cell]
+    for hidden, pieces in ((300, 2), (512, 2), (700, 3), (768, 3)):
+        for registers in (True, False):
+            forward = Plan(16, 16, True, num_warps=4, gluon=True, fast_activations=True, reg_weights=registers)
+            launch = recurrence._Launch(forward, Plan(16, 16, True), "ieee", False, hidden, cell, 3)
+            x_proj = torch.zeros(2, 3, gates * hidden, dtype=torch.float16)
+            w_hh = torch.zeros(gates * hidden, hidden, dtype=torch.float16)
+            for save in (False, True):
+                calls.clear()
+                recurrence.recurrence_forward(cell, x_proj, w_hh, None, None, None, None, launch, save)
+                assert calls[0]["PIECES"] == pieces
+                assert calls[0]["REG_WEIGHTS"] == (registers and (pieces == 2 or not save)), (hidden, registers, save)
+
+
 def test_no_gluon_forward_for_the_other_cells(monkeypatch):
     """The cells without a Gluon kernel (the RNN's) never get ``Plan.gluon``, not even on the
     Gluon plan's tiles (16 units a program: the RNN's default is 64), and asking for it is

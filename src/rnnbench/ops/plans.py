@@ -272,8 +272,9 @@ class Plan:
         reg_weights: with ``gluon``: every piece of the program's stacked ``W_hh`` tile read once
             from shared memory into registers before the time loop, where each step's wgmma
             takes it as its left operand (64 registers a thread a piece): only h is read from
-            shared memory a step. Up to :data:`REG_WEIGHTS_MAX_PIECES` pieces of h, and as
-            :func:`reg_weights_default` says.
+            shared memory a step. Up to :data:`REG_WEIGHTS_MAX_PIECES` pieces of h; a forward
+            that saves for the backward holds them only up to :data:`REG_WEIGHTS_SAVING_MAX_PIECES`
+            (:func:`reg_weights_kernel`). The default wherever allowed.
     """
 
     block_b: int
@@ -528,15 +529,25 @@ AHEAD_MIN_STEPS = 256
 AHEAD_DEFAULT_GATES = 4
 
 
-# The Gluon forward's weights in registers (Plan.reg_weights): at most this many pieces of h (64
-# registers a thread each; four spilled hundreds of bytes at hidden 1024, sm_90, Triton 3.6).
+# The Gluon forwards' weights in registers (Plan.reg_weights): at most this many pieces of h (64
+# registers a thread each; four spilled hundreds of bytes at hidden 1024, sm_90, Triton 3.6). On the
+# H100, kernel alone (results/h100/rs-wgmma/kernel-0e85692), the step took 0.90-0.94x the time at
+# hidden 300-768, batch 16-128, LSTM and GRU, fp16 and bf16, wherever the forward saves nothing;
+# through the engine (engine-0e85692, verified, A B B A) FlashRNN's fp16 LSTM forward 1.09x as fast
+# eagerly, 1.06x graphed, hidden 512 1.03-1.07x. A forward that saves for the backward holds one
+# more tile of every gate (the gates and c_t stored after the arrival) and spilled 16-152 bytes at
+# three pieces; there the LSTM's fp16 step took 1.08x the time (its eager training at FlashRNN's
+# shape 0.96x as fast), bf16's and the GRU's 0.91-0.96x: three pieces hold their weights in
+# registers only where nothing is saved.
 REG_WEIGHTS_MAX_PIECES = 3
+REG_WEIGHTS_SAVING_MAX_PIECES = 2
 
 
-def reg_weights_default(hidden_size: int, block_b: int) -> bool:
-    """Whether a Gluon forward holds its weights in registers by default (:attr:`Plan.reg_weights`;
-    :data:`REG_WEIGHTS_MAX_PIECES` allows it): not yet measured in the kernel, so never."""
-    return False
+def reg_weights_kernel(plan: Plan, pieces: int, save: bool) -> bool:
+    """Whether a Gluon forward of ``plan`` over ``pieces`` pieces of h runs with its weights in
+    registers (the kernel's ``REG_WEIGHTS``): the plan's :attr:`Plan.reg_weights`, up to
+    :data:`REG_WEIGHTS_SAVING_MAX_PIECES` pieces when the call saves for the backward."""
+    return plan.reg_weights and (not save or pieces <= REG_WEIGHTS_SAVING_MAX_PIECES)
 
 
 def gluon_forward(num_gates: int, element: int, hidden_size: int, block_b: int, block_h: int, resident: bool,
@@ -751,8 +762,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     if plan.reg_weights and not reg_allowed:
         raise ValueError(f"reg_weights is the Gluon forward's, up to {REG_WEIGHTS_MAX_PIECES} pieces of h "
                          f"({REG_WEIGHTS_MAX_PIECES * MAX_PIECE} units)")
-    plan = dataclasses.replace(plan, reg_weights=override.get("reg_weights", reg_allowed and reg_weights_default(
-        hidden_size, plan.block_b)))
+    plan = dataclasses.replace(plan, reg_weights=override.get("reg_weights", reg_allowed))
     programs = plan.grid(batch_size, hidden_size)
     ahead_allowed = plan.gluon and programs[0] * programs[1] <= AHEAD_MAX_PROGRAMS * slots  # (gluon: CUDA)
     if plan.input_ahead and not ahead_allowed:

@@ -47,8 +47,8 @@ from .lstm import fma as lstm_fma
 from .lstm import gluon as lstm_gluon
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .plans import (AHEAD_MIN_STEPS, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, chip_split_level,
-                    choose_plan, dot_precision, gate_split_constexprs, k_chunks, k_padded, split_k_pieces,
-                    split_once_level, upcast_dot)
+                    choose_plan, dot_precision, gate_split_constexprs, k_chunks, k_padded, reg_weights_kernel,
+                    split_k_pieces, split_once_level, upcast_dot)
 from .projection import input_projection, project_ahead
 from .rnn.fma import CHAINS as FMA_CHAINS
 from .rnn.fma import rnn_backward_fma_kernel, rnn_forward_fma_kernel
@@ -209,9 +209,10 @@ class _Launch:
         (``has_c0`` the LSTM's only, as its kernel takes it)."""
         def build():
             width = gluon_common.piece_width(k_padded(self.hidden_size))
+            pieces = -(-self.hidden_size // width)
             flags = dict(H=self.hidden_size, HAS_BIAS=has_bias, HAS_H0=has_h0, SAVE=save, AHEAD=ahead,
-                         BLOCK_B=self.forward.block_b, PIECE=width, PIECES=-(-self.hidden_size // width),
-                         REG_WEIGHTS=self.forward.reg_weights, num_warps=self.forward.num_warps)
+                         BLOCK_B=self.forward.block_b, PIECE=width, PIECES=pieces,
+                         REG_WEIGHTS=reg_weights_kernel(self.forward, pieces, save), num_warps=self.forward.num_warps)
             if self.cell == "lstm":
                 flags["HAS_C0"] = has_c0
             return Constexprs(flags)
