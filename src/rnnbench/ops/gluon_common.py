@@ -6,7 +6,8 @@ The plan, one program per :data:`BLOCK_H` hidden units and up to :data:`MAX_BLOC
 (``docs/kernels.md``, "The LSTM forward in Gluon"): the stacked tile of ``W_hh``, four gate blocks
 of 16 rows (the GRU's fourth zeros, as the ``tl`` kernels pad it), resident in shared memory in
 pieces of :func:`piece_width` columns; each step h_{t-1} copied from L2 into a shared buffer per
-piece (``cp.async``), the pieces' wgmma chains issued asynchronously with one wait, and the
+piece (``cp.async``), the pieces' wgmma chains issued asynchronously with one wait (the weights
+read by wgmma from registers where ``REG_WEIGHTS``: :func:`_weights_in_registers`), and the
 accumulator stored once into swizzled shared memory, from where each gate is read in the cell's
 layout; h exchanged through global memory with an atomic-counter grid barrier whose counters the
 caller zeroes (the kernels leave them counted).

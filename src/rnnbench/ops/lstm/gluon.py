@@ -10,6 +10,10 @@ sigmoid on the MUFU), written where the ``tl`` kernel cannot say what it wants:
   (256 columns) is copied from L2 into a shared buffer of its own (``cp.async``, all at once), and
   the pieces' wgmma chains are issued asynchronously one after another with one wait, where
   ``tl.dot`` outside a pipelined loop waits for each piece's chain;
+- **the weights in registers** (``REG_WEIGHTS``, ``Plan.reg_weights``, up to three pieces of h):
+  read once from shared memory before the time loop, wgmma's left operand from there, so a step
+  reads only h from shared memory (0.93x the step at FlashRNN's shape on an H100,
+  ``benchmarks/results/h100/rs-wgmma/``);
 - **the gates leave the accumulator once.** The wgmma accumulator holds gate ``g`` in warp ``g``;
   it goes through shared memory (swizzled: read back down a unit's column, unswizzled rows put
   eight lanes on one bank) straight into the layout of the cell's arithmetic, the step input's
