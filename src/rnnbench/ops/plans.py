@@ -535,7 +535,7 @@ AHEAD_DEFAULT_GATES = 4
 # hidden 300-768, batch 16-128, LSTM and GRU, fp16 and bf16, wherever the forward saves nothing;
 # through the engine (engine-0e85692, verified, A B B A) FlashRNN's fp16 LSTM forward 1.09x as fast
 # eagerly, 1.06x graphed, hidden 512 1.03-1.07x. A forward that saves for the backward holds one
-# more tile of every gate (the gates and c_t stored after the arrival) and spilled 16-152 bytes at
+# more tile of every gate (its saved values stored after the arrival) and spilled up to 152 bytes at
 # three pieces; there the LSTM's fp16 step took 1.08x the time (its eager training at FlashRNN's
 # shape 0.96x as fast), bf16's and the GRU's 0.91-0.96x: three pieces hold their weights in
 # registers only where nothing is saved.
