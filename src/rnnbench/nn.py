@@ -36,6 +36,7 @@ import importlib.util
 import os
 import sys
 import warnings
+import weakref
 
 import torch
 from torch import nn
@@ -44,6 +45,11 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_
 
 BACKENDS = ("auto", "triton", "torch")
 _WARNED: set[tuple[str, str]] = set()
+# Each module's replays of its eager forwards (``ops/replay.py``), by the call's key
+# (:meth:`_KernelPath._replay_key`): beside the module, not in it (a replay holds C launchers,
+# which neither pickle nor copy), and gone with it.
+_REPLAYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_MAX_REPLAYS = 16  # keys a module keeps (then it starts again)
 
 
 def _autocast_dtype(device_type: str) -> torch.dtype | None:
@@ -71,6 +77,13 @@ def _recurrence():
 
         _RECURRENCE = recurrence
     return _RECURRENCE
+
+
+def _replay():
+    """``rnnbench.ops.replay`` (and Triton), imported where a call may be recorded."""
+    from .ops import replay
+
+    return replay
 
 
 def _interpreted() -> bool:
@@ -106,6 +119,11 @@ class _KernelPath:
             ValueError: ``lengths`` with a PackedSequence or an unbatched input, or not ``[B]``
             integers from 0 to T (the torch backend takes 1 to T, as ``pack_padded_sequence``).
         """
+        replays = _REPLAYS.get(self)
+        if replays is not None and lengths is None:
+            got = self._replayed(replays, input, hx)
+            if got is not None:
+                return got
         packed = isinstance(input, PackedSequence)
         if lengths is not None and (packed or input.dim() != 3):
             raise ValueError("lengths goes with a padded, batched input ([T, B, I] or [B, T, I] with batch_first)")
@@ -119,6 +137,8 @@ class _KernelPath:
         if reason is None:
             if packed:
                 return self._packed_forward(input, hx, cell, amp, launch)
+            if lengths is None and amp is None and launch.forward.fma and self._may_record(input):
+                return self._recorded_forward(input, hx, cell, launch)
             return self._kernel_forward(input, hx, cell, amp, launch, lengths, self.batch_first)
         if self.backend == "triton":
             raise RuntimeError(f"rnnbench.nn.{type(self).__name__}(backend='triton') cannot run this call: {reason}")
@@ -128,6 +148,69 @@ class _KernelPath:
             warnings.warn(f"rnnbench.nn.{type(self).__name__}: {reason}; running PyTorch's own path instead",
                           RuntimeWarning, stacklevel=2)
         return self._torch_forward(input, hx, lengths)
+
+    # An eager forward replayed (ops/replay.py): the same launches as the normal path's, without
+    # its Python (on the H100 the TF32 forward at batch 32, hidden 128 took 144.7 µs a call, its
+    # launches and allocations alone 82.6: benchmarks/results/h100/call-floor). Only where that
+    # path is two launches of ours and allocations: one layer, one direction, on FMA units (no
+    # barrier counters), no gradient, no autocast, no lengths, contiguous aligned tensors.
+
+    def _may_record(self, input) -> bool:
+        """Whether this call may be recorded for replay (the rest is :meth:`_replay_key`'s)."""
+        return (input.is_cuda and input.dim() == 3 and not self.batch_first and self.num_layers == 1
+                and not self.bidirectional and not torch.is_grad_enabled() and _replay().can_replay())
+
+    def _replay_key(self, input, states: tuple) -> tuple | None:
+        """What the normal path's decisions for this call depend on, or None where a replay may
+        not stand in for it: the input's and states' shapes, dtypes, devices (contiguous and
+        16-byte aligned, as the weights), the weights' dtypes, the TF32 switch, the strict-fp32
+        mode and plan overrides of the moment, autocast, the backend and layout."""
+        tensors = (input, *states, *self._flat_weights)
+        if any(not t.is_contiguous() for t in tensors) or functools.reduce(
+                lambda a, t: a | t.data_ptr(), tensors, 0) & 15:
+            return None
+        recurrence = _recurrence()
+        return (input.shape, input.dtype, input.device, tuple((s.shape, s.dtype, s.device) for s in states),
+                tuple(w.dtype for w in self._flat_weights), torch.backends.cuda.matmul.allow_tf32,
+                recurrence._STRICT_FP32.get(), recurrence._PLAN_OVERRIDE.get(),
+                torch.is_autocast_enabled(input.device.type), self.backend, self.batch_first)
+
+    def _recorded_forward(self, input, hx, cell: str, launch):
+        """The normal path's forward, recorded, and kept as a replay where it can be one."""
+        replay = _replay()
+        states = _states(hx, cell)
+        key = None if states is None else self._replay_key(input, states)
+        if key is None:
+            return self._kernel_forward(input, hx, cell, None, launch, None, False)
+        with replay.recording() as records:
+            output, finals = self._kernel_forward(input, hx, cell, None, launch, None, False)
+        found = replay.Replay.build(records, (input, *states, *self._flat_weights),
+                                    (output, *(finals if cell == "lstm" else (finals,))))
+        if found is not None:
+            kept = _REPLAYS.setdefault(self, {})
+            if len(kept) >= _MAX_REPLAYS:
+                kept.clear()
+            kept[key] = (tuple(self._flat_weights), found)
+        return output, finals
+
+    def _replayed(self, replays: dict, input, hx):
+        """This call's outputs by a replay recorded for its key, or None where none may stand in."""
+        if type(input) is not torch.Tensor or torch.is_grad_enabled():
+            return None
+        cell = self.cell
+        states = _states(hx, cell)
+        if states is None:
+            return None
+        key = self._replay_key(input, states)
+        found = replays.get(key) if key is not None else None
+        if found is None:
+            return None
+        weights, replay = found
+        flat = self._flat_weights
+        if len(flat) != len(weights) or any(a is not b for a, b in zip(flat, weights)) or not _replay().can_replay():
+            return None
+        output, *finals = replay((input, *states, *flat))
+        return output, (tuple(finals) if cell == "lstm" else finals[0])
 
     def _torch_forward(self, input, hx, lengths):
         """torch.nn's own forward; given ``lengths``, on the batch packed and the output padded back."""
@@ -262,6 +345,16 @@ class _KernelPath:
             if s.shape != shape:
                 raise RuntimeError(f"Expected hidden size {shape}, got {tuple(s.shape)}")
         return states[0], (states[1] if lstm else None)
+
+
+def _states(hx, cell: str) -> tuple | None:
+    """``hx`` as a tuple of state tensors (none, ``(h0,)``, or the LSTM's ``(h0, c0)``), or None
+    where it is neither (a replay then does not stand in: the normal path checks it)."""
+    if hx is None:
+        return ()
+    if cell == "lstm":
+        return hx if type(hx) is tuple and len(hx) == 2 and all(type(s) is torch.Tensor for s in hx) else None
+    return (hx,) if type(hx) is torch.Tensor else None
 
 
 def _packed_rows(batch_sizes: torch.Tensor, device) -> tuple[torch.Tensor, torch.Tensor]:

@@ -207,6 +207,99 @@ def test_modules_inside_a_compiled_model_on_cuda(mode):
             assert relative_error(a, b) <= tolerance("lstm", "bf16"), (seed, k, relative_error(a, b))
 
 
+MODULES = {"lstm": rnn.LSTM, "gru": rnn.GRU, "rnn_tanh": rnn.RNN, "rnn_relu": rnn.RNN}
+
+
+def _module(cell, input_size, hidden, bias, dtype):
+    kwargs = {"nonlinearity": cell[4:]} if cell.startswith("rnn") else {}
+    torch.manual_seed(0)
+    return MODULES[cell](input_size, hidden, bias=bias, backend="triton", **kwargs).to("cuda", TORCH_DTYPE[dtype])
+
+
+def _call_inputs(cell, batch, input_size, hidden, dtype, states, seed):
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    dt = TORCH_DTYPE[dtype]
+    x = torch.randn(7, batch, input_size, generator=gen, device="cuda").to(dt)
+    if not states:
+        return x, None
+    h0 = (torch.randn(1, batch, hidden, generator=gen, device="cuda") * 0.5).to(dt)
+    return x, ((h0, (torch.randn_like(h0, dtype=torch.float32) * 0.5).to(dt)) if cell == "lstm" else h0)
+
+
+def _flat(result):
+    output, finals = result
+    return [output, *(finals if isinstance(finals, tuple) else (finals,))]
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("states", [True, False])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("cell, batch, hidden, input_size", [("lstm", 32, 128, 128), ("gru", 3, 37, 100),
+                                                              ("rnn_tanh", 20, 100, 100), ("rnn_relu", 1, 64, 37),
+                                                              ("gru", 128, 128, 128), ("lstm", 5, 100, 3)])
+def test_an_eager_forward_is_replayed(cell, batch, hidden, input_size, dtype, states, bias):
+    """Under no_grad, a module's first eager forward of a shape (on FMA units) is recorded and the
+    next ones replay its launches (``ops/replay.py``): the replay must be taken (or this would test
+    the normal path), and on new inputs it must return what the normal path returns, bit for bit,
+    in fresh tensors (the outputs of the call before untouched)."""
+    from rnnbench import nn as module_path
+
+    module = _module(cell, input_size, hidden, bias, dtype)
+    with matmul_mode(dtype), torch.no_grad():
+        first = _flat(module(*_call_inputs(cell, batch, input_size, hidden, dtype, states, 1)))
+        kept = [t.clone() for t in first]
+        replays = module_path._REPLAYS.get(module)
+        assert replays and len(replays) == 1, "the first call was not recorded"
+        taken = []
+        (weights, replay), = replays.values()
+        replays[next(iter(replays))] = (weights, lambda inputs: taken.append(1) or replay(inputs))
+        x, hx = _call_inputs(cell, batch, input_size, hidden, dtype, states, 2)
+        got = _flat(module(x, hx))
+        assert taken, "the second call did not replay"
+        del module_path._REPLAYS[module]  # the normal path on the same inputs
+        want = _flat(module(x, hx))
+    for g, w in zip(got, want):
+        assert torch.equal(g, w) and g.shape == w.shape and g.stride() == w.stride()
+    for f, k in zip(first, kept):
+        assert torch.equal(f, k), "the replay wrote the call before's outputs"
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_an_eager_forward_replays_only_what_it_recorded(cell):
+    """A call the recorded one does not stand for takes the normal path (and is right): another
+    batch, the TF32 switch flipped, initial states given or not, gradients wanted, the weights
+    replaced or cast; each against the normal path's result on the same inputs."""
+    from rnnbench import nn as module_path
+
+    module = _module(cell, 100, 100, True, "fp32")
+
+    def run(batch, states=True, dtype="fp32", seed=3):
+        x, hx = _call_inputs(cell, batch, 100, 100, "fp32", states, seed)
+        with matmul_mode(dtype):
+            got = _flat(module(x, hx))
+            saved = module_path._REPLAYS.pop(module, None)
+            want = _flat(module(x, hx))
+            if saved is not None:
+                module_path._REPLAYS[module] = saved
+        for g, w in zip(got, want):
+            assert torch.equal(g.detach(), w.detach())
+
+    with torch.no_grad():
+        run(20)
+        run(20)
+        run(21)
+        run(20, states=False)
+        run(20, dtype="tf32")
+        assert len(module_path._REPLAYS[module]) == 4  # four keys recorded
+        with torch.no_grad():
+            module.weight_hh_l0 = torch.nn.Parameter(module.weight_hh_l0 * 0.5)
+        run(20)
+    run(20)  # gradients wanted: the normal path, nothing replayed
+    with torch.no_grad():
+        module.double().float()  # cast and back: the same Parameters, new storage
+        run(20, seed=4)
+
+
 GLUON_DTYPES = [d for d in ("bf16", "fp16") if d in DTYPES]
 GLUON_CELLS = ("lstm", "gru")  # the cells with a Gluon forward (Plan.gluon, ops/<cell>/gluon.py)
 NO_GLUON = "no Gluon forward here (another GPU or Triton): plans.gluon_forward"

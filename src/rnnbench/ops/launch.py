@@ -28,6 +28,9 @@ profiler's) keeps the runner.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 import torch
 import triton
 from triton import knobs
@@ -42,6 +45,40 @@ JIT_ONLY = False
 DIRECT_LAUNCH = True
 # The Triton versions whose C launcher takes the arguments _c_launcher gives it.
 C_LAUNCHER_VERSIONS = ("3.6.",)
+
+
+# While a call is recorded (:func:`recording`): every launch made, in order, as ``(launcher, grid,
+# args, constexprs, stream, keyed)``, and None for work done outside a launcher (a torch call
+# that :func:`note_unrecorded` reports), which makes the recording unfit to replay.
+_RECORDING: contextvars.ContextVar[list | None] = contextvars.ContextVar("rnnbench_recording", default=None)
+
+
+@contextlib.contextmanager
+def recording():
+    """Within the block, every :class:`KernelLauncher` launch is appended to the list yielded (and
+    launched as usual): ``(launcher, grid, args, constexprs, stream, keyed)``; for
+    ``ops/replay.py``."""
+    token = _RECORDING.set([])
+    try:
+        yield _RECORDING.get()
+    finally:
+        _RECORDING.reset(token)
+
+
+def note_launch(launcher, grid, args: tuple, constexprs, stream, keyed) -> None:
+    """A launch about to be made, for a recording in progress (every :class:`KernelLauncher` call
+    reports its own)."""
+    recorded = _RECORDING.get()
+    if recorded is not None:
+        recorded.append((launcher, grid, args, constexprs, stream, keyed))
+
+
+def note_unrecorded() -> None:
+    """Device work outside a launcher happened (a cuBLAS product, a copy): a recording in progress
+    can no longer be replayed by its launches alone."""
+    recorded = _RECORDING.get()
+    if recorded is not None:
+        recorded.append(None)
 
 
 def _specialisation(tensors: tuple) -> tuple:
@@ -92,11 +129,11 @@ class KernelLauncher:
         many leading tensors decide the specialisation (all of them when None). A caller passes
         fewer only when the rest are buffers it has just allocated (the caching allocator aligns
         every block to 512 bytes) in dtypes that the keyed tensors and ``constexprs`` decide."""
+        note_launch(self, grid, args, constexprs, stream, keyed)
         if INTERPRET or JIT_ONLY:
             self.fn[grid](*args, **constexprs.values)
             return
-        tensors = self._tensors or _leading_tensors(args)
-        key = (constexprs.number, _specialisation(args[:tensors if keyed is None else keyed]), args[0].device.index)
+        key = self._key(args, constexprs, keyed)
         entry = self._compiled.get(key)
         if entry is not None:
             kernel, tail, direct = entry
@@ -117,6 +154,23 @@ class KernelLauncher:
         kernel = self.fn[grid](*args, **constexprs.values)  # compiles (or loads Triton's cache) and launches
         names = self.fn.arg_names[len(args):]
         self._compiled[key] = (kernel, tuple(constexprs.values[n] for n in names), _c_launcher(kernel))
+
+    def _key(self, args: tuple, constexprs: Constexprs, keyed: int | None) -> tuple:
+        """The compiled entry's key for these arguments (see :meth:`__call__`)."""
+        tensors = self._tensors or _leading_tensors(args)
+        return constexprs.number, _specialisation(args[:tensors if keyed is None else keyed]), args[0].device.index
+
+    def direct(self, args: tuple, constexprs: Constexprs, keyed: int | None = None) -> tuple | None:
+        """``(c_launch, head, tail)`` of the compiled kernel these arguments were launched with
+        (``c_launch(gx, gy, gz, stream, *head, *args, *tail)`` launches it), or None where there
+        is no direct launch (not compiled yet, another Triton, the interpreter)."""
+        if INTERPRET or JIT_ONLY or not DIRECT_LAUNCH:
+            return None
+        entry = self._compiled.get(self._key(args, constexprs, keyed))
+        if entry is None or entry[2] is None:
+            return None
+        kernel, tail, (c_launch, head) = entry
+        return c_launch, head, tail
 
     def _check_integers(self, args: tuple) -> None:
         if self._integers_checked:

@@ -29,7 +29,7 @@ from torch.nn import functional as F
 import triton
 import triton.language as tl
 
-from .launch import Constexprs, KernelLauncher
+from .launch import Constexprs, KernelLauncher, note_unrecorded
 from .plans import cdiv
 from .products import Tiles, _product_tile, even
 
@@ -87,6 +87,7 @@ def input_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast
     # In a CUDA graph being captured the host time does not recur, and cuBLAS' kernel is the faster one.
     if flop > (EVEN_MAX_FLOP if whole else PROJECTION_MAX_FLOP) or (
             x.is_cuda and torch.cuda.is_current_stream_capturing()):
+        note_unrecorded()  # (cuBLAS: no launch of ours to replay, ops/replay.py)
         return F.linear(x, w_ih).contiguous()  # (a no-op call unless a strided input came out strided)
     if x.is_cuda and x.device.index not in _CUBLAS_MADE:
         _make_cublas(x.device)

@@ -1,0 +1,119 @@
+"""``ops/replay.py`` on the CPU: a recording's launches replayed with another call's tensors, each
+argument from where it came (the caller's tensors, the call's own allocations made afresh, numbers),
+and the recordings that must not be replayed. The launchers here are stand-ins whose direct launch
+computes on the CPU; the real ones (CUDA, Triton's C launcher) are the CUDA tests'."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from rnnbench.ops.launch import note_launch, recording
+from rnnbench.ops.replay import Replay
+
+
+class _Launcher:
+    """A launcher whose direct launch runs ``body(*args)`` (None: no direct launch)."""
+
+    def __init__(self, body):
+        self.body = body
+
+    def __call__(self, grid, args, constexprs, stream=None, keyed=None):
+        note_launch(self, (1,), args, constexprs, stream, keyed)
+        if self.body is not None:
+            self.body(*args)
+
+    def direct(self, args, constexprs, keyed=None):
+        if self.body is None:
+            return None
+        return (lambda gx, gy, gz, stream, *args: self.body(*args)), (), ()
+
+
+def _scale(x, w, out, n):  # out = x * w[0] * n
+    out.copy_(x * w[0] * n)
+
+
+def _accumulate(proj, h0, h_buf, h_n, steps):  # h_buf[t + 1] = h_buf[t] + proj[t]; h_n = h_buf[-1]
+    h_buf[0].copy_(h0)
+    for t in range(steps):
+        h_buf[t + 1].copy_(h_buf[t] + proj[t])
+    h_n.copy_(h_buf[steps])
+
+
+def _call(x, w, h0):
+    """A two-launch 'forward' as the recurrences make theirs: allocations, launches, a view out."""
+    proj = torch.empty_like(x)
+    SCALE(None, (x, w, proj, 2), None)
+    h_buf = torch.empty(x.shape[0] + 1, *x.shape[1:])
+    h_n = torch.empty(x.shape[1:])
+    ACCUMULATE(None, (proj, h0, h_buf, h_n, x.shape[0]), None)
+    return h_buf[1:], h_n
+
+
+SCALE, ACCUMULATE = _Launcher(_scale), _Launcher(_accumulate)
+
+
+def _recorded(x, w, h0):
+    with recording() as records:
+        out = _call(x, w, h0)
+    return records, out
+
+
+def test_a_replay_computes_what_the_call_computes_on_new_tensors():
+    """Replayed with other inputs: the same results as the call itself on them, in fresh tensors
+    (the first call's outputs untouched), views made as the call made them."""
+    x, w, h0 = torch.randn(5, 3), torch.tensor([0.5]), torch.randn(3)
+    records, first = _recorded(x, w, h0)
+    kept = [t.clone() for t in first]
+    replay = Replay.build(records, (x, w, h0), first)
+    assert replay is not None and len(replay.allocations) == 3
+    x2, w2, h2 = torch.randn(5, 3), torch.tensor([-1.5]), torch.randn(3)
+    got = replay((x2, w2, h2))
+    want = _call(x2, w2, h2)
+    for g, e in zip(got, want):
+        assert torch.equal(g, e) and g.shape == e.shape and g.stride() == e.stride()
+    assert got[0]._base is not None and got[0].storage_offset() == 3  # h_buf[1:] of a fresh h_buf
+    for f, k in zip(first, kept):
+        assert torch.equal(f, k), "a replay wrote the recorded call's tensors"
+    again = replay((x2, w2, h2))
+    assert all(a.data_ptr() != b.data_ptr() for a, b in zip(again, got)), "outputs must be fresh each call"
+
+
+def test_no_replay_of_what_a_launcher_did_not_do():
+    """Work outside a launcher (``note_unrecorded``), a launch without a direct launcher, a tensor
+    neither the caller's nor a whole allocation of the call (a slice of a persistent buffer), an
+    output not made of the call's allocations: no replay."""
+    from rnnbench.ops.launch import note_unrecorded
+
+    x, w, h0 = torch.randn(5, 3), torch.tensor([0.5]), torch.randn(3)
+    with recording() as records:
+        out = _call(x, w, h0)
+        note_unrecorded()
+    assert Replay.build(records, (x, w, h0), out) is None
+    assert Replay.build([], (x, w, h0), out) is None
+    with recording() as records:
+        _Launcher(None)(None, (x, w, torch.empty_like(x), 2), None)
+    assert Replay.build(records, (x, w, h0), ()) is None
+    persistent = torch.zeros(100)
+    with recording() as records:
+        SCALE(None, (x, w, persistent[:15].view(5, 3), 2), None)
+    assert Replay.build(records, (x, w, h0), ()) is None
+    records, out = _recorded(x, w, h0)
+    assert Replay.build(records, (x, w, h0), (torch.zeros(3),)) is None
+    assert Replay.build(records, (x, w, h0), out) is not None
+
+
+@pytest.mark.parametrize("absent", [True, False])
+def test_a_replay_puts_each_input_where_it_went(absent):
+    """An input given as None in the recording stays None; an input passed in two places (the
+    kernels' placeholders: w standing in for absent biases) is the new input in both."""
+    seen = []
+    twice = _Launcher(lambda a, b, out: (seen.append((a, b)), out.copy_(a + b)))
+    x = torch.randn(4)
+    with recording() as records:
+        out = torch.empty(4)
+        twice(None, (x, x, out), None)
+    replay = Replay.build(records, (x, None) if absent else (x, torch.ones(1)), (out,))
+    x2 = torch.randn(4)
+    (got,) = replay((x2, None) if absent else (x2, torch.ones(1)))
+    assert seen[-1][0] is x2 and seen[-1][1] is x2 and torch.equal(got, 2 * x2)
