@@ -195,6 +195,29 @@ def test_kernels_agree_with_torch_nn_on_its_weights(cell):
         assert relative_error(v, u) < FP32
 
 
+@needs_interpreter
+@pytest.mark.parametrize("with_state", [True, False], ids=["hx", "no_hx"])
+@pytest.mark.parametrize("cell", CELLS)
+def test_a_recorded_forward_returns_what_the_module_returns(cell, with_state):
+    """The recording of an eager forward (``_recorded_forward``, the first call of a shape that
+    ``ops/replay.py`` may replay on CUDA) returns the normal path's results; under the interpreter
+    no replay is kept (no direct launch to replay), so the next call is the normal path's again.
+    The replay itself: tests/ops/test_replay.py, and on a GPU test_an_eager_forward_is_replayed."""
+    module = make(cell, 5, 37, backend="triton")
+    x = torch.randn(7, 3, 5)
+    hx = _states(cell, module, 3, seed=2) if with_state else None
+    with torch.no_grad():
+        cell_name = module.cell
+        launch, reason = module._launch(x, cell_name, None)
+        assert reason is None
+        got = module._recorded_forward(x, hx, cell_name, launch)
+        want = module(x, hx)
+    assert torch.equal(got[0], want[0])
+    finals = zip(got[1], want[1]) if cell == "lstm" else [(got[1], want[1])]
+    assert all(torch.equal(a, b) for a, b in finals)
+    assert rnn._REPLAYS.get(module) is None
+
+
 def test_auto_backend_falls_back_visibly_once(monkeypatch):
     """Not interpreted and on the CPU: torch.nn's path, one warning, torch.nn's exact results."""
     pytest.importorskip("triton")  # without it, that is the reason given

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import torch
 
-from .launch import _current_stream, _no_launch_hooks
+from .launch import _current_stream, _no_launch_hooks, recording  # noqa: F401 (rnnbench.nn records through here)
 
 
 class Replay:
@@ -105,4 +105,4 @@ def can_replay() -> bool:
     """Whether a replay may run now: no launch hook registered (a profiler must see every launch
     through Triton's runner) and no CUDA graph being captured (a captured call takes cuBLAS'
     projection, ``ops/projection.py``)."""
-    return _no_launch_hooks() and not torch.cuda.is_current_stream_capturing()
+    return _no_launch_hooks() and not (torch.cuda.is_available() and torch.cuda.is_current_stream_capturing())
