@@ -190,6 +190,29 @@ def test_the_second_launch_calls_tritons_c_launcher_directly(monkeypatch):
     assert call[13] is x and call[14:] == (5, 16)
 
 
+def test_a_launch_made_is_recorded_and_its_direct_launcher_given(monkeypatch):
+    """Within ``recording()`` every launch is noted (launcher, grid, arguments, constexprs, stream,
+    keyed); ``direct`` then gives the C launcher, the arguments before the kernel's and the
+    constexprs after them, which launch it as the cached launch does (ops/replay.py's replays);
+    None for arguments never launched."""
+    from rnnbench.ops import launch
+
+    monkeypatch.setattr(launch, "INTERPRET", False)
+    monkeypatch.setattr(launch.triton, "__version__", "3.6.0")
+    compiled = _Compiled()
+    launcher, x = KernelLauncher(_Jit(compiled)), torch.zeros(4)
+    constexprs = launch.Constexprs(dict(BLOCK=16))
+    with launch.recording() as records:
+        launcher((2, 3), (x, 5), constexprs, stream=77)
+    assert records == [(launcher, (2, 3), (x, 5), constexprs, 77, None)]
+    c_launch, head, tail = launcher.direct((x, 5), constexprs)
+    c_launch(2, 3, 1, 77, *head, x, 5, *tail)
+    assert compiled.run.calls[-1][:4] == (2, 3, 1, 77) and compiled.run.calls[-1][13:] == (x, 5, 16)
+    assert launcher.direct((torch.zeros(4, dtype=torch.float64), 5), constexprs) is None
+    launcher((2, 3), (x, 5), constexprs, stream=77)  # outside a recording: nothing noted
+    assert len(records) == 1
+
+
 @pytest.mark.parametrize("case", ["another triton", "scratch memory", "a launch hook"])
 def test_the_runner_launches_where_the_c_launcher_is_not_known_to_fit(case, monkeypatch):
     from triton import knobs

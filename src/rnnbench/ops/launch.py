@@ -149,7 +149,7 @@ class KernelLauncher:
             else:
                 launch(*args, *tail, stream=stream)
             return
-        self._tensors = tensors  # our kernels take their tensors first, then T and B
+        self._tensors = self._tensors or _leading_tensors(args)  # our kernels take their tensors first, then T and B
         self._check_integers(args)
         kernel = self.fn[grid](*args, **constexprs.values)  # compiles (or loads Triton's cache) and launches
         names = self.fn.arg_names[len(args):]
