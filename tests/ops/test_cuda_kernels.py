@@ -207,13 +207,14 @@ def test_modules_inside_a_compiled_model_on_cuda(mode):
             assert relative_error(a, b) <= tolerance("lstm", "bf16"), (seed, k, relative_error(a, b))
 
 
-MODULES = {"lstm": rnn.LSTM, "gru": rnn.GRU, "rnn_tanh": rnn.RNN, "rnn_relu": rnn.RNN}
+REPLAYED_MODULES = {"lstm": rnn.LSTM, "gru": rnn.GRU, "rnn_tanh": rnn.RNN, "rnn_relu": rnn.RNN}
 
 
 def _module(cell, input_size, hidden, bias, dtype):
     kwargs = {"nonlinearity": cell[4:]} if cell.startswith("rnn") else {}
     torch.manual_seed(0)
-    return MODULES[cell](input_size, hidden, bias=bias, backend="triton", **kwargs).to("cuda", TORCH_DTYPE[dtype])
+    return REPLAYED_MODULES[cell](input_size, hidden, bias=bias, backend="triton", **kwargs).to("cuda",
+                                                                                              TORCH_DTYPE[dtype])
 
 
 def _call_inputs(cell, batch, input_size, hidden, dtype, states, seed):

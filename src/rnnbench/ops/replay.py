@@ -25,6 +25,10 @@ import torch
 
 from .launch import _current_stream, _no_launch_hooks, recording  # noqa: F401 (rnnbench.nn records through here)
 
+# Record calls to replay (False: no new recordings, for side-by-side measurements; the replays
+# already made are ``rnnbench.nn._REPLAYS``', which the caller drops).
+ENABLED = True
+
 
 class Replay:
     """The recorded launches of one call (see the module docstring). ``replay(inputs)`` with
@@ -102,7 +106,8 @@ def _view(t: torch.Tensor, size, stride, offset) -> torch.Tensor:
 
 
 def can_replay() -> bool:
-    """Whether a replay may run now: no launch hook registered (a profiler must see every launch
+    """Whether a call may be recorded or replayed now: :data:`ENABLED`, no launch hook registered (a profiler must see every launch
     through Triton's runner) and no CUDA graph being captured (a captured call takes cuBLAS'
     projection, ``ops/projection.py``)."""
-    return _no_launch_hooks() and not (torch.cuda.is_available() and torch.cuda.is_current_stream_capturing())
+    capturing = torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
+    return ENABLED and _no_launch_hooks() and not capturing

@@ -7,9 +7,11 @@ the repository root::
 Per case (TF32, theano's depth-1 hidden 128 and glample's hidden 100, as the engine's ``forward``
 mode calls them: under ``no_grad``, initial states given), timed as the engine times a call (CUDA
 events around it, synchronised after), medians of 12 rounds of 200 calls, the forms in the order
-A B C D D C B A in each round:
+A B C D E E D C B A in each round:
 
-- ``module``: ``rnnbench.nn`` (``backend="triton"``) as the ``triton`` lane calls it;
+- ``module``: ``rnnbench.nn`` (``backend="triton"``) on its normal path (``ops/replay.py`` off);
+- ``replayed``: the same module replaying its recorded call (``ops/replay.py``, as the ``triton``
+  lane calls it since the replay);
 - ``allocs+launches``: the kernels' launches recorded from one module call, replayed through their
   cached direct launchers with the same arguments, after the call's ``torch.empty`` of the same
   shapes (the floor of a call that allocates its results);
@@ -25,6 +27,7 @@ import torch
 
 from rnnbench import nn as rnn
 from rnnbench.ops import launch
+from rnnbench.ops import replay as replays
 
 CASES = [("lstm", 32, 128, 128), ("gru", 32, 128, 128), ("lstm", 128, 128, 128), ("gru", 128, 128, 128),
          ("lstm", 20, 100, 100), ("rnn_tanh", 20, 100, 100)]
@@ -117,8 +120,20 @@ def main(out):
             for _ in range(20):
                 ours(x, hx)
                 theirs(x, hx)
+        replays.ENABLED = False  # the normal path's launches (a replay makes none of its own)
+        rnn._REPLAYS.pop(ours, None)
         calls, empties, first = recorded_launches(ours, x, hx)
-        forms = {"module": lambda: ours(x, hx), "allocs+launches": replay(calls, empties, True),
+
+        def normal():
+            replays.ENABLED = False
+            rnn._REPLAYS.pop(ours, None)
+            return ours(x, hx)
+
+        def replayed():
+            replays.ENABLED = True
+            return ours(x, hx)
+
+        forms = {"module": normal, "replayed": replayed, "allocs+launches": replay(calls, empties, True),
                  "launches": replay(calls, empties, False), "torch.nn": lambda: theirs(x, hx)}
         with torch.no_grad():
             # The replay writes the recorded call's buffers: its output, zeroed first, comes back.
