@@ -79,11 +79,17 @@ def _recurrence():
     return _RECURRENCE
 
 
-def _replay():
-    """``rnnbench.ops.replay`` (and Triton), imported where a call may be recorded."""
-    from .ops import replay
+_REPLAY = None
 
-    return replay
+
+def _replay():
+    """``rnnbench.ops.replay`` (it imports Triton), imported where a call may be recorded, and kept."""
+    global _REPLAY
+    if _REPLAY is None:
+        from .ops import replay
+
+        _REPLAY = replay
+    return _REPLAY
 
 
 def _interpreted() -> bool:
