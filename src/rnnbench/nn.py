@@ -17,6 +17,10 @@ it is on (the LSTM's and GRU's forward at hidden 1024 on fp16 operands instead, 
 operand's 11 significant bits, under power-of-two scales that keep them in range:
 ``Plan.half_operands``); otherwise fp32-accurate 3xTF32 products on tensor cores (docs/kernels.md; within
 ``rnnbench.ops.recurrence.strict_fp32("ieee")``, IEEE products on the FMA units).
+An eager forward under ``no_grad`` of one layer and direction on FMA units (hidden up to 128), its
+tensors contiguous and 16-byte aligned, is recorded on its first call of a shape and setting and
+replayed on the next (``rnnbench.ops.replay``: the same launches and allocations without the
+Python that decides them; the same results, bit for bit).
 Variable-length batches, two ways: a ``PackedSequence`` input (as torch.nn takes it; the output is
 packed again, in the input's order), or the padded batch with ``lengths=`` (``[B]`` integers, one
 per sequence; the output comes padded with zeros, as ``pad_packed_sequence`` would give it, and no
