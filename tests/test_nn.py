@@ -218,6 +218,28 @@ def test_a_recorded_forward_returns_what_the_module_returns(cell, with_state):
     assert rnn._REPLAYS.get(module) is None
 
 
+@needs_interpreter
+def test_a_module_whose_weights_are_misaligned_is_never_recorded():
+    """A weight off a 16-byte boundary (as torch.nn's flattened weights leave some biases): the
+    kernels were specialised on aligned pointers, so no replay may stand in, and the module is not
+    tried again (the key's checks would cost every call); its call is the normal path's."""
+    module = make("gru", 5, 37, backend="triton")
+    bias = module.bias_hh_l0
+    storage = torch.empty(bias.numel() + 1)
+    module.bias_hh_l0.data = storage[1:].copy_(bias.detach())  # 4 bytes past the boundary
+    x = torch.randn(7, 3, 5)
+    with torch.no_grad():
+        launch, reason = module._launch(x, "gru", None)
+        got = module._recorded_forward(x, None, "gru", launch)
+        want = module(x)
+    assert module in rnn._UNREPLAYABLE and rnn._REPLAYS.get(module) is None
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+    aligned = make("gru", 5, 36, backend="triton")
+    with torch.no_grad():
+        aligned._recorded_forward(x, None, "gru", aligned._launch(x, "gru", None)[0])
+    assert aligned not in rnn._UNREPLAYABLE
+
+
 def test_auto_backend_falls_back_visibly_once(monkeypatch):
     """Not interpreted and on the CPU: torch.nn's path, one warning, torch.nn's exact results."""
     pytest.importorskip("triton")  # without it, that is the reason given

@@ -54,6 +54,9 @@ _WARNED: set[tuple[str, str]] = set()
 # which neither pickle nor copy), and gone with it.
 _REPLAYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _MAX_REPLAYS = 16  # keys a module keeps (then it starts again)
+# Modules whose weights were off a 16-byte boundary or strided when a call was to be recorded (torch.nn's
+# flattened weights at some widths): never recorded again (the key's checks would cost every call).
+_UNREPLAYABLE: weakref.WeakSet = weakref.WeakSet()
 
 
 def _autocast_dtype(device_type: str) -> torch.dtype | None:
@@ -168,16 +171,15 @@ class _KernelPath:
     def _may_record(self, input) -> bool:
         """Whether this call may be recorded for replay (the rest is :meth:`_replay_key`'s)."""
         return (input.is_cuda and input.dim() == 3 and not self.batch_first and self.num_layers == 1
-                and not self.bidirectional and not torch.is_grad_enabled() and _replay().can_replay())
+                and not self.bidirectional and not torch.is_grad_enabled() and self not in _UNREPLAYABLE
+                and _replay().can_replay())
 
     def _replay_key(self, input, states: tuple) -> tuple | None:
         """What the normal path's decisions for this call depend on, or None where a replay may
         not stand in for it: the input's and states' shapes, dtypes, devices (contiguous and
         16-byte aligned, as the weights), the weights' dtypes, the TF32 switch, the strict-fp32
         mode and plan overrides of the moment, autocast, the backend and layout."""
-        tensors = (input, *states, *self._flat_weights)
-        if any(not t.is_contiguous() for t in tensors) or functools.reduce(
-                lambda a, t: a | t.data_ptr(), tensors, 0) & 15:
+        if not _aligned((input, *states, *self._flat_weights)):
             return None
         recurrence = _recurrence()
         return (input.shape, input.dtype, input.device, tuple((s.shape, s.dtype, s.device) for s in states),
@@ -191,6 +193,8 @@ class _KernelPath:
         states = _states(hx, cell)
         key = None if states is None else self._replay_key(input, states)
         if key is None:
+            if not _aligned(self._flat_weights):
+                _UNREPLAYABLE.add(self)
             return self._kernel_forward(input, hx, cell, None, launch, None, False)
         with replay.recording() as records:
             output, finals = self._kernel_forward(input, hx, cell, None, launch, None, False)
@@ -355,6 +359,12 @@ class _KernelPath:
             if s.shape != shape:
                 raise RuntimeError(f"Expected hidden size {shape}, got {tuple(s.shape)}")
         return states[0], (states[1] if lstm else None)
+
+
+def _aligned(tensors) -> bool:
+    """Whether every tensor is contiguous and starts on a 16-byte boundary."""
+    return (all(t.is_contiguous() for t in tensors)
+            and not functools.reduce(lambda a, t: a | t.data_ptr(), tensors, 0) & 15)
 
 
 def _states(hx, cell: str) -> tuple | None:

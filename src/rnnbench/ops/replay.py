@@ -48,9 +48,10 @@ class Replay:
     @staticmethod
     def build(records: list, inputs: tuple, outputs: tuple) -> Replay | None:
         """A replay of the call that made ``records`` (:func:`~rnnbench.ops.launch.recording`)
-        with ``inputs`` (the caller's tensors, or None) and returned ``outputs`` (tensors); None where it cannot be replayed from its launches alone: work outside a launcher,
-        a launch without a direct launcher, a tensor neither an input nor a whole contiguous
-        allocation of the call, an output not made of one."""
+        with ``inputs`` (the caller's tensors, or None) and returned ``outputs`` (tensors); None
+        where it cannot be replayed from its launches alone: work outside a launcher, a launch
+        without a direct launcher, a tensor neither an input nor a whole contiguous allocation of
+        the call, an output not made of one."""
         if not records or any(r is None for r in records):
             return None
         ids = {id(t): k for k, t in enumerate(inputs) if t is not None}
@@ -106,8 +107,8 @@ def _view(t: torch.Tensor, size, stride, offset) -> torch.Tensor:
 
 
 def can_replay() -> bool:
-    """Whether a call may be recorded or replayed now: :data:`ENABLED`, no launch hook registered (a profiler must see every launch
-    through Triton's runner) and no CUDA graph being captured (a captured call takes cuBLAS'
-    projection, ``ops/projection.py``)."""
+    """Whether a call may be recorded or replayed now: :data:`ENABLED`, no launch hook registered
+    (a profiler must see every launch through Triton's runner) and no CUDA graph being captured (a
+    captured call takes cuBLAS' projection, ``ops/projection.py``)."""
     capturing = torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
     return ENABLED and _no_launch_hooks() and not capturing
