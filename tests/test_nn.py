@@ -219,6 +219,45 @@ def test_a_recorded_forward_returns_what_the_module_returns(cell, with_state):
 
 
 @needs_interpreter
+def test_a_replay_key_changes_with_everything_the_path_decides_on(monkeypatch):
+    """``_replay_key``: one call's key equals another's only where the normal path would decide
+    the same: another batch, states given or not, the TF32 switch (fp32), strict fp32's mode, a
+    plan override, autocast or the backend each give another key; a strided or misaligned input
+    none at all. (The dot precision as on CUDA: the interpreter's is ieee whatever the switches.)"""
+    from rnnbench.ops import plans
+    from rnnbench.ops.recurrence import plan_override, strict_fp32
+    from rnnbench.precision import matmul_mode
+
+    monkeypatch.setattr(plans, "INTERPRET", False)
+
+    module = make("lstm", 8, 16, backend="triton")
+    x, hx = torch.randn(5, 3, 8), (torch.randn(1, 3, 16), torch.randn(1, 3, 16))
+
+    def key(x=x, states=hx):
+        return module._replay_key(x, states)
+
+    with matmul_mode("fp32"):
+        base = key()
+        assert key() == base and key(torch.randn(5, 3, 8)) == base  # same shapes, other values
+        others = [key(torch.randn(5, 4, 8), (torch.randn(1, 4, 16),) * 2), key(states=())]
+        with strict_fp32("ieee"):
+            others.append(key())
+        with plan_override(block_b=16):
+            others.append(key())
+        module.backend = "auto"
+        others.append(key())
+        module.backend = "triton"
+        assert key(torch.randn(3, 5, 8).transpose(0, 1)) is None  # strided
+        assert key(torch.randn(5 * 3 * 8 + 1)[1:].view(5, 3, 8)) is None  # 4 bytes off the boundary
+    with matmul_mode("tf32"):
+        others.append(key())
+    with torch.autocast("cpu"):
+        others.append(key())
+    assert [k is not None and k != base for k in others] == [True] * len(others)
+    assert len(set(others)) == len(others)
+
+
+@needs_interpreter
 def test_a_module_whose_weights_are_misaligned_is_never_recorded():
     """A weight off a 16-byte boundary (as torch.nn's flattened weights leave some biases): the
     kernels were specialised on aligned pointers, so no replay may stand in, and the module is not

@@ -72,31 +72,16 @@ def _triton_installed() -> bool:
     return importlib.util.find_spec("triton") is not None
 
 
-_RECURRENCE = None
+_OPS: dict = {}
 
 
-def _recurrence():
-    """``rnnbench.ops.recurrence``, imported on first use (it imports Triton) and kept: an import
-    statement inside a function costs about a microsecond on every call."""
-    global _RECURRENCE
-    if _RECURRENCE is None:
-        from .ops import recurrence
-
-        _RECURRENCE = recurrence
-    return _RECURRENCE
-
-
-_REPLAY = None
-
-
-def _replay():
-    """``rnnbench.ops.replay`` (it imports Triton), imported where a call may be recorded, and kept."""
-    global _REPLAY
-    if _REPLAY is None:
-        from .ops import replay
-
-        _REPLAY = replay
-    return _REPLAY
+def _ops(name: str):
+    """``rnnbench.ops.<name>`` (``recurrence``, ``replay``), imported on first use (they import
+    Triton) and kept: an import statement inside a function costs about a microsecond on every call."""
+    module = _OPS.get(name)
+    if module is None:
+        module = _OPS[name] = importlib.import_module(f"{__package__}.ops.{name}")
+    return module
 
 
 def _interpreted() -> bool:
@@ -172,24 +157,26 @@ class _KernelPath:
         """Whether this call may be recorded for replay (the rest is :meth:`_replay_key`'s)."""
         return (input.is_cuda and input.dim() == 3 and not self.batch_first and self.num_layers == 1
                 and not self.bidirectional and not torch.is_grad_enabled() and self not in _UNREPLAYABLE
-                and _replay().can_replay())
+                and _ops("replay").can_replay())
 
     def _replay_key(self, input, states: tuple) -> tuple | None:
         """What the normal path's decisions for this call depend on, or None where a replay may
         not stand in for it: the input's and states' shapes, dtypes, devices (contiguous and
-        16-byte aligned, as the weights), the weights' dtypes, the TF32 switch, the strict-fp32
-        mode and plan overrides of the moment, autocast, the backend and layout."""
+        16-byte aligned, as the weights), the weights' dtypes, what the plans are keyed by
+        (``recurrence._setting``: the dot precision and plan overrides of the moment), autocast,
+        the backend and layout."""
         if not _aligned((input, *states, *self._flat_weights)):
             return None
-        recurrence = _recurrence()
-        return (input.shape, input.dtype, input.device, tuple((s.shape, s.dtype, s.device) for s in states),
-                tuple(w.dtype for w in self._flat_weights), torch.backends.cuda.matmul.allow_tf32,
-                recurrence._STRICT_FP32.get(), recurrence._PLAN_OVERRIDE.get(),
-                torch.is_autocast_enabled(input.device.type), self.backend, self.batch_first)
+        # (the plans' own key: the cell, shape, dtype and device, and the dot precision and plan
+        # overrides of the moment, which the TF32 switch and strict_fp32 decide)
+        setting = _ops("recurrence")._setting(self.cell, input.shape[1], self.hidden_size, input.dtype, input.device)
+        return (input.shape, setting, tuple((s.shape, s.dtype, s.device) for s in states),
+                tuple(w.dtype for w in self._flat_weights), torch.is_autocast_enabled(input.device.type),
+                self.backend, self.batch_first)
 
     def _recorded_forward(self, input, hx, cell: str, launch):
         """The normal path's forward, recorded, and kept as a replay where it can be one."""
-        replay = _replay()
+        replay = _ops("replay")
         states = _states(hx, cell)
         key = None if states is None else self._replay_key(input, states)
         if key is None:
@@ -221,7 +208,8 @@ class _KernelPath:
             return None
         weights, replay = found
         flat = self._flat_weights
-        if len(flat) != len(weights) or any(a is not b for a, b in zip(flat, weights)) or not _replay().can_replay():
+        if (len(flat) != len(weights) or any(a is not b for a, b in zip(flat, weights))
+                or not _ops("replay").can_replay()):
             return None
         output, *finals = replay((input, *states, *flat))
         return output, (tuple(finals) if cell == "lstm" else finals[0])
@@ -258,7 +246,7 @@ class _KernelPath:
         if batch is None:
             batch = 1 if dim == 2 else input.shape[0 if self.batch_first else 1]
         # Imports Triton: only once a kernel is a candidate.
-        return _recurrence().launch_or_refusal(cell, batch, self.hidden_size, amp or input.dtype, device)
+        return _ops("recurrence").launch_or_refusal(cell, batch, self.hidden_size, amp or input.dtype, device)
 
     def _packed_forward(self, input: PackedSequence, hx, cell: str, amp: torch.dtype | None, launch):
         """A ``PackedSequence`` as torch.nn takes it: the stack runs on the padded batch in the
@@ -284,7 +272,7 @@ class _KernelPath:
         """The stack on the kernels, each layer and direction with ``launch`` (one plan for all:
         same batch, width, dtype, device); shapes and returns as torch.nn's forward, ``input``
         ``[B, T, I]`` where ``batch_first``. ``lengths`` (``[B]``) makes a variable-length batch."""
-        recurrence = _recurrence()
+        recurrence = _ops("recurrence")
         run_layer = recurrence.run_layer
         lstm = cell == "lstm"
         batched = input.dim() == 3

@@ -46,13 +46,17 @@ def piece_width(k_padded: int) -> int:
     return min(MAX_PIECE, k_padded)
 
 
+def pieces(hidden_size: int, k_padded: int) -> int:
+    """Pieces of :func:`piece_width` columns covering h (the last one partial where they overrun)."""
+    return -(-hidden_size // piece_width(k_padded))
+
+
 def shared_bytes(block_b: int, hidden_size: int, k_padded: int) -> int:
     """Shared memory of one program: the weight pieces and as many pieces of h (16-bit), and the
     fp32 gate tile the accumulator passes through."""
     width = piece_width(k_padded)
-    pieces = -(-hidden_size // width)
     rows = GATE_BLOCKS * BLOCK_H
-    return (rows + block_b) * pieces * width * 2 + rows * block_b * 4
+    return (rows + block_b) * pieces(hidden_size, k_padded) * width * 2 + rows * block_b * 4
 
 
 if AVAILABLE:

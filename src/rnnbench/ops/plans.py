@@ -756,9 +756,9 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
                          f"batch rows a program at 4 warps, hidden {GLUON_MIN_HIDDEN} to {GLUON_MAX_HIDDEN}, fast "
                          "activations, on sm_90 with Gluon")
     plan = dataclasses.replace(plan, gluon=override.get("gluon", gluon_allowed))
-    from .gluon_common import MAX_PIECE, piece_width
+    from .gluon_common import MAX_PIECE, pieces
 
-    reg_allowed = plan.gluon and -(-hidden_size // piece_width(kp)) <= REG_WEIGHTS_MAX_PIECES
+    reg_allowed = plan.gluon and pieces(hidden_size, kp) <= REG_WEIGHTS_MAX_PIECES
     if plan.reg_weights and not reg_allowed:
         raise ValueError(f"reg_weights is the Gluon forward's, up to {REG_WEIGHTS_MAX_PIECES} pieces of h "
                          f"({REG_WEIGHTS_MAX_PIECES * MAX_PIECE} units)")

@@ -208,8 +208,8 @@ class _Launch:
         """The Gluon forward's compile-time arguments (:attr:`Plan.gluon`) with these flags
         (``has_c0`` the LSTM's only, as its kernel takes it)."""
         def build():
-            width = gluon_common.piece_width(k_padded(self.hidden_size))
-            pieces = -(-self.hidden_size // width)
+            kp = k_padded(self.hidden_size)
+            width, pieces = gluon_common.piece_width(kp), gluon_common.pieces(self.hidden_size, kp)
             flags = dict(H=self.hidden_size, HAS_BIAS=has_bias, HAS_H0=has_h0, SAVE=save, AHEAD=ahead,
                          BLOCK_B=self.forward.block_b, PIECE=width, PIECES=pieces,
                          REG_WEIGHTS=reg_weights_kernel(self.forward, pieces, save), num_warps=self.forward.num_warps)

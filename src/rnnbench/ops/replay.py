@@ -37,11 +37,12 @@ class Replay:
 
     Build with :meth:`build`."""
 
-    __slots__ = ("launches", "allocations", "outputs", "cuda")
+    __slots__ = ("launches", "allocations", "numbers", "outputs", "cuda")
 
-    def __init__(self, launches, allocations, outputs):
-        self.launches = launches  # (c_launch, grid3, head, sources, numbers, tail): sources index inputs + allocations
+    def __init__(self, launches, allocations, numbers, outputs):
+        self.launches = launches  # (c_launch, grid3, head, sources, tail): sources index inputs, allocations, numbers
         self.allocations = allocations  # (shape, dtype, device) of each tensor the call allocated
+        self.numbers = numbers  # the launches' integer arguments, after the allocations in ``sources``
         self.outputs = outputs  # per output: (allocation index, size, stride, offset)
         self.cuda = any(device.type == "cuda" for _, _, device in allocations)  # (launches on the current stream)
 
@@ -55,18 +56,17 @@ class Replay:
         if not records or any(r is None for r in records):
             return None
         ids = {id(t): k for k, t in enumerate(inputs) if t is not None}
-        allocations, made = [], {}
-        launches = []
+        allocations, made, numbers, launches = [], {}, [], []
         for launcher, grid, args, constexprs, _stream, keyed in records:
             direct = launcher.direct(args, constexprs, keyed)
             if direct is None:
                 return None
             c_launch, head, tail = direct
-            sources, numbers = [], {}
+            sources = []  # ("number", k) until the allocations are all counted
             for a in args:
                 if not isinstance(a, torch.Tensor):
-                    numbers[len(sources)] = a
-                    sources.append(None)
+                    sources.append(("number", len(numbers)))
+                    numbers.append(a)
                 elif id(a) in ids:
                     sources.append(ids[id(a)])
                 else:
@@ -76,23 +76,25 @@ class Replay:
                         made[id(a)] = len(allocations)
                         allocations.append((tuple(a.shape), a.dtype, a.device))
                     sources.append(len(inputs) + made[id(a)])
-            launches.append((c_launch, (*grid, 1, 1)[:3], head, sources, numbers, tail))
+            launches.append((c_launch, (*grid, 1, 1)[:3], head, sources, tail))
+        first_number = len(inputs) + len(allocations)
+        launches = [(c, g, h, [first_number + s[1] if isinstance(s, tuple) else s for s in sources], t)
+                    for c, g, h, sources, t in launches]
         shapes = []
         for out in outputs:
             base = out if id(out) in made else out._base
             if base is None or id(base) not in made:
                 return None
             shapes.append((made[id(base)], tuple(out.shape), out.stride(), out.storage_offset()))
-        return Replay(launches, allocations, tuple(shapes))
+        return Replay(launches, allocations, tuple(numbers), tuple(shapes))
 
     def __call__(self, inputs: tuple) -> tuple:
         """Allocate, launch on the current stream, and return the outputs (see the class)."""
         fresh = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype, device in self.allocations]
-        values = [*inputs, *fresh]
+        values = [*inputs, *fresh, *self.numbers]
         stream = _current_stream() if self.cuda else None
-        for c_launch, (gx, gy, gz), head, sources, numbers, tail in self.launches:
-            args = [numbers[k] if s is None else values[s] for k, s in enumerate(sources)]
-            c_launch(gx, gy, gz, stream, *head, *args, *tail)
+        for c_launch, (gx, gy, gz), head, sources, tail in self.launches:
+            c_launch(gx, gy, gz, stream, *head, *[values[s] for s in sources], *tail)
         return tuple(_view(fresh[o[0]], *o[1:]) for o in self.outputs)
 
 
