@@ -895,6 +895,10 @@ def _split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiproc
 
 
 STRICT_FP32_DEFAULT = "tf32x3"  # the products of float32 with TF32 off (see dot_precision)
+# torch's TF32 switch as dot_precision reads it on every eager call (the plans' key): the property
+# ``torch.backends.cuda.matmul.allow_tf32`` costs 0.7 µs a read (its module's __getattr__), the C
+# getter it calls 0.05 (torch 2.13, CPU); the property itself where a torch lacks the getter.
+_allows_tf32 = getattr(torch._C, "_get_cublas_allow_tf32", None) or (lambda: torch.backends.cuda.matmul.allow_tf32)
 
 
 def dot_precision(dtype: torch.dtype, strict_fp32: str = STRICT_FP32_DEFAULT) -> str:
@@ -909,7 +913,7 @@ def dot_precision(dtype: torch.dtype, strict_fp32: str = STRICT_FP32_DEFAULT) ->
     """
     if dtype != torch.float32 or INTERPRET:
         return "ieee"
-    if torch.backends.cuda.matmul.allow_tf32:
+    if _allows_tf32():
         return "tf32"
     return strict_fp32
 
