@@ -117,3 +117,62 @@ def test_a_replay_puts_each_input_where_it_went(absent):
     x2 = torch.randn(4)
     (got,) = replay((x2, None) if absent else (x2, torch.ones(1)))
     assert seen[-1][0] is x2 and seen[-1][1] is x2 and torch.equal(got, 2 * x2)
+
+
+def _replayed_twice(monkeypatch=None):
+    """A replay of ``_call`` and two calls of it with new inputs (the first makes the scratch)."""
+    x, w, h0 = torch.randn(5, 3), torch.tensor([0.5]), torch.randn(3)
+    records, first = _recorded(x, w, h0)
+    replay = Replay.build(records, (x, w, h0), first)
+    return replay, replay((torch.randn(5, 3), w, h0)), replay((torch.randn(5, 3), w, h0))
+
+
+def _scratch_pointer(replay) -> int:
+    (scratch,) = replay._scratch[1]
+    return scratch.data_ptr()
+
+
+def test_a_replay_keeps_its_scratch_for_the_same_thread_and_stream():
+    """The projection (no output is made of it) is allocated once and reused by the next call on
+    the same thread and stream; the outputs are fresh every call; another thread gets scratch of
+    its own, right results all the same."""
+    import threading
+
+    replay, a, b = _replayed_twice()
+    kept = _scratch_pointer(replay)
+    x2, w2, h2 = torch.randn(5, 3), torch.tensor([2.0]), torch.randn(3)
+    got = replay((x2, w2, h2))
+    assert _scratch_pointer(replay) == kept, "the scratch was allocated again on the same thread"
+    assert all(g.data_ptr() not in (p.data_ptr(), q.data_ptr()) for g, p, q in zip(got, a, b))
+    elsewhere = []
+    thread = threading.Thread(target=lambda: elsewhere.append((replay((x2, w2, h2)), _scratch_pointer(replay))))
+    thread.start()
+    thread.join()
+    (other, pointer), = elsewhere
+    assert pointer != kept, "another thread was given this thread's scratch"
+    for g, o, e in zip(got, other, _call(x2, w2, h2)):
+        assert torch.equal(g, e) and torch.equal(o, e)
+
+
+def test_a_replay_allocates_scratch_past_its_limit_every_call(monkeypatch):
+    """Scratch larger than ``SCRATCH_KEPT_BYTES`` is not kept: a new one each call."""
+    from rnnbench.ops import replay as module
+
+    monkeypatch.setattr(module, "SCRATCH_KEPT_BYTES", 5 * 3 * 4 - 1)  # the projection's 60 bytes, less one
+    replay, _, _ = _replayed_twice()
+    assert replay.scratch == () and replay._scratch[1] == ()
+    monkeypatch.setattr(module, "SCRATCH_KEPT_BYTES", 5 * 3 * 4)
+    replay, _, _ = _replayed_twice()
+    assert len(replay._scratch[1]) == 1
+
+
+def test_a_replay_launches_before_it_allocates_what_later_launches_take(monkeypatch):
+    """Each allocation is made just before the first launch that takes it: with the scratch kept,
+    the first launch leaves before any torch.empty of the call."""
+    replay, _, _ = _replayed_twice()
+    events = []
+    empty, scale = torch.empty, SCALE.body
+    monkeypatch.setattr(torch, "empty", lambda *a, **k: events.append("empty") or empty(*a, **k))
+    monkeypatch.setattr(SCALE, "body", lambda *a: events.append("launch") or scale(*a))
+    replay((torch.randn(5, 3), torch.tensor([0.5]), torch.randn(3)))
+    assert events == ["launch", "empty", "empty"]

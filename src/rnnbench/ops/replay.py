@@ -21,10 +21,17 @@ the call (a persistent buffer, such as the barrier counters) gives no replay at 
 
 from __future__ import annotations
 
+import math
+import operator
+import threading
+
 import torch
 
 from .launch import _current_stream, _no_launch_hooks, recording  # noqa: F401 (rnnbench.nn records through here)
 
+# Scratch (an allocation no output is made of) up to this size is kept between calls (Replay): a
+# torch.empty is host time only where a call is small; a module keeps up to 16 replays.
+SCRATCH_KEPT_BYTES = 16 << 20
 # Record calls to replay (False: no new recordings, for side-by-side measurements; the replays
 # already made are ``rnnbench.nn._REPLAYS``', which the caller drops).
 ENABLED = True
@@ -35,16 +42,30 @@ class Replay:
     ``inputs`` the new call's tensors in the recorded call's order (None where it had None)
     returns the recorded call's outputs' counterparts.
 
+    The call's allocations are of two kinds. Those an output is made of are allocated afresh every
+    call (a caller may keep its outputs). The rest are scratch (the input projection): up to
+    :data:`SCRATCH_KEPT_BYTES` each, kept and reused by the next call from the same thread on the
+    same stream, whose launches the stream orders after the last call's, and allocated afresh for
+    any other (or every call, if larger). Each allocation is made just
+    before the first launch that takes it, so the first launch leaves while the host allocates the
+    rest (on the H100 a ``torch.empty`` took 4-7 µs of host time, a launch 8).
+
     Build with :meth:`build`."""
 
-    __slots__ = ("launches", "allocations", "numbers", "outputs", "cuda")
+    __slots__ = ("launches", "allocations", "slots", "outputs", "scratch", "scratch_places", "cuda", "_scratch")
 
-    def __init__(self, launches, allocations, numbers, outputs):
-        self.launches = launches  # (c_launch, grid3, head, sources, tail): sources index inputs, allocations, numbers
+    def __init__(self, launches, allocations, slots, outputs, scratch_places):
+        # per launch: (c_launch, grid3, head, take, tail, fresh) with ``take(values)`` its arguments
+        # from ``values`` (the inputs, then ``slots``) and ``fresh`` the allocations it needs first,
+        # (values index, shape, dtype, device)
+        self.launches = launches
         self.allocations = allocations  # (shape, dtype, device) of each tensor the call allocated
-        self.numbers = numbers  # the launches' integer arguments, after the allocations in ``sources``
-        self.outputs = outputs  # per output: (allocation index, size, stride, offset)
+        self.slots = tuple(slots)  # a None in each allocation's place, then the numbers
+        self.outputs = outputs  # per output: (values index, (size, stride, offset) or None where whole)
+        self.scratch_places = tuple(k for k, _ in scratch_places)  # values index of each scratch tensor
+        self.scratch = tuple(a for _, a in scratch_places)  # (shape, dtype, device) of each
         self.cuda = any(device.type == "cuda" for _, _, device in allocations)  # (launches on the current stream)
+        self._scratch = (None, ())  # (the (thread, stream) that last used it, the scratch tensors)
 
     @staticmethod
     def build(records: list, inputs: tuple, outputs: tuple) -> Replay | None:
@@ -62,7 +83,7 @@ class Replay:
             if direct is None:
                 return None
             c_launch, head, tail = direct
-            sources = []  # ("number", k) until the allocations are all counted
+            sources, first = [], []  # sources: ("number", k) until the allocations are all counted
             for a in args:
                 if not isinstance(a, torch.Tensor):
                     sources.append(("number", len(numbers)))
@@ -75,27 +96,53 @@ class Replay:
                             return None
                         made[id(a)] = len(allocations)
                         allocations.append((tuple(a.shape), a.dtype, a.device))
+                        first.append(made[id(a)])
                     sources.append(len(inputs) + made[id(a)])
-            launches.append((c_launch, (*grid, 1, 1)[:3], head, sources, tail))
-        first_number = len(inputs) + len(allocations)
-        launches = [(c, g, h, [first_number + s[1] if isinstance(s, tuple) else s for s in sources], t)
-                    for c, g, h, sources, t in launches]
-        shapes = []
+            launches.append((c_launch, (*grid, 1, 1)[:3], head, sources, tail, first))
+        views = []
         for out in outputs:
             base = out if id(out) in made else out._base
             if base is None or id(base) not in made:
                 return None
-            shapes.append((made[id(base)], tuple(out.shape), out.stride(), out.storage_offset()))
-        return Replay(launches, allocations, tuple(numbers), tuple(shapes))
+            k = made[id(base)]
+            whole = out is base or (tuple(out.shape), out.stride(), out.storage_offset()) == (
+                tuple(base.shape), base.stride(), 0)
+            views.append((len(inputs) + k, None if whole else (tuple(out.shape), out.stride(), out.storage_offset())))
+        returned = {v[0] - len(inputs) for v in views}
+        kept = {k for k, (shape, dtype, _) in enumerate(allocations)
+                if k not in returned and math.prod(shape) * dtype.itemsize <= SCRATCH_KEPT_BYTES}
+        first_number = len(inputs) + len(allocations)
+        launches = [(c, g, h, _taker([first_number + s[1] if isinstance(s, tuple) else s for s in sources]), t,
+                     tuple((len(inputs) + k, *allocations[k]) for k in first if k not in kept))
+                    for c, g, h, sources, t, first in launches]
+        scratch = tuple((len(inputs) + k, allocations[k]) for k in sorted(kept))
+        return Replay(launches, allocations, [None] * len(allocations) + numbers, tuple(views), scratch)
 
     def __call__(self, inputs: tuple) -> tuple:
         """Allocate, launch on the current stream, and return the outputs (see the class)."""
-        fresh = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype, device in self.allocations]
-        values = [*inputs, *fresh, *self.numbers]
         stream = _current_stream() if self.cuda else None
-        for c_launch, (gx, gy, gz), head, sources, tail in self.launches:
-            c_launch(gx, gy, gz, stream, *head, *[values[s] for s in sources], *tail)
-        return tuple(_view(fresh[o[0]], *o[1:]) for o in self.outputs)
+        values = [*inputs, *self.slots]
+        owner = (threading.get_ident(), stream)
+        kept_owner, scratch = self._scratch  # (one read: another thread may replace it meanwhile)
+        if kept_owner != owner:  # a new thread or stream: scratch of its own
+            scratch = tuple(torch.empty(shape, dtype=dtype, device=device) for shape, dtype, device in self.scratch)
+            self._scratch = owner, scratch
+        for k, t in zip(self.scratch_places, scratch):
+            values[k] = t
+        for c_launch, (gx, gy, gz), head, take, tail, fresh in self.launches:
+            for k, shape, dtype, device in fresh:
+                values[k] = torch.empty(shape, dtype=dtype, device=device)
+            c_launch(gx, gy, gz, stream, *head, *take(values), *tail)
+        return tuple(values[k] if view is None else values[k].as_strided(*view) for k, view in self.outputs)
+
+
+def _taker(indices: list):
+    """``take(values)``: the tuple of ``values`` at ``indices`` (operator.itemgetter, C-level,
+    which returns a bare item for one index)."""
+    if len(indices) == 1:
+        (k,) = indices
+        return lambda values: (values[k],)
+    return operator.itemgetter(*indices)
 
 
 def _whole(t: torch.Tensor) -> bool:
@@ -104,13 +151,11 @@ def _whole(t: torch.Tensor) -> bool:
             and t.untyped_storage().nbytes() == t.numel() * t.element_size())
 
 
-def _view(t: torch.Tensor, size, stride, offset) -> torch.Tensor:
-    return t if (size, stride, offset) == (tuple(t.shape), t.stride(), 0) else t.as_strided(size, stride, offset)
-
-
 def can_replay() -> bool:
     """Whether a call may be recorded or replayed now: :data:`ENABLED`, no launch hook registered
     (a profiler must see every launch through Triton's runner) and no CUDA graph being captured (a
     captured call takes cuBLAS' projection, ``ops/projection.py``)."""
-    capturing = torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
+    # (is_initialized, not is_available: a capture needs CUDA initialised, and is_available took
+    # 1.9 µs a call on the H100, every replayed call paying it)
+    capturing = torch.cuda.is_initialized() and torch.cuda.is_current_stream_capturing()
     return ENABLED and _no_launch_hooks() and not capturing
