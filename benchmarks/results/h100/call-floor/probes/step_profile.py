@@ -1,0 +1,88 @@
+"""Where the host time of an eager step goes: the engine's own steps (``workload.lane_step``) for
+``torch-nn`` and ``triton``, forward and training, at theano's TF32 LSTM (batch 32, hidden 128,
+30 steps), under cProfile. On a GPU, from the repository root::
+
+    PYTHONPATH=src python3 benchmarks/results/h100/call-floor/probes/step_profile.py OUT_DIR
+
+Per lane and mode: the host µs a step issued back to back (no profiler; the device synchronised
+before and after 300 steps, medians of 5), the synchronised µs a step as the engine times it
+(CUDA events around each call), and ``OUT_DIR/<lane>-<mode>.prof.txt``: cProfile's top 45
+functions by own time over 300 steps (cProfile's overhead inflates Python-heavy paths; read the
+order, not the sums)."""
+import cProfile
+import io
+import pstats
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from rnnbench.cases import Case
+from rnnbench.lanes import LANES
+from rnnbench.precision import matmul_mode
+from rnnbench.workload import lane_step, make_inputs
+
+STEPS = 300
+
+
+def host_us(fn):
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(STEPS):
+        fn()
+    t1 = time.perf_counter()
+    torch.cuda.synchronize()
+    return (t1 - t0) / STEPS * 1e6
+
+
+def call_us(fn):
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    samples = []
+    for _ in range(STEPS):
+        torch.cuda.synchronize()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) * 1e3)
+    samples.sort()
+    return samples[len(samples) // 2]
+
+
+def main(out_dir):
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    train = Case(cell="lstm", batch_size=32, seq_len=30, input_size=128, hidden_size=128, dtype="tf32",
+                 mode="train", device="cuda")
+    forward = Case(**{**vars(train), "mode": "forward"})
+    inputs = make_inputs(train)
+    lines = []
+    with matmul_mode("tf32"):
+        for lane in ("torch-nn", "triton"):
+            for case in (forward, train):
+                step = lane_step(LANES[lane], case, inputs)
+                step.first_call()
+                fn = step.fn
+                for _ in range(20):
+                    fn()
+                hosts = sorted(host_us(fn) for _ in range(5))
+                calls = call_us(fn)
+                profile = cProfile.Profile()
+                torch.cuda.synchronize()
+                profile.enable()
+                for _ in range(STEPS):
+                    fn()
+                profile.disable()
+                torch.cuda.synchronize()
+                text = io.StringIO()
+                pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(45)
+                (out / f"{lane}-{case.mode}.prof.txt").write_text(text.getvalue())
+                line = f"{lane} {case.mode}: host {hosts[2]:.1f} µs a step, synchronised call {calls:.1f} µs"
+                lines.append(line)
+                print(line, flush=True)
+    (out / "steps.txt").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
