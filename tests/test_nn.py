@@ -222,7 +222,7 @@ def test_a_recorded_forward_returns_what_the_module_returns(cell, with_state):
 def test_a_replay_key_changes_with_everything_the_path_decides_on(monkeypatch):
     """``_replay_key``: one call's key equals another's only where the normal path would decide
     the same: another batch, states given or not, the TF32 switch (fp32), strict fp32's mode, a
-    plan override, autocast or the backend each give another key; a strided or misaligned input
+    plan override, autocast, the backend or a weight's device each give another key; a strided or misaligned input
     none at all. (The dot precision as on CUDA: the interpreter's is ieee whatever the switches.)"""
     from rnnbench.ops import plans
     from rnnbench.ops.recurrence import plan_override, strict_fp32
@@ -247,6 +247,10 @@ def test_a_replay_key_changes_with_everything_the_path_decides_on(monkeypatch):
         module.backend = "auto"
         others.append(key())
         module.backend = "triton"
+        weight = module._flat_weights[1]
+        module._flat_weights[1] = weight.to("meta")  # a weight on another device (as after .cpu())
+        others.append(key())
+        module._flat_weights[1] = weight
         assert key(torch.randn(3, 5, 8).transpose(0, 1)) is None  # strided
         assert key(torch.randn(5 * 3 * 8 + 1)[1:].view(5, 3, 8)) is None  # 4 bytes off the boundary
     with matmul_mode("tf32"):

@@ -163,7 +163,7 @@ class _KernelPath:
     def _replay_key(self, input, states: tuple) -> tuple | None:
         """What the normal path's decisions for this call depend on, or None where a replay may
         not stand in for it: the input's and states' shapes, dtypes, devices (contiguous and
-        16-byte aligned, as the weights), the weights' dtypes, what the plans are keyed by
+        16-byte aligned, as the weights), the weights' dtypes and devices, what the plans are keyed by
         (``recurrence._setting``: the dot precision and plan overrides of the moment), autocast,
         the backend and layout. (Every eager call that may replay pays for this: on the H100 it
         took 11.5 µs a call written with generators and a reduce, hence the plain loop.)"""
@@ -179,8 +179,11 @@ class _KernelPath:
         # (the plans' own key: the cell, shape, dtype and device, and the dot precision and plan
         # overrides of the moment, which the TF32 switch and strict_fp32 decide)
         setting = _ops("recurrence")._setting(self.cell, shape[1], self.hidden_size, input.dtype, device)
-        return (shape, setting, *[(s.shape, s.dtype, s.device) for s in states], *[w.dtype for w in weights],
-                torch.is_autocast_enabled(device.type), self.backend, self.batch_first)
+        # (the weights' devices too: the replay hands the launcher bare addresses, which no one
+        # checks are the device's)
+        return (shape, setting, *[(s.shape, s.dtype, s.device) for s in states],
+                *[(w.dtype, w.device) for w in weights], torch.is_autocast_enabled(device.type), self.backend,
+                self.batch_first)
 
     def _recorded_forward(self, input, hx, cell: str, launch):
         """The normal path's forward, recorded, and kept as a replay where it can be one."""

@@ -119,21 +119,28 @@ class Replay:
         return Replay(launches, allocations, [None] * len(allocations) + numbers, tuple(views), scratch)
 
     def __call__(self, inputs: tuple) -> tuple:
-        """Allocate, launch on the current stream, and return the outputs (see the class)."""
-        stream = _current_stream() if self.cuda else None
-        values = [*inputs, *self.slots]
+        """Allocate, launch on the current stream, and return the outputs (see the class). On CUDA
+        each tensor goes to the launcher as its address: Triton's C launcher takes an integer as the
+        pointer itself, where for a tensor it calls ``data_ptr`` and asks the driver
+        (``cuPointerGetAttribute``) about it, argument by argument, every launch."""
+        cuda = self.cuda
+        stream = _current_stream() if cuda else None
+        tensors = [*inputs, *self.slots]  # (the allocations' places filled below; then the numbers)
+        values = [*[0 if t is None else t.data_ptr() for t in inputs], *self.slots] if cuda else tensors
         owner = (threading.get_ident(), stream)
         kept_owner, scratch = self._scratch  # (one read: another thread may replace it meanwhile)
         if kept_owner != owner:  # a new thread or stream: scratch of its own
             scratch = tuple(torch.empty(shape, dtype=dtype, device=device) for shape, dtype, device in self.scratch)
             self._scratch = owner, scratch
         for k, t in zip(self.scratch_places, scratch):
-            values[k] = t
+            tensors[k] = t
+            values[k] = t.data_ptr() if cuda else t
         for c_launch, (gx, gy, gz), head, take, tail, fresh in self.launches:
             for k, shape, dtype, device in fresh:
-                values[k] = torch.empty(shape, dtype=dtype, device=device)
+                t = tensors[k] = torch.empty(shape, dtype=dtype, device=device)
+                values[k] = t.data_ptr() if cuda else t
             c_launch(gx, gy, gz, stream, *head, *take(values), *tail)
-        return tuple(values[k] if view is None else values[k].as_strided(*view) for k, view in self.outputs)
+        return tuple(tensors[k] if view is None else tensors[k].as_strided(*view) for k, view in self.outputs)
 
 
 def _taker(indices: list):
