@@ -8,7 +8,9 @@ Per lane and mode: the host µs a step issued back to back (no profiler; the dev
 before and after 300 steps, medians of 5), the synchronised µs a step as the engine times it
 (CUDA events around each call), and ``OUT_DIR/<lane>-<mode>.prof.txt``: cProfile's top 45
 functions by own time over 300 steps (cProfile's overhead inflates Python-heavy paths; read the
-order, not the sums)."""
+order, not the sums). For training, the host µs of its two halves alone as well: the module's
+forward with gradients wanted (its graph dropped), and the backward (``torch.autograd.grad`` of
+one forward's outputs, the graph retained and run again each time)."""
 import cProfile
 import io
 import pstats
@@ -50,6 +52,25 @@ def call_us(fn):
     return samples[len(samples) // 2]
 
 
+def halves(lane, inputs):
+    """Host µs of a training step's forward alone and its backward alone (see the docstring)."""
+    from rnnbench.lanes.registry import load_state_dict
+
+    module = LANES[lane].build("lstm", 128, 128, 1).cuda()
+    load_state_dict(module, {k: v.float() for k, v in inputs.weights.items()})
+    x, h0, c0 = (t.to("cuda", torch.float32).requires_grad_(True) for t in (inputs.x, inputs.h0, inputs.c0))
+    params = list(module.parameters())
+    forward = sorted(host_us(lambda: module(x, (h0, c0))) for _ in range(5))[2]
+    output, (h_n, c_n) = module(x, (h0, c0))
+    seeds = [torch.randn_like(output), torch.randn_like(h_n), torch.randn_like(c_n)]
+
+    def backward():
+        torch.autograd.grad([output, h_n, c_n], [x, h0, c0, *params], grad_outputs=seeds, retain_graph=True)
+
+    backward_us = sorted(host_us(backward) for _ in range(5))[2]
+    return f"; forward alone {forward:.1f}, backward alone {backward_us:.1f} µs host"
+
+
 def main(out_dir):
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -79,6 +100,8 @@ def main(out_dir):
                 pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(45)
                 (out / f"{lane}-{case.mode}.prof.txt").write_text(text.getvalue())
                 line = f"{lane} {case.mode}: host {hosts[2]:.1f} µs a step, synchronised call {calls:.1f} µs"
+                if case.mode == "train":
+                    line += halves(lane, inputs)
                 lines.append(line)
                 print(line, flush=True)
     (out / "steps.txt").write_text("\n".join(lines) + "\n")
