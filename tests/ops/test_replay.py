@@ -8,12 +8,16 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rnnbench.ops.launch import note_launch, recording
-from rnnbench.ops.replay import Replay
+from torch.utils._python_dispatch import _disable_current_modes
+
+from rnnbench.ops.launch import note_launch
+from rnnbench.ops.replay import Recording, Replay, recording
 
 
 class _Launcher:
-    """A launcher whose direct launch runs ``body(*args)`` (None: no direct launch)."""
+    """A launcher whose direct launch runs ``body(*args)`` (None: no direct launch), its tensor
+    operations unseen by the recording's check for work outside launchers, as a real launch's
+    (no tensor operation at all) are."""
 
     def __init__(self, body):
         self.body = body
@@ -21,12 +25,16 @@ class _Launcher:
     def __call__(self, grid, args, constexprs, stream=None, keyed=None):
         note_launch(self, (1,), args, constexprs, stream, keyed)
         if self.body is not None:
+            self.run(*args)
+
+    def run(self, *args):
+        with _disable_current_modes():
             self.body(*args)
 
     def direct(self, args, constexprs, keyed=None):
         if self.body is None:
             return None
-        return (lambda gx, gy, gz, stream, *args: self.body(*args)), (), ()
+        return (lambda gx, gy, gz, stream, *args: self.run(*args)), (), ()
 
 
 def _scale(x, w, out, n):  # out = x * w[0] * n
@@ -90,7 +98,7 @@ def test_no_replay_of_what_a_launcher_did_not_do():
         out = _call(x, w, h0)
         note_unrecorded()
     assert Replay.build(records, (x, w, h0), out) is None
-    assert Replay.build([], (x, w, h0), out) is None
+    assert Replay.build(Recording([]), (x, w, h0), out) is None
     with recording() as records:
         _Launcher(None)(None, (x, w, torch.empty_like(x), 2), None)
     assert Replay.build(records, (x, w, h0), ()) is None
@@ -176,3 +184,74 @@ def test_a_replay_launches_before_it_allocates_what_later_launches_take(monkeypa
     monkeypatch.setattr(SCALE, "body", lambda *a: events.append("launch") or scale(*a))
     replay((torch.randn(5, 3), torch.tensor([0.5]), torch.randn(3)))
     assert events == ["launch", "empty", "empty"]
+
+
+def test_a_replay_takes_views_of_inputs_and_allocations():
+    """A launch given a view of an input (``x.view(-1)``) or of an allocation (a slice): the same
+    view of the new call's tensors."""
+    double = _Launcher(lambda flat, rows: rows.copy_(flat.view(rows.shape) * 2))
+
+    def call(x):
+        buf = torch.empty(x.shape[0] + 1, x.shape[1])
+        double(None, (x.view(-1), buf[1:]), None)
+        return buf[1:]
+
+    x = torch.randn(4, 3)
+    with recording() as records:
+        out = call(x)
+    replay = Replay.build(records, (x,), (out,))
+    assert replay is not None
+    x2 = torch.randn(4, 3)
+    (got,) = replay((x2,))
+    assert torch.equal(got, x2 * 2) and torch.equal(got, call(x2))
+    assert got.storage_offset() == 3
+
+
+def test_barrier_counters_are_kept_and_bind_a_replay_to_their_stream(monkeypatch):
+    """A stream's barrier counters (launch.COUNTERS) may be a launch's argument: the replay passes
+    the buffer recorded, and runs only on the stream recorded (elsewhere it returns None)."""
+    from rnnbench.ops import launch
+
+    counters = torch.zeros(8, dtype=torch.int32)
+    monkeypatch.setitem(launch.COUNTERS, ("cpu", None), counters)
+    seen = []
+    count = _Launcher(lambda x, c, out: (seen.append(c), out.copy_(x + 1)))
+    x = torch.randn(3)
+    for stream, runs in ((None, True), (7, False)):
+        with recording() as records:
+            out = torch.empty(3)
+            count(None, (x, counters, out), None, stream)
+        replay = Replay.build(records, (x,), (out,))
+        got = replay((torch.ones(3),))
+        assert (got is not None) == runs
+        if runs:
+            assert seen[-1] is counters and torch.equal(got[0], torch.full((3,), 2.0))
+    other = torch.zeros(8, dtype=torch.int32)  # a tensor of nobody's: no replay
+    with recording() as records:
+        out = torch.empty(3)
+        count(None, (x, other, out), None)
+    assert Replay.build(records, (x,), (out,)) is None
+
+
+def test_an_absent_output_stays_absent():
+    x, w, h0 = torch.randn(5, 3), torch.tensor([0.5]), torch.randn(3)
+    records, (out, h_n) = _recorded(x, w, h0)
+    replay = Replay.build(records, (x, w, h0), (out, None, h_n))
+    got = replay((x, w, h0))
+    assert got[1] is None and torch.equal(got[0], out) and torch.equal(got[2], h_n)
+
+
+def test_a_guarded_recording_refuses_any_work_but_launches_allocations_and_views():
+    """``replay.recording``: a tensor operation between the launches that computes (an in-place
+    add, a matmul) leaves no replay; allocations and views do not."""
+    from rnnbench.ops import replay as module
+
+    double = _Launcher(lambda a, out: out.copy_(a * 2))
+    x = torch.randn(4, 3)
+    for extra, replayable in ((lambda t: t.view(-1), True), (lambda t: torch.empty_like(t), True),
+                              (lambda t: t.add_(1), False), (lambda t: t @ t.t(), False)):
+        with module.recording() as records:
+            out = torch.empty(4, 3)
+            extra(out)
+            double(None, (x, out), None)
+        assert (Replay.build(records, (x,), (out,)) is not None) == replayable

@@ -21,13 +21,17 @@ the call (a persistent buffer, such as the barrier counters) gives no replay at 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import operator
 import threading
 
 import torch
 
-from .launch import _current_stream, _no_launch_hooks, recording  # noqa: F401 (rnnbench.nn records through here)
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from . import launch
+from .launch import COUNTERS, _current_stream, _no_launch_hooks
 
 # Scratch (an allocation no output is made of) up to this size is kept between calls (Replay): a
 # torch.empty is host time only where a call is small; a module keeps up to 16 replays.
@@ -40,7 +44,13 @@ ENABLED = True
 class Replay:
     """The recorded launches of one call (see the module docstring). ``replay(inputs)`` with
     ``inputs`` the new call's tensors in the recorded call's order (None where it had None)
-    returns the recorded call's outputs' counterparts.
+    returns the recorded call's outputs' counterparts (None where it returned None), or None
+    where a replay bound to a stream (one holding barrier counters) is called on another.
+
+    A launch's tensor is one of the caller's, an allocation of the call, a view of either (the
+    same view of the new call's tensor: the caller checks the shapes, which decide it), or the
+    current stream's barrier counters (:func:`~rnnbench.ops.launch.counters`, which every kernel
+    leaves at zero: the replay keeps the buffer it recorded and runs only on that stream).
 
     The call's allocations are of two kinds. Those an output is made of are allocated afresh every
     call (a caller may keep its outputs). The rest are scratch (the input projection): up to
@@ -52,79 +62,125 @@ class Replay:
 
     Build with :meth:`build`."""
 
-    __slots__ = ("launches", "allocations", "slots", "outputs", "scratch", "scratch_places", "cuda", "_scratch")
+    __slots__ = ("launches", "allocations", "slots", "outputs", "scratch", "scratch_places", "cuda", "stream",
+                 "constants", "_scratch")
 
-    def __init__(self, launches, allocations, slots, outputs, scratch_places):
-        # per launch: (c_launch, grid3, head, take, tail, fresh) with ``take(values)`` its arguments
-        # from ``values`` (the inputs, then ``slots``) and ``fresh`` the allocations it needs first,
-        # (values index, shape, dtype, device)
+    def __init__(self, launches, allocations, slots, outputs, scratch_places, stream, constants):
+        # per launch: (c_launch, grid3, head, take, tail, fresh, views) with ``take(values)`` its
+        # arguments from ``values`` (the inputs, then ``slots``), ``fresh`` the allocations it needs
+        # first, (values index, shape, dtype, device), and ``views`` the views of earlier values it
+        # takes, (values index, root index, bytes past the root's start, as_strided's arguments)
         self.launches = launches
         self.allocations = allocations  # (shape, dtype, device) of each tensor the call allocated
-        self.slots = tuple(slots)  # a None in each allocation's place, then the numbers
-        self.outputs = outputs  # per output: (values index, (size, stride, offset) or None where whole)
+        self.slots = tuple(slots)  # None in each allocation's and view's place, the constants, the numbers
+        self.outputs = outputs  # per output: None, or (values index, (size, stride, offset) or None where whole)
         self.scratch_places = tuple(k for k, _ in scratch_places)  # values index of each scratch tensor
         self.scratch = tuple(a for _, a in scratch_places)  # (shape, dtype, device) of each
         self.cuda = any(device.type == "cuda" for _, _, device in allocations)  # (launches on the current stream)
+        self.stream = stream  # the stream its constants belong to (None: any)
+        self.constants = constants  # (the buffers themselves, kept alive: the slots may hold their addresses)
         self._scratch = (None, ())  # (the (thread, stream) that last used it, the scratch tensors)
 
     @staticmethod
-    def build(records: list, inputs: tuple, outputs: tuple) -> Replay | None:
-        """A replay of the call that made ``records`` (:func:`~rnnbench.ops.launch.recording`)
-        with ``inputs`` (the caller's tensors, or None) and returned ``outputs`` (tensors); None
-        where it cannot be replayed from its launches alone: work outside a launcher, a launch
-        without a direct launcher, a tensor neither an input nor a whole contiguous allocation of
-        the call, an output not made of one."""
+    def build(recorded: Recording, inputs: tuple, outputs: tuple) -> Replay | None:
+        """A replay of the call that ``recorded`` (:func:`recording`) with ``inputs`` (the caller's
+        tensors, or None) and returned ``outputs`` (tensors, or None); None where it cannot be
+        replayed from its launches alone: work outside a launcher (any tensor operation but
+        allocations and views), a launch without a direct launcher, a tensor neither an input, an
+        allocation of the call (whole, contiguous), a view of one, nor barrier counters; an
+        output not made of an allocation; counters of more than one stream."""
+        records = recorded.launches
         if not records or any(r is None for r in records):
             return None
         ids = {id(t): k for k, t in enumerate(inputs) if t is not None}
-        allocations, made, numbers, launches = [], {}, [], []
-        for launcher, grid, args, constexprs, _stream, keyed in records:
+        allocations, made, views, constants, numbers, launches = [], {}, [], [], [], []
+        streams = set()
+
+        def allocation(t, first):  # the index of the call's allocation t (by its storage), made now if new
+            at = _storage(t)
+            if at not in made:
+                made[at] = len(allocations)
+                allocations.append((tuple(t.shape), t.dtype, t.device))
+                first.append(made[at])
+            return made[at]
+
+        for launcher, grid, args, constexprs, stream, keyed in records:
             direct = launcher.direct(args, constexprs, keyed)
             if direct is None:
                 return None
             c_launch, head, tail = direct
-            sources, first = [], []  # sources: ("number", k) until the allocations are all counted
+            sources, first, seen = [], [], []  # sources: (kind, k) until every kind is counted
             for a in args:
                 if not isinstance(a, torch.Tensor):
                     sources.append(("number", len(numbers)))
                     numbers.append(a)
                 elif id(a) in ids:
-                    sources.append(ids[id(a)])
+                    sources.append(("input", ids[id(a)]))
+                elif recorded.allocated_whole(a):
+                    sources.append(("allocation", allocation(a, first)))
+                elif _is_counters(a):
+                    streams.add(stream)
+                    if not any(a is c for c in constants):
+                        constants.append(a)
+                    sources.append(("constant", next(k for k, c in enumerate(constants) if c is a)))
                 else:
-                    if id(a) not in made:
-                        if not _whole(a):
-                            return None
-                        made[id(a)] = len(allocations)
-                        allocations.append((tuple(a.shape), a.dtype, a.device))
-                        first.append(made[id(a)])
-                    sources.append(len(inputs) + made[id(a)])
-            launches.append((c_launch, (*grid, 1, 1)[:3], head, sources, tail, first))
-        views = []
+                    base = a._base
+                    if base is None or base.dtype != a.dtype:
+                        return None
+                    if id(base) in ids:
+                        root = ("input", ids[id(base)])
+                    elif recorded.allocated_whole(base):
+                        root = ("allocation", allocation(base, first))
+                    else:
+                        return None
+                    seen.append(len(views))
+                    sources.append(("view", len(views)))
+                    views.append((*root, a.data_ptr() - base.data_ptr(),
+                                  (tuple(a.shape), a.stride(), a.storage_offset() - base.storage_offset())))
+            launches.append((c_launch, (*grid, 1, 1)[:3], head, sources, tail, first, seen))
+        if len(streams) > 1:
+            return None
+        shapes = []
         for out in outputs:
-            base = out if id(out) in made else out._base
-            if base is None or id(base) not in made:
+            if out is None:
+                shapes.append(None)
+                continue
+            k = made.get(_storage(out))
+            if k is None:
                 return None
-            k = made[id(base)]
-            whole = out is base or (tuple(out.shape), out.stride(), out.storage_offset()) == (
-                tuple(base.shape), base.stride(), 0)
-            views.append((len(inputs) + k, None if whole else (tuple(out.shape), out.stride(), out.storage_offset())))
-        returned = {v[0] - len(inputs) for v in views}
+            base = recorded.allocated[_storage(out)]
+            view = (tuple(out.shape), out.stride(), out.storage_offset())
+            shapes.append((k, None if view == (tuple(base.shape), base.stride(), 0) else view))
+        # Where each kind's values lie: inputs, allocations, views, constants, numbers.
+        start = {"input": 0, "allocation": len(inputs)}
+        start["view"] = start["allocation"] + len(allocations)
+        start["constant"] = start["view"] + len(views)
+        start["number"] = start["constant"] + len(constants)
+        place = lambda kind, k: start[kind] + k  # noqa: E731
+        returned = {o[0] for o in shapes if o is not None}
         kept = {k for k, (shape, dtype, _) in enumerate(allocations)
                 if k not in returned and math.prod(shape) * dtype.itemsize <= SCRATCH_KEPT_BYTES}
-        first_number = len(inputs) + len(allocations)
-        launches = [(c, g, h, _taker([first_number + s[1] if isinstance(s, tuple) else s for s in sources]), t,
-                     tuple((len(inputs) + k, *allocations[k]) for k in first if k not in kept))
-                    for c, g, h, sources, t, first in launches]
-        scratch = tuple((len(inputs) + k, allocations[k]) for k in sorted(kept))
-        return Replay(launches, allocations, [None] * len(allocations) + numbers, tuple(views), scratch)
+        built = []
+        for c, g, h, sources, t, first, seen in launches:
+            fresh = tuple((place("allocation", k), *allocations[k]) for k in first if k not in kept)
+            its_views = tuple((place("view", v), place(*views[v][:2]), views[v][2], views[v][3]) for v in seen)
+            built.append((c, g, h, _taker([place(*s) for s in sources]), t, fresh, its_views))
+        cuda = any(device.type == "cuda" for _, _, device in allocations)
+        slots = [None] * (len(allocations) + len(views)) + [c.data_ptr() if cuda else c for c in constants] + numbers
+        outputs_at = tuple(None if o is None else (place("allocation", o[0]), o[1]) for o in shapes)
+        scratch = tuple((place("allocation", k), allocations[k]) for k in sorted(kept))
+        return Replay(built, allocations, slots, outputs_at, scratch, next(iter(streams)) if streams else None,
+                      tuple(constants))
 
-    def __call__(self, inputs: tuple) -> tuple:
+    def __call__(self, inputs: tuple) -> tuple | None:
         """Allocate, launch on the current stream, and return the outputs (see the class). On CUDA
         each tensor goes to the launcher as its address: Triton's C launcher takes an integer as the
         pointer itself, where for a tensor it calls ``data_ptr`` and asks the driver
         (``cuPointerGetAttribute``) about it, argument by argument, every launch."""
         cuda = self.cuda
         stream = _current_stream() if cuda else None
+        if self.stream is not None and stream != self.stream:
+            return None
         tensors = [*inputs, *self.slots]  # (the allocations' places filled below; then the numbers)
         values = [*[0 if t is None else t.data_ptr() for t in inputs], *self.slots] if cuda else tensors
         owner = (threading.get_ident(), stream)
@@ -135,12 +191,76 @@ class Replay:
         for k, t in zip(self.scratch_places, scratch):
             tensors[k] = t
             values[k] = t.data_ptr() if cuda else t
-        for c_launch, (gx, gy, gz), head, take, tail, fresh in self.launches:
+        for c_launch, (gx, gy, gz), head, take, tail, fresh, views in self.launches:
             for k, shape, dtype, device in fresh:
                 t = tensors[k] = torch.empty(shape, dtype=dtype, device=device)
                 values[k] = t.data_ptr() if cuda else t
+            for k, root, offset, strided in views:
+                values[k] = values[root] + offset if cuda else _view_of(tensors[root], *strided)
             c_launch(gx, gy, gz, stream, *head, *take(values), *tail)
-        return tuple(tensors[k] if view is None else tensors[k].as_strided(*view) for k, view in self.outputs)
+        return tuple(None if o is None else tensors[o[0]] if o[1] is None else tensors[o[0]].as_strided(*o[1])
+                     for o in self.outputs)
+
+
+def _view_of(root: torch.Tensor, size, stride, offset) -> torch.Tensor:
+    return root.as_strided(size, stride, root.storage_offset() + offset)
+
+
+def _is_counters(t: torch.Tensor) -> bool:
+    """Whether ``t`` is a stream's barrier counters (:func:`~rnnbench.ops.launch.counters`)."""
+    return any(t is c for c in COUNTERS.values())
+
+
+# Tensor operations a recorded call may make besides its launches: allocations (and views, any op
+# whose output is a view of its input). Anything else is device work no launch replays.
+_ALLOCATIONS = {torch.ops.aten.empty.memory_format, torch.ops.aten.empty_strided.default,
+                torch.ops.aten.empty_like.default, torch.ops.aten.new_empty.default,
+                torch.ops.aten.new_empty_strided.default}
+
+
+class Recording:
+    """What :func:`recording` saw: the launches (:func:`~rnnbench.ops.launch.recording`'s records,
+    None for work outside a launcher) and the tensors the call allocated (by their storage: the
+    tensor a caller holds may be another object on the same storage than the allocation's own)."""
+
+    def __init__(self, launches: list):
+        self.launches = launches
+        # storage address -> tensor (kept alive, so no other tensor can have that address meanwhile)
+        self.allocated: dict[int, torch.Tensor] = {}
+
+    def allocated_whole(self, t: torch.Tensor) -> bool:
+        """Whether the call allocated ``t``'s storage, and ``t`` is the whole of it, contiguous."""
+        return t.numel() > 0 and _storage(t) in self.allocated and _whole(t)
+
+
+class _OnlyLaunches(TorchDispatchMode):
+    """Notes the tensors a recorded call allocates, and any tensor operation but an allocation or
+    a view as work outside a launcher (:func:`~rnnbench.ops.launch.note_unrecorded`): a recorded
+    call's Python may do anything, and only what its launches did can be replayed."""
+
+    def __init__(self, recorded: Recording):
+        super().__init__()
+        self.recorded = recorded
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if func in _ALLOCATIONS:
+            self.recorded.allocated[_storage(out)] = out
+        elif not func.is_view:
+            launch.note_unrecorded()
+        return out
+
+
+@contextlib.contextmanager
+def recording():
+    """Within the block, every launch is recorded (:func:`~rnnbench.ops.launch.recording`), every
+    allocation noted, and any other tensor operation but a view marks the recording unreplayable (a
+    copy, a matmul, a fill: device work that no launch would redo). Yields the :class:`Recording`
+    for :meth:`Replay.build`."""
+    with launch.recording() as launches:
+        recorded = Recording(launches)
+        with _OnlyLaunches(recorded):
+            yield recorded
 
 
 def _taker(indices: list):
@@ -150,6 +270,10 @@ def _taker(indices: list):
         (k,) = indices
         return lambda values: (values[k],)
     return operator.itemgetter(*indices)
+
+
+def _storage(t: torch.Tensor) -> int:
+    return t.untyped_storage().data_ptr()
 
 
 def _whole(t: torch.Tensor) -> bool:
