@@ -77,7 +77,7 @@ _OPS: dict = {}
 
 
 def _ops(name: str):
-    """``rnnbench.ops.<name>`` (``recurrence``, ``replay``), imported on first use (they import
+    """``rnnbench.ops.<name>`` (``recurrence``, ``replay``, ``replayed_layer``), imported on first use (they import
     Triton) and kept: an import statement inside a function costs about a microsecond on every call."""
     module = _OPS.get(name)
     if module is None:
@@ -151,14 +151,14 @@ class _KernelPath:
     # An eager forward replayed (ops/replay.py): the same launches as the normal path's, without
     # its Python (on the H100 the TF32 forward at batch 32, hidden 128 took 144.7 µs a call, its
     # launches and allocations alone 82.6: benchmarks/results/h100/call-floor). Only where that
-    # path is two launches of ours and allocations: one layer, one direction, on FMA units (no
-    # barrier counters), no gradient, no autocast, no lengths, contiguous aligned tensors.
+    # path is launches of ours and allocations: one layer, one direction, on FMA units, no
+    # autocast, no lengths, contiguous aligned tensors. With gradients wanted, the layer's
+    # training step (ops/replayed_layer.py): its saving forward and its backward, each replayed.
 
     def _may_record(self, input) -> bool:
         """Whether this call may be recorded for replay (the rest is :meth:`_replay_key`'s)."""
         return (input.is_cuda and input.dim() == 3 and not self.batch_first and self.num_layers == 1
-                and not self.bidirectional and not torch.is_grad_enabled() and self not in _UNREPLAYABLE
-                and _ops("replay").can_replay())
+                and not self.bidirectional and self not in _UNREPLAYABLE and _ops("replay").can_replay())
 
     def _replay_key(self, input, states: tuple) -> tuple | None:
         """What the normal path's decisions for this call depend on, or None where a replay may
@@ -186,43 +186,70 @@ class _KernelPath:
                 self.batch_first)
 
     def _recorded_forward(self, input, hx, cell: str, launch):
-        """The normal path's forward, recorded, and kept as a replay where it can be one."""
+        """The normal path's forward, recorded, and kept as a replay where it can be one; with
+        gradients wanted, the layer through ``ReplayedLayer`` (which records its two halves)."""
         replay = _ops("replay")
         states = _states(hx, cell)
         key = None if states is None else self._replay_key(input, states)
-        if key is None:
-            if not _aligned(self._flat_weights):
+        weights = self._flat_weights
+        train = torch.is_grad_enabled()
+        if key is None or (train and not any(t.requires_grad for t in (input, *states, *weights))):
+            if not _aligned(weights):
                 _UNREPLAYABLE.add(self)
             return self._kernel_forward(input, hx, cell, None, launch, None, False)
+        if train:
+            layer = (launch, _ops("replayed_layer").LayerReplays())
+            _keep(self, (*key, "train"), (tuple(weights), layer))
+            return self._replayed_layer(layer, input, states)
         with replay.recording() as records:
             output, finals = self._kernel_forward(input, hx, cell, None, launch, None, False)
-        found = replay.Replay.build(records, (input, *states, *self._flat_weights),
+        found = replay.Replay.build(records, (input, *states, *weights),
                                     (output, *(finals if cell == "lstm" else (finals,))))
         if found is not None:
-            kept = _REPLAYS.setdefault(self, {})
-            if len(kept) >= _MAX_REPLAYS:
-                kept.clear()
-            kept[key] = (tuple(self._flat_weights), found)
+            _keep(self, key, (tuple(weights), found))
         return output, finals
 
     def _replayed(self, replays: dict, input, hx):
         """This call's outputs by a replay recorded for its key, or None where none may stand in."""
-        if type(input) is not torch.Tensor or torch.is_grad_enabled():
+        if type(input) is not torch.Tensor:
             return None
         cell = self.cell
         states = _states(hx, cell)
         if states is None:
             return None
         key = self._replay_key(input, states)
-        found = replays.get(key) if key is not None else None
+        if key is None:
+            return None
+        train = torch.is_grad_enabled()
+        found = replays.get((*key, "train") if train else key)
         if found is None:
             return None
         weights, replay = found
         flat = self._flat_weights
         if len(flat) != len(weights) or not all(map(operator.is_, flat, weights)) or not _ops("replay").can_replay():
             return None
-        output, *finals = replay((input, *states, *flat))
+        if train:
+            if not any(t.requires_grad for t in (input, *states, *flat)):
+                return None
+            return self._replayed_layer(replay, input, states)
+        got = replay((input, *states, *flat))
+        if got is None:
+            return None
+        output, *finals = got
         return output, (tuple(finals) if cell == "lstm" else finals[0])
+
+    def _replayed_layer(self, layer: tuple, input, states: tuple):
+        """The one layer's training call through ``ReplayedLayer`` (``layer``: the launch plans
+        and the layer's replays, kept for the key): torch.nn's return values."""
+        launch, replays = layer
+        cell = self.cell
+        w = self._flat_weights
+        h0 = states[0] if states else None
+        c0 = states[1] if len(states) == 2 else None
+        output, h_n, c_n = _ops("replayed_layer").ReplayedLayer.apply(
+            input, h0, c0, w[0], w[1], w[2] if len(w) == 4 else None, w[3] if len(w) == 4 else None, cell, launch,
+            replays)
+        return output, ((h_n, c_n) if cell == "lstm" else h_n)
 
     def _torch_forward(self, input, hx, lengths):
         """torch.nn's own forward; given ``lengths``, on the batch packed and the output padded back."""
@@ -357,6 +384,15 @@ class _KernelPath:
             if s.shape != shape:
                 raise RuntimeError(f"Expected hidden size {shape}, got {tuple(s.shape)}")
         return states[0], (states[1] if lstm else None)
+
+
+def _keep(module, key: tuple, entry: tuple) -> None:
+    """Keep a replay of ``module``'s for ``key`` (:data:`_REPLAYS`), starting again past
+    :data:`_MAX_REPLAYS` keys."""
+    kept = _REPLAYS.setdefault(module, {})
+    if len(kept) >= _MAX_REPLAYS:
+        kept.clear()
+    kept[key] = entry
 
 
 def _aligned(tensors) -> bool:

@@ -308,6 +308,78 @@ def test_an_eager_forward_replays_only_what_it_recorded(cell):
         run(20, seed=4)
 
 
+
+def _training_step(module, x, hx, loss_on):
+    """Outputs and every gradient (input, states, weights) of a loss on ``loss_on`` (``all``: the
+    output and the final states; ``output``: the output alone, so the states' gradients arrive
+    absent), the leaves that want one."""
+    output, finals = module(x, hx)
+    finals = list(finals) if isinstance(finals, tuple) else [finals]
+    read = [output, *finals] if loss_on == "all" else [output]
+    loss = sum((t.float() * torch.linspace(-1, 1, t.numel(), device="cuda").view(t.shape)).sum() for t in read)
+    leaves = [t for t in (x, *(hx if isinstance(hx, tuple) else (hx,))) if t is not None and t.requires_grad]
+    leaves += [p for p in module.parameters() if p.requires_grad]
+    return [output.detach(), *(f.detach() for f in finals)], list(torch.autograd.grad(loss, leaves))
+
+
+@pytest.mark.parametrize("states, bias, grads", [(True, True, "all"), (False, True, "all"), (True, False, "all"),
+                                                 (True, True, "weights-only"), (True, True, "output-loss"),
+                                                 (False, False, "output-loss")])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("cell, batch, hidden, input_size", [("lstm", 32, 128, 128), ("gru", 3, 37, 100),
+                                                              ("rnn_tanh", 20, 100, 100), ("gru", 128, 128, 128),
+                                                              ("lstm", 5, 100, 3)])
+def test_a_training_step_is_replayed(cell, batch, hidden, input_size, dtype, states, bias, grads):
+    """With gradients wanted, a module's first eager call of a shape records its layer's forward
+    and backward (``ops/replayed_layer.py``), and the next calls replay both: each replay must be
+    taken (or this would test the normal path), and on new inputs its output, final states and
+    every gradient must equal the normal path's, bit for bit, in tensors of its own (the next
+    replayed call leaves them as they were). ``grads``: input, states and weights
+    want gradients (``all``), only the weights, or all with a loss on the output alone (the final
+    states' gradients absent)."""
+    from rnnbench import nn as module_path
+    from rnnbench.ops import replay as replays
+
+    module = _module(cell, input_size, hidden, bias, dtype)
+    aligned = not any(w.data_ptr() & 15 for w in module._flat_weights)
+
+    def inputs(seed):
+        x, hx = _call_inputs(cell, batch, input_size, hidden, dtype, states, seed)
+        if grads != "weights-only":
+            x.requires_grad_(True)
+            for s in (hx if isinstance(hx, tuple) else (hx,)):
+                if s is not None:
+                    s.requires_grad_(True)
+        return x, hx
+
+    loss_on = "output" if grads == "output-loss" else "all"
+    with matmul_mode(dtype):
+        _training_step(module, *inputs(1), loss_on)
+        kept = module_path._REPLAYS.get(module)
+        if not aligned:
+            assert kept is None, "a call with a misaligned weight was recorded"
+            return
+        (weights, (launch, layer)), = kept.values()
+        assert layer.forward is not None and len(layer.backwards) == 1, f"not recorded: {layer.refused}"
+        taken = []
+        forward, (asked, backward), = layer.forward, *layer.backwards.items()
+        layer.forward = lambda inputs: taken.append("forward") or forward(inputs)
+        layer.backwards[asked] = lambda inputs: taken.append("backward") or backward(inputs)
+        x, hx = inputs(2)
+        got = _training_step(module, x, hx, loss_on)
+        assert taken == ["forward", "backward"], taken
+        kept = [t.clone() for t in [*got[0], *got[1]]]
+        _training_step(module, *inputs(3), loss_on)  # replayed again: got's tensors must be its own
+        assert all(torch.equal(t, k) for t, k in zip([*got[0], *got[1]], kept)), "a replay wrote a call's results"
+        replays.ENABLED = False  # the normal path on the same inputs
+        try:
+            want = _training_step(module, x, hx, loss_on)
+        finally:
+            replays.ENABLED = True
+    for g, w in zip([*got[0], *got[1]], [*want[0], *want[1]]):
+        assert torch.equal(g, w) and g.shape == w.shape and g.stride() == w.stride()
+
+
 GLUON_DTYPES = [d for d in ("bf16", "fp16") if d in DTYPES]
 GLUON_CELLS = ("lstm", "gru")  # the cells with a Gluon forward (Plan.gluon, ops/<cell>/gluon.py)
 NO_GLUON = "no Gluon forward here (another GPU or Triton): plans.gluon_forward"

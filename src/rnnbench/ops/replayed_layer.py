@@ -1,0 +1,106 @@
+"""A layer's training step replayed: its forward that saves for the backward, and that backward,
+each recorded once through the normal path and replayed afterwards (``ops/replay.py``).
+
+At the seed suites' small sizes an eager training step is host time, on both sides: on the H100's
+host, theano's TF32 LSTM (batch 32, hidden 128) took 149 µs for our layer's forward with gradients
+wanted and 374 for its backward, against cuDNN's 111 and 630, out of whole steps of 0.7-1.2 ms
+(``benchmarks/results/h100/call-floor/lean-b2cfa73/profile.txt``). Most of ours is the Python of
+every call: plans, buffers, the gradient kernels' tiling, arguments. :class:`ReplayedLayer` is
+:class:`~rnnbench.ops.recurrence.RecurrentLayer` with each half replayed where a recording of it
+stands: the forward for the caller's key (``rnnbench.nn`` checks shapes, dtypes, devices,
+settings and weights, as for the forward replay), the backward per what it is asked (which
+inputs want gradients, which outputs brought one) and bound to the stream its barrier counters
+belong to. Where no replay stands (the first call, another stream, a recording refused), the
+normal path runs, recorded when it may be.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import replay
+from .recurrence import RecurrentLayer, _layer_forward
+
+# Recordings of one half that may be refused before it is given up: the first call of a process
+# may create the barrier counters (a fill: refused), its second then records cleanly.
+ATTEMPTS = 2
+
+
+class LayerReplays:
+    """The replays of one layer for one key: its saving forward and its backwards, by what each
+    backward is asked; ``refused`` counts the recordings that gave none."""
+
+    __slots__ = ("forward", "backwards", "refused")
+
+    def __init__(self):
+        self.forward: replay.Replay | None = None
+        self.backwards: dict[tuple, replay.Replay] = {}
+        self.refused: dict[str, int] = {}
+
+    def may_record(self, half) -> bool:
+        return self.refused.get(half, 0) < ATTEMPTS
+
+    def record(self, half, records: list, inputs: tuple, outputs: tuple) -> replay.Replay | None:
+        found = replay.Replay.build(records, inputs, outputs)
+        if found is None:
+            self.refused[half] = self.refused.get(half, 0) + 1
+        return found
+
+
+class ReplayedLayer(torch.autograd.Function):
+    """``RecurrentLayer`` (one layer, one direction, no lengths, gradients saved) through
+    ``replays`` (a :class:`LayerReplays`). ``ReplayedLayer.apply(x, h0, c0, w_ih, w_hh, b_ih, b_hh,
+    cell, launch, replays)``: the arguments and returns of ``RecurrentLayer`` (``save`` true,
+    ``lengths`` None)."""
+
+    @staticmethod
+    def forward(ctx, x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, replays):
+        inputs = (x, h0, c0, w_ih, w_hh, b_ih, b_hh)
+        got = None if replays.forward is None else replays.forward(inputs)
+        if got is None:
+            if replays.forward is None and replays.may_record("forward") and replay.can_replay():
+                with replay.recording() as records:
+                    got = _layer_forward(*inputs, cell, launch, True, None)
+                replays.forward = replays.record("forward", records, inputs, got)
+            else:
+                got = _layer_forward(*inputs, cell, launch, True, None)
+        out, h_n, c_n, h_buf, saved, c_buf = got
+        ctx.save_for_backward(x, w_ih, w_hh, h_buf, saved, c_buf)
+        ctx.cell, ctx.launch, ctx.has_bias, ctx.lengths = cell, launch, b_ih is not None, None
+        ctx.h0_shape = None if h0 is None else h0.shape
+        ctx.c0_shape = None if c0 is None else c0.shape
+        ctx.replays = replays
+        ctx.set_materialize_grads(False)  # (as RecurrentLayer: absent gradients arrive as None)
+        return out, h_n, c_n
+
+    @staticmethod
+    def backward(ctx, d_out, d_h_n, d_c_n):
+        return (*_backward(ctx, d_out, d_h_n, d_c_n), None, None, None)
+
+
+def _backward(ctx, d_out, d_h_n, d_c_n) -> tuple:
+    """The seven gradients of ``RecurrentLayer``'s tensor inputs, replayed where a recording of
+    this backward stands (the gradients that arrived contiguous and 16-byte aligned, as the
+    recording's were, and no autocast: the normal path disables it)."""
+    grads = (d_out, d_h_n, d_c_n)
+    device_type = ctx.saved_tensors[0].device.type
+    if (torch.is_autocast_enabled(device_type)
+            or not all(g is None or (g.is_contiguous() and not g.data_ptr() & 15) for g in grads)):
+        return RecurrentLayer.backward(ctx, *grads)[:7]
+    replays = ctx.replays
+    need = ctx.needs_input_grad[:7]
+    asked = (need, d_out is None, d_h_n is None, d_c_n is None)
+    inputs = (*grads, *ctx.saved_tensors)
+    found = replays.backwards.get(asked)
+    if found is not None:
+        got = found(inputs)
+        if got is not None:
+            return got
+    elif replays.may_record("backward") and replay.can_replay():
+        with replay.recording() as records:
+            got = RecurrentLayer._backward(ctx, *grads)[:7]
+        recorded = replays.record("backward", records, inputs, got)
+        if recorded is not None:
+            replays.backwards[asked] = recorded
+        return got
+    return RecurrentLayer._backward(ctx, *grads)[:7]
