@@ -80,17 +80,18 @@ class ReplayedLayer(torch.autograd.Function):
 
 def _backward(ctx, d_out, d_h_n, d_c_n) -> tuple:
     """The seven gradients of ``RecurrentLayer``'s tensor inputs, replayed where a recording of
-    this backward stands (the gradients that arrived contiguous and 16-byte aligned, as the
-    recording's were, and no autocast: the normal path disables it)."""
+    this backward stands: for the gradients asked and brought, and the saved tensors' dtypes (a
+    saved-tensor hook may hand back others); every tensor contiguous and 16-byte aligned, as the
+    recording's were; no autocast (the normal path disables it)."""
     grads = (d_out, d_h_n, d_c_n)
-    device_type = ctx.saved_tensors[0].device.type
-    if (torch.is_autocast_enabled(device_type)
-            or not all(g is None or (g.is_contiguous() and not g.data_ptr() & 15) for g in grads)):
+    saved = ctx.saved_tensors
+    inputs = (*grads, *saved)
+    if (torch.is_autocast_enabled(saved[0].device.type)
+            or not all(t is None or (t.is_contiguous() and not t.data_ptr() & 15) for t in inputs)):
         return RecurrentLayer.backward(ctx, *grads)[:7]
     replays = ctx.replays
     need = ctx.needs_input_grad[:7]
-    asked = (need, d_out is None, d_h_n is None, d_c_n is None)
-    inputs = (*grads, *ctx.saved_tensors)
+    asked = (need, d_out is None, d_h_n is None, d_c_n is None, *[None if t is None else t.dtype for t in saved])
     found = replays.backwards.get(asked)
     if found is not None:
         got = found(inputs)
