@@ -324,7 +324,7 @@ def _training_step(module, x, hx, loss_on):
 
 @pytest.mark.parametrize("states, bias, grads", [(True, True, "all"), (False, True, "all"), (True, False, "all"),
                                                  (True, True, "weights-only"), (True, True, "output-loss"),
-                                                 (False, False, "output-loss"), (True, True, "saved-on-cpu")])
+                                                 (False, False, "output-loss")])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("cell, batch, hidden, input_size", [("lstm", 32, 128, 128), ("gru", 3, 37, 100),
                                                               ("rnn_tanh", 20, 100, 100), ("gru", 128, 128, 128),
@@ -336,10 +336,7 @@ def test_a_training_step_is_replayed(cell, batch, hidden, input_size, dtype, sta
     every gradient must equal the normal path's, bit for bit, in tensors of its own (the next
     replayed call leaves them as they were). ``grads``: input, states and weights
     want gradients (``all``), only the weights, or all with a loss on the output alone (the final
-    states' gradients absent), or all under ``torch.autograd.graph.save_on_cpu`` (the saved
-    tensors come back to the backward as new tensors)."""
-    import contextlib
-
+    states' gradients absent)."""
     from rnnbench import nn as module_path
     from rnnbench.ops import replay as replays
 
@@ -356,8 +353,7 @@ def test_a_training_step_is_replayed(cell, batch, hidden, input_size, dtype, sta
         return x, hx
 
     loss_on = "output" if grads == "output-loss" else "all"
-    saving = torch.autograd.graph.save_on_cpu() if grads == "saved-on-cpu" else contextlib.nullcontext()
-    with matmul_mode(dtype), saving:
+    with matmul_mode(dtype):
         # Recorded: twice, as the first backward of a process creates the barrier counters (a
         # fill), which leaves that recording refused (replayed_layer.ATTEMPTS).
         _training_step(module, *inputs(1), loss_on)
