@@ -17,10 +17,11 @@ it is on (the LSTM's and GRU's forward at hidden 1024 on fp16 operands instead, 
 operand's 11 significant bits, under power-of-two scales that keep them in range:
 ``Plan.half_operands``); otherwise fp32-accurate 3xTF32 products on tensor cores (docs/kernels.md; within
 ``rnnbench.ops.recurrence.strict_fp32("ieee")``, IEEE products on the FMA units).
-An eager forward under ``no_grad`` of one layer and direction on FMA units (hidden up to 128), its
-tensors contiguous and 16-byte aligned, is recorded on its first call of a shape and setting and
-replayed on the next (``rnnbench.ops.replay``: the same launches and allocations without the
-Python that decides them; the same results, bit for bit).
+An eager call of one layer and direction on FMA units (hidden up to 128), its tensors contiguous
+and 16-byte aligned, no autocast, is recorded on its first call of a shape and setting and replayed
+on the next (``rnnbench.ops.replay``: the same launches and allocations without the Python that
+decides them; the same results, bit for bit); with gradients wanted, its forward and its backward
+each (``rnnbench.ops.replayed_layer``).
 Variable-length batches, two ways: a ``PackedSequence`` input (as torch.nn takes it; the output is
 packed again, in the input's order), or the padded batch with ``lengths=`` (``[B]`` integers, one
 per sequence; the output comes padded with zeros, as ``pad_packed_sequence`` would give it, and no
@@ -50,7 +51,8 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_
 
 BACKENDS = ("auto", "triton", "torch")
 _WARNED: set[tuple[str, str]] = set()
-# Each module's replays of its eager forwards (``ops/replay.py``), by the call's key
+# Each module's replays of its eager calls (``ops/replay.py``; with gradients,
+# ``ops/replayed_layer.py``, keyed with "train" last), by the call's key
 # (:meth:`_KernelPath._replay_key`): beside the module, not in it (a replay holds C launchers,
 # which neither pickle nor copy), and gone with it.
 _REPLAYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -77,8 +79,9 @@ _OPS: dict = {}
 
 
 def _ops(name: str):
-    """``rnnbench.ops.<name>`` (``recurrence``, ``replay``, ``replayed_layer``), imported on first use (they import
-    Triton) and kept: an import statement inside a function costs about a microsecond on every call."""
+    """``rnnbench.ops.<name>`` (``recurrence``, ``replay``, ``replayed_layer``), imported on first
+    use (they import Triton) and kept: an import statement inside a function costs about a
+    microsecond on every call."""
     module = _OPS.get(name)
     if module is None:
         module = _OPS[name] = importlib.import_module(f"{__package__}.ops.{name}")
