@@ -5,31 +5,20 @@ On a GPU, from the repository root::
 
 For theano's TF32 LSTM at batch 32, hidden 128 (the engine's ``forward`` mode's call: no_grad,
 initial states given), after the module has recorded its replay: each piece run back to back
-``CALLS`` times, the host's µs a call (``time.perf_counter``; pieces that launch are synchronised
+200 times, the host's µs a call (``time.perf_counter``; pieces that launch are synchronised
 before and after, and their calls are few enough not to fill the launch queue), medians of 9
 rounds. The pieces nest: ``module(x, hx)`` holds ``forward``, which holds ``_replayed``, which
 holds the key, the lookup and the replay itself."""
 import json
 import sys
-import time
 
 import torch
+from call_floor import host_us  # (this directory: the script's own, first on sys.path)
 
 from rnnbench import nn as rnn
 from rnnbench.ops import launch, recurrence
 from rnnbench.ops import replay as replays
 
-CALLS = 200
-
-
-def host_us(fn, calls=CALLS):
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    t1 = time.perf_counter()
-    torch.cuda.synchronize()
-    return (t1 - t0) / calls * 1e6
 
 
 def main(out):
