@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import torch
-from call_floor import host_us as floor_host_us  # (this directory: the script's own, first on sys.path)
+from call_floor import host_us as floor_host_us, timed  # (this directory: the script's own, first on sys.path)
 
 from rnnbench.cases import Case
 from rnnbench.lanes import LANES
@@ -33,17 +33,7 @@ def host_us(fn):
 
 
 def call_us(fn):
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    samples = []
-    for _ in range(STEPS):
-        torch.cuda.synchronize()
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) * 1e3)
-    samples.sort()
-    return samples[len(samples) // 2]
+    return timed(fn, STEPS)  # (the runs in call-floor/ synchronised once more before each event: no difference)
 
 
 def halves(lane, inputs):
