@@ -33,7 +33,8 @@ def host_us(fn):
 
 
 def call_us(fn):
-    return timed(fn, STEPS)  # (the runs in call-floor/ synchronised once more before each event: no difference)
+    # (the runs kept in call-floor/ also synchronised before each start event, outside what it times)
+    return timed(fn, STEPS)
 
 
 def halves(lane, inputs):
