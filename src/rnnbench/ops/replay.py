@@ -6,17 +6,18 @@ replayed alone 82.6, cuDNN's call 191.7 (``benchmarks/results/h100/call-floor/``
 between them is the checks and decisions of every call (the plan, the path, the buffers, the
 arguments' order), the same each time for the same shapes and settings.
 
-A :class:`Replay` is built from one call made through the normal path under
-:func:`~rnnbench.ops.launch.recording`: the launches it made (each through its compiled kernel's
-direct launcher, :meth:`~rnnbench.ops.launch.KernelLauncher.direct`), where each argument came
-from (one of the caller's tensors, a tensor the call allocated, or a number), and how each
-returned tensor was made of those allocations. Replaying allocates the same tensors afresh, puts
-the new call's tensors and allocations in their places and launches; it returns what the call
-would have returned. It is valid for another call only where the normal path would make the same
-decisions and launches: the caller (``rnnbench.nn``) checks that (the same shapes, dtypes,
-devices, settings, weights; no gradient; 16-byte aligned tensors), and a recording with any work
-outside a launcher (a cuBLAS product, a copy) or a tensor neither the caller's nor allocated by
-the call (a persistent buffer, such as the barrier counters) gives no replay at all.
+A :class:`Replay` is built from one call made through the normal path under :func:`recording`:
+the launches it made (each through its compiled kernel's direct launcher,
+:meth:`~rnnbench.ops.launch.KernelLauncher.direct`), where each argument came from (one of the
+caller's tensors, a tensor the call allocated, a view of either, a stream's barrier counters, or a
+number), and how each returned tensor was made of those allocations. Replaying allocates the same
+tensors afresh (or reuses its scratch), puts the new call's tensors and allocations in their places
+and launches; it returns what the call would have returned. It is valid for another call only
+where the normal path would make the same decisions and launches: the caller checks that
+(``rnnbench.nn``: the same shapes, dtypes, devices, settings, weights; 16-byte aligned tensors;
+``ops/replayed_layer.py`` for a backward: the same gradients asked and brought), and a recording
+that saw any tensor operation but allocations and views (a cuBLAS product, a copy, a fill) or a
+tensor of anyone else's (a persistent buffer other than the counters) gives no replay at all.
 """
 
 from __future__ import annotations
@@ -116,13 +117,13 @@ class Replay:
                     numbers.append(a)
                 elif id(a) in ids:
                     sources.append(("input", ids[id(a)]))
-                elif recorded.allocated_whole(a):
-                    sources.append(("allocation", allocation(a, first)))
                 elif _is_counters(a):
                     streams.add(stream)
                     if not any(a is c for c in constants):
                         constants.append(a)
                     sources.append(("constant", next(k for k, c in enumerate(constants) if c is a)))
+                elif recorded.allocated_whole(a):
+                    sources.append(("allocation", allocation(a, first)))
                 else:
                     base = a._base
                     if base is None or base.dtype != a.dtype:
