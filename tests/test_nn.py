@@ -219,6 +219,49 @@ def test_a_recorded_forward_returns_what_the_module_returns(cell, with_state):
 
 
 @needs_interpreter
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no_bias"])
+@pytest.mark.parametrize("with_state", [True, False], ids=["hx", "no_hx"])
+@pytest.mark.parametrize("cell", CELLS)
+def test_a_recorded_training_call_returns_what_the_module_returns(cell, with_state, bias):
+    """With gradients wanted, the recording of an eager call (``_recorded_forward``: the layer
+    through ``ReplayedLayer``, its states and weights handed to it as the normal path hands them)
+    returns the normal path's output, final states and every gradient; under the interpreter no
+    replay is built, so this is the path's wiring. A state of the wrong shape raises as the normal
+    path does."""
+    from rnnbench.ops import replay
+
+    module = make(cell, 5, 37, backend="triton", bias=bias)
+    x = torch.randn(7, 3, 5, requires_grad=True)
+    hx = _states(cell, module, 3, seed=2) if with_state else None
+    if hx is not None:
+        for s in (hx if isinstance(hx, tuple) else (hx,)):
+            s.requires_grad_(True)
+    leaves = [x, *([] if hx is None else hx if isinstance(hx, tuple) else [hx]), *module.parameters()]
+
+    def step(call):
+        output, finals = call()
+        finals = list(finals) if isinstance(finals, tuple) else [finals]
+        loss = sum((t * torch.linspace(-1, 1, t.numel()).view(t.shape)).sum() for t in [output, *finals])
+        return [output.detach(), *(f.detach() for f in finals), *torch.autograd.grad(loss, leaves)]
+
+    cell_name = module.cell
+    launch, reason = module._launch(x, cell_name, None)
+    assert reason is None
+    got = step(lambda: module._recorded_forward(x, hx, cell_name, launch))
+    assert rnn._REPLAYS.get(module), "the training call was not taken through ReplayedLayer"
+    rnn._REPLAYS.pop(module)
+    try:
+        replay.ENABLED = False
+        want = step(lambda: module(x, hx))
+    finally:
+        replay.ENABLED = True
+    assert all(torch.equal(g, w) for g, w in zip(got, want))
+    wrong = torch.randn(1, 4, 37)
+    with pytest.raises(RuntimeError, match="Expected hidden size"):
+        module._recorded_forward(x, (wrong, wrong) if cell == "lstm" else wrong, cell_name, launch)
+
+
+@needs_interpreter
 def test_a_replay_key_changes_with_everything_the_path_decides_on(monkeypatch):
     """``_replay_key``: one call's key equals another's only where the normal path would decide
     the same: another batch, states given or not, the TF32 switch (fp32), strict fp32's mode, a

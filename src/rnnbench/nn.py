@@ -160,8 +160,9 @@ class _KernelPath:
 
     def _may_record(self, input) -> bool:
         """Whether this call may be recorded for replay (the rest is :meth:`_replay_key`'s)."""
-        return (input.is_cuda and input.dim() == 3 and not self.batch_first and self.num_layers == 1
-                and not self.bidirectional and self not in _UNREPLAYABLE and _ops("replay").can_replay())
+        return (input.is_cuda and input.dim() == 3 and input.shape[0] > 0 and not self.batch_first
+                and self.num_layers == 1 and not self.bidirectional and self not in _UNREPLAYABLE
+                and _ops("replay").can_replay())
 
     def _replay_key(self, input, states: tuple) -> tuple | None:
         """What the normal path's decisions for this call depend on, or None where a replay may
@@ -201,6 +202,7 @@ class _KernelPath:
                 _UNREPLAYABLE.add(self)
             return self._kernel_forward(input, hx, cell, None, launch, None, False)
         if train:
+            self._initial_state(input, hx, cell == "lstm", True, 1)  # (its checks: the normal path's errors)
             layer = (launch, _ops("replayed_layer").LayerReplays())
             _keep(self, (*key, "train"), (tuple(weights), layer))
             return self._replayed_layer(layer, input, states)
