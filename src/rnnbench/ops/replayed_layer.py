@@ -37,11 +37,13 @@ class LayerReplays:
         self.backwards: dict[tuple, replay.Replay] = {}
         self.refused: dict[str, int] = {}
 
-    def may_record(self, half) -> bool:
+    def may_record(self, half: str) -> bool:
+        """Whether ``half`` (``forward``, ``backward``) may be recorded again."""
         return self.refused.get(half, 0) < ATTEMPTS
 
-    def record(self, half, records: list, inputs: tuple, outputs: tuple) -> replay.Replay | None:
-        found = replay.Replay.build(records, inputs, outputs)
+    def record(self, half: str, recorded: replay.Recording, inputs: tuple, outputs: tuple) -> replay.Replay | None:
+        """The replay of what ``recorded`` saw, or None (counted against ``half``)."""
+        found = replay.Replay.build(recorded, inputs, outputs)
         if found is None:
             self.refused[half] = self.refused.get(half, 0) + 1
         return found
