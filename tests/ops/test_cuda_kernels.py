@@ -302,7 +302,7 @@ def test_an_eager_forward_replays_only_what_it_recorded(cell):
         with torch.no_grad():
             module.weight_hh_l0 = torch.nn.Parameter(module.weight_hh_l0 * 0.5)
         run(20)
-    run(20)  # gradients wanted: the normal path, nothing replayed
+    run(20)  # gradients wanted: another path (ops/replayed_layer.py), its first call recorded
     with torch.no_grad():
         module.double().float()  # cast and back: the same Parameters, new storage
         run(20, seed=4)
