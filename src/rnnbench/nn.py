@@ -169,15 +169,9 @@ class _KernelPath:
         not stand in for it: the input's and states' shapes, dtypes, devices (contiguous and
         16-byte aligned, as the weights), the weights' dtypes and devices, what the plans are keyed by
         (``recurrence._setting``: the dot precision and plan overrides of the moment), autocast,
-        the backend and layout. (Every eager call that may replay pays for this: on the H100 it
-        took 11.5 µs a call written with generators and a reduce, hence the plain loop.)"""
+        the backend and layout."""
         weights = self._flat_weights
-        pointers = 0
-        for t in (input, *states, *weights):
-            if not t.is_contiguous():
-                return None
-            pointers |= t.data_ptr()
-        if pointers & 15:
+        if not _aligned((input, *states, *weights)):
             return None
         shape, device = input.shape, input.device
         # (the plans' own key: the cell, shape, dtype and device, and the dot precision and plan
@@ -197,7 +191,7 @@ class _KernelPath:
         key = None if states is None else self._replay_key(input, states)
         weights = self._flat_weights
         train = torch.is_grad_enabled()
-        if key is None or (train and not any(t.requires_grad for t in (input, *states, *weights))):
+        if key is None or (train and not _ops("recurrence").saves_for_backward(input, *states, *weights)):
             if not _aligned(weights):
                 _UNREPLAYABLE.add(self)
             return self._kernel_forward(input, hx, cell, None, launch, None, False)
@@ -234,7 +228,7 @@ class _KernelPath:
         if len(flat) != len(weights) or not all(map(operator.is_, flat, weights)) or not _ops("replay").can_replay():
             return None
         if train:
-            if not any(t.requires_grad for t in (input, *states, *flat)):
+            if not _ops("recurrence").saves_for_backward(input, *states, *flat):
                 return None
             return self._replayed_layer(replay, input, states)
         got = replay((input, *states, *flat))
@@ -401,9 +395,15 @@ def _keep(module, key: tuple, entry: tuple) -> None:
 
 
 def _aligned(tensors) -> bool:
-    """Whether every tensor is contiguous and starts on a 16-byte boundary."""
-    return (all(t.is_contiguous() for t in tensors)
-            and not functools.reduce(lambda a, t: a | t.data_ptr(), tensors, 0) & 15)
+    """Whether every tensor is contiguous and starts on a 16-byte boundary. (A plain loop: every
+    eager call that may replay pays for it, and on the H100 the replay key took 11.5 µs a call
+    with generators and a reduce here, 7.7 with this: call-floor/suite-8366dc7, lean-7de6361.)"""
+    pointers = 0
+    for t in tensors:
+        if not t.is_contiguous():
+            return False
+        pointers |= t.data_ptr()
+    return not pointers & 15
 
 
 def _states(hx, cell: str) -> tuple | None:

@@ -896,8 +896,9 @@ def _split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiproc
 
 STRICT_FP32_DEFAULT = "tf32x3"  # the products of float32 with TF32 off (see dot_precision)
 # torch's TF32 switch as dot_precision reads it on every eager call (the plans' key): the property
-# ``torch.backends.cuda.matmul.allow_tf32`` costs 0.7 µs a read (its module's __getattr__), the C
-# getter it calls 0.05 (torch 2.13, CPU); the property itself where a torch lacks the getter.
+# ``torch.backends.cuda.matmul.allow_tf32`` goes through its module's __getattr__ to the C getter
+# (0.6 µs a read on the H100's host: benchmarks/results/h100/call-floor/suite-8366dc7/host_parts.txt);
+# the property itself where a torch lacks the getter.
 _allows_tf32 = getattr(torch._C, "_get_cublas_allow_tf32", None) or (lambda: torch.backends.cuda.matmul.allow_tf32)
 
 

@@ -485,14 +485,20 @@ class RecurrentLayer(torch.autograd.Function):
         out, h_n, c_n, h_buf, saved, c_buf = _layer_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save,
                                                             lengths)
         if save:
-            ctx.save_for_backward(x, w_ih, w_hh, h_buf, saved, c_buf)
+            RecurrentLayer.keep_for_backward(ctx, x, h0, c0, w_ih, w_hh, b_ih, cell, launch, lengths, h_buf, saved,
+                                             c_buf)
+        return out, h_n, c_n
+
+    @staticmethod
+    def keep_for_backward(ctx, x, h0, c0, w_ih, w_hh, b_ih, cell, launch, lengths, h_buf, saved, c_buf) -> None:
+        """What :meth:`_backward` reads of the forward (``ops/replayed_layer.py`` keeps the same)."""
+        ctx.save_for_backward(x, w_ih, w_hh, h_buf, saved, c_buf)
         ctx.cell, ctx.launch, ctx.has_bias, ctx.lengths = cell, launch, b_ih is not None, lengths
         ctx.h0_shape = None if h0 is None else h0.shape  # [B, H] or [1, B, H]: their gradients' shapes
         ctx.c0_shape = None if c0 is None else c0.shape
         # An output without a gradient (h_n, c_n of a language model's carried state) arrives as
         # None, not as a tensor of zeros to fill and read: the kernel takes absent ones as zeros.
         ctx.set_materialize_grads(False)
-        return out, h_n, c_n
 
     @staticmethod
     def backward(ctx, d_out, d_h_n, d_c_n):
@@ -584,6 +590,12 @@ def layer_launch(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtyp
     return _cached_launch(*_setting(cell, batch_size, hidden_size, dtype, device))
 
 
+def saves_for_backward(*tensors) -> bool:
+    """Whether a layer's forward on ``tensors`` (None for absent ones) saves for a backward:
+    gradients are enabled and one of them wants one."""
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
 def run_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih, b_hh, launch: _Launch, lengths=None):
     """:func:`recurrent_layer` without its checks, for callers that made them (``rnnbench.nn``
     checks once per call of a stack, and takes ``launch`` from :func:`layer_launch` once for all
@@ -596,8 +608,7 @@ def run_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih, b_hh, launch: _Launch, len
     """
     if x.shape[0] < 1:
         raise ValueError("seq_len must be at least 1")
-    save = torch.is_grad_enabled() and (x.requires_grad or w_ih.requires_grad or w_hh.requires_grad or any(
-        t is not None and t.requires_grad for t in (h0, c0, b_ih, b_hh)))
+    save = saves_for_backward(x, h0, c0, w_ih, w_hh, b_ih, b_hh)
     # The kernels read rows of stride H: contiguous tensors (a no-op call for those that are).
     args = (x, _contiguous(h0), _contiguous(c0) if cell == "lstm" else None, w_ih.contiguous(), w_hh.contiguous(),
             _contiguous(b_ih), _contiguous(b_hh), cell, launch, save, lengths)

@@ -3,8 +3,8 @@ each recorded once through the normal path and replayed afterwards (``ops/replay
 
 At the seed suites' small sizes an eager training step is host time, on both sides: on the H100's
 host, theano's TF32 LSTM (batch 32, hidden 128) took 149 µs for our layer's forward with gradients
-wanted and 374 for its backward, against cuDNN's 111 and 630, out of whole steps of 0.7-1.2 ms
-(``benchmarks/results/h100/call-floor/lean-b2cfa73/profile.txt``). Most of ours is the Python of
+wanted and 374 for its backward, against cuDNN's 111 and 630, out of whole steps of 0.8-1.2 ms
+(``benchmarks/results/h100/call-floor/lean-b2cfa73/profile.txt``; the steps also ``lean-7de6361``'s). Most of ours is the Python of
 every call: plans, buffers, the gradient kernels' tiling, arguments. :class:`ReplayedLayer` is
 :class:`~rnnbench.ops.recurrence.RecurrentLayer` with each half replayed where a recording of it
 stands: the forward for the caller's key (``rnnbench.nn`` checks shapes, dtypes, devices,
@@ -67,12 +67,8 @@ class ReplayedLayer(torch.autograd.Function):
             else:
                 got = _layer_forward(*inputs, cell, launch, True, None)
         out, h_n, c_n, h_buf, saved, c_buf = got
-        ctx.save_for_backward(x, w_ih, w_hh, h_buf, saved, c_buf)
-        ctx.cell, ctx.launch, ctx.has_bias, ctx.lengths = cell, launch, b_ih is not None, None
-        ctx.h0_shape = None if h0 is None else h0.shape
-        ctx.c0_shape = None if c0 is None else c0.shape
+        RecurrentLayer.keep_for_backward(ctx, x, h0, c0, w_ih, w_hh, b_ih, cell, launch, None, h_buf, saved, c_buf)
         ctx.replays = replays
-        ctx.set_materialize_grads(False)  # (as RecurrentLayer: absent gradients arrive as None)
         return out, h_n, c_n
 
     @staticmethod
