@@ -200,7 +200,7 @@ class _KernelPath:
             layer = (launch, _ops("replayed_layer").LayerReplays())
             _keep(self, (*key, "train"), (tuple(weights), layer))
             return self._replayed_layer(layer, input, states)
-        with replay.recording() as records:
+        with replay.recording(input.device) as records:
             output, finals = self._kernel_forward(input, hx, cell, None, launch, None, False)
         found = replay.Replay.build(records, (input, *states, *weights),
                                     (output, *(finals if cell == "lstm" else (finals,))))

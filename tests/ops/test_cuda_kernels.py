@@ -9,6 +9,7 @@ interpreted. Run on a GPU machine with ``pytest -m cuda tests/ops``.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import pytest
@@ -309,17 +310,18 @@ def test_an_eager_forward_replays_only_what_it_recorded(cell):
 
 
 
-def _training_step(module, x, hx, loss_on):
+def _training_step(module, x, hx, loss_on, around=contextlib.nullcontext):
     """Outputs and every gradient (input, states, weights) of a loss on ``loss_on`` (``all``: the
     output and the final states; ``output``: the output alone, so the states' gradients arrive
-    absent), the leaves that want one."""
-    output, finals = module(x, hx)
-    finals = list(finals) if isinstance(finals, tuple) else [finals]
-    read = [output, *finals] if loss_on == "all" else [output]
-    loss = sum((t.float() * torch.linspace(-1, 1, t.numel(), device="cuda").view(t.shape)).sum() for t in read)
-    leaves = [t for t in (x, *(hx if isinstance(hx, tuple) else (hx,))) if t is not None and t.requires_grad]
-    leaves += [p for p in module.parameters() if p.requires_grad]
-    return [output.detach(), *(f.detach() for f in finals)], list(torch.autograd.grad(loss, leaves))
+    absent), the leaves that want one; the call and its backward within ``around()``."""
+    with around():
+        output, finals = module(x, hx)
+        finals = list(finals) if isinstance(finals, tuple) else [finals]
+        read = [output, *finals] if loss_on == "all" else [output]
+        loss = sum((t.float() * torch.linspace(-1, 1, t.numel(), device="cuda").view(t.shape)).sum() for t in read)
+        leaves = [t for t in (x, *(hx if isinstance(hx, tuple) else (hx,))) if t is not None and t.requires_grad]
+        leaves += [p for p in module.parameters() if p.requires_grad]
+        return [output.detach(), *(f.detach() for f in finals)], list(torch.autograd.grad(loss, leaves))
 
 
 @pytest.mark.parametrize("states, bias, grads", [(True, True, "all"), (False, True, "all"), (True, False, "all"),
@@ -337,6 +339,40 @@ def test_a_training_step_is_replayed(cell, batch, hidden, input_size, dtype, sta
     replayed call leaves them as they were). ``grads``: input, states and weights
     want gradients (``all``), only the weights, or all with a loss on the output alone (the final
     states' gradients absent)."""
+    _check_training_replay(cell, batch, hidden, input_size, dtype, states, bias, grads)
+
+
+@pytest.mark.parametrize("dtype", [d for d in ("fp32", "bf16") if d in DTYPES])
+@pytest.mark.parametrize("cell, batch, hidden, input_size", [("lstm", 32, 128, 128), ("rnn_tanh", 20, 100, 100),
+                                                              ("gru", 3, 37, 100)])
+def test_a_training_step_is_replayed_under_save_on_cpu(cell, batch, hidden, input_size, dtype):
+    """Under ``torch.autograd.graph.save_on_cpu`` (a saved-tensor hook whose unpack copies each
+    tensor back to the device) the backward is recorded on the first call and replayed after, as
+    without it: the hook's copies are made once, before the recording, not inside it."""
+    _check_training_replay(cell, batch, hidden, input_size, dtype, True, True, "all",
+                           around=lambda: torch.autograd.graph.save_on_cpu(pin_memory=True))
+
+
+@pytest.mark.parametrize("cell", ["lstm", "rnn_tanh"])
+def test_the_first_training_call_on_a_stream_records_both_halves(cell):
+    """A stream's barrier counters are made on its first use; made inside a recording, their fill
+    refused it (``replay.recording`` makes them first). On a new stream, whose counters do not
+    exist yet, as a process's first backward finds them, the first call records both halves."""
+    stream = torch.cuda.Stream()
+
+    @contextlib.contextmanager
+    def on_the_new_stream():
+        stream.wait_stream(torch.cuda.current_stream())  # (the inputs, made on the default stream)
+        with torch.cuda.stream(stream):
+            yield
+        torch.cuda.current_stream().wait_stream(stream)
+
+    _check_training_replay(cell, 20, 100, 100, "fp32", True, True, "all", around=on_the_new_stream)
+
+
+def _check_training_replay(cell, batch, hidden, input_size, dtype, states, bias, grads,
+                           around=contextlib.nullcontext):
+    """``test_a_training_step_is_replayed``'s check, each training step within ``around()``."""
     from rnnbench import nn as module_path
     from rnnbench.ops import replay as replays
 
@@ -353,11 +389,10 @@ def test_a_training_step_is_replayed(cell, batch, hidden, input_size, dtype, sta
         return x, hx
 
     loss_on = "output" if grads == "output-loss" else "all"
+    step = lambda x, hx: _training_step(module, x, hx, loss_on, around)  # noqa: E731
     with matmul_mode(dtype):
-        # Recorded: twice, as the first backward of a process creates the barrier counters (a
-        # fill), which leaves that recording refused (replayed_layer.ATTEMPTS).
-        _training_step(module, *inputs(1), loss_on)
-        _training_step(module, *inputs(1), loss_on)
+        step(*inputs(1))  # recorded: both halves, on the first call
+        torch.cuda.synchronize()
         kept = module_path._REPLAYS.get(module)
         if not aligned:
             assert kept is None, "a call with a misaligned weight was recorded"
@@ -369,16 +404,18 @@ def test_a_training_step_is_replayed(cell, batch, hidden, input_size, dtype, sta
         layer.forward = lambda inputs: taken.append("forward") or forward(inputs)
         layer.backwards[asked] = lambda inputs: taken.append("backward") or backward(inputs)
         x, hx = inputs(2)
-        got = _training_step(module, x, hx, loss_on)
+        got = step(x, hx)
         assert taken == ["forward", "backward"], taken
         kept = [t.clone() for t in [*got[0], *got[1]]]
-        _training_step(module, *inputs(3), loss_on)  # replayed again: got's tensors must be its own
+        step(*inputs(3))  # replayed again: got's tensors must be its own
+        torch.cuda.synchronize()
         assert all(torch.equal(t, k) for t, k in zip([*got[0], *got[1]], kept)), "a replay wrote a call's results"
         replays.ENABLED = False  # the normal path on the same inputs
         try:
-            want = _training_step(module, x, hx, loss_on)
+            want = step(x, hx)
         finally:
             replays.ENABLED = True
+    torch.cuda.synchronize()
     for g, w in zip([*got[0], *got[1]], [*want[0], *want[1]]):
         assert torch.equal(g, w) and g.shape == w.shape and g.stride() == w.stride()
 

@@ -47,3 +47,36 @@ def test_a_replayed_layer_computes_what_the_recurrent_layer_computes(cell, state
             assert torch.equal(g, w)
     assert replays.forward is None and not replays.backwards
     assert replays.refused == {"forward": ATTEMPTS, "backward": ATTEMPTS}
+
+
+@pytest.mark.parametrize("layer", ["RecurrentLayer", "ReplayedLayer"])
+def test_a_backward_unpacks_each_saved_tensor_once(layer):
+    """Every read of ``ctx.saved_tensors`` runs the saved-tensor hooks' unpack (under
+    ``save_on_cpu``, a copy back to the device, which would also refuse the backward's
+    recording): a layer's backward reads them once, and computes under the hooks what it
+    computes without them."""
+    from rnnbench.ops.recurrence import RecurrentLayer, layer_launch
+    from rnnbench.ops.replayed_layer import LayerReplays, ReplayedLayer
+
+    x, h0, c0, weights = _layer("lstm", 3, 5, 37, True)
+    leaves = [x, h0, c0, *weights]
+    launch = layer_launch("lstm", 3, 37, x.dtype, x.device)
+    if layer == "RecurrentLayer":
+        call = lambda: RecurrentLayer.apply(x, h0, c0, *weights, "lstm", launch, True, None)  # noqa: E731
+    else:
+        replays = LayerReplays()
+        call = lambda: ReplayedLayer.apply(x, h0, c0, *weights, "lstm", launch, replays)  # noqa: E731
+    want = _step(call(), leaves)
+    packed, unpacked = [], []
+
+    def pack(t):
+        packed.append(t)
+        return t.clone()  # (a copy, as save_on_cpu's is)
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: unpacked.append(t) or t.clone()):
+        outputs = call()
+    saved = len(packed)
+    got = _step(outputs, leaves)
+    assert saved == 6 and len(unpacked) == saved, (saved, len(unpacked))
+    for g, w in zip([*got[0], *got[1]], [*want[0], *want[1]]):
+        assert torch.equal(g, w)

@@ -502,15 +502,23 @@ class RecurrentLayer(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, d_out, d_h_n, d_c_n):
-        device_type = ctx.saved_tensors[0].device.type
-        if not torch.is_autocast_enabled(device_type):  # entering autocast costs host time per call
-            return RecurrentLayer._backward(ctx, d_out, d_h_n, d_c_n)
-        with torch.autocast(device_type, enabled=False):  # grads in the weights' dtype
-            return RecurrentLayer._backward(ctx, d_out, d_h_n, d_c_n)
+        # (ctx.saved_tensors read once: every read runs the saved-tensor hooks' unpack again, which
+        # under save_on_cpu copies each tensor back to the device)
+        return RecurrentLayer.gradients(ctx, ctx.saved_tensors, d_out, d_h_n, d_c_n)
 
     @staticmethod
-    def _backward(ctx, d_out, d_h_n, d_c_n):
-        x, w_ih, w_hh, h_buf, saved, c_buf = ctx.saved_tensors
+    def gradients(ctx, kept, d_out, d_h_n, d_c_n):
+        """:meth:`backward`'s gradients from ``kept`` (``ctx.saved_tensors``, unpacked by the caller)."""
+        device_type = kept[0].device.type
+        if not torch.is_autocast_enabled(device_type):  # entering autocast costs host time per call
+            return RecurrentLayer._backward(ctx, kept, d_out, d_h_n, d_c_n)
+        with torch.autocast(device_type, enabled=False):  # grads in the weights' dtype
+            return RecurrentLayer._backward(ctx, kept, d_out, d_h_n, d_c_n)
+
+    @staticmethod
+    def _backward(ctx, kept, d_out, d_h_n, d_c_n):
+        """The gradients, from ``kept`` (``ctx.saved_tensors``, unpacked by the caller)."""
+        x, w_ih, w_hh, h_buf, saved, c_buf = kept
         T, B, H = h_buf.shape[0] - 1, h_buf.shape[1], h_buf.shape[2]
         d_gx, d_gh, d_h0, d_c0 = recurrence_backward(ctx.cell, _contiguous(d_out), _contiguous(d_h_n),
                                                      _contiguous(d_c_n) if ctx.cell == "lstm" else None,

@@ -253,11 +253,15 @@ class _OnlyLaunches(TorchDispatchMode):
 
 
 @contextlib.contextmanager
-def recording():
+def recording(device: torch.device | None = None):
     """Within the block, every launch is recorded (:func:`~rnnbench.ops.launch.recording`), every
     allocation noted, and any other tensor operation but a view marks the recording unreplayable (a
     copy, a matmul, a fill: device work that no launch would redo). Yields the :class:`Recording`
-    for :meth:`Replay.build`."""
+    for :meth:`Replay.build`. Given a CUDA ``device``, the current stream's barrier counters are
+    made first (:func:`~rnnbench.ops.launch.counters`): made inside, their fill would refuse the
+    first recording of a process on that stream."""
+    if device is not None and device.type == "cuda":
+        launch.counters(1, device)
     with launch.recording() as launches:
         recorded = Recording(launches)
         with _OnlyLaunches(recorded):

@@ -21,8 +21,8 @@ import torch
 from . import replay
 from .recurrence import RecurrentLayer, _layer_forward
 
-# Recordings of one half that may be refused before it is given up: the first call of a process
-# may create the barrier counters (a fill: refused), its second then records cleanly.
+# Recordings of one half that may be refused before it is given up: a refusal may pass (a
+# counters buffer grown inside the recording, a fill), and the second then records cleanly.
 ATTEMPTS = 2
 
 
@@ -61,7 +61,7 @@ class ReplayedLayer(torch.autograd.Function):
         got = None if replays.forward is None else replays.forward(inputs)
         if got is None:
             if replays.forward is None and replays.may_record("forward") and replay.can_replay():
-                with replay.recording() as records:
+                with replay.recording(x.device) as records:
                     got = _layer_forward(*inputs, cell, launch, True, None)
                 replays.forward = replays.record("forward", records, inputs, got)
             else:
@@ -82,11 +82,11 @@ def _backward(ctx, d_out, d_h_n, d_c_n) -> tuple:
     saved-tensor hook may hand back others); every tensor contiguous and 16-byte aligned, as the
     recording's were; no autocast (the normal path disables it)."""
     grads = (d_out, d_h_n, d_c_n)
-    saved = ctx.saved_tensors
+    saved = ctx.saved_tensors  # (once: a saved-tensor hook's unpack, a copy, would refuse a recording)
     inputs = (*grads, *saved)
     if (torch.is_autocast_enabled(saved[0].device.type)
             or not all(t is None or (t.is_contiguous() and not t.data_ptr() & 15) for t in inputs)):
-        return RecurrentLayer.backward(ctx, *grads)[:7]
+        return RecurrentLayer.gradients(ctx, saved, *grads)[:7]
     replays = ctx.replays
     need = ctx.needs_input_grad[:7]
     asked = (need, d_out is None, d_h_n is None, d_c_n is None, *[None if t is None else t.dtype for t in saved])
@@ -96,10 +96,10 @@ def _backward(ctx, d_out, d_h_n, d_c_n) -> tuple:
         if got is not None:
             return got
     elif replays.may_record("backward") and replay.can_replay():
-        with replay.recording() as records:
-            got = RecurrentLayer._backward(ctx, *grads)[:7]
+        with replay.recording(saved[0].device) as records:
+            got = RecurrentLayer.gradients(ctx, saved, *grads)[:7]
         recorded = replays.record("backward", records, inputs, got)
         if recorded is not None:
             replays.backwards[asked] = recorded
         return got
-    return RecurrentLayer._backward(ctx, *grads)[:7]
+    return RecurrentLayer.gradients(ctx, saved, *grads)[:7]
