@@ -74,6 +74,7 @@ def test_the_loss_gradient_seeds_the_backward_as_the_loss_does(loss, lengths, fi
     output, states_n = forward()
     tensors, gradients = loss_gradient(inputs, loss, B)(output, states_n)
     assert [g.dtype for g in gradients] == [dtype] * (1 + finals)
+    assert not any(g.requires_grad for g in gradients), "a seed is in the step's graph"
     got, = torch.autograd.grad(tensors, leaf, grad_outputs=gradients)
     tolerance = dict(rtol=1e-12, atol=1e-15) if dtype == torch.float64 else dict(rtol=1e-2, atol=1e-3)
     torch.testing.assert_close(got, expected, **tolerance)

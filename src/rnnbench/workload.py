@@ -184,12 +184,15 @@ def loss_gradient(inputs: Inputs, loss: str, batch_size: int) -> Callable:
             y = output[-1] if last is None else output[last]
         tensors = [y, *finals]
         wide = torch.promote_types(y.dtype, torch.float32)
-        if wide not in negated:
-            negated[wide] = [None if t is None else t.to(wide) * -scale for t in targets]
-        gradients = [torch.add(target, value, alpha=scale) for target, value in zip(negated[wide], tensors)]
-        if mask is not None:  # padded steps get no gradient, as the loss's mask gives them
-            gradients[0].mul_(mask)
-        return tensors, [g.to(v.dtype) for g, v in zip(gradients, tensors)]
+        # (constants to autograd: computed with gradients wanted, each operation would also be
+        # recorded in the step's graph, host time a real loss's backward does not spend on them)
+        with torch.no_grad():
+            if wide not in negated:
+                negated[wide] = [None if t is None else t.to(wide) * -scale for t in targets]
+            gradients = [torch.add(target, value, alpha=scale) for target, value in zip(negated[wide], tensors)]
+            if mask is not None:  # padded steps get no gradient, as the loss's mask gives them
+                gradients[0].mul_(mask)
+            return tensors, [g.to(v.dtype) for g, v in zip(gradients, tensors)]
 
     return seeds
 

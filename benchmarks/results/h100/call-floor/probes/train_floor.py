@@ -1,5 +1,5 @@
-"""How much of an eager training step is the layer's own, and how much the step around it: the
-engine's training step (``workload.module_call``: forward, the loss's gradient, ``autograd.grad``)
+"""How much of an eager step is the layer's own, and how much the step around it: the engine's
+steps (``workload.module_call``; training: forward, the loss's gradient, ``autograd.grad``)
 of ``torch-nn`` and ``triton`` against the same step on a stand-in layer that launches nothing
 (an autograd Function returning fresh tensors of the right shapes, forward and backward). On a
 GPU, from the repository root::
@@ -7,10 +7,11 @@ GPU, from the repository root::
     PYTHONPATH=src python3 benchmarks/results/h100/call-floor/probes/train_floor.py OUT.jsonl
 
 Per case (TF32: glample's RNN at hidden 100, theano's LSTM at batch 32, hidden 128), medians over
-12 rounds (forms in the order A B C C B A) of 200 calls: ``call`` as the engine times a call
-(events around it, synchronised after), ``host`` issued back to back, synchronised once; and
-``forward``, the module's call with gradients wanted alone (host µs). ``stand-in`` is the floor
-any layer's step has here: the harness and autograd's engine."""
+12 rounds (forms in the order A B C C B A) of 200 calls, the engine's forward step (under
+``no_grad``) and its training step: ``call`` as the engine times a call (events around it,
+synchronised after), ``host`` issued back to back, synchronised once. ``stand-in`` is the floor
+any layer's step has here: the module's call, the harness and (training) autograd's engine.
+(``floor-cc3c43d/`` ran an earlier form: training only, with the module's call alone as well.)"""
 import json
 import sys
 from pathlib import Path
@@ -62,31 +63,26 @@ class StandIn(torch.nn.Module):
 def main(out):
     rows = []
     for spec in CASES:
-        case = Case(**spec, seq_len=30, dtype="tf32", mode="train", device="cuda")
-        inputs = make_inputs(case)
-        with matmul_mode(case.dtype):
-            modules = {name: get_lane(name).module_for(case, inputs.weights) for name in ("torch-nn", "triton")}
+        train = Case(**spec, seq_len=30, dtype="tf32", mode="train", device="cuda")
+        inputs = make_inputs(train)
+        with matmul_mode(train.dtype):
+            modules = {name: get_lane(name).module_for(train, inputs.weights) for name in ("torch-nn", "triton")}
             modules["stand-in"] = StandIn(modules["torch-nn"]).cuda()
-            steps = {name: module_call(m, case, inputs)[0] for name, m in modules.items()}
-            x = inputs.x.to("cuda").requires_grad_(True)
-            hx = inputs.h0.to("cuda").requires_grad_(True)
-            hx = (hx, inputs.c0.to("cuda").requires_grad_(True)) if case.cell == "lstm" else hx
-            forwards = {name: (lambda m=m: m(x, hx)) for name, m in modules.items()}
-            for fn in [*steps.values(), *forwards.values()]:
-                for _ in range(20):
-                    fn()
-            got = {(n, k): [] for n in steps for k in ("call", "host", "forward")}
-            order = list(steps) + list(steps)[::-1]
-            for _ in range(12):
-                for n in order:
-                    got[n, "call"].append(timed(steps[n]))
-                    got[n, "host"].append(host_us(steps[n]))
-                    got[n, "forward"].append(host_us(forwards[n]))
-        for n in steps:
-            row = {"case": case.key, "form": n, **{k: sorted(got[n, k])[6] for k in ("call", "host", "forward")}}
-            rows.append(row)
-            print(f"{case.key} {n}: call {row['call']:.1f}, host {row['host']:.1f}, forward alone "
-                  f"{row['forward']:.1f} µs", flush=True)
+            for case in (train.replace(mode="forward"), train):
+                steps = {name: module_call(m, case, inputs)[0] for name, m in modules.items()}
+                for fn in steps.values():
+                    for _ in range(20):
+                        fn()
+                got = {(n, k): [] for n in steps for k in ("call", "host")}
+                order = list(steps) + list(steps)[::-1]
+                for _ in range(12):
+                    for n in order:
+                        got[n, "call"].append(timed(steps[n]))
+                        got[n, "host"].append(host_us(steps[n]))
+                for n in steps:
+                    row = {"case": case.key, "form": n, **{k: sorted(got[n, k])[6] for k in ("call", "host")}}
+                    rows.append(row)
+                    print(f"{case.key} {n}: call {row['call']:.1f}, host {row['host']:.1f} µs", flush=True)
     from rnnbench.env import environment
 
     with open(out, "w") as f:
