@@ -219,6 +219,30 @@ def test_a_recorded_forward_returns_what_the_module_returns(cell, with_state):
 
 
 @needs_interpreter
+def test_a_refused_forward_recording_is_tried_only_so_often(monkeypatch):
+    """A forward recording that gives no replay (under the interpreter every one: no direct
+    launch) is tried ``ATTEMPTS`` times for its key, then the key's calls take the normal path
+    without recording (a recording's dispatch mode costs every call it wraps); another key is
+    tried afresh."""
+    from rnnbench.ops import replay
+    from rnnbench.ops.replayed_layer import ATTEMPTS
+
+    made = []
+    recording = replay.recording
+    monkeypatch.setattr(replay, "recording", lambda *a: made.append(1) or recording(*a))
+    module = make("gru", 5, 37, backend="triton")
+    with torch.no_grad():
+        for x in (torch.randn(7, 3, 5), torch.randn(7, 3, 5), torch.randn(7, 3, 5), torch.randn(7, 3, 5)):
+            launch, reason = module._launch(x, "gru", None)
+            got = module._recorded_forward(x, None, "gru", launch)
+            assert torch.equal(got[0], module(x)[0])
+        assert len(made) == ATTEMPTS
+        other = torch.randn(7, 4, 5)  # another batch: another key
+        module._recorded_forward(other, None, "gru", module._launch(other, "gru", None)[0])
+    assert len(made) == ATTEMPTS + 1
+
+
+@needs_interpreter
 @pytest.mark.parametrize("bias", [True, False], ids=["bias", "no_bias"])
 @pytest.mark.parametrize("with_state", [True, False], ids=["hx", "no_hx"])
 @pytest.mark.parametrize("cell", CELLS)

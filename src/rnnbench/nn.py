@@ -60,6 +60,10 @@ _MAX_REPLAYS = 16  # keys a module keeps (then it starts again)
 # Modules whose weights were off a 16-byte boundary or strided when a call was to be recorded (torch.nn's
 # flattened weights at some widths): never recorded again (the key's checks would cost every call).
 _UNREPLAYABLE: weakref.WeakSet = weakref.WeakSet()
+# Each module's forward recordings that gave no replay, counted by key: recorded again only until
+# ``replayed_layer.ATTEMPTS`` (a recording costs every call it is tried on; the training halves
+# count their own in ``LayerReplays``).
+_REFUSED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _autocast_dtype(device_type: str) -> torch.dtype | None:
@@ -200,12 +204,17 @@ class _KernelPath:
             layer = (launch, _ops("replayed_layer").LayerReplays())
             _keep(self, (*key, "train"), (tuple(weights), layer))
             return self._replayed_layer(layer, input, states)
+        refused = _REFUSED.setdefault(self, {})
+        if refused.get(key, 0) >= _ops("replayed_layer").ATTEMPTS:
+            return self._kernel_forward(input, hx, cell, None, launch, None, False)
         with replay.recording(input.device) as records:
             output, finals = self._kernel_forward(input, hx, cell, None, launch, None, False)
         found = replay.Replay.build(records, (input, *states, *weights),
                                     (output, *(finals if cell == "lstm" else (finals,))))
         if found is not None:
             _keep(self, key, (tuple(weights), found))
+        else:
+            refused[key] = refused.get(key, 0) + 1
         return output, finals
 
     def _replayed(self, replays: dict, input, hx):
