@@ -16,19 +16,15 @@ there, against the tensor-core plan's 2.21 (``results/h100/gated-fma/reg-chunks`
 (``compare-575b97f``, from 30 and 300 steps), with no barrier between programs and no tensor-core
 chain.
 
-Layouts (``num_warps`` warps, ``K_PAD`` units, :func:`units`; ``SPLIT = 32 * num_warps / K_PAD``
-threads a unit, 1 or 2, :data:`SPLIT`):
+Layouts (``num_warps`` warps, ``K_PAD = 32 * num_warps`` units):
 
-- the weights: ``W_hh[g * H + j, k]`` of gate g, zeros past H in either index, in chunks of
-  ``CHUNK * SPLIT`` values of k (``K_ROWS``: H rounded up to a chunk). Chunk c of gate g is the
-  tile ``[CHUNK, SPLIT, K_PAD]`` holding ``k = (c * CHUNK + kk) * SPLIT + s`` at ``[kk, s, j]``: the
-  first :func:`reg_chunks` of every gate in the threads' registers, the rest in shared memory
-  (unswizzled, s then j then kk in memory order, one buffer a chunk).
-- :func:`product_layout`: a chunk with a (unit, part) a thread (the ``SPLIT`` parts of a unit in
-  neighbouring lanes) and the part's ``CHUNK`` values of k in that thread's registers, so each dot
-  product is a thread's own chain of fused multiply-adds (IEEE fp32) per part; at ``SPLIT`` 2 the
-  two parts' sums are added across the lane pair once a step (a shuffle). A warp reading one kk
-  touches 32 consecutive words.
+- the weights: ``W_hh[g * H + j, k]`` at row k, column j of gate g's tile ``[K_ROWS, K_PAD]``, zeros
+  past H in either index (``K_ROWS``: H rounded up to a chunk), in chunks of :data:`CHUNK` rows of k:
+  the first :func:`reg_chunks` of every gate in the threads' registers, the rest in shared memory
+  (unswizzled, one buffer a chunk).
+- :func:`product_layout`: a chunk ``[CHUNK, K_PAD]`` of one gate's tile with a unit a thread and the
+  chunk's k in that thread's registers, so each dot product is the thread's own chain of fused
+  multiply-adds (IEEE fp32) and ends in no reduction across threads.
 - ``h_smem [2, K_PAD]`` fp32: h_{t-1} for every thread to read whole (broadcast reads), two buffers so
   that a step writes h_t into one while the other is still being read: one CTA barrier a step.
 
@@ -46,13 +42,6 @@ from .gluon_common import AVAILABLE
 CHUNK = 8
 
 
-# Threads a unit in the default plan of the LSTM's and GRU's forward on FMA units (plans.gated_fma_warps):
-# each forms the unit's dot products over half of k, so a step's chain per thread is half as long and
-# twice the threads hold weights in registers (the rest, read from shared memory each step, is 128 KB
-# instead of 192 for the LSTM at hidden 128, fp32; 48 KB instead of 120 for the GRU).
-SPLIT = 2
-
-
 # Weights a thread holds in registers for every step (the first chunks of k of every gate; the rest
 # are read from shared memory each step). On the H100, the GRU's kernel alone at hidden 128, fp32,
 # batch 32, took 1.16 us a step with no chunks in registers, 0.98 with 4 a gate, 0.77 with 6 (144
@@ -61,42 +50,28 @@ SPLIT = 2
 REG_VALUES = 144
 
 
-def units(hidden_size: int) -> int:
-    """Units of a program (``K_PAD``): ``hidden_size`` padded as the RNN's FMA plan pads it (32 to 128)."""
-    from .plans import fma_warps
-
-    return 32 * fma_warps(hidden_size)
-
-
-def split(hidden_size: int, num_warps: int) -> int:
-    """Threads a unit in a program of ``num_warps`` warps (1 or 2)."""
-    return 32 * num_warps // units(hidden_size)
-
-
-def reg_chunks(num_gates: int, hidden_size: int, split: int = 1) -> int:
+def reg_chunks(num_gates: int, hidden_size: int) -> int:
     """Chunks of k of every gate in registers: as many as :data:`REG_VALUES` holds, at most all."""
-    return min(REG_VALUES // (num_gates * CHUNK), k_rows(hidden_size, split) // (CHUNK * split))
+    return min(REG_VALUES // (num_gates * CHUNK), k_rows(hidden_size) // CHUNK)
 
 
-def k_rows(hidden_size: int, split: int = 1) -> int:
-    """Values of k the tiles hold: ``hidden_size`` rounded up to a chunk (``CHUNK * split``)."""
-    return -(-hidden_size // (CHUNK * split)) * CHUNK * split
+def k_rows(hidden_size: int) -> int:
+    """Rows of k in the shared tile: ``hidden_size`` rounded up to a chunk."""
+    return -(-hidden_size // CHUNK) * CHUNK
 
 
 def constexprs(num_gates: int, hidden_size: int, num_warps: int, fast_activations: bool) -> dict:
-    """The FMA forward kernels' compile-time sizes for a plan of ``num_warps`` warps (``K_PAD``
-    units, :func:`split` threads each), as the launch and ``ops/aot.py`` give them."""
-    parts = split(hidden_size, num_warps)
-    return dict(H=hidden_size, K_ROWS=k_rows(hidden_size, parts), K_PAD=units(hidden_size), SPLIT=parts,
-                REG_CHUNKS=reg_chunks(num_gates, hidden_size, parts), FAST_ACT=fast_activations, num_warps=num_warps)
+    """The FMA forward kernels' compile-time sizes for a plan of ``num_warps`` warps (a thread per
+    unit: ``K_PAD`` = 32 * ``num_warps``), as the launch and ``ops/aot.py`` give them."""
+    return dict(H=hidden_size, K_ROWS=k_rows(hidden_size), K_PAD=32 * num_warps,
+                REG_CHUNKS=reg_chunks(num_gates, hidden_size), FAST_ACT=fast_activations, num_warps=num_warps)
 
 
-def shared_bytes(num_gates: int, hidden_size: int, num_warps: int, element: int) -> int:
-    """Shared memory of one program of ``num_warps`` warps: the gates' chunks not in registers, in
-    the weights' dtype, and two fp32 buffers of h."""
-    parts, width = split(hidden_size, num_warps), units(hidden_size)
-    chunks = k_rows(hidden_size, parts) // (CHUNK * parts) - reg_chunks(num_gates, hidden_size, parts)
-    return num_gates * chunks * CHUNK * parts * width * element + 2 * width * 4
+def shared_bytes(num_gates: int, hidden_size: int, k_padded: int, element: int) -> int:
+    """Shared memory of one program: the gates' chunks not in registers, in the weights' dtype, and
+    two fp32 buffers of h."""
+    chunks = k_rows(hidden_size) // CHUNK - reg_chunks(num_gates, hidden_size)
+    return num_gates * chunks * CHUNK * k_padded * element + 2 * k_padded * 4
 
 
 if AVAILABLE:
@@ -105,34 +80,28 @@ if AVAILABLE:
     _CHUNK = gl.constexpr(CHUNK)
 
     @gluon.constexpr_function
-    def product_layout(num_warps, split):
-        """A ``[_CHUNK, SPLIT, K_PAD]`` chunk of a gate's weights: part s of unit j in lane ``s + SPLIT
-        * j`` of its warp, the part's k in its registers."""
-        return gl.BlockedLayout([_CHUNK, 1, 1], [1, split, 32 // split], [1, 1, num_warps], [0, 1, 2])
+    def product_layout(num_warps):
+        """A ``[_CHUNK, K_PAD]`` chunk of a gate's ``W_hh^T``: unit j in thread j, the chunk's k in its registers."""
+        return gl.BlockedLayout([_CHUNK, 1], [1, 32], [1, num_warps], [0, 1])
 
     @gluon.constexpr_function
-    def parts_layout(num_warps, split):
-        """A gate's ``[SPLIT, K_PAD]`` partial sums: each in its thread."""
-        return gl.SliceLayout(0, product_layout(num_warps, split))
-
-    @gluon.constexpr_function
-    def units_layout(num_warps, split):
-        """The cell's ``[K_PAD]`` vectors: unit j in the ``SPLIT`` threads of its parts (each the same value)."""
-        return gl.SliceLayout(0, parts_layout(num_warps, split))
+    def units_layout(num_warps):
+        """The cell's ``[K_PAD]`` vectors: unit j in thread j."""
+        return gl.SliceLayout(0, product_layout(num_warps))
 
     @gluon.jit
     def row_start(w_hh_ptr, h0_ptr, lengths_ptr, T, B, H: gl.constexpr, GATES: gl.constexpr, HAS_H0: gl.constexpr,
-                  HAS_LENGTHS: gl.constexpr, K_ROWS: gl.constexpr, K_PAD: gl.constexpr, SPLIT: gl.constexpr,
-                  REG_CHUNKS: gl.constexpr, num_warps: gl.constexpr):
+                  HAS_LENGTHS: gl.constexpr, K_ROWS: gl.constexpr, K_PAD: gl.constexpr, REG_CHUNKS: gl.constexpr,
+                  num_warps: gl.constexpr):
         """What a program of either cell sets up before its first step, for batch row
         ``program_id(1)``: ``(w_reg, w_smem, h_smem, units, mask, length, row, plane, h)``, the weights
         on chip (:func:`weights_on_chip`), the two buffers of h (``[2, K_PAD]`` fp32), the units
         (``[K_PAD]``, one a thread) and their mask, the row's length (``T`` without lengths), its
         offset in a ``[B, H]`` plane and a plane's size (int64), and h0 as fp32 (zeros without it),
         the carried h."""
-        U: gl.constexpr = units_layout(num_warps, SPLIT)
+        U: gl.constexpr = units_layout(num_warps)
         b = gl.program_id(1)
-        w_reg, w_smem = weights_on_chip(w_hh_ptr, H, GATES, K_ROWS, K_PAD, SPLIT, REG_CHUNKS, num_warps)
+        w_reg, w_smem = weights_on_chip(w_hh_ptr, H, GATES, K_ROWS, K_PAD, REG_CHUNKS, num_warps)
         h_smem = gl.allocate_shared_memory(gl.float32, [2, K_PAD], gl.SwizzledSharedLayout(1, 1, 1, [0]))
         units = gl.arange(0, K_PAD, layout=U)
         mask = units < H
@@ -168,51 +137,47 @@ if AVAILABLE:
 
     @gluon.jit
     def weights_on_chip(w_hh_ptr, H: gl.constexpr, GATES: gl.constexpr, K_ROWS: gl.constexpr, K_PAD: gl.constexpr,
-                        SPLIT: gl.constexpr, REG_CHUNKS: gl.constexpr, num_warps: gl.constexpr):
-        """``W_hh [GATES*H, H]`` (row-major) onto the chip, a chunk ``[CHUNK, SPLIT, K_PAD]`` of one
-        gate at a time (the module docstring): the thread of part s of unit j reads row j. Returns
+                        REG_CHUNKS: gl.constexpr, num_warps: gl.constexpr):
+        """``W_hh [GATES*H, H]`` (row-major) transposed onto the chip, a chunk ``[CHUNK, K_PAD]`` of
+        one gate at a time: thread j reads the chunk's values of row j (contiguous). Returns
         ``(w_reg, w_smem)``: the first ``REG_CHUNKS`` chunks of every gate in registers (fp32; gate
         g's chunk c at ``g * REG_CHUNKS + c``), the rest in shared memory, one buffer each (shared
         memory's shapes must be powers of 2, and the compiler's barrier analysis then puts no CTA
-        barrier between their stores; gate g's chunk c at ``g * (CHUNKS - REG_CHUNKS) + c -
-        REG_CHUNKS``), s then j then kk in memory order, so a warp's accesses touch consecutive words."""
-        L: gl.constexpr = product_layout(num_warps, SPLIT)
-        SMEM: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 2, 0])
-        CHUNKS: gl.constexpr = K_ROWS // (_CHUNK * SPLIT)
-        j = gl.arange(0, K_PAD, layout=gl.SliceLayout(0, gl.SliceLayout(0, L)))[None, :][None, :, :]
-        s = gl.arange(0, SPLIT, layout=gl.SliceLayout(0, gl.SliceLayout(2, L)))[None, :][:, :, None]
-        kc = gl.arange(0, _CHUNK, layout=gl.SliceLayout(1, gl.SliceLayout(2, L)))[:, None][:, :, None]
+        barrier between their stores; gate g's chunk c at ``g * (K_ROWS // CHUNK - REG_CHUNKS) + c -
+        REG_CHUNKS``), written down column j, so a warp's stores touch consecutive words."""
+        L: gl.constexpr = product_layout(num_warps)
+        SMEM: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
+        j = gl.arange(0, K_PAD, layout=gl.SliceLayout(0, L))
+        kc = gl.arange(0, _CHUNK, layout=gl.SliceLayout(1, L))
         w_reg = ()
         w_smem = ()
         for g in gl.static_range(GATES):
-            for c in gl.static_range(CHUNKS):
-                k = (c * _CHUNK + kc) * SPLIT + s
-                w = gl.load(w_hh_ptr + (g * H + j) * H + k, mask=(j < H) & (k < H), other=0.0)
+            for c in gl.static_range(K_ROWS // _CHUNK):
+                k = c * _CHUNK + kc
+                w = gl.load(w_hh_ptr + (g * H + j[None, :]) * H + k[:, None],
+                            mask=(j < H)[None, :] & (k < H)[:, None], other=0.0)
                 if c < REG_CHUNKS:
                     w_reg = w_reg + (w.to(gl.float32), )
                 else:
-                    buf = gl.allocate_shared_memory(w_hh_ptr.dtype.element_ty, [_CHUNK, SPLIT, K_PAD], SMEM)
+                    buf = gl.allocate_shared_memory(w_hh_ptr.dtype.element_ty, [_CHUNK, K_PAD], SMEM)
                     buf.store(w)
                     w_smem = w_smem + (buf, )
         return w_reg, w_smem
 
     @gluon.jit
     def gate_products(w_reg, w_smem, h_prev, GATES: gl.constexpr, K_ROWS: gl.constexpr, K_PAD: gl.constexpr,
-                      SPLIT: gl.constexpr, REG_CHUNKS: gl.constexpr, num_warps: gl.constexpr):
+                      REG_CHUNKS: gl.constexpr, num_warps: gl.constexpr):
         """The step's recurrent products ``W_hh h_{t-1}``, one fp32 ``[K_PAD]`` vector a gate (a
         tuple), from :func:`weights_on_chip`'s chunks and ``h_prev`` (``[K_PAD]`` fp32 in shared
-        memory, read whole by every thread): each chunk's part of k is its thread's own chain per
-        gate, the chunks' sums added in order, then (``SPLIT`` 2) the two parts' sums added across
-        the lane pair."""
-        L: gl.constexpr = product_layout(num_warps, SPLIT)
-        CHUNKS: gl.constexpr = K_ROWS // (_CHUNK * SPLIT)
-        # h as [K_PAD // SPLIT, SPLIT]: row q holds k = q * SPLIT + s, the chunks' layout of k
-        h_rows = h_prev.reshape([K_PAD // SPLIT, SPLIT])
+        memory, read whole by every thread): each chunk of k is the thread's own chain per gate, the
+        chunks' sums added in order."""
+        L: gl.constexpr = product_layout(num_warps)
+        CHUNKS: gl.constexpr = K_ROWS // _CHUNK
         acc = ()
         for g in gl.static_range(GATES):
-            acc = acc + (gl.zeros([SPLIT, K_PAD], gl.float32, parts_layout(num_warps, SPLIT)), )
+            acc = acc + (gl.zeros([K_PAD], gl.float32, gl.SliceLayout(0, L)), )
         for c in gl.static_range(CHUNKS):
-            h_k = h_rows.slice(c * _CHUNK, _CHUNK).load(gl.SliceLayout(2, L))[:, :, None]
+            h_k = h_prev.slice(c * _CHUNK, _CHUNK).load(gl.SliceLayout(1, L))[:, None]
             new = ()
             for g in gl.static_range(GATES):
                 if c < REG_CHUNKS:
@@ -221,10 +186,7 @@ if AVAILABLE:
                     w = w_smem[g * (CHUNKS - REG_CHUNKS) + c - REG_CHUNKS].load(L).to(gl.float32)
                 new = new + (acc[g] + gl.sum(w * h_k, axis=0), )
             acc = new
-        sums = ()
-        for g in gl.static_range(GATES):
-            sums = sums + (gl.sum(acc[g], axis=0), )
-        return sums
+        return acc
 
     @gluon.jit
     def _sigmoid(x, FAST: gl.constexpr):

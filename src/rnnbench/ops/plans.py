@@ -461,17 +461,7 @@ def fma_warps(hidden_size: int) -> int:
     return max(1, min(4, k_padded(hidden_size) // 32))
 
 
-def gated_fma_warps(hidden_size: int, batch_size: int, slots: int) -> int:
-    """Warps of the LSTM's or GRU's FMA forward (:attr:`Plan.fma`): :data:`~rnnbench.ops.gluon_fma.SPLIT`
-    threads a unit of the padded width (``ops/gluon_fma.py``) up to a batch row a multiprocessor
-    (``slots``); one past that, where two programs of half the threads share a multiprocessor."""
-    from . import gluon_fma
-
-    return (gluon_fma.SPLIT if batch_size <= slots else 1) * fma_warps(hidden_size)
-
-
-def gated_fma_fits(num_gates: int, hidden_size: int, element: int, device: torch.device, smem: int,
-                   num_warps: int) -> bool:
+def gated_fma_fits(num_gates: int, hidden_size: int, element: int, device: torch.device, smem: int) -> bool:
     """Whether the LSTM's or GRU's forward can run on FMA units (:attr:`Plan.fma`; ``ops/gluon_fma.py``,
     a Gluon kernel: CUDA and :data:`~rnnbench.ops.gluon_common.AVAILABLE` only): up to
     :data:`FMA_MAX_K` units, the part of every gate's ``W_hh^T`` not held in registers in one
@@ -480,7 +470,7 @@ def gated_fma_fits(num_gates: int, hidden_size: int, element: int, device: torch
 
     return (device.type == "cuda" and gluon_common.AVAILABLE and num_gates in GATED_FMA_GATES
             and k_padded(hidden_size) <= FMA_MAX_K
-            and gluon_fma.shared_bytes(num_gates, hidden_size, num_warps, element)
+            and gluon_fma.shared_bytes(num_gates, hidden_size, 32 * fma_warps(hidden_size), element)
             <= smem - SHARED_MEMORY_MARGIN)
 
 
@@ -704,15 +694,13 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     tiles_asked = (not _EXCHANGE_FIELDS.isdisjoint(override) or not {"block_b", "num_warps", "on_chip_split"}.isdisjoint(
         override) or override.get("h_on_chip") is False)
     # (the LSTM's and GRU's FMA forward: where it can run, asked for or the default)
-    gated_warps = None if slots is None else gated_fma_warps(hidden_size, batch_size, slots)
     gated_fma = num_gates > 1 and direction == "forward" and slots is not None and gated_fma_fits(
-        num_gates, hidden_size, element, device, smem, gated_warps)
+        num_gates, hidden_size, element, device, smem)
     fma = override.get("fma", device.type == "cuda" and not tiles_asked and (
         gated_fma and gated_fma_default(batch_size, num_gates, dtype, slots) if num_gates > 1
         else fma_default(batch_size, hidden_size, num_gates, dtype, slots)))
     if fma:  # a batch row a program, every unit, the weights on chip (the RNN's in registers)
-        bb, bh, resident, block_k, on_chip = 1, kp, True, kp, True
-        warps = gated_warps if num_gates > 1 else fma_warps(hidden_size)
+        bb, bh, resident, block_k, on_chip, warps = 1, kp, True, kp, True, fma_warps(hidden_size)
     fast = device.type == "cuda" and direction == "forward" and fast_activations(dtype, precision)
     x3_streamed = (SPLIT_ONCE and device.type == "cuda" and direction == "forward" and precision == "tf32x3"
                    and not on_chip and not resident)
