@@ -160,6 +160,11 @@ def main(out):
         print(f"{cell} B{batch} H{hidden}: " + ", ".join(
             f"{n} {row[f'{n}_us']:.1f} ({row[f'{n}_host_us']:.1f} host)" for n in forms)
             + f" µs; launches {len(calls)}, empties {len(empties)}", flush=True)
+    write_rows(out, rows)
+
+
+def write_rows(out, rows):
+    """``out`` (JSON lines): this machine's environment record, then ``rows``."""
     from rnnbench.env import environment
 
     with open(out, "w") as f:

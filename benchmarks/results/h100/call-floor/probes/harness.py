@@ -16,14 +16,13 @@ forms in the order A B C D E E D C B A, medians over 12 rounds:
 - ``host``: the step issued back to back, synchronised once (host µs a call).
 """
 import gc
-import json
 import sys
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from call_floor import host_us, timed  # noqa: E402
+from call_floor import host_us, timed, write_rows  # noqa: E402
 
 from rnnbench import timing  # noqa: E402
 from rnnbench.cases import Case  # noqa: E402
@@ -85,13 +84,7 @@ def main(out):
                     print(f"{case.key} {lane_name}: " + ", ".join(f"{k} {v:.1f}" for k, v in row.items()
                                                                    if isinstance(v, float)) + " µs", flush=True)
                     step.close()
-    from rnnbench.env import environment
-
-    with open(out, "w") as f:
-        f.write(json.dumps({"record": "env", **environment()}) + "\n")
-        for row in rows:
-            f.write(json.dumps(row) + "\n")
-
+    write_rows(out, rows)
 
 if __name__ == "__main__":
     main(sys.argv[1])

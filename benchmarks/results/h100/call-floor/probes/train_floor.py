@@ -12,14 +12,13 @@ Per case (TF32: glample's RNN at hidden 100, theano's LSTM at batch 32, hidden 1
 synchronised after), ``host`` issued back to back, synchronised once. ``stand-in`` is the floor
 any layer's step has here: the module's call, the harness and (training) autograd's engine.
 (``floor-cc3c43d/`` ran an earlier form: training only, with the module's call alone as well.)"""
-import json
 import sys
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from call_floor import host_us, timed  # noqa: E402
+from call_floor import host_us, timed, write_rows  # noqa: E402
 
 from rnnbench.cases import Case  # noqa: E402
 from rnnbench.lanes.registry import get_lane  # noqa: E402
@@ -83,13 +82,7 @@ def main(out):
                     row = {"case": case.key, "form": n, **{k: sorted(got[n, k])[6] for k in ("call", "host")}}
                     rows.append(row)
                     print(f"{case.key} {n}: call {row['call']:.1f}, host {row['host']:.1f} µs", flush=True)
-    from rnnbench.env import environment
-
-    with open(out, "w") as f:
-        f.write(json.dumps({"record": "env", **environment()}) + "\n")
-        for row in rows:
-            f.write(json.dumps(row) + "\n")
-
+    write_rows(out, rows)
 
 if __name__ == "__main__":
     main(sys.argv[1])
