@@ -169,16 +169,13 @@ if AVAILABLE:
                       REG_CHUNKS: gl.constexpr, num_warps: gl.constexpr):
         """The step's recurrent products ``W_hh h_{t-1}``, one fp32 ``[K_PAD]`` vector a gate (a
         tuple), from :func:`weights_on_chip`'s chunks and ``h_prev`` (``[K_PAD]`` fp32 in shared
-        memory, read whole by every thread): one chain of fused multiply-adds a gate in each
-        thread, through every chunk of k in order."""
+        memory, read whole by every thread): each chunk of k is the thread's own chain per gate, the
+        chunks' sums added in order."""
         L: gl.constexpr = product_layout(num_warps)
         CHUNKS: gl.constexpr = K_ROWS // _CHUNK
         acc = ()
         for g in gl.static_range(GATES):
             acc = acc + (gl.zeros([K_PAD], gl.float32, gl.SliceLayout(0, L)), )
-        # the sum so far enters the chunk's first product, so that the chunk is one chain of FMAs
-        # (a product, then the chunk's sum added to it, took an FMUL and an FADD more a chunk)
-        first = (gl.arange(0, _CHUNK, layout=gl.SliceLayout(1, L)) == 0)[:, None]
         for c in gl.static_range(CHUNKS):
             h_k = h_prev.slice(c * _CHUNK, _CHUNK).load(gl.SliceLayout(1, L))[:, None]
             new = ()
@@ -187,7 +184,7 @@ if AVAILABLE:
                     w = w_reg[g * REG_CHUNKS + c]
                 else:
                     w = w_smem[g * (CHUNKS - REG_CHUNKS) + c - REG_CHUNKS].load(L).to(gl.float32)
-                new = new + (gl.sum(gl.where(first, gl.fma(w, h_k, acc[g][None, :]), w * h_k), axis=0), )
+                new = new + (acc[g] + gl.sum(w * h_k, axis=0), )
             acc = new
         return acc
 
