@@ -95,6 +95,23 @@ def test_tflops_and_fraction_of_peak_from_a_real_run(small_run):
     assert "TFLOP/s = the matmuls of the useful steps" in md
 
 
+def test_a_peak_below_a_rows_rate_is_said_to_be_disturbed(small_run, tmp_path):
+    """A peak timed while the machine was slower than for the rows (the CPU shared with another
+    process) leaves rows over 100 % of it: the note says so, and says nothing of the kind when no
+    row is past it."""
+    assert "means nothing" not in report.markdown(load_results(small_run.path))
+    lines = [json.loads(line) for line in small_run.path.read_text().splitlines()]
+    slow = min(r["tflops"] for r in lines if r.get("status") == "ok") / 3  # a third of the slowest row's rate
+    for r in lines:
+        if r.get("status") == "ok":
+            r.update(peak_tflops=slow, peak_fraction=r["tflops"] / slow)
+    disturbed = tmp_path / "disturbed.jsonl"
+    disturbed.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    md = report.markdown(load_results(disturbed))
+    top = max(r["peak_fraction"] for r in lines if r.get("status") == "ok")
+    assert f"Rows reach up to {top:.3g}× it" in md and "means nothing" in md
+
+
 def test_a_file_written_before_tflops_still_renders(small_run, tmp_path):
     """Rows without tflops and the peak fields (older files): the same times, no TFLOP/s or % of
     peak columns (they would be blank throughout), no Peak note."""

@@ -129,8 +129,15 @@ def _peak_note(group: pd.DataFrame) -> str:
     low, high = peaks["peak_tflops"].min(), peaks["peak_tflops"].max()
     value = significant(low) if low == high else f"{significant(low)}–{significant(high)}"
     sizes = "/".join(str(int(n)) for n in sorted(peaks["peak_matmul_size"].unique()))
-    return (f"\nPeak: {value} TFLOP/s, the best of a dense {sizes}³ {group.iloc[0]['dtype']} matmul timed "
-            "in the same run.\n")
+    note = (f"\nPeak: {value} TFLOP/s, the best of a dense {sizes}³ {group.iloc[0]['dtype']} matmul timed "
+            "in the same run.")
+    # A row past the peak means the peak's few calls met a slower machine than the rows did
+    # (another process on the CPU's cores, say): its % of peak is then no fraction of anything.
+    over = group.loc[group["status"] == "ok", "peak_fraction"].dropna() if "peak_fraction" in group else ()
+    if len(over) and over.max() > 1:
+        note += (f" Rows reach up to {over.max():.3g}× it: the peak was timed while the machine ran slower "
+                 "than for them (another process?), so their % of peak means nothing; run again on a quiet machine.")
+    return note + "\n"
 
 
 def tables(frame: pd.DataFrame, baseline: str = "torch-nn", published: bool = True) -> list[tuple[str, pd.DataFrame, str]]:
