@@ -88,7 +88,7 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
     ``ttgir``, ``ptx``, ``cubin``; ``.metadata.shared`` the shared memory in bytes). ``cell`` is
     ``lstm``, ``gru`` or ``rnn``; ``lengths``: the variable-length variant (``HAS_LENGTHS``)."""
     if plan.fma and cell in ("lstm", "gru"):
-        return compile_gated_fma(cell, dtype, hidden_size, plan, save, capability, lengths, precision)
+        return compile_gated_fma(cell, dtype, hidden_size, plan, save, capability, lengths)
     split_k = direction == "backward" and plan.split_k
     fn = KERNELS[(cell, direction, "split_k") if split_k else (cell, direction, "fma") if plan.fma else (cell, direction)]
     names = fn.arg_names
@@ -128,7 +128,7 @@ def _compile(fn, constexprs: dict, pointers: dict[str, str], pointer: str, num_w
 
 
 def compile_gated_fma(cell: str, dtype: torch.dtype, hidden_size: int, plan: Plan, save: bool = True,
-                      capability: int = 90, lengths: bool = False, precision: str = "ieee"):
+                      capability: int = 90, lengths: bool = False):
     """Compile the LSTM's or GRU's forward on FMA units (``ops/<cell>/fma.py``, Gluon; only where
     :data:`~rnnbench.ops.gluon_common.AVAILABLE`) as :func:`compile_kernel` does the ``tl`` kernels."""
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -140,7 +140,7 @@ def compile_gated_fma(cell: str, dtype: torch.dtype, hidden_size: int, plan: Pla
     fn = lstm_forward_fma_kernel if cell == "lstm" else gru_forward_fma_kernel
     gates = GATES[cell]
     constexprs = dict(HAS_BIAS=True, HAS_H0=True, HAS_C0=True, SAVE=save, HAS_LENGTHS=lengths,
-                      **gluon_fma.constexprs(gates, hidden_size, plan.num_warps, plan.fast_activations, precision))
+                      **gluon_fma.constexprs(gates, hidden_size, plan.num_warps, plan.fast_activations))
     constexprs = {k: v for k, v in constexprs.items() if k in fn.arg_names}
     pointers = {"lengths_ptr": "*i32", **{name: "*fp32" for name in F32_POINTERS}}
     return _compile(fn, constexprs, pointers, POINTER[dtype], plan.num_warps, plan.num_stages, capability,

@@ -60,15 +60,11 @@ def k_rows(hidden_size: int) -> int:
     return -(-hidden_size // CHUNK) * CHUNK
 
 
-def constexprs(num_gates: int, hidden_size: int, num_warps: int, fast_activations: bool,
-               precision: str = "ieee") -> dict:
+def constexprs(num_gates: int, hidden_size: int, num_warps: int, fast_activations: bool) -> dict:
     """The FMA forward kernels' compile-time sizes for a plan of ``num_warps`` warps (a thread per
-    unit: ``K_PAD`` = 32 * ``num_warps``), as the launch and ``ops/aot.py`` give them. With
-    ``precision`` ``tf32`` (fp32 weights, TF32 allowed) the shared part of the weights is fp16,
-    scaled (``HALF_SMEM``: fp16's 11 significant bits are TF32's)."""
+    unit: ``K_PAD`` = 32 * ``num_warps``), as the launch and ``ops/aot.py`` give them."""
     return dict(H=hidden_size, K_ROWS=k_rows(hidden_size), K_PAD=32 * num_warps,
-                REG_CHUNKS=reg_chunks(num_gates, hidden_size), FAST_ACT=fast_activations,
-                HALF_SMEM=precision == "tf32", num_warps=num_warps)
+                REG_CHUNKS=reg_chunks(num_gates, hidden_size), FAST_ACT=fast_activations, num_warps=num_warps)
 
 
 def shared_bytes(num_gates: int, hidden_size: int, k_padded: int, element: int) -> int:
@@ -96,7 +92,7 @@ if AVAILABLE:
     @gluon.jit
     def row_start(w_hh_ptr, h0_ptr, lengths_ptr, T, B, H: gl.constexpr, GATES: gl.constexpr, HAS_H0: gl.constexpr,
                   HAS_LENGTHS: gl.constexpr, K_ROWS: gl.constexpr, K_PAD: gl.constexpr, REG_CHUNKS: gl.constexpr,
-                  HALF_SMEM: gl.constexpr, num_warps: gl.constexpr):
+                  num_warps: gl.constexpr):
         """What a program of either cell sets up before its first step, for batch row
         ``program_id(1)``: ``(w_reg, w_smem, h_smem, units, mask, length, row, plane, h)``, the weights
         on chip (:func:`weights_on_chip`), the two buffers of h (``[2, K_PAD]`` fp32), the units
@@ -105,7 +101,7 @@ if AVAILABLE:
         the carried h."""
         U: gl.constexpr = units_layout(num_warps)
         b = gl.program_id(1)
-        w_reg, w_smem, unscale = weights_on_chip(w_hh_ptr, H, GATES, K_ROWS, K_PAD, REG_CHUNKS, HALF_SMEM, num_warps)
+        w_reg, w_smem = weights_on_chip(w_hh_ptr, H, GATES, K_ROWS, K_PAD, REG_CHUNKS, num_warps)
         h_smem = gl.allocate_shared_memory(gl.float32, [2, K_PAD], gl.SwizzledSharedLayout(1, 1, 1, [0]))
         units = gl.arange(0, K_PAD, layout=U)
         mask = units < H
@@ -119,7 +115,7 @@ if AVAILABLE:
             h = _load_f32(h0_ptr + row, units, mask)
         else:
             h = gl.zeros([K_PAD], gl.float32, U)
-        return w_reg, w_smem, unscale, h_smem, units, mask, length, row, plane, h
+        return w_reg, w_smem, h_smem, units, mask, length, row, plane, h
 
     @gluon.jit
     def publish_h(h_smem, h_buf_ptr, h, t, running, plane, row, units, mask):
@@ -141,7 +137,7 @@ if AVAILABLE:
 
     @gluon.jit
     def weights_on_chip(w_hh_ptr, H: gl.constexpr, GATES: gl.constexpr, K_ROWS: gl.constexpr, K_PAD: gl.constexpr,
-                        REG_CHUNKS: gl.constexpr, HALF_SMEM: gl.constexpr, num_warps: gl.constexpr):
+                        REG_CHUNKS: gl.constexpr, num_warps: gl.constexpr):
         """``W_hh [GATES*H, H]`` (row-major) transposed onto the chip, a chunk ``[CHUNK, K_PAD]`` of
         one gate at a time: thread j reads the chunk's values of row j (contiguous). Returns
         ``(w_reg, w_smem)``: the first ``REG_CHUNKS`` chunks of every gate in registers (fp32; gate
@@ -153,20 +149,6 @@ if AVAILABLE:
         SMEM: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
         j = gl.arange(0, K_PAD, layout=gl.SliceLayout(0, L))
         kc = gl.arange(0, _CHUNK, layout=gl.SliceLayout(1, L))
-        scale = 1.0
-        unscale = 1.0
-        if HALF_SMEM and REG_CHUNKS < K_ROWS // _CHUNK:  # a power of 2 putting the shared part's largest |w| at 2^14
-            top = gl.zeros([_CHUNK, K_PAD], gl.float32, L)
-            for g in gl.static_range(GATES):
-                for c in gl.static_range(REG_CHUNKS, K_ROWS // _CHUNK):
-                    k = c * _CHUNK + kc
-                    w = gl.load(w_hh_ptr + (g * H + j[None, :]) * H + k[:, None],
-                                mask=(j < H)[None, :] & (k < H)[:, None], other=0.0)
-                    top = gl.maximum(top, gl.abs(w.to(gl.float32)))
-            top = gl.max(gl.max(top, axis=0), axis=0)
-            e = gl.minimum(gl.maximum(gl.ceil(gl.log2(top)), -100.0), 100.0)  # (all zeros: -inf, clamped)
-            scale = ((141.0 - e).to(gl.int32) << 23).to(gl.float32, bitcast=True)  # 2^(14 - e)
-            unscale = ((113.0 + e).to(gl.int32) << 23).to(gl.float32, bitcast=True)  # 2^(e - 14)
         w_reg = ()
         w_smem = ()
         for g in gl.static_range(GATES):
@@ -175,20 +157,15 @@ if AVAILABLE:
                 w = gl.load(w_hh_ptr + (g * H + j[None, :]) * H + k[:, None],
                             mask=(j < H)[None, :] & (k < H)[:, None], other=0.0)
                 if c < REG_CHUNKS:
-                    w_reg = w_reg + (w.to(gl.float32) * scale, )
-                elif HALF_SMEM:
-                    # k fastest: a thread's CHUNK values of its unit are 16 contiguous bytes (one LDS.128)
-                    buf = gl.allocate_shared_memory(gl.float16, [_CHUNK, K_PAD], gl.SwizzledSharedLayout(1, 1, 1, [0, 1]))
-                    buf.store((w.to(gl.float32) * scale).to(gl.float16))
-                    w_smem = w_smem + (buf, )
+                    w_reg = w_reg + (w.to(gl.float32), )
                 else:
                     buf = gl.allocate_shared_memory(w_hh_ptr.dtype.element_ty, [_CHUNK, K_PAD], SMEM)
                     buf.store(w)
                     w_smem = w_smem + (buf, )
-        return w_reg, w_smem, unscale
+        return w_reg, w_smem
 
     @gluon.jit
-    def gate_products(w_reg, w_smem, unscale, h_prev, GATES: gl.constexpr, K_ROWS: gl.constexpr, K_PAD: gl.constexpr,
+    def gate_products(w_reg, w_smem, h_prev, GATES: gl.constexpr, K_ROWS: gl.constexpr, K_PAD: gl.constexpr,
                       REG_CHUNKS: gl.constexpr, num_warps: gl.constexpr):
         """The step's recurrent products ``W_hh h_{t-1}``, one fp32 ``[K_PAD]`` vector a gate (a
         tuple), from :func:`weights_on_chip`'s chunks and ``h_prev`` (``[K_PAD]`` fp32 in shared
@@ -209,10 +186,7 @@ if AVAILABLE:
                     w = w_smem[g * (CHUNKS - REG_CHUNKS) + c - REG_CHUNKS].load(L).to(gl.float32)
                 new = new + (acc[g] + gl.sum(w * h_k, axis=0), )
             acc = new
-        out = ()
-        for g in gl.static_range(GATES):
-            out = out + (acc[g] * unscale, )
-        return out
+        return acc
 
     @gluon.jit
     def _sigmoid(x, FAST: gl.constexpr):
