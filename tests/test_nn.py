@@ -201,7 +201,8 @@ def test_kernels_agree_with_torch_nn_on_its_weights(cell):
 def test_a_recorded_forward_returns_what_the_module_returns(cell, with_state):
     """The recording of an eager forward (``_recorded_forward``, the first call of a shape that
     ``ops/replay.py`` may replay on CUDA) returns the normal path's results; under the interpreter
-    no replay is kept (no direct launch to replay), so the next call is the normal path's again.
+    no replay is built (no direct launch to replay): the key keeps a refused recording, and the
+    next call is the normal path's again.
     The replay itself: tests/ops/test_replay.py, and on a GPU test_an_eager_forward_is_replayed."""
     module = make(cell, 5, 37, backend="triton")
     x = torch.randn(7, 3, 5)
@@ -215,7 +216,8 @@ def test_a_recorded_forward_returns_what_the_module_returns(cell, with_state):
     assert torch.equal(got[0], want[0])
     finals = zip(got[1], want[1]) if cell == "lstm" else [(got[1], want[1])]
     assert all(torch.equal(a, b) for a, b in finals)
-    assert rnn._REPLAYS.get(module) is None
+    (weights, kept_launch, layer), = rnn._REPLAYS[module].values()
+    assert layer.forward is None and layer.refused == {"forward": 1}
 
 
 @needs_interpreter

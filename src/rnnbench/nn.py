@@ -53,17 +53,16 @@ BACKENDS = ("auto", "triton", "torch")
 _WARNED: set[tuple[str, str]] = set()
 # Each module's replays of its eager calls (``ops/replay.py``; with gradients,
 # ``ops/replayed_layer.py``, keyed with "train" last), by the call's key
-# (:meth:`_KernelPath._replay_key`): beside the module, not in it (a replay holds C launchers,
+# (:meth:`_KernelPath._replay_key`), each ``(weights, launch, LayerReplays)``: the weights and
+# launch plans it was recorded with, and its replays and refused recordings (a key whose forward
+# recording was refused ``replayed_layer.ATTEMPTS`` times takes the normal path unrecorded: a
+# recording costs every call it wraps). Beside the module, not in it (a replay holds C launchers,
 # which neither pickle nor copy), and gone with it.
 _REPLAYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _MAX_REPLAYS = 16  # keys a module keeps (then it starts again)
 # Modules whose weights were off a 16-byte boundary or strided when a call was to be recorded (torch.nn's
 # flattened weights at some widths): never recorded again (the key's checks would cost every call).
 _UNREPLAYABLE: weakref.WeakSet = weakref.WeakSet()
-# Each module's forward recordings that gave no replay, counted by key: recorded again only until
-# ``replayed_layer.ATTEMPTS`` (a recording costs every call it is tried on; the training halves
-# count their own in ``LayerReplays``).
-_REFUSED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _autocast_dtype(device_type: str) -> torch.dtype | None:
@@ -175,7 +174,7 @@ class _KernelPath:
         (``recurrence._setting``: the dot precision and plan overrides of the moment), autocast,
         the backend and layout."""
         weights = self._flat_weights
-        if not _aligned((input, *states, *weights)):
+        if not _ops("replay").aligned((input, *states, *weights)):
             return None
         shape, device = input.shape, input.device
         # (the plans' own key: the cell, shape, dtype and device, and the dot precision and plan
@@ -196,29 +195,24 @@ class _KernelPath:
         weights = self._flat_weights
         train = torch.is_grad_enabled()
         if key is None or (train and not _ops("recurrence").saves_for_backward(input, *states, *weights)):
-            if not _aligned(weights):
+            if not replay.aligned(weights):
                 _UNREPLAYABLE.add(self)
             return self._kernel_forward(input, hx, cell, None, launch, None, False)
+        layer = _kept_layer(self, (*key, "train") if train else key, weights, launch)
         if train:
             self._initial_state(input, hx, cell == "lstm", True, 1)  # (its checks: the normal path's errors)
-            layer = (launch, _ops("replayed_layer").LayerReplays())
-            _keep(self, (*key, "train"), (tuple(weights), layer))
-            return self._replayed_layer(layer, input, states)
-        refused = _REFUSED.setdefault(self, {})
-        if refused.get(key, 0) >= _ops("replayed_layer").ATTEMPTS:
+            return self._replayed_layer(launch, layer, input, states)
+        if not layer.may_record("forward"):
             return self._kernel_forward(input, hx, cell, None, launch, None, False)
         with replay.recording(input.device) as records:
             output, finals = self._kernel_forward(input, hx, cell, None, launch, None, False)
-        found = replay.Replay.build(records, (input, *states, *weights),
-                                    (output, *(finals if cell == "lstm" else (finals,))))
-        if found is not None:
-            _keep(self, key, (tuple(weights), found))
-        else:
-            refused[key] = refused.get(key, 0) + 1
+        layer.forward = layer.record("forward", records, (input, *states, *weights),
+                                     (output, *(finals if cell == "lstm" else (finals,))))
         return output, finals
 
     def _replayed(self, replays: dict, input, hx):
-        """This call's outputs by a replay recorded for its key, or None where none may stand in."""
+        """This call's outputs by a replay recorded for its key (or the normal path unrecorded,
+        where its forward recordings were refused), or None where none may stand in."""
         if type(input) is not torch.Tensor:
             return None
         cell = self.cell
@@ -232,31 +226,36 @@ class _KernelPath:
         found = replays.get((*key, "train") if train else key)
         if found is None:
             return None
-        weights, replay = found
+        weights, launch, layer = found
         flat = self._flat_weights
         if len(flat) != len(weights) or not all(map(operator.is_, flat, weights)) or not _ops("replay").can_replay():
             return None
         if train:
             if not _ops("recurrence").saves_for_backward(input, *states, *flat):
                 return None
-            return self._replayed_layer(replay, input, states)
-        got = replay((input, *states, *flat))
+            return self._replayed_layer(launch, layer, input, states)
+        forward = layer.forward
+        if forward is None:
+            if layer.may_record("forward"):
+                return None  # (recorded again by the normal path)
+            # (the key, checked above, stands for the normal path's decisions: its launch plans too)
+            return self._kernel_forward(input, hx, cell, None, launch, None, False)
+        got = forward((input, *states, *flat))
         if got is None:
             return None
         output, *finals = got
         return output, (tuple(finals) if cell == "lstm" else finals[0])
 
-    def _replayed_layer(self, layer: tuple, input, states: tuple):
-        """The one layer's training call through ``ReplayedLayer`` (``layer``: the launch plans
-        and the layer's replays, kept for the key): torch.nn's return values."""
-        launch, replays = layer
+    def _replayed_layer(self, launch, layer, input, states: tuple):
+        """The one layer's training call through ``ReplayedLayer`` (``launch``: its plans;
+        ``layer``: its ``LayerReplays``, kept for the key): torch.nn's return values."""
         cell = self.cell
         w = self._flat_weights
         h0 = states[0] if states else None
         c0 = states[1] if len(states) == 2 else None
         output, h_n, c_n = _ops("replayed_layer").ReplayedLayer.apply(
             input, h0, c0, w[0], w[1], w[2] if len(w) == 4 else None, w[3] if len(w) == 4 else None, cell, launch,
-            replays)
+            layer)
         return output, ((h_n, c_n) if cell == "lstm" else h_n)
 
     def _torch_forward(self, input, hx, lengths):
@@ -394,25 +393,19 @@ class _KernelPath:
         return states[0], (states[1] if lstm else None)
 
 
-def _keep(module, key: tuple, entry: tuple) -> None:
-    """Keep a replay of ``module``'s for ``key`` (:data:`_REPLAYS`), starting again past
-    :data:`_MAX_REPLAYS` keys."""
+def _kept_layer(module, key: tuple, weights: list, launch):
+    """The ``LayerReplays`` kept for ``module``'s ``key`` (:data:`_REPLAYS`) where it was
+    recorded with these weights, else a new one kept in its place (starting again past
+    :data:`_MAX_REPLAYS` keys)."""
     kept = _REPLAYS.setdefault(module, {})
-    if len(kept) >= _MAX_REPLAYS:
+    found = kept.get(key)
+    if found is not None and len(found[0]) == len(weights) and all(map(operator.is_, found[0], weights)):
+        return found[2]
+    if key not in kept and len(kept) >= _MAX_REPLAYS:
         kept.clear()
-    kept[key] = entry
-
-
-def _aligned(tensors) -> bool:
-    """Whether every tensor is contiguous and starts on a 16-byte boundary. (A plain loop: every
-    eager call that may replay pays for it, and on the H100 the replay key took 11.5 µs a call
-    with generators and a reduce here, 7.7 with this: call-floor/suite-8366dc7, lean-7de6361.)"""
-    pointers = 0
-    for t in tensors:
-        if not t.is_contiguous():
-            return False
-        pointers |= t.data_ptr()
-    return not pointers & 15
+    layer = _ops("replayed_layer").LayerReplays()
+    kept[key] = (tuple(weights), launch, layer)
+    return layer
 
 
 def _states(hx, cell: str) -> tuple | None:

@@ -255,3 +255,15 @@ def test_a_guarded_recording_refuses_any_work_but_launches_allocations_and_views
             extra(out)
             double(None, (x, out), None)
         assert (Replay.build(records, (x,), (out,)) is not None) == replayable
+
+
+def test_only_contiguous_tensors_on_16_byte_boundaries_are_aligned():
+    """``aligned``: what a replay's callers check of every tensor a recording's kernels take
+    (None, an absent state or gradient, is skipped)."""
+    from rnnbench.ops.replay import aligned
+
+    base = torch.zeros(64)  # (torch's allocations start on 64-byte boundaries)
+    assert aligned([base, None, base[4:]])  # 16 bytes in
+    assert not aligned([base, base[1:]])  # 4 bytes in
+    assert not aligned([base.view(8, 8).t(), None])  # strided
+    assert aligned([])

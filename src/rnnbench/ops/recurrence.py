@@ -491,7 +491,7 @@ class RecurrentLayer(torch.autograd.Function):
 
     @staticmethod
     def keep_for_backward(ctx, x, h0, c0, w_ih, w_hh, b_ih, cell, launch, lengths, h_buf, saved, c_buf) -> None:
-        """What :meth:`_backward` reads of the forward (``ops/replayed_layer.py`` keeps the same)."""
+        """What :meth:`gradients` reads of the forward (``ops/replayed_layer.py`` keeps the same)."""
         ctx.save_for_backward(x, w_ih, w_hh, h_buf, saved, c_buf)
         ctx.cell, ctx.launch, ctx.has_bias, ctx.lengths = cell, launch, b_ih is not None, lengths
         ctx.h0_shape = None if h0 is None else h0.shape  # [B, H] or [1, B, H]: their gradients' shapes
@@ -508,16 +508,13 @@ class RecurrentLayer(torch.autograd.Function):
 
     @staticmethod
     def gradients(ctx, kept, d_out, d_h_n, d_c_n):
-        """:meth:`backward`'s gradients from ``kept`` (``ctx.saved_tensors``, unpacked by the caller)."""
+        """:meth:`backward`'s gradients from ``kept`` (``ctx.saved_tensors``, unpacked by the
+        caller), in the weights' dtype: under autocast this runs again with it off (only then:
+        entering autocast costs host time every call)."""
         device_type = kept[0].device.type
-        if not torch.is_autocast_enabled(device_type):  # entering autocast costs host time per call
-            return RecurrentLayer._backward(ctx, kept, d_out, d_h_n, d_c_n)
-        with torch.autocast(device_type, enabled=False):  # grads in the weights' dtype
-            return RecurrentLayer._backward(ctx, kept, d_out, d_h_n, d_c_n)
-
-    @staticmethod
-    def _backward(ctx, kept, d_out, d_h_n, d_c_n):
-        """The gradients, from ``kept`` (``ctx.saved_tensors``, unpacked by the caller)."""
+        if torch.is_autocast_enabled(device_type):
+            with torch.autocast(device_type, enabled=False):
+                return RecurrentLayer.gradients(ctx, kept, d_out, d_h_n, d_c_n)
         x, w_ih, w_hh, h_buf, saved, c_buf = kept
         T, B, H = h_buf.shape[0] - 1, h_buf.shape[1], h_buf.shape[2]
         d_gx, d_gh, d_h0, d_c0 = recurrence_backward(ctx.cell, _contiguous(d_out), _contiguous(d_h_n),

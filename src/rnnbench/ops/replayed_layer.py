@@ -84,8 +84,7 @@ def _backward(ctx, d_out, d_h_n, d_c_n) -> tuple:
     grads = (d_out, d_h_n, d_c_n)
     saved = ctx.saved_tensors  # (once: a saved-tensor hook's unpack, a copy, would refuse a recording)
     inputs = (*grads, *saved)
-    if (torch.is_autocast_enabled(saved[0].device.type)
-            or not all(t is None or (t.is_contiguous() and not t.data_ptr() & 15) for t in inputs)):
+    if torch.is_autocast_enabled(saved[0].device.type) or not replay.aligned(inputs):
         return RecurrentLayer.gradients(ctx, saved, *grads)[:7]
     replays = ctx.replays
     need = ctx.needs_input_grad[:7]

@@ -47,7 +47,8 @@ def main(out):
     stream = launch._current_stream()
     addresses = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
     key = module._replay_key(x, states)
-    weights, replay = kept[key]
+    weights, _, layer = kept[key]
+    replay = layer.forward
     inputs = (x, *states, *module._flat_weights)
     flat = module._flat_weights
     unwrapped = type(module).forward.__wrapped__
@@ -60,7 +61,7 @@ def main(out):
         "_replayed": lambda: module._replayed(kept, x, hx),
         "Replay.__call__": lambda: replay(inputs),
         "_replay_key": lambda: module._replay_key(x, states),
-        "_aligned (7 tensors)": lambda: rnn._aligned(inputs),
+        "aligned (7 tensors)": lambda: replays.aligned(inputs),
         "recurrence._setting": lambda: recurrence._setting("lstm", 32, 128, x.dtype, x.device),
         "dict lookup by key": lambda: kept.get(key),
         "_REPLAYS.get(module)": lambda: rnn._REPLAYS.get(module),
