@@ -50,9 +50,30 @@ CHUNK = 8
 REG_VALUES = 144
 
 
-def reg_chunks(num_gates: int, hidden_size: int) -> int:
-    """Chunks of k of every gate in registers: as many as :data:`REG_VALUES` holds, at most all."""
-    return min(REG_VALUES // (num_gates * CHUNK), k_rows(hidden_size) // CHUNK)
+# Parts k is split into across warps (warps ``K_SPLIT * 32 * K_PAD``): each part's warps form their
+# units' dot products over their part of k, and the parts' sums meet in shared memory once a
+# step. Two parts give each multiprocessor's schedulers two warps to issue from and twice the
+# registers for the weights (a third less of the LSTM's read from shared memory a step at hidden
+# 128). EXPERIMENT: measured against one part before it is kept.
+K_SPLIT = 2
+
+
+def k_split(hidden_size: int) -> int:
+    """Parts of k across warps (:data:`K_SPLIT`) at ``hidden_size``."""
+    return K_SPLIT
+
+
+def part_chunks(hidden_size: int, k_padded: int) -> int:
+    """Chunks of k in each part: all of ``k_rows`` in one part; with more, ``k_padded / parts`` of
+    k each (part s from ``s * k_padded / parts``: h read in place, the last part's past H zeros)."""
+    parts = k_split(hidden_size)
+    return k_rows(hidden_size) // CHUNK if parts == 1 else k_padded // parts // CHUNK
+
+
+def reg_chunks(num_gates: int, hidden_size: int, k_padded: int) -> int:
+    """Chunks of k of every gate in a thread's registers: as many as :data:`REG_VALUES` holds, at
+    most its part's all."""
+    return min(REG_VALUES // (num_gates * CHUNK), part_chunks(hidden_size, k_padded))
 
 
 def k_rows(hidden_size: int) -> int:
@@ -62,16 +83,23 @@ def k_rows(hidden_size: int) -> int:
 
 def constexprs(num_gates: int, hidden_size: int, num_warps: int, fast_activations: bool) -> dict:
     """The FMA forward kernels' compile-time sizes for a plan of ``num_warps`` warps (a thread per
-    unit: ``K_PAD`` = 32 * ``num_warps``), as the launch and ``ops/aot.py`` give them."""
-    return dict(H=hidden_size, K_ROWS=k_rows(hidden_size), K_PAD=32 * num_warps,
-                REG_CHUNKS=reg_chunks(num_gates, hidden_size), FAST_ACT=fast_activations, num_warps=num_warps)
+    unit in each part of k: ``K_PAD = 32 * num_warps / K_SPLIT``), as the launch and ``ops/aot.py``
+    give them."""
+    parts = k_split(hidden_size)
+    k_padded = 32 * num_warps // parts
+    return dict(H=hidden_size, K_ROWS=k_rows(hidden_size), K_PAD=k_padded, K_SPLIT=parts,
+                REG_CHUNKS=reg_chunks(num_gates, hidden_size, k_padded), FAST_ACT=fast_activations,
+                num_warps=num_warps)
 
 
 def shared_bytes(num_gates: int, hidden_size: int, k_padded: int, element: int) -> int:
-    """Shared memory of one program: the gates' chunks not in registers, in the weights' dtype, and
-    two fp32 buffers of h."""
-    chunks = k_rows(hidden_size) // CHUNK - reg_chunks(num_gates, hidden_size)
-    return num_gates * chunks * CHUNK * k_padded * element + 2 * k_padded * 4
+    """Shared memory of one program (``k_padded``: its units, 32 a warp of a part): the gates'
+    chunks not in registers, in the weights' dtype, two fp32 buffers of h, and where k is split
+    the parts' fp32 sums of every gate."""
+    parts = k_split(hidden_size)
+    chunks = part_chunks(hidden_size, k_padded) - reg_chunks(num_gates, hidden_size, k_padded)
+    sums = num_gates * parts * k_padded * 4 if parts > 1 else 0
+    return num_gates * chunks * parts * CHUNK * k_padded * element + 2 * k_padded * 4 + sums
 
 
 if AVAILABLE:
@@ -80,29 +108,42 @@ if AVAILABLE:
     _CHUNK = gl.constexpr(CHUNK)
 
     @gluon.constexpr_function
-    def product_layout(num_warps):
-        """A ``[_CHUNK, K_PAD]`` chunk of a gate's ``W_hh^T``: unit j in thread j, the chunk's k in its registers."""
-        return gl.BlockedLayout([_CHUNK, 1], [1, 32], [1, num_warps], [0, 1])
+    def product_layout(num_warps, parts):
+        """A ``[parts, _CHUNK, K_PAD]`` chunk of a gate's ``W_hh^T`` (each part's chunk of k): unit
+        j of part s in thread j of part s's warps, the chunk's k in its registers."""
+        return gl.BlockedLayout([1, _CHUNK, 1], [1, 1, 32], [parts, 1, num_warps // parts], [2, 1, 0])
 
     @gluon.constexpr_function
-    def units_layout(num_warps):
-        """The cell's ``[K_PAD]`` vectors: unit j in thread j."""
-        return gl.SliceLayout(0, product_layout(num_warps))
+    def sums_layout(num_warps, parts):
+        """The parts' sums ``[parts, K_PAD]`` as the cell reads them: unit j's of every part in
+        thread j of every part's warps (each part's warps hold them all)."""
+        return gl.BlockedLayout([parts, 1], [1, 32], [parts, num_warps // parts], [0, 1])
+
+    @gluon.constexpr_function
+    def units_layout(num_warps, parts):
+        """The cell's ``[K_PAD]`` vectors: unit j in thread j of every part's warps."""
+        return gl.SliceLayout(0, sums_layout(num_warps, parts))
 
     @gluon.jit
     def row_start(w_hh_ptr, h0_ptr, lengths_ptr, T, B, H: gl.constexpr, GATES: gl.constexpr, HAS_H0: gl.constexpr,
-                  HAS_LENGTHS: gl.constexpr, K_ROWS: gl.constexpr, K_PAD: gl.constexpr, REG_CHUNKS: gl.constexpr,
-                  num_warps: gl.constexpr):
+                  HAS_LENGTHS: gl.constexpr, K_ROWS: gl.constexpr, K_PAD: gl.constexpr, K_SPLIT: gl.constexpr,
+                  REG_CHUNKS: gl.constexpr, num_warps: gl.constexpr):
         """What a program of either cell sets up before its first step, for batch row
-        ``program_id(1)``: ``(w_reg, w_smem, h_smem, units, mask, length, row, plane, h)``, the weights
-        on chip (:func:`weights_on_chip`), the two buffers of h (``[2, K_PAD]`` fp32), the units
-        (``[K_PAD]``, one a thread) and their mask, the row's length (``T`` without lengths), its
-        offset in a ``[B, H]`` plane and a plane's size (int64), and h0 as fp32 (zeros without it),
-        the carried h."""
-        U: gl.constexpr = units_layout(num_warps)
+        ``program_id(1)``: ``(w_reg, w_smem, h_smem, sums_smem, units, mask, length, row, plane,
+        h)``, the weights on chip (:func:`weights_on_chip`), the two buffers of h (``[2, K_PAD]``
+        fp32), the parts' sums' buffers (one ``[K_SPLIT, K_PAD]`` a gate,
+        none with one part), the units (``[K_PAD]``, one a thread) and their mask, the row's length
+        (``T`` without lengths), its offset in a ``[B, H]`` plane and a plane's size (int64), and h0
+        as fp32 (zeros without it), the carried h."""
+        U: gl.constexpr = units_layout(num_warps, K_SPLIT)
         b = gl.program_id(1)
-        w_reg, w_smem = weights_on_chip(w_hh_ptr, H, GATES, K_ROWS, K_PAD, REG_CHUNKS, num_warps)
+        w_reg, w_smem = weights_on_chip(w_hh_ptr, H, GATES, K_ROWS, K_PAD, K_SPLIT, REG_CHUNKS, num_warps)
         h_smem = gl.allocate_shared_memory(gl.float32, [2, K_PAD], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+        sums_smem = ()
+        if K_SPLIT > 1:
+            for g in gl.static_range(GATES):
+                sums_smem = sums_smem + (gl.allocate_shared_memory(gl.float32, [K_SPLIT, K_PAD],
+                                                                   gl.SwizzledSharedLayout(1, 1, 1, [1, 0])), )
         units = gl.arange(0, K_PAD, layout=U)
         mask = units < H
         if HAS_LENGTHS:
@@ -115,7 +156,7 @@ if AVAILABLE:
             h = _load_f32(h0_ptr + row, units, mask)
         else:
             h = gl.zeros([K_PAD], gl.float32, U)
-        return w_reg, w_smem, h_smem, units, mask, length, row, plane, h
+        return w_reg, w_smem, h_smem, sums_smem, units, mask, length, row, plane, h
 
     @gluon.jit
     def publish_h(h_smem, h_buf_ptr, h, t, running, plane, row, units, mask):
@@ -137,56 +178,74 @@ if AVAILABLE:
 
     @gluon.jit
     def weights_on_chip(w_hh_ptr, H: gl.constexpr, GATES: gl.constexpr, K_ROWS: gl.constexpr, K_PAD: gl.constexpr,
-                        REG_CHUNKS: gl.constexpr, num_warps: gl.constexpr):
-        """``W_hh [GATES*H, H]`` (row-major) transposed onto the chip, a chunk ``[CHUNK, K_PAD]`` of
-        one gate at a time: thread j reads the chunk's values of row j (contiguous). Returns
-        ``(w_reg, w_smem)``: the first ``REG_CHUNKS`` chunks of every gate in registers (fp32; gate
-        g's chunk c at ``g * REG_CHUNKS + c``), the rest in shared memory, one buffer each (shared
-        memory's shapes must be powers of 2, and the compiler's barrier analysis then puts no CTA
-        barrier between their stores; gate g's chunk c at ``g * (K_ROWS // CHUNK - REG_CHUNKS) + c -
-        REG_CHUNKS``), written down column j, so a warp's stores touch consecutive words."""
-        L: gl.constexpr = product_layout(num_warps)
-        SMEM: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
-        j = gl.arange(0, K_PAD, layout=gl.SliceLayout(0, L))
-        kc = gl.arange(0, _CHUNK, layout=gl.SliceLayout(1, L))
+                        K_SPLIT: gl.constexpr, REG_CHUNKS: gl.constexpr, num_warps: gl.constexpr):
+        """``W_hh [GATES*H, H]`` (row-major) transposed onto the chip, a chunk ``[K_SPLIT, CHUNK,
+        K_PAD]`` of one gate at a time (each part's c-th chunk of k, part s's k from ``s * K_PAD /
+        K_SPLIT``): thread j of part s reads the
+        chunk's values of row j (contiguous). Returns ``(w_reg, w_smem)``: the first
+        ``REG_CHUNKS`` chunks of every gate in registers (fp32; gate g's chunk c at ``g *
+        REG_CHUNKS + c``), the rest in shared memory, one buffer each (shared memory's shapes must
+        be powers of 2, and the compiler's barrier analysis then puts no CTA barrier between their
+        stores; gate g's chunk c at ``g * (CHUNKS - REG_CHUNKS) + c - REG_CHUNKS``, ``CHUNKS`` a
+        part's), written down column j, so a warp's stores touch consecutive words."""
+        L: gl.constexpr = product_layout(num_warps, K_SPLIT)
+        SMEM: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [2, 1, 0])
+        CHUNKS: gl.constexpr = K_ROWS // _CHUNK if K_SPLIT == 1 else K_PAD // K_SPLIT // _CHUNK
+        j = gl.arange(0, K_PAD, layout=gl.SliceLayout(0, gl.SliceLayout(1, L)))[None, None, :]
+        kc = gl.arange(0, _CHUNK, layout=gl.SliceLayout(0, gl.SliceLayout(2, L)))[None, :, None]
+        part = gl.arange(0, K_SPLIT, layout=gl.SliceLayout(1, gl.SliceLayout(2, L)))[:, None, None]
         w_reg = ()
         w_smem = ()
         for g in gl.static_range(GATES):
-            for c in gl.static_range(K_ROWS // _CHUNK):
-                k = c * _CHUNK + kc
-                w = gl.load(w_hh_ptr + (g * H + j[None, :]) * H + k[:, None],
-                            mask=(j < H)[None, :] & (k < H)[:, None], other=0.0)
+            for c in gl.static_range(CHUNKS):
+                k = part * (K_PAD // K_SPLIT) + c * _CHUNK + kc
+                w = gl.load(w_hh_ptr + (g * H + j) * H + k, mask=(j < H) & (k < H), other=0.0)
                 if c < REG_CHUNKS:
                     w_reg = w_reg + (w.to(gl.float32), )
                 else:
-                    buf = gl.allocate_shared_memory(w_hh_ptr.dtype.element_ty, [_CHUNK, K_PAD], SMEM)
+                    buf = gl.allocate_shared_memory(w_hh_ptr.dtype.element_ty, [K_SPLIT, _CHUNK, K_PAD], SMEM)
                     buf.store(w)
                     w_smem = w_smem + (buf, )
         return w_reg, w_smem
 
     @gluon.jit
-    def gate_products(w_reg, w_smem, h_prev, GATES: gl.constexpr, K_ROWS: gl.constexpr, K_PAD: gl.constexpr,
-                      REG_CHUNKS: gl.constexpr, num_warps: gl.constexpr):
+    def gate_products(w_reg, w_smem, h_prev, sums_smem, GATES: gl.constexpr, K_ROWS: gl.constexpr,
+                      K_PAD: gl.constexpr, K_SPLIT: gl.constexpr, REG_CHUNKS: gl.constexpr, num_warps: gl.constexpr):
         """The step's recurrent products ``W_hh h_{t-1}``, one fp32 ``[K_PAD]`` vector a gate (a
-        tuple), from :func:`weights_on_chip`'s chunks and ``h_prev`` (``[K_PAD]`` fp32 in shared
-        memory, read whole by every thread): each chunk of k is the thread's own chain per gate, the
-        chunks' sums added in order."""
-        L: gl.constexpr = product_layout(num_warps)
-        CHUNKS: gl.constexpr = K_ROWS // _CHUNK
+        tuple, in :func:`units_layout`), from :func:`weights_on_chip`'s chunks and ``h_prev``
+        (``[K_PAD]`` fp32 in shared memory, part s's k read whole by every thread of part s's warps,
+        as rows ``[K_SPLIT, K_PAD / K_SPLIT]``): each chunk of k is
+        the thread's own chain per gate, the chunks' sums added in order, then the parts' sums
+        (through ``sums_smem``, a CTA barrier between), part 0's first."""
+        L: gl.constexpr = product_layout(num_warps, K_SPLIT)
+        S: gl.constexpr = gl.SliceLayout(1, L)
+        U: gl.constexpr = units_layout(num_warps, K_SPLIT)
+        CHUNKS: gl.constexpr = K_ROWS // _CHUNK if K_SPLIT == 1 else K_PAD // K_SPLIT // _CHUNK
+        rows = h_prev.reshape([K_SPLIT, K_PAD // K_SPLIT])
         acc = ()
         for g in gl.static_range(GATES):
-            acc = acc + (gl.zeros([K_PAD], gl.float32, gl.SliceLayout(0, L)), )
+            acc = acc + (gl.zeros([K_SPLIT, K_PAD], gl.float32, S), )
         for c in gl.static_range(CHUNKS):
-            h_k = h_prev.slice(c * _CHUNK, _CHUNK).load(gl.SliceLayout(1, L))[:, None]
+            h_k = rows.slice(c * _CHUNK, _CHUNK, dim=1).load(gl.SliceLayout(2, L))[:, :, None]
             new = ()
             for g in gl.static_range(GATES):
                 if c < REG_CHUNKS:
                     w = w_reg[g * REG_CHUNKS + c]
                 else:
                     w = w_smem[g * (CHUNKS - REG_CHUNKS) + c - REG_CHUNKS].load(L).to(gl.float32)
-                new = new + (acc[g] + gl.sum(w * h_k, axis=0), )
+                new = new + (acc[g] + gl.sum(w * h_k, axis=1), )
             acc = new
-        return acc
+        out = ()
+        if K_SPLIT == 1:
+            for g in gl.static_range(GATES):
+                out = out + (gl.convert_layout(gl.sum(acc[g], axis=0), U), )
+        else:
+            for g in gl.static_range(GATES):
+                sums_smem[g].store(acc[g])
+            gl.thread_barrier()
+            for g in gl.static_range(GATES):
+                out = out + (gl.sum(sums_smem[g].load(sums_layout(num_warps, K_SPLIT)), axis=0), )
+        return out
 
     @gluon.jit
     def _sigmoid(x, FAST: gl.constexpr):

@@ -701,6 +701,10 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         else fma_default(batch_size, hidden_size, num_gates, dtype, slots)))
     if fma:  # a batch row a program, every unit, the weights on chip (the RNN's in registers)
         bb, bh, resident, block_k, on_chip, warps = 1, kp, True, kp, True, fma_warps(hidden_size)
+        if num_gates > 1:  # (ops/gluon_fma.py: each part of k its own warps)
+            from . import gluon_fma
+
+            warps *= gluon_fma.k_split(hidden_size)
     fast = device.type == "cuda" and direction == "forward" and fast_activations(dtype, precision)
     x3_streamed = (SPLIT_ONCE and device.type == "cuda" and direction == "forward" and precision == "tf32x3"
                    and not on_chip and not resident)
