@@ -33,8 +33,8 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from . import gradients
-from .plans import (Plan, backward_precision, chip_split_level, choose_plan, gate_split_constexprs, k_chunks, k_padded,
-                    split_k_pieces, split_once_level)
+from .plans import (Plan, backward_precision, chip_split_level, choose_plan, fma_warps, gate_split_constexprs, k_chunks,
+                    k_padded, split_k_pieces, split_once_level)
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .rnn.fma import CHAINS as FMA_CHAINS
@@ -140,7 +140,8 @@ def compile_gated_fma(cell: str, dtype: torch.dtype, hidden_size: int, plan: Pla
     fn = lstm_forward_fma_kernel if cell == "lstm" else gru_forward_fma_kernel
     gates = GATES[cell]
     constexprs = dict(HAS_BIAS=True, HAS_H0=True, HAS_C0=True, SAVE=save, HAS_LENGTHS=lengths,
-                      **gluon_fma.constexprs(gates, hidden_size, plan.num_warps, plan.fast_activations))
+                      **gluon_fma.constexprs(gates, hidden_size, plan.num_warps, fma_warps(hidden_size),
+                                             plan.fast_activations))
     constexprs = {k: v for k, v in constexprs.items() if k in fn.arg_names}
     pointers = {"lengths_ptr": "*i32", **{name: "*fp32" for name in F32_POINTERS}}
     return _compile(fn, constexprs, pointers, POINTER[dtype], plan.num_warps, plan.num_stages, capability,

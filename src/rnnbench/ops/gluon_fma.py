@@ -16,17 +16,22 @@ there, against the tensor-core plan's 2.21 (``results/h100/gated-fma/reg-chunks`
 (``compare-575b97f``, from 30 and 300 steps), with no barrier between programs and no tensor-core
 chain.
 
-Layouts (``num_warps`` warps, ``K_PAD = 32 * num_warps`` units):
+Layouts (``num_warps`` warps in ``K_SPLIT`` parts of k (:func:`k_split`: two with 16-bit weights
+from hidden 65, else one), ``K_PAD = 32 * num_warps / K_SPLIT`` units):
 
 - the weights: ``W_hh[g * H + j, k]`` at row k, column j of gate g's tile ``[K_ROWS, K_PAD]``, zeros
-  past H in either index (``K_ROWS``: H rounded up to a chunk), in chunks of :data:`CHUNK` rows of k:
-  the first :func:`reg_chunks` of every gate in the threads' registers, the rest in shared memory
-  (unswizzled, one buffer a chunk).
-- :func:`product_layout`: a chunk ``[CHUNK, K_PAD]`` of one gate's tile with a unit a thread and the
+  past H in either index (``K_ROWS``: H rounded up to a chunk), in chunks of :data:`CHUNK` rows of k,
+  each chunk ``[K_SPLIT, CHUNK, K_PAD]`` (part s's k from ``s * K_PAD / K_SPLIT``): the first
+  :func:`reg_chunks` of every gate in the threads' registers, the rest in shared memory (unswizzled,
+  one buffer a chunk).
+- :func:`product_layout`: such a chunk of one gate with a unit a thread of its part's warps and the
   chunk's k in that thread's registers, so each dot product is the thread's own chain of fused
-  multiply-adds (IEEE fp32) and ends in no reduction across threads.
-- ``h_smem [2, K_PAD]`` fp32: h_{t-1} for every thread to read whole (broadcast reads), two buffers so
-  that a step writes h_t into one while the other is still being read: one CTA barrier a step.
+  multiply-adds (IEEE fp32) and ends in no reduction across threads; with two parts, each gate's two
+  sums pass through shared memory once a step (a CTA barrier), and both parts' warps finish every
+  unit (:func:`units_layout`).
+- ``h_smem [2, K_PAD]`` fp32: h_{t-1} for every thread to read whole (broadcast reads; part s its
+  part of k), two buffers so that a step writes h_t into one while the other is still being read:
+  one CTA barrier a step (two with two parts).
 
 Exists only where :data:`~rnnbench.ops.gluon_common.AVAILABLE` (Triton 3.6); no interpreter (only the
 CUDA tests run these kernels; on CPU the plan never asks for them).
@@ -50,30 +55,32 @@ CHUNK = 8
 REG_VALUES = 144
 
 
-# Parts k is split into across warps (warps ``K_SPLIT * 32 * K_PAD``): each part's warps form their
-# units' dot products over their part of k, and the parts' sums meet in shared memory once a
-# step. Two parts give each multiprocessor's schedulers two warps to issue from and twice the
-# registers for the weights (a third less of the LSTM's read from shared memory a step at hidden
-# 128). EXPERIMENT: measured against one part before it is kept.
-K_SPLIT = 2
+# Parts k is split into across warps with 16-bit weights from this width (``K_PAD`` 128): each
+# part's warps form their units' dot products over their part of k, and the parts' sums meet in
+# shared memory once a step, so each scheduler issues from two warps and W_hh has twice the
+# registers. On the H100 (results/h100/gated-fma/k-split-86b4f9c, graphed forwards at hidden 128,
+# batch 32 and 128) bf16's took 0.71-0.87x the time (GRU 42.0 -> 30.8 µs, LSTM 52.2 -> 45.2); fp32
+# weights (TF32) 0.92-1.03x, and at hidden 100, where each part pads to 64 of k, 1.02-1.12x: fp32
+# weights stay in one part. (Not measured in 16 bits below hidden 65.)
+K_SPLIT_MIN_HIDDEN = 65
 
 
-def k_split(hidden_size: int) -> int:
-    """Parts of k across warps (:data:`K_SPLIT`) at ``hidden_size``."""
-    return K_SPLIT
+def k_split(hidden_size: int, element: int) -> int:
+    """Parts of k across warps at ``hidden_size`` with weights of ``element`` bytes
+    (:data:`K_SPLIT_MIN_HIDDEN`): 2 or 1."""
+    return 2 if element == 2 and hidden_size >= K_SPLIT_MIN_HIDDEN else 1
 
 
-def part_chunks(hidden_size: int, k_padded: int) -> int:
+def part_chunks(hidden_size: int, k_padded: int, parts: int) -> int:
     """Chunks of k in each part: all of ``k_rows`` in one part; with more, ``k_padded / parts`` of
     k each (part s from ``s * k_padded / parts``: h read in place, the last part's past H zeros)."""
-    parts = k_split(hidden_size)
     return k_rows(hidden_size) // CHUNK if parts == 1 else k_padded // parts // CHUNK
 
 
-def reg_chunks(num_gates: int, hidden_size: int, k_padded: int) -> int:
+def reg_chunks(num_gates: int, hidden_size: int, k_padded: int, parts: int) -> int:
     """Chunks of k of every gate in a thread's registers: as many as :data:`REG_VALUES` holds, at
     most its part's all."""
-    return min(REG_VALUES // (num_gates * CHUNK), part_chunks(hidden_size, k_padded))
+    return min(REG_VALUES // (num_gates * CHUNK), part_chunks(hidden_size, k_padded, parts))
 
 
 def k_rows(hidden_size: int) -> int:
@@ -81,23 +88,22 @@ def k_rows(hidden_size: int) -> int:
     return -(-hidden_size // CHUNK) * CHUNK
 
 
-def constexprs(num_gates: int, hidden_size: int, num_warps: int, fast_activations: bool) -> dict:
-    """The FMA forward kernels' compile-time sizes for a plan of ``num_warps`` warps (a thread per
-    unit in each part of k: ``K_PAD = 32 * num_warps / K_SPLIT``), as the launch and ``ops/aot.py``
-    give them."""
-    parts = k_split(hidden_size)
-    k_padded = 32 * num_warps // parts
+def constexprs(num_gates: int, hidden_size: int, num_warps: int, unit_warps: int, fast_activations: bool) -> dict:
+    """The FMA forward kernels' compile-time sizes for a plan of ``num_warps`` warps, ``unit_warps``
+    of them a part of k (a thread per unit in each part: ``K_PAD = 32 * unit_warps``, ``K_SPLIT =
+    num_warps / unit_warps``), as the launch and ``ops/aot.py`` give them."""
+    k_padded, parts = 32 * unit_warps, num_warps // unit_warps
     return dict(H=hidden_size, K_ROWS=k_rows(hidden_size), K_PAD=k_padded, K_SPLIT=parts,
-                REG_CHUNKS=reg_chunks(num_gates, hidden_size, k_padded), FAST_ACT=fast_activations,
+                REG_CHUNKS=reg_chunks(num_gates, hidden_size, k_padded, parts), FAST_ACT=fast_activations,
                 num_warps=num_warps)
 
 
 def shared_bytes(num_gates: int, hidden_size: int, k_padded: int, element: int) -> int:
     """Shared memory of one program (``k_padded``: its units, 32 a warp of a part): the gates'
-    chunks not in registers, in the weights' dtype, two fp32 buffers of h, and where k is split
-    the parts' fp32 sums of every gate."""
-    parts = k_split(hidden_size)
-    chunks = part_chunks(hidden_size, k_padded) - reg_chunks(num_gates, hidden_size, k_padded)
+    chunks not in registers, in the weights' dtype (``element`` bytes), two fp32 buffers of h, and
+    where k is split (:func:`k_split`) the parts' fp32 sums of every gate."""
+    parts = k_split(hidden_size, element)
+    chunks = part_chunks(hidden_size, k_padded, parts) - reg_chunks(num_gates, hidden_size, k_padded, parts)
     sums = num_gates * parts * k_padded * 4 if parts > 1 else 0
     return num_gates * chunks * parts * CHUNK * k_padded * element + 2 * k_padded * 4 + sums
 

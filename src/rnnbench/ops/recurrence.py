@@ -47,7 +47,7 @@ from .lstm import fma as lstm_fma
 from .lstm import gluon as lstm_gluon
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .plans import (AHEAD_MIN_STEPS, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, chip_split_level,
-                    choose_plan, dot_precision, gate_split_constexprs, k_chunks, k_padded, reg_weights_kernel,
+                    choose_plan, dot_precision, fma_warps, gate_split_constexprs, k_chunks, k_padded, reg_weights_kernel,
                     split_k_pieces, split_once_level, upcast_dot)
 from .projection import input_projection, project_ahead
 from .rnn.fma import CHAINS as FMA_CHAINS
@@ -259,7 +259,8 @@ class _Launch:
         block_k, chunks = k_chunks(self.hidden_size, plan.block_k)
         precision = self.precision if forward else self.backward_precision
         if plan.fma and self.num_gates > 1:  # (ops/gluon_fma.py: a thread per unit, W_hh^T on chip)
-            return gluon_fma.constexprs(self.num_gates, self.hidden_size, plan.num_warps, plan.fast_activations)
+            return gluon_fma.constexprs(self.num_gates, self.hidden_size, plan.num_warps, fma_warps(self.hidden_size),
+                                        plan.fast_activations)
         if plan.fma:  # (ops/rnn/fma.py: FMA units, no tiles, no precision)
             meta = dict(H=self.hidden_size, K_PAD=k_padded(self.hidden_size), CHAINS=FMA_CHAINS,
                         num_warps=plan.num_warps)
