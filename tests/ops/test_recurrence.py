@@ -656,8 +656,8 @@ def test_the_rnn_on_fma_units_where_its_rule_allows():
 def test_the_gated_forwards_on_fma_units_where_their_rule_allows(monkeypatch, gates):
     """``Plan.fma`` for the LSTM and GRU, planned for an H100 as if this Triton had the Gluon
     kernels: asked for (``forward_fma``), the forward runs a program per batch row with a thread per
-    unit (1-4 warps; twice as many with 16-bit weights from hidden 65, k in two parts), up to hidden
-    128, in every dtype, its W_hh^T on chip; never the backward, past
+    unit (1-4 warps; twice as many with 16-bit weights from hidden 65 for the GRU, 101 for the LSTM,
+    k in two parts), up to hidden 128, in every dtype, its W_hh^T on chip; never the backward, past
     hidden 128, on the CPU, or where Triton lacks Gluon. By default in every dtype up to one batch
     row per multiprocessor (the GRU's fp32 up to four), where no tile is asked for."""
     from rnnbench.ops import gluon_common
@@ -667,11 +667,12 @@ def test_the_gated_forwards_on_fma_units_where_their_rule_allows(monkeypatch, ga
                                  direction, **override)
 
     monkeypatch.setattr(gluon_common, "AVAILABLE", True)
-    for batch, hidden, warps, warps16 in ((32, 128, 4, 8), (1, 1, 1, 1), (3, 37, 2, 2), (20, 100, 4, 8),
-                                          (500, 64, 2, 2), (7, 65, 4, 8)):
+    for batch, hidden, warps, gru16, lstm16 in ((32, 128, 4, 8, 8), (1, 1, 1, 1, 1), (3, 37, 2, 2, 2),
+                                                (20, 100, 4, 8, 4), (500, 64, 2, 2, 2), (7, 65, 4, 8, 4),
+                                                (7, 101, 4, 8, 8)):
         for dtype in (torch.float32, torch.bfloat16, torch.float16):
             p = plan(batch, hidden, dtype=dtype, forward_fma=True)
-            want = warps if dtype == torch.float32 else warps16
+            want = warps if dtype == torch.float32 else gru16 if gates == 3 else lstm16
             assert p.fma and p.grid(batch, hidden) == (1, batch) and p.num_warps == want, (batch, hidden, dtype)
             assert not plan(batch, hidden, dtype=dtype, direction="backward", forward_fma=True).fma
     # The default: every dtype up to one row per multiprocessor (the GRU's fp32 up to four), no

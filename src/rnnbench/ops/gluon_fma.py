@@ -17,7 +17,8 @@ there, against the tensor-core plan's 2.21 (``results/h100/gated-fma/reg-chunks`
 chain.
 
 Layouts (``num_warps`` warps in ``K_SPLIT`` parts of k (:func:`k_split`: two with 16-bit weights
-from hidden 65, else one), ``K_PAD = 32 * num_warps / K_SPLIT`` units):
+at hidden 65-128 for the GRU, 101-128 for the LSTM, else one), ``K_PAD = 32 * num_warps / K_SPLIT``
+units):
 
 - the weights: ``W_hh[g * H + j, k]`` at row k, column j of gate g's tile ``[K_ROWS, K_PAD]``, zeros
   past H in either index (``K_ROWS``: H rounded up to a chunk), in chunks of :data:`CHUNK` rows of k,
@@ -55,20 +56,22 @@ CHUNK = 8
 REG_VALUES = 144
 
 
-# Parts k is split into across warps with 16-bit weights from this width (``K_PAD`` 128): each
-# part's warps form their units' dot products over their part of k, and the parts' sums meet in
-# shared memory once a step, so each scheduler issues from two warps and W_hh has twice the
-# registers. On the H100 (results/h100/gated-fma/k-split-86b4f9c, graphed forwards at hidden 128,
-# batch 32 and 128) bf16's took 0.71-0.87x the time (GRU 42.0 -> 30.8 µs, LSTM 52.2 -> 45.2); fp32
-# weights (TF32) 0.92-1.03x, and at hidden 100, where each part pads to 64 of k, 1.02-1.12x: fp32
-# weights stay in one part. (Not measured in 16 bits below hidden 65.)
-K_SPLIT_MIN_HIDDEN = 65
+# Parts k is split into across warps with 16-bit weights, from these widths (the GRU's, the
+# LSTM's): each part's warps form their units' dot products over their part of k, and the parts'
+# sums meet in shared memory once a step, so each scheduler issues from two warps and W_hh has twice
+# the registers. Each part takes ``K_PAD / 2`` of k, so at hidden 100 (``K_PAD`` 128) they pad 104
+# rows of k to 128. On the H100 (graphed forwards, results/h100/gated-fma/k-split-86b4f9c and
+# k-split-4d75779): at hidden 128, batch 32 and 128, bf16 and fp16 took 0.76-0.90x the time (GRU
+# bf16 40.3 -> 30.7 µs, LSTM 52.0 -> 46.2); at hidden 100, batch 20, bf16's GRU 0.89x, its LSTM
+# 1.05x; fp32 weights (TF32) 0.92-1.03x at hidden 128 and 1.02-1.12x at 100, so they stay in one
+# part. (Not measured in 16 bits below hidden 65, nor the LSTM between 101 and 127.)
+K_SPLIT_MIN_HIDDEN = {3: 65, 4: 101}
 
 
-def k_split(hidden_size: int, element: int) -> int:
-    """Parts of k across warps at ``hidden_size`` with weights of ``element`` bytes
-    (:data:`K_SPLIT_MIN_HIDDEN`): 2 or 1."""
-    return 2 if element == 2 and hidden_size >= K_SPLIT_MIN_HIDDEN else 1
+def k_split(num_gates: int, hidden_size: int, element: int) -> int:
+    """Parts of k across warps for ``num_gates`` gates at ``hidden_size`` with weights of
+    ``element`` bytes (:data:`K_SPLIT_MIN_HIDDEN`): 2 or 1."""
+    return 2 if element == 2 and hidden_size >= K_SPLIT_MIN_HIDDEN[num_gates] else 1
 
 
 def part_chunks(hidden_size: int, k_padded: int, parts: int) -> int:
@@ -102,7 +105,7 @@ def shared_bytes(num_gates: int, hidden_size: int, k_padded: int, element: int) 
     """Shared memory of one program (``k_padded``: its units, 32 a warp of a part): the gates'
     chunks not in registers, in the weights' dtype (``element`` bytes), two fp32 buffers of h, and
     where k is split (:func:`k_split`) the parts' fp32 sums of every gate."""
-    parts = k_split(hidden_size, element)
+    parts = k_split(num_gates, hidden_size, element)
     chunks = part_chunks(hidden_size, k_padded, parts) - reg_chunks(num_gates, hidden_size, k_padded, parts)
     sums = num_gates * parts * k_padded * 4 if parts > 1 else 0
     return num_gates * chunks * parts * CHUNK * k_padded * element + 2 * k_padded * 4 + sums

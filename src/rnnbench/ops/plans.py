@@ -704,7 +704,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         if num_gates > 1:  # (ops/gluon_fma.py: each part of k its own warps)
             from . import gluon_fma
 
-            warps *= gluon_fma.k_split(hidden_size, element)
+            warps *= gluon_fma.k_split(num_gates, hidden_size, element)
     fast = device.type == "cuda" and direction == "forward" and fast_activations(dtype, precision)
     x3_streamed = (SPLIT_ONCE and device.type == "cuda" and direction == "forward" and precision == "tf32x3"
                    and not on_chip and not resident)
