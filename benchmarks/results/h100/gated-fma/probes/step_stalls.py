@@ -8,13 +8,20 @@ kernel to be profiled by Nsight Compute. On a GPU, from the repository root::
 
 Runs ``rnnbench.nn``'s LSTM and GRU (``backend="triton"``) at theano's TF32 sizes (batch 32, hidden
 and input 128, 30 steps) under ``no_grad``, six calls each (the first recorded, the rest replayed):
-the skip and count above profile the LSTM's sixth launch of the FMA forward and the GRU's first."""
+the skip and count above profile the LSTM's sixth launch of the FMA forward and the GRU's first.
+With the argument ``parts=2``, k is split in two parts for these fp32 weights too
+(``gluon_fma.k_split``, which splits only 16-bit weights)."""
+import sys
+
 import torch
 
 from rnnbench import nn as rnn
+from rnnbench.ops import gluon_fma
 
 
 def main():
+    if "parts=2" in sys.argv[1:]:
+        gluon_fma.k_split = lambda num_gates, hidden_size, element: 2
     torch.backends.cuda.matmul.allow_tf32 = True
     x = torch.randn(30, 32, 128, device="cuda")
     for cls in (rnn.LSTM, rnn.GRU):
