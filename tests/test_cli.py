@@ -204,6 +204,27 @@ def test_resume_through_the_cli_adds_nothing(cli, tiny_run):
     assert len(rows) == 2 and out.read_text().startswith(before)
 
 
+def test_runs_measure_every_pair_once_a_run_each_run_a_process_of_its_own(cli, tmp_path):
+    """``--runs 2``: every pair twice, its rows numbered 1 and 2, each run's rows from one process
+    and the two runs' from two; the table says so. ``--runs 3 --resume`` measures run 3 alone."""
+    out = tmp_path / "runs.jsonl"
+    args = ("run", *TINY, "--lanes", "torch-nn,torch-fused-loop", "--budget", "0.02", "--device", "cpu",
+            "--out", out)
+    proc = cli(*args, "--runs", "2", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    rows = list(read_records(out, "result"))
+    assert sorted((r["run"], r["lane"]) for r in rows) == [(1, "torch-fused-loop"), (1, "torch-nn"),
+                                                           (2, "torch-fused-loop"), (2, "torch-nn")]
+    processes = {r["run"]: {r2["pid"] for r2 in rows if r2["run"] == r["run"]} for r in rows}
+    assert len(processes[1]) == len(processes[2]) == 1 and processes[1] != processes[2]
+    assert "run 2 of 2, a process of its own" in proc.stdout and "Runs: 2, each a process of its own" in proc.stdout
+    proc = cli(*args, "--runs", "3", "--resume", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    after = list(read_records(out, "result"))
+    assert after[:4] == rows and sorted((r["run"], r["lane"]) for r in after[4:]) == [(3, "torch-fused-loop"),
+                                                                                      (3, "torch-nn")]
+
+
 def test_report_markdown_csv_and_plot(cli, tiny_run):
     tmp, out, _ = tiny_run
     proc = cli("report", out, "--format", "csv", cwd=tmp)
@@ -344,6 +365,35 @@ def test_ctrl_c_keeps_rows_and_exits_130(tmp_path, cli_env):
                                            "the case under way's are not (rerun with --resume to continue)"]
     rows = list(read_records(out, "result"))
     assert 2 <= len(rows) < 24 and len(rows) % 2 == 0 and all(r["status"] == "ok" for r in rows)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_during_runs_keeps_rows_and_exits_130(tmp_path, cli_env):
+    """SIGINT to ``rnnbench run --runs 2`` alone (as ``kill -INT`` sends it; a terminal's Ctrl-C
+    reaches the run's process too): passed on to the run under way, exit 130, the one line of the
+    interrupted run, every finished case's rows kept, no second run."""
+    out = tmp_path / "r.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "rnnbench", "run", "--suite", "quick", "--lanes",
+                             "torch-nn,torch-fused-loop", "--budget", "0.3", "--device", "cpu", "--out", str(out),
+                             "--runs", "2"],
+                            cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and proc.poll() is None and not list(read_records(out, "result")):
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, (stdout, stderr)
+    assert "Traceback" not in stderr
+    assert stderr.strip().splitlines() == [f"interrupted; the rows of every case finished so far are in {out}, "
+                                           "the case under way's are not (rerun with --resume to continue)"]
+    rows = list(read_records(out, "result"))
+    assert 2 <= len(rows) < 24 and len(rows) % 2 == 0 and {r["run"] for r in rows} == {1}
+    assert "run 2 of 2" not in stdout
 
 
 def test_a_grid_measures_both_modes_unless_mode_is_given(monkeypatch, capsys):

@@ -348,3 +348,48 @@ def test_plot_colours_follow_the_lane_in_both_panels(drawn):
                                                                ax.get_legend().legend_handles)} for ax in fig.axes[:2]]
     assert colours[0]["torch-fused-loop"] == colours[1]["torch-fused-loop"]
     assert colours[0]["torch-nn"] == colours[1]["torch-nn"]
+
+
+# --- several runs (rnnbench run --runs N) -------------------------------------------------------
+
+def _runs_frame(lane_us: list[float], base_us: list[float], statuses: list[str] | None = None) -> pd.DataFrame:
+    """Glample's LSTM forward measured in len(lane_us) runs: torch-nn at ``base_us``, torch-fused-loop
+    at ``lane_us`` (its status per run ``statuses``)."""
+    case = Case(cell="lstm", mode="forward", **GLAMPLE)
+    rows = []
+    for run, (lane, base) in enumerate(zip(lane_us, base_us), start=1):
+        status = statuses[run - 1] if statuses else "ok"
+        rows += [{**_row(case, "torch-nn", base), "run": run},
+                 {**_row(case, "torch-fused-loop", lane if status == "ok" else None, status), "run": run}]
+    return _frame(rows)
+
+
+def test_runs_give_the_median_of_each_runs_ratio_and_its_range():
+    """Each run's ratio is its own lanes' (side by side in one process); the table gives their
+    median and range, the times' medians, and says how many runs; standing and the plot's
+    speedups take the median ratio."""
+    # ratios 2.0, 1.25, 4.0 (torch-nn 100, 100, 100 against 50, 80, 25)
+    md = report.markdown(_runs_frame([50.0, 80.0, 25.0], [100.0, 100.0, 100.0]), published=False)
+    assert _line(md, "torch-fused-loop")[3] == "50.0" and _line(md, "torch-fused-loop")[5] == "2.00× (1.25–4.00)"
+    assert _line(md, "torch-nn")[5] == "1.00×"
+    assert "Runs: 3, each a process of its own" in md
+    # ratios 2.0, 5.0, 1.0: their median 2.0, where the medians' ratio would be 100 / 30
+    frame = _runs_frame([50.0, 20.0, 30.0], [100.0, 100.0, 30.0])
+    assert _line(report.markdown(frame, published=False), "torch-fused-loop")[5] == "2.00× (1.00–5.00)"
+    # ratios 2.5, 1.5, 1.0: their median 1.5, the medians' ratio 90 / 40
+    frame = _runs_frame([40.0, 60.0, 20.0], [100.0, 90.0, 20.0])
+    assert report.standing(frame).set_index("Lane").loc["torch-fused-loop", "median ×"] == "1.50"
+    assert report.speedups(frame)["forward"].iloc[0]["torch-fused-loop"] == pytest.approx(1.5)
+
+
+def test_a_run_not_ok_is_what_the_pair_shows():
+    """A pair one of whose runs failed shows that run's status, not a median of the others."""
+    md = report.markdown(_runs_frame([50.0, None, 25.0], [100.0, 100.0, 100.0], ["ok", "mismatch", "ok"]),
+                         published=False)
+    assert _line(md, "torch-fused-loop")[3] == "mismatch" and _line(md, "torch-fused-loop")[5] == ""
+
+
+def test_one_run_is_as_before():
+    """Rows without runs (one run, or files from before ``--runs``) give no range and no runs note."""
+    md = report.markdown(_glample_frame(), published=False)
+    assert "Runs:" not in md and "(" not in _line(md, "torch-fused-loop")[4]

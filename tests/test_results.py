@@ -239,6 +239,8 @@ def test_a_failed_row_needs_no_times(tmp_path):
     ({"samples_ms": [1.0, "x"]}, r"a value in 'samples_ms' is 'x', not a number of at least 0"),
     ({"tflops": "1.2"}, r"field 'tflops' is '1.2', not a number of at least 0"),
     ({"peak_fraction": -0.5}, r"field 'peak_fraction' is -0.5, not a number of at least 0"),
+    ({"run": 0}, r"field 'run' is 0, not a positive whole number"),
+    ({"run": "2"}, r"field 'run' is '2', not a positive whole number"),
 ])
 def test_a_row_with_a_wrong_value_names_file_line_and_field(tmp_path, extra, message):
     with pytest.raises(UsageError, match=r"r\.jsonl:3: " + message):

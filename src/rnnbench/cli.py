@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -121,6 +122,7 @@ def run_command(
     turns: int = typer.Option(DEFAULT_TURNS, min=1, help="Turns the lanes of a case take to spend their budgets, round and round, so a slow phase of the machine lands on every lane (1: one lane after another)."),
     compile_mode: str = typer.Option("default", help="torch.compile mode of the torch-compile lane: default, reduce-overhead, max-autotune."),
     worker_timeout: float = typer.Option(600.0, help="Seconds a framework's worker process may take to answer (start-up, first call) before the row says error."),
+    runs: int = typer.Option(1, min=1, help="Measure everything this many times, each run a process of its own, one after another: a ratio between lanes moves between processes more than within one (docs/methodology.md). The tables give each pair's median and its ratio's range; rows say their run."),
 ):
     """Verify, then time, every lane on every case; append rows to a JSON-lines file."""
     from .lanes import LANES, get_lane
@@ -149,12 +151,65 @@ def run_command(
         print(f"{len(cases)} cases × {len(chosen)} lanes")
         return
     out = out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{device}.jsonl"
-    with lane_options.using(**vars(run_options)):
-        _run_with_progress(cases, chosen, out, resume, retry_failed, budget, turns)
+    if runs == 1:
+        with lane_options.using(**vars(run_options)):
+            _run_with_progress(cases, chosen, out, resume, retry_failed, budget, turns)
+    else:
+        _run_in_processes(runs, cases, [lane.name for lane in chosen], out, resume, retry_failed, budget, turns,
+                          vars(run_options))
     _print_report(out, baseline)
 
 
-def _run_with_progress(cases, lanes, out: Path, resume: bool, retry_failed: bool, budget: float, turns: int) -> None:
+def _run_in_processes(runs: int, cases, lane_names: list[str], out: Path, resume: bool, retry_failed: bool,
+                      budget: float, turns: int, run_options: dict) -> None:
+    """``--runs``: each run in a fresh process (spawned: nothing of this one's state, CUDA's
+    included, carries over), one after another, their rows appended to ``out``. Stops at a run
+    that did not end well (interrupted: exit 130; failed: its exit code)."""
+    import multiprocessing
+
+    from .results import ResultsFile
+
+    ResultsFile(out)  # (its checks' one-line errors here, not in every process)
+    spawn = multiprocessing.get_context("spawn")
+    for index in range(1, runs + 1):
+        console.print(f"run {index} of {runs}, a process of its own")
+        process = spawn.Process(target=_one_run, args=(index, cases, lane_names, out, resume, retry_failed, budget,
+                                                       turns, run_options))
+        process.start()
+        try:
+            process.join()
+        except KeyboardInterrupt:
+            process.join(timeout=2)  # (from a terminal, the run's process got it too)
+            if process.is_alive():  # (sent to this process alone: pass it on)
+                os.kill(process.pid, signal.SIGINT)
+                process.join()
+            if process.exitcode != 130:  # (the run had ended; else its process said where its rows are)
+                err.print(f"interrupted; the rows of every run finished so far are in {out} (rerun with "
+                          "--resume to continue)")
+            raise typer.Exit(130)
+        if process.exitcode:
+            err.print(f"run {index} of {runs} ended with exit code {process.exitcode}; the rows so far are in {out}")
+            raise typer.Exit(process.exitcode if process.exitcode > 0 else 1)
+
+
+def _one_run(index: int, cases, lane_names: list[str], out: Path, resume: bool, retry_failed: bool, budget: float,
+             turns: int, run_options: dict) -> None:
+    """One of ``--runs``' processes: the run as ``rnnbench run`` makes it, its rows numbered ``index``."""
+    from .lanes import get_lane
+    from .lanes import options as lane_options
+
+    try:
+        with lane_options.using(**run_options):
+            _run_with_progress(cases, [get_lane(n) for n in lane_names], out, resume, retry_failed, budget, turns,
+                               index)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+def _run_with_progress(cases, lanes, out: Path, resume: bool, retry_failed: bool, budget: float, turns: int,
+                       run_index: int | None = None) -> None:
     from .results import ResultsFile
     from .runner import run
 
@@ -170,7 +225,7 @@ def _run_with_progress(cases, lanes, out: Path, resume: bool, retry_failed: bool
                     view.line(_plain_line(view.done, total, row))
 
             run(cases, lanes, results, resume=resume, retry_failed=retry_failed, budget_s=budget, turns=turns, on_row=on_row,
-                on_start=lambda c, l: view.describe(f"{c.key} · {l.name}"), on_note=view.line)
+                on_start=lambda c, l: view.describe(f"{c.key} · {l.name}"), on_note=view.line, run_index=run_index)
     except KeyboardInterrupt:
         err.print(f"interrupted; the rows of every case finished so far are in {out}, the case under way's "
                   "are not (rerun with --resume to continue)")

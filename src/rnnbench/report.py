@@ -24,8 +24,53 @@ MODE_COLUMNS = {"train": "Train (µs)", "forward": "Forward only (µs)"}
 
 
 def latest(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per (case, lane, machine): the last one written (a re-run supersedes)."""
-    return frame.drop_duplicates(subset=["case_key", "lane", "env_id"], keep="last")
+    """One row per (case, lane, machine, run): the last one written (a re-run supersedes). A frame
+    without runs (not from :func:`~rnnbench.results.load_results`) is one run."""
+    if "run" not in frame:
+        frame = frame.assign(run=1)
+    return frame.drop_duplicates(subset=["case_key", "lane", "env_id", "run"], keep="last")
+
+
+# Figures of a pair that are the median over its runs (``rnnbench run --runs N``).
+RUN_MEDIANS = ("ms_per_batch", "us_per_example", "p20_ms", "p80_ms", "tflops", "peak_fraction", "peak_tflops")
+
+
+def combined(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """One row per (case, lane, machine) over its runs (:func:`latest` of each), in the order first
+    measured, with ``speedup``: ``baseline``'s time / the lane's in the same run (NaN where either is
+    not ok), and over the runs ``runs`` (how many), and where every run is ok the median of each
+    figure (:data:`RUN_MEDIANS`, ``speedup``) and the speedups' range (``speedup_low``,
+    ``speedup_high``), ``noisy`` if any run was. A pair with a run not ok takes that run's row
+    (its status and message). Each run is a process of its own, so the range is how far a ratio
+    moves between processes, which one run cannot show (docs/methodology.md)."""
+    rows = latest(frame)
+    if "us_per_example" not in rows:  # (no row ok)
+        rows = rows.assign(us_per_example=float("nan"))
+    key = ["case_key", "env_id", "run"]
+    base = rows.loc[(rows["lane"] == baseline) & (rows["status"] == "ok"), key + ["us_per_example"]]
+    rows = rows.merge(base.rename(columns={"us_per_example": "_base"}), on=key, how="left")
+    rows["speedup"] = (rows["_base"] / rows["us_per_example"]).where(rows["status"] == "ok")
+    rows = rows.drop(columns="_base")
+    pair = ["case_key", "lane", "env_id"]
+    counts = rows.groupby(pair, sort=False)["run"].transform("size")
+    if (counts == 1).all():
+        return rows.assign(runs=1, speedup_low=rows["speedup"], speedup_high=rows["speedup"])
+    rows["_first"] = rows.groupby(pair, sort=False).ngroup()  # (pairs in the order first measured)
+    single = rows[counts == 1]
+    out = [single.assign(runs=1, speedup_low=single["speedup"], speedup_high=single["speedup"])]
+    for _, group in rows[counts > 1].groupby(pair, sort=False):
+        failed = group[group["status"] != "ok"]
+        row = (failed.iloc[[0]] if len(failed) else group.iloc[[-1]]).copy()
+        row["runs"] = len(group)
+        if failed.empty:
+            for field in (f for f in (*RUN_MEDIANS, "speedup") if f in group):
+                row[field] = group[field].median()
+            row["speedup_low"], row["speedup_high"] = group["speedup"].min(), group["speedup"].max()
+            if "noisy" in group:
+                row["noisy"] = group["noisy"].fillna(False).astype(bool).any()
+        out.append(row)
+    joined = pd.concat([part for part in out if len(part)], ignore_index=True).sort_values("_first", kind="stable")
+    return joined.drop(columns="_first").reset_index(drop=True)
 
 
 def _title(config: dict) -> str:
@@ -48,10 +93,14 @@ def _cell_text(row: pd.Series | None) -> str:
     return f"{row['us_per_example']:.1f}" + ("*" if row.get("noisy") else "") + ("†" if warned else "")
 
 
-def _speedup(row, base) -> str:
-    if row is None or base is None or row["status"] != "ok" or base["status"] != "ok":
+def _speedup(row) -> str:
+    """A :func:`combined` row's speedup, and its range over the runs where there are several."""
+    if row is None or pd.isna(row.get("speedup")):
         return ""
-    return f"{base['us_per_example'] / row['us_per_example']:.2f}×"
+    text = f"{row['speedup']:.2f}×"
+    if row.get("runs", 1) > 1 and row["speedup_low"] != row["speedup_high"]:
+        text += f" ({row['speedup_low']:.2f}–{row['speedup_high']:.2f})"
+    return text
 
 
 def _useful(row) -> str:
@@ -82,7 +131,8 @@ def _lane_order(lane: str) -> tuple:
 
 
 def group_table(group: pd.DataFrame, baseline: str, published: bool = True) -> pd.DataFrame:
-    """The seed-shaped table of one configuration (see module docstring)."""
+    """The seed-shaped table of one configuration (see module docstring), from its
+    :func:`combined` rows."""
     rows = []
     measured = group[group["status"] != "unavailable"]
     for cell in sorted(measured["cell"].unique()):
@@ -93,7 +143,7 @@ def group_table(group: pd.DataFrame, baseline: str, published: bool = True) -> p
             for mode, column in MODE_COLUMNS.items():
                 line[column] = _cell_text(by.get((lane, mode)))
             for mode in MODE_COLUMNS:
-                line[f"{mode} × {baseline}"] = _speedup(by.get((lane, mode)), by.get((baseline, mode)))
+                line[f"{mode} × {baseline}"] = _speedup(by.get((lane, mode)))
             for mode in MODE_COLUMNS:
                 line[f"{mode} TFLOP/s"] = _figure(by.get((lane, mode)), "tflops")
             for mode in MODE_COLUMNS:
@@ -140,14 +190,24 @@ def _peak_note(group: pd.DataFrame) -> str:
     return note + "\n"
 
 
+def _runs_note(group: pd.DataFrame) -> str:
+    """The footnote saying a table's figures are over several runs, or "" for one run each."""
+    runs = group.loc[group["status"] != "unavailable", "runs"]
+    if runs.max() <= 1:
+        return ""
+    count = str(int(runs.max())) if runs.min() == runs.max() else f"{int(runs.min())}–{int(runs.max())}"
+    return (f"\nRuns: {count}, each a process of its own: times are the medians over the runs, `×` the "
+            "median of each run's ratio (its range in brackets).\n")
+
+
 def tables(frame: pd.DataFrame, baseline: str = "torch-nn", published: bool = True) -> list[tuple[str, pd.DataFrame, str]]:
     """(title, table, footnote) for every configuration in the results, in the order first measured."""
-    frame = latest(frame)
+    frame = combined(frame, baseline)
     out = []
     for _, group in frame.groupby(GROUP, sort=False, dropna=False):
         if (group["status"] == "unavailable").all():
             continue
-        note = _peak_note(group) + (_sources(group) if published else "")
+        note = _runs_note(group) + _peak_note(group) + (_sources(group) if published else "")
         out.append((_title(group.iloc[0].to_dict()), group_table(group, baseline, published), note))
     return out
 
@@ -157,7 +217,8 @@ def markdown(frame: pd.DataFrame, baseline: str = "torch-nn", published: bool = 
     parts = [f"### {title}\n\n{table.to_markdown(index=False, disable_numparse=True)}\n{note}"
              for title, table, note in tables(frame, baseline, published)]
     legend = ("µs per example = median time per batch / batch_size; train = forward + backward from the loss. "
-              f"`× {baseline}` = {baseline} time / lane time in the same run (> 1 is faster). "
+              f"`× {baseline}` = {baseline} time / lane time in the same run (> 1 is faster; over several "
+              "runs the median of the runs' ratios, their range in brackets). "
               "TFLOP/s = the matmuls of the useful steps (2·m·n·k each, train 3× forward; element-wise "
               "work not counted) / median time; % of peak = of the Peak under the table. "
               "`*` = noisy (p20–p80 spread over 10 % of the median). `†` = the lane warned while built or "
@@ -209,14 +270,15 @@ def _label_part(field: str, value) -> str:
 
 
 def speedups(frame: pd.DataFrame, baseline: str = "torch-nn") -> dict[str, pd.DataFrame]:
-    """Per mode, a table of ``baseline`` time / lane time (> 1 is faster): one row per
-    (configuration, machine) labelled by :func:`plot_labels`, one column per lane, in order of
-    first appearance. A mode whose rows hold no ``baseline`` time is left out.
+    """Per mode, a table of ``baseline`` time / lane time (> 1 is faster; over several runs the
+    median of each run's, :func:`combined`): one row per (configuration, machine) labelled by
+    :func:`plot_labels`, one column per lane, in order of first appearance. A mode whose rows hold
+    no ``baseline`` time is left out.
 
     Raises:
         UsageError: no row with status ok.
     """
-    ok = latest(frame)
+    ok = combined(frame, baseline)
     ok = ok[ok["status"] == "ok"].copy()
     if ok.empty:
         raise UsageError("nothing to plot: the results hold no row with status ok")
@@ -224,11 +286,11 @@ def speedups(frame: pd.DataFrame, baseline: str = "torch-nn") -> dict[str, pd.Da
     out = {}
     for mode in MODE_COLUMNS:
         part = ok[ok["mode"] == mode]
-        table = part.pivot(index="label", columns="lane", values="us_per_example")
-        if baseline not in table:
+        table = part.pivot(index="label", columns="lane", values="speedup")
+        if baseline not in table or table[baseline].isna().all():
             continue
         table = table.reindex(part["label"].unique())
-        out[mode] = table.rdiv(table[baseline], axis=0)[sorted(table.columns, key=_lane_order)]
+        out[mode] = table[sorted(table.columns, key=_lane_order)]
     return out
 
 

@@ -208,6 +208,8 @@ def load_results(path: str | os.PathLike):
     # Rows written before variable-length batches existed are full-length cases.
     frame["lengths"] = frame["lengths"].fillna("") if "lengths" in frame else ""
     frame["sort_lengths"] = frame["sort_lengths"].fillna(False).astype(bool) if "sort_lengths" in frame else False
+    # A single run's rows are run 1 (``rnnbench run --runs N`` numbers its processes' rows).
+    frame["run"] = frame["run"].fillna(1).astype(int) if "run" in frame else 1
     return frame
 
 
@@ -216,7 +218,8 @@ def check_result_row(row: dict, where: str) -> None:
     result row needs, with the right type: the text fields, positive whole sizes, and for status
     ``ok`` a positive finite ``ms_per_batch`` and ``us_per_example``. ``p20_ms``, ``p80_ms``,
     ``tflops``, ``peak_tflops``, ``peak_fraction`` and ``samples_ms`` (a list) are optional, but
-    when present must be finite numbers of at least 0 (a timer can read 0 on a tiny run)."""
+    when present must be finite numbers of at least 0 (a timer can read 0 on a tiny run); ``run``
+    too, a positive whole number when present."""
     for field in TEXT_FIELDS + SIZE_FIELDS + (OK_FIELDS if row.get("status") == "ok" else ()):
         if field not in row:
             raise UsageError(f"{where}: result row has no field {field!r}")
@@ -226,6 +229,10 @@ def check_result_row(row: dict, where: str) -> None:
         value = row[field]
         _check(isinstance(value, int) and not isinstance(value, bool) and value > 0, where, f"field {field!r}",
                value, "a positive whole number")
+    if "run" in row:  # (one of `rnnbench run --runs N`'s processes)
+        value = row["run"]
+        _check(isinstance(value, int) and not isinstance(value, bool) and value > 0, where, "field 'run'", value,
+               "a positive whole number")
     if row["status"] != "ok":
         return
     for field in OK_FIELDS:

@@ -21,6 +21,7 @@ of the device's dense matmul peak in the case's dtype (``peak_tflops``, measured
 from __future__ import annotations
 
 import gc
+import os
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -45,9 +46,14 @@ STATUSES = ("ok", "mismatch", "oom", "too_large", "unavailable", "error")
 RETRYABLE = ("oom", "error")
 
 
-def base_row(case: Case, lane: Lane, env_id: str) -> dict:
-    return {"record": "result", **case.to_dict(), "case_key": case.key, "lane": lane.name,
-            "env_id": env_id, "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+def base_row(case: Case, lane: Lane, env_id: str, run_index: int | None = None) -> dict:
+    """The fields every row of a pair has; with ``run_index`` (one of ``rnnbench run --runs N``'s
+    processes) also ``run`` (1 to N) and the measuring process's ``pid``."""
+    row = {"record": "result", **case.to_dict(), "case_key": case.key, "lane": lane.name,
+           "env_id": env_id, "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    if run_index is not None:
+        row.update(run=run_index, pid=os.getpid())
+    return row
 
 
 def speed_fields(case: Case, m: Measurement, useful_timesteps: int | None = None) -> dict:
@@ -271,10 +277,13 @@ def _headline(name: str, message) -> str:
     return f"{name}: {lines[0][:200] if lines else ''}"
 
 
-def done_pairs(path, retry_failed: bool = False) -> set[tuple[str, str]]:
-    """(case_key, lane) pairs the results file already answers: every pair with a row, less
-    (with ``retry_failed``) those whose latest row is ``oom`` or ``error``."""
-    latest = {(r["case_key"], r["lane"]): r.get("status") for r in read_records(path, "result")}
+def done_pairs(path, retry_failed: bool = False, run_index: int | None = None) -> set[tuple[str, str]]:
+    """(case_key, lane) pairs the results file already answers for run ``run_index`` (a row
+    without a ``run`` is run 1, as is a single run's): every pair with a row, less (with
+    ``retry_failed``) those whose latest row is ``oom`` or ``error``."""
+    run_index = run_index or 1
+    latest = {(r["case_key"], r["lane"]): r.get("status") for r in read_records(path, "result")
+              if r.get("run", 1) == run_index}
     return {pair for pair, status in latest.items() if not (retry_failed and status in RETRYABLE)}
 
 
@@ -374,8 +383,10 @@ def run(cases: Iterable[Case], lanes: list[Lane], out: ResultsFile, *, resume: b
         retry_failed: bool = False, budget_s: float = 0.5, turns: int = DEFAULT_TURNS,
         on_row: Callable[[dict], None] = lambda row: None,
         on_start: Callable[[Case, Lane], None] = lambda case, lane: None,
-        on_note: Callable[[str], None] = lambda text: None) -> list[dict]:
-    """Measure every (case, lane) pair not yet in ``out`` (with ``resume``); returns the new rows.
+        on_note: Callable[[str], None] = lambda text: None, run_index: int | None = None) -> list[dict]:
+    """Measure every (case, lane) pair not yet in ``out`` (with ``resume``; for ``run_index``, one
+    of ``rnnbench run --runs N``'s processes, whose rows say which: :func:`base_row`); returns the
+    new rows.
 
     The inputs and float64 reference are made once per case, only if some lane of it can run.
     The lanes of a case are verified one by one and then timed together in ``turns`` turns
@@ -387,7 +398,7 @@ def run(cases: Iterable[Case], lanes: list[Lane], out: ResultsFile, *, resume: b
     env = environment()
     peaks: dict[tuple[str, str], Peak | None] = {}
     out.write_env(env)
-    skip = done_pairs(out.path, retry_failed) if resume else set()
+    skip = done_pairs(out.path, retry_failed, run_index) if resume else set()
     rows = []
     for case in cases:
 
@@ -396,7 +407,7 @@ def run(cases: Iterable[Case], lanes: list[Lane], out: ResultsFile, *, resume: b
             for lane, result in results:
                 if result["status"] == "ok":
                     result.update(peak_fields(result["tflops"], run_peak(case, peaks, on_note)))
-                written.append({**base_row(case, lane, env["env_id"]), **result})
+                written.append({**base_row(case, lane, env["env_id"], run_index), **result})
             out.extend(written)  # one write: an interrupt keeps all of a case's rows or none
             for row in written:
                 rows.append(row)
