@@ -198,7 +198,10 @@ if AVAILABLE:
         stores; gate g's chunk c at ``g * (CHUNKS - REG_CHUNKS) + c - REG_CHUNKS``, ``CHUNKS`` a
         part's), written down column j, so a warp's stores touch consecutive words."""
         L: gl.constexpr = product_layout(num_warps, K_SPLIT)
-        SMEM: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [2, 1, 0])
+        if w_hh_ptr.dtype.element_ty == gl.float32:
+            SMEM: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [2, 1, 0])
+        else:  # EXPERIMENT: a unit's chunk of k contiguous: 16 bytes a thread in 16 bits
+            SMEM: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 2, 0])
         CHUNKS: gl.constexpr = K_ROWS // _CHUNK if K_SPLIT == 1 else K_PAD // K_SPLIT // _CHUNK
         j = gl.arange(0, K_PAD, layout=gl.SliceLayout(0, gl.SliceLayout(1, L)))[None, None, :]
         kc = gl.arange(0, _CHUNK, layout=gl.SliceLayout(0, gl.SliceLayout(2, L)))[None, :, None]
