@@ -24,7 +24,7 @@ units):
   past H in either index (``K_ROWS``: H rounded up to a chunk), in chunks of :data:`CHUNK` rows of k,
   each chunk ``[K_SPLIT, CHUNK, K_PAD]`` (part s's k from ``s * K_PAD / K_SPLIT``): the first
   :func:`reg_chunks` of every gate in the threads' registers, the rest in shared memory (unswizzled,
-  one buffer a chunk).
+  one buffer a chunk; fp32 down each column, 16 bits with each unit's chunk of k contiguous).
 - :func:`product_layout`: such a chunk of one gate with a unit a thread of its part's warps and the
   chunk's k in that thread's registers, so each dot product is the thread's own chain of fused
   multiply-adds (IEEE fp32) and ends in no reduction across threads; with two parts, each gate's two
@@ -196,11 +196,16 @@ if AVAILABLE:
         REG_CHUNKS + c``), the rest in shared memory, one buffer each (shared memory's shapes must
         be powers of 2, and the compiler's barrier analysis then puts no CTA barrier between their
         stores; gate g's chunk c at ``g * (CHUNKS - REG_CHUNKS) + c - REG_CHUNKS``, ``CHUNKS`` a
-        part's), written down column j, so a warp's stores touch consecutive words."""
+        part's): fp32 written down column j, so a warp's stores touch consecutive words; 16 bits
+        with each unit's chunk of k contiguous, 16 bytes a thread."""
         L: gl.constexpr = product_layout(num_warps, K_SPLIT)
-        if w_hh_ptr.dtype.element_ty == gl.float32:
+        if w_hh_ptr.dtype.element_ty == gl.float32:  # (down column j: the compiler reads it with LDSM)
             SMEM: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [2, 1, 0])
-        else:  # EXPERIMENT: a unit's chunk of k contiguous: 16 bytes a thread in 16 bits
+        else:
+            # A unit's chunk of k contiguous: 16 bytes a thread, one LDS.128 where down column j
+            # took a load a value (the LSTM's bf16 loop at hidden 128 on sm_90: 32 loads a warp, not
+            # 144; graphed forwards on the H100 0.81-0.90x the time, the GRU's 0.95-1.04x:
+            # results/h100/gated-fma/contiguous-e347eba).
             SMEM: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 2, 0])
         CHUNKS: gl.constexpr = K_ROWS // _CHUNK if K_SPLIT == 1 else K_PAD // K_SPLIT // _CHUNK
         j = gl.arange(0, K_PAD, layout=gl.SliceLayout(0, gl.SliceLayout(1, L)))[None, None, :]
