@@ -58,19 +58,23 @@ def combined(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
     rows["_first"] = rows.groupby(pair, sort=False).ngroup()  # (pairs in the order first measured)
     single = rows[counts == 1]
     out = [single.assign(runs=1, speedup_low=single["speedup"], speedup_high=single["speedup"])]
-    for _, group in rows[counts > 1].groupby(pair, sort=False):
-        failed = group[group["status"] != "ok"]
-        row = (failed.iloc[[0]] if len(failed) else group.iloc[[-1]]).copy()
-        row["runs"] = len(group)
-        if failed.empty:
-            for field in (f for f in (*RUN_MEDIANS, "speedup") if f in group):
-                row[field] = group[field].median()
-            row["speedup_low"], row["speedup_high"] = group["speedup"].min(), group["speedup"].max()
-            if "noisy" in group:
-                row["noisy"] = group["noisy"].fillna(False).astype(bool).any()
-        out.append(row)
+    out += [_over_runs(group) for _, group in rows[counts > 1].groupby(pair, sort=False)]
     joined = pd.concat([part for part in out if len(part)], ignore_index=True).sort_values("_first", kind="stable")
     return joined.drop(columns="_first").reset_index(drop=True)
+
+
+def _over_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """One pair's rows of several runs as one row (:func:`combined`)."""
+    failed = runs[runs["status"] != "ok"]
+    row = (failed.iloc[[0]] if len(failed) else runs.iloc[[-1]]).copy()
+    row["runs"] = len(runs)
+    if failed.empty:
+        for field in (f for f in (*RUN_MEDIANS, "speedup") if f in runs):
+            row[field] = runs[field].median()
+        row["speedup_low"], row["speedup_high"] = runs["speedup"].min(), runs["speedup"].max()
+        if "noisy" in runs:
+            row["noisy"] = runs["noisy"].fillna(False).astype(bool).any()
+    return row
 
 
 def _title(config: dict) -> str:
