@@ -206,6 +206,9 @@ def _one_run(index: int, cases, lane_names: list[str], out: Path, resume: bool, 
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)
+    except UsageError as exc:  # (as main() says it: one line, exit 2)
+        print(f"rnnbench: error: {exc}", file=sys.stderr)
+        sys.exit(2)
 
 
 def _run_with_progress(cases, lanes, out: Path, resume: bool, retry_failed: bool, budget: float, turns: int,
