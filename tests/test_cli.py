@@ -338,14 +338,14 @@ def test_list(cli):
     assert "runs on cuda only" in proc.stdout
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-def test_ctrl_c_keeps_rows_and_exits_130(tmp_path, cli_env):
-    """SIGINT during a run: exit 130, one line saying where the rows are, every finished case's rows
-    kept (both lanes of each: a case's lanes are timed together and written together)."""
+def _interrupted_run(tmp_path, cli_env, *extra: str):
+    """``rnnbench run`` of the quick suite (12 cases × 2 lanes at 0.3 s each: several seconds of
+    work, ``extra`` options added) sent SIGINT once its first row is written: (the process, its
+    stdout, its stderr, the results file)."""
     out = tmp_path / "r.jsonl"
-    # 12 cases × 2 lanes at 0.3 s each: several seconds of work, interrupted after the first row
     proc = subprocess.Popen([sys.executable, "-m", "rnnbench", "run", "--suite", "quick", "--lanes",
-                             "torch-nn,torch-fused-loop", "--budget", "0.3", "--device", "cpu", "--out", str(out)],
+                             "torch-nn,torch-fused-loop", "--budget", "0.3", "--device", "cpu", "--out", str(out),
+                             *extra],
                             cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             # a shell's background job inherits SIGINT ignored; Python then never raises
                             # KeyboardInterrupt, so give the child the default disposition back
@@ -359,6 +359,14 @@ def test_ctrl_c_keeps_rows_and_exits_130(tmp_path, cli_env):
     finally:
         if proc.poll() is None:
             proc.kill()
+    return proc, stdout, stderr, out
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_keeps_rows_and_exits_130(tmp_path, cli_env):
+    """SIGINT during a run: exit 130, one line saying where the rows are, every finished case's rows
+    kept (both lanes of each: a case's lanes are timed together and written together)."""
+    proc, stdout, stderr, out = _interrupted_run(tmp_path, cli_env)
     assert proc.returncode == 130, (stdout, stderr)
     assert "Traceback" not in stderr
     assert stderr.strip().splitlines() == [f"interrupted; the rows of every case finished so far are in {out}, "
@@ -372,21 +380,7 @@ def test_ctrl_c_during_runs_keeps_rows_and_exits_130(tmp_path, cli_env):
     """SIGINT to ``rnnbench run --runs 2`` alone (as ``kill -INT`` sends it; a terminal's Ctrl-C
     reaches the run's process too): passed on to the run under way, exit 130, the one line of the
     interrupted run, every finished case's rows kept, no second run."""
-    out = tmp_path / "r.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "rnnbench", "run", "--suite", "quick", "--lanes",
-                             "torch-nn,torch-fused-loop", "--budget", "0.3", "--device", "cpu", "--out", str(out),
-                             "--runs", "2"],
-                            cwd=tmp_path, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
-        deadline = time.time() + 60
-        while time.time() < deadline and proc.poll() is None and not list(read_records(out, "result")):
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    proc, stdout, stderr, out = _interrupted_run(tmp_path, cli_env, "--runs", "2")
     assert proc.returncode == 130, (stdout, stderr)
     assert "Traceback" not in stderr
     assert stderr.strip().splitlines() == [f"interrupted; the rows of every case finished so far are in {out}, "
