@@ -61,9 +61,9 @@ REG_VALUES = 144
 # sums meet in shared memory once a step, so each scheduler issues from two warps and W_hh has twice
 # the registers. Each part takes ``K_PAD / 2`` of k, so at hidden 100 (``K_PAD`` 128) they pad 104
 # rows of k to 128. On the H100 (graphed forwards, results/h100/gated-fma/k-split-86b4f9c and
-# k-split-4d75779): at hidden 128, batch 32 and 128, bf16 and fp16 took 0.76-0.90x the time (GRU
+# k-split-4d75779): at hidden 128, batch 32 and 128, bf16 and fp16 took 0.71-0.90x the time (GRU
 # bf16 40.3 -> 30.7 µs, LSTM 52.0 -> 46.2); at hidden 100, batch 20, bf16's GRU 0.89x, its LSTM
-# 1.05x; fp32 weights (TF32) 0.92-1.03x at hidden 128 and 1.02-1.12x at 100, so they stay in one
+# 1.05x; fp32 weights (TF32) 0.93-1.03x at hidden 128, 1.02-1.12x at 100 and 0.95-1.18x at 32-64: one
 # part. (Not measured in 16 bits below hidden 65, nor the LSTM between 101 and 127.)
 K_SPLIT_MIN_HIDDEN = {3: 65, 4: 101}
 
