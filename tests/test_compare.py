@@ -145,6 +145,27 @@ def test_parse_threshold_refuses(text, message):
 
 # --- two files -----------------------------------------------------------------------------
 
+def test_several_runs_widen_the_interval_by_their_spread(tmp_path):
+    """A file of three runs (``--runs 3``): the pair's median is the runs' medians' median, and
+    its interval draws runs, then samples, so three tight runs that disagree (NEW's medians 10.0,
+    10.6, 11.2 against BASE's 10.0 three times) leave a 6 % change unresolved where the last run
+    alone (12 %) or every sample pooled would call it slower. A failed run fails the pair."""
+    def runs(medians, seeds):
+        return [row("c", draws(m, seed=s), run=i) for i, (m, s) in enumerate(zip(medians, seeds), start=1)]
+
+    base = write(tmp_path / "base.jsonl", *runs([10.0, 10.0, 10.0], [1, 2, 3]))
+    new = write(tmp_path / "new.jsonl", *runs([10.0, 10.6, 11.2], [4, 5, 6]))
+    (pair,) = compare.compare_files(base, new).pairs.itertuples()
+    assert pair.method == "bootstrap over runs" and pair.ratio == pytest.approx(1.06, abs=1e-3)
+    assert pair.verdict == "unchanged" and pair.ci_low < 1 < pair.ci_high
+    pooled = compare.ratio_ci([v for r in runs([10.0] * 3, [1, 2, 3]) for v in r["samples_ms"]],
+                              [v for r in runs([10.0, 10.6, 11.2], [4, 5, 6]) for v in r["samples_ms"]])
+    assert pooled[0] > 1  # (what pooling would have called significant)
+    broken = write(tmp_path / "broken.jsonl", *runs([10.0, 10.0], [4, 5]), row("c", None, status="error", run=3))
+    with pytest.raises(UsageError, match="no \\(case, lane\\) pair measured ok in both"):
+        compare.compare_files(base, broken)
+
+
 def test_compare_files_pairs_latest_rows_and_lists_the_rest(tmp_path):
     base = write(tmp_path / "base.jsonl", row("slow", draws(10.0)), row("same", draws(5.0)),
                  row("gone", draws(1.0)), row("broke", draws(1.0)), row("graph", None, status="unavailable"),

@@ -15,6 +15,11 @@ decides (as asv and pyperf do with a single value). A pair is **noisy** when eit
 (p20–p80 spread over 10 % of the median) or its interval is wider than the threshold; noisy pairs
 keep their verdict and are marked, never hidden. ``docs/methodology.md`` relates this to
 ``asv compare`` and ``pyperf compare_to``.
+
+A file measured in several runs (``rnnbench run --runs N``, each a process of its own) gives each
+pair the median of its runs' medians, and the interval a bootstrap over runs: each resample draws
+the runs, then each drawn run's samples, with replacement (:func:`runs_ratio_ci`), so that how far
+a time moves between processes widens the interval as it should.
 """
 
 from __future__ import annotations
@@ -125,15 +130,48 @@ def ratio_ci(base_ms, new_ms, confidence: float = CONFIDENCE, resamples: int = R
     return float(low), float(high)
 
 
+def runs_ratio_ci(base_runs, new_runs, confidence: float = CONFIDENCE, resamples: int = RESAMPLES,
+                  seed: int = SEED) -> tuple[float, float]:
+    """Percentile-bootstrap confidence interval of a ratio of medians of runs' medians, NEW / BASE.
+
+    Each resample draws, for each side, as many runs as it has with replacement, and for each
+    drawn run its samples with replacement; the side's figure is the median of those runs'
+    medians. Seeded, as :func:`ratio_ci`.
+
+    Args:
+        base_runs, new_runs: each a list of runs, a run a list of its timed samples in ms.
+    Returns:
+        (low, high), as :func:`ratio_ci`.
+    """
+    rng = np.random.default_rng(seed)
+
+    def figures(runs) -> np.ndarray:
+        # every run's resampled medians [runs, resamples], then the runs each resample draws
+        medians = np.stack([np.median(rng.choice(np.asarray(r, dtype=float), (resamples, len(r))), axis=1)
+                            for r in runs])
+        drawn = rng.integers(0, len(runs), (resamples, len(runs)))
+        return np.median(medians[drawn, np.arange(resamples)[:, None]], axis=1)
+
+    base, new = figures(base_runs), figures(new_runs)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = new / base
+    low, high = np.nanquantile(ratios, [(1 - confidence) / 2, (1 + confidence) / 2])
+    return float(low), float(high)
+
+
 def judge(base: dict, new: dict, threshold: float = THRESHOLD) -> Verdict:
     """Compare one pair's BASE and NEW rows (status ok; see the module docstring for the rules).
 
-    The ratio is of the rows' medians (``ms_per_batch``); the interval comes from ``samples_ms``
-    when both rows hold at least :data:`MIN_SAMPLES` of them."""
+    The ratio is of the rows' medians (``ms_per_batch``; over several runs, :func:`latest_rows`,
+    the median of the runs'); the interval comes from ``samples_ms`` (every run's) when both rows
+    hold at least :data:`MIN_SAMPLES` of them."""
     ratio = new["ms_per_batch"] / base["ms_per_batch"]
     ci = None
     if _has_samples(base) and _has_samples(new):
-        ci, method = ratio_ci(base["samples_ms"], new["samples_ms"]), "bootstrap"
+        if len(_runs(base)) > 1 or len(_runs(new)) > 1:
+            ci, method = runs_ratio_ci(_runs(base), _runs(new)), "bootstrap over runs"
+        else:
+            ci, method = ratio_ci(base["samples_ms"], new["samples_ms"]), "bootstrap"
         significant = ci[0] > 1 or ci[1] < 1
     elif all(row.get(f) is not None for row in (base, new) for f in ("p20_ms", "p80_ms")):
         method = "p20-p80"
@@ -149,9 +187,13 @@ def judge(base: dict, new: dict, threshold: float = THRESHOLD) -> Verdict:
     return Verdict(ratio, ci, method, verdict, _noise(base, new, ci, threshold))
 
 
+def _runs(row: dict) -> list:
+    """A row's samples, one list a run (:func:`latest_rows` keeps several runs' as ``samples_by_run``)."""
+    return row.get("samples_by_run") or [row.get("samples_ms")]
+
+
 def _has_samples(row: dict) -> bool:
-    samples = row.get("samples_ms")
-    return isinstance(samples, list) and len(samples) >= MIN_SAMPLES
+    return all(isinstance(samples, list) and len(samples) >= MIN_SAMPLES for samples in _runs(row))
 
 
 def _noise(base: dict, new: dict, ci: tuple[float, float] | None, threshold: float) -> str:
@@ -164,14 +206,36 @@ def _noise(base: dict, new: dict, ci: tuple[float, float] | None, threshold: flo
 
 
 def latest_rows(path: str | os.PathLike) -> dict[tuple[str, str], dict]:
-    """The last row written for each (case_key, lane) of a results file, any status.
+    """For each (case_key, lane) of a results file, any status, the last row written; where the
+    file holds several runs of it (``rnnbench run --runs``), the last of each run as one row
+    (:func:`_over_runs`).
 
     Raises:
         UsageError: see :func:`rnnbench.results.load_results`.
     """
-    frame = load_results(path).drop_duplicates(subset=["case_key", "lane"], keep="last")
+    frame = load_results(path).drop_duplicates(subset=["case_key", "lane", "run"], keep="last")
     frame = frame.astype(object).where(pd.notna(frame), None)
-    return {(r["case_key"], r["lane"]): r for r in frame.to_dict("records")}
+    pairs: dict[tuple[str, str], list[dict]] = {}
+    for r in frame.to_dict("records"):
+        pairs.setdefault((r["case_key"], r["lane"]), []).append(r)
+    return {key: rows[0] if len(rows) == 1 else _over_runs(rows) for key, rows in pairs.items()}
+
+
+def _over_runs(rows: list[dict]) -> dict:
+    """One pair's rows of several runs as one: the first not ok where one is; else the last, its
+    median (``ms_per_batch``, ``us_per_example``) the median of the runs', its p20-p80 the widest
+    over them, noisy if any run is, and every run's samples (``samples_by_run``)."""
+    failed = [r for r in rows if r["status"] != "ok"]
+    if failed:
+        return failed[0]
+    row = dict(rows[-1])
+    for name in ("ms_per_batch", "us_per_example"):
+        row[name] = float(np.median([r[name] for r in rows]))
+    if all(r.get("p20_ms") is not None and r.get("p80_ms") is not None for r in rows):
+        row["p20_ms"], row["p80_ms"] = min(r["p20_ms"] for r in rows), max(r["p80_ms"] for r in rows)
+    row["noisy"] = any(r.get("noisy") is True for r in rows)
+    row["samples_by_run"] = [r.get("samples_ms") for r in rows]
+    return row
 
 
 def env_warnings(base_path, new_path, base_rows: list[dict], new_rows: list[dict]) -> list[str]:
@@ -275,7 +339,8 @@ def _legend(threshold: float) -> str:
     return (f"\nNEW/BASE = ratio of median times (> 1 is slower). 95% CI: percentile bootstrap of that ratio "
             f"from the recorded runs ({RESAMPLES} resamples, seed {SEED}). slower / faster: the ratio is beyond "
             f"{1 + threshold:.3f} / {1 / (1 + threshold):.3f} and the difference is significant (significance "
-            "`bootstrap`: the CI excludes 1; `p20-p80`: rows without samples, their p20–p80 ranges do not "
+            "`bootstrap`: the CI excludes 1; `bootstrap over runs`: the same, files of several runs, whose "
+            "resamples draw runs, then samples; `p20-p80`: rows without samples, their p20–p80 ranges do not "
             "overlap; `ratio only`: neither is recorded). noisy: a row flagged noisy, or a CI wider than the "
             "threshold (a change that small cannot be resolved); the verdict stands, read it with care.")
 

@@ -38,7 +38,8 @@ RUN_MEDIANS = ("ms_per_batch", "us_per_example", "p20_ms", "p80_ms", "tflops", "
 def combined(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
     """One row per (case, lane, machine) over its runs (:func:`latest` of each), in the order first
     measured, with ``speedup``: ``baseline``'s time / the lane's in the same run (NaN where either is
-    not ok), and over the runs ``runs`` (how many), and where every run is ok the median of each
+    not ok), and over the runs ``processes`` (how many runs: not the row's ``runs``, its timed
+    repetitions), and where every run is ok the median of each
     figure (:data:`RUN_MEDIANS`, ``speedup``) and the speedups' range (``speedup_low``,
     ``speedup_high``), ``noisy`` if any run was. A pair with a run not ok takes that run's row
     (its status and message). Each run is a process of its own, so the range is how far a ratio
@@ -54,10 +55,10 @@ def combined(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
     pair = ["case_key", "lane", "env_id"]
     counts = rows.groupby(pair, sort=False)["run"].transform("size")
     if (counts == 1).all():
-        return rows.assign(runs=1, speedup_low=rows["speedup"], speedup_high=rows["speedup"])
+        return rows.assign(processes=1, speedup_low=rows["speedup"], speedup_high=rows["speedup"])
     rows["_first"] = rows.groupby(pair, sort=False).ngroup()  # (pairs in the order first measured)
     single = rows[counts == 1]
-    out = [single.assign(runs=1, speedup_low=single["speedup"], speedup_high=single["speedup"])]
+    out = [single.assign(processes=1, speedup_low=single["speedup"], speedup_high=single["speedup"])]
     out += [_over_runs(group) for _, group in rows[counts > 1].groupby(pair, sort=False)]
     joined = pd.concat([part for part in out if len(part)], ignore_index=True).sort_values("_first", kind="stable")
     return joined.drop(columns="_first").reset_index(drop=True)
@@ -67,7 +68,7 @@ def _over_runs(runs: pd.DataFrame) -> pd.DataFrame:
     """One pair's rows of several runs as one row (:func:`combined`)."""
     failed = runs[runs["status"] != "ok"]
     row = (failed.iloc[[0]] if len(failed) else runs.iloc[[-1]]).copy()
-    row["runs"] = len(runs)
+    row["processes"] = len(runs)
     if failed.empty:
         for field in (f for f in (*RUN_MEDIANS, "speedup") if f in runs):
             row[field] = runs[field].median()
@@ -102,7 +103,7 @@ def _speedup(row) -> str:
     if row is None or pd.isna(row.get("speedup")):
         return ""
     text = f"{row['speedup']:.2f}×"
-    if row.get("runs", 1) > 1 and row["speedup_low"] != row["speedup_high"]:
+    if row.get("processes", 1) > 1 and row["speedup_low"] != row["speedup_high"]:
         text += f" ({row['speedup_low']:.2f}–{row['speedup_high']:.2f})"
     return text
 
@@ -196,7 +197,7 @@ def _peak_note(group: pd.DataFrame) -> str:
 
 def _runs_note(group: pd.DataFrame) -> str:
     """The footnote saying a table's figures are over several runs, or "" for one run each."""
-    runs = group.loc[group["status"] != "unavailable", "runs"]
+    runs = group.loc[group["status"] != "unavailable", "processes"]
     if runs.max() <= 1:
         return ""
     count = str(int(runs.max())) if runs.min() == runs.max() else f"{int(runs.min())}–{int(runs.max())}"
