@@ -228,7 +228,7 @@ class _KernelPath:
             return None
         weights, launch, layer = found
         flat = self._flat_weights
-        if len(flat) != len(weights) or not all(map(operator.is_, flat, weights)) or not _ops("replay").can_replay():
+        if not _same_tensors(flat, weights) or not _ops("replay").can_replay():
             return None
         if train:
             if not _ops("recurrence").saves_for_backward(input, *states, *flat):
@@ -393,13 +393,19 @@ class _KernelPath:
         return states[0], (states[1] if lstm else None)
 
 
+def _same_tensors(a, b) -> bool:
+    """Whether two sequences hold the very same tensor objects (a replay's weights: the module's
+    still, not replaced or re-flattened)."""
+    return len(a) == len(b) and all(map(operator.is_, a, b))
+
+
 def _kept_layer(module, key: tuple, weights: list, launch):
     """The ``LayerReplays`` kept for ``module``'s ``key`` (:data:`_REPLAYS`) where it was
     recorded with these weights, else a new one kept in its place (starting again past
     :data:`_MAX_REPLAYS` keys)."""
     kept = _REPLAYS.setdefault(module, {})
     found = kept.get(key)
-    if found is not None and len(found[0]) == len(weights) and all(map(operator.is_, found[0], weights)):
+    if found is not None and _same_tensors(found[0], weights):
         return found[2]
     if key not in kept and len(kept) >= _MAX_REPLAYS:
         kept.clear()
