@@ -1008,6 +1008,42 @@ def test_gated_forward_on_fma_units(cell, dtype, hidden_size):
         recurrence.layer_launch(cell, 3, hidden_size, TORCH_DTYPE[dtype], torch.device("cuda"))
 
 
+@pytest.mark.parametrize("scaled", ["drawn", "large", "small"])
+@pytest.mark.parametrize("hidden_size", [37, 100, 128])
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_tf32_forward_on_fma_units_holds_scaled_fp16_weights(cell, hidden_size, scaled):
+    """TF32's FMA forward holding W_hh^T as fp16, each unit's row of every gate divided by a power
+    of two first (``Plan.half_weights``, ``gluon_fma.HALF_SHIFT``), asked for: the default in TF32
+    where 16-bit weights split k (the GRU from hidden 65, the LSTM from 101), never in strict
+    fp32. Everything the layer returns within TF32's tolerance of float64 at batch 1, 3 and 20,
+    with W_hh as drawn, with its first row (unit 0's first gate) times 2^24 (past fp16's
+    65504: unscaled, infinities), and with all of W_hh times 2^-20 and h0 divided by 2^20 (below
+    fp16's normal range: unscaled, a bit or two a weight). (All of W_hh large saturates the gates
+    at pre-activations whose TF32 rounding alone moves them by more than the tolerance: not a
+    well-posed check. The GRU at hidden 37 holds every chunk in registers, in fp32: nothing
+    rounded there.)"""
+    from rnnbench.ops import gluon_common, recurrence
+
+    if not gluon_common.AVAILABLE:
+        pytest.skip("Gluon kernels need Triton 3.6")
+    with matmul_mode("tf32"):
+        launch = recurrence.layer_launch(cell, 20, hidden_size, torch.float32, torch.device("cuda"))
+    assert launch.forward.fma and launch.forward.half_weights == (hidden_size >= (65 if cell == "gru" else 101))
+    with matmul_mode("fp32"):
+        assert not recurrence.layer_launch(cell, 20, hidden_size, torch.float32, torch.device("cuda")).forward.half_weights
+    for batch in (1, 3, 20):
+        tensors = _layer(cell, batch, 7, 5, hidden_size)
+        if scaled == "large":
+            tensors[4][0] *= 2.0 ** 24
+        elif scaled == "small":
+            tensors[1] = tensors[1] * 2.0 ** 20
+            tensors[4] = tensors[4] * 2.0 ** -20
+        with matmul_mode("tf32"), plan_override(forward_half_weights=True):
+            assert recurrence.layer_launch(cell, batch, hidden_size, torch.float32, torch.device("cuda")).forward.half_weights
+        with plan_override(forward_half_weights=True):
+            check_layer(cell, "tf32", tensors)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("cell", CELLS)
 def test_fast_activations_are_live_and_accurate(cell, dtype):

@@ -692,6 +692,38 @@ def test_the_gated_forwards_on_fma_units_where_their_rule_allows(monkeypatch, ga
         plan(32, 128, fma=True)
 
 
+@pytest.mark.parametrize("gates", [3, 4])
+def test_tf32_forwards_on_fma_units_hold_their_weights_as_fp16(monkeypatch, gates):
+    """``Plan.half_weights``, planned for an H100 as if this Triton had the Gluon kernels: the LSTM's
+    and GRU's TF32 forward on FMA units holds W_hh^T as scaled fp16 where 16-bit weights split k
+    in two (the GRU from hidden 65, the LSTM from 101), and then splits it as theirs; asked for
+    below that, it keeps one part; never in strict fp32, in 16-bit dtypes, off FMA units or in
+    the backward; asked for there, refused; turned off, fp32's warps."""
+    from rnnbench.ops import gluon_common
+
+    def plan(batch, hidden, dtype=torch.float32, precision="tf32", direction="forward", **override):
+        return _plan_for_an_h100(batch, hidden, gates, dtype, precision, direction, **override)
+
+    monkeypatch.setattr(gluon_common, "AVAILABLE", True)
+    for batch, hidden, fp32_warps in ((32, 128, 4), (20, 100, 4), (3, 37, 2), (7, 65, 4), (7, 101, 4), (1, 1, 1)):
+        bf16 = plan(batch, hidden, torch.bfloat16, "ieee")
+        split = bf16.num_warps > fp32_warps
+        assert plan(batch, hidden).half_weights == split and split == (hidden >= (65 if gates == 3 else 101))
+        half = plan(batch, hidden, half_weights=True)
+        assert half.fma and half.half_weights and half.num_warps == bf16.num_warps, (batch, hidden)
+        off = plan(batch, hidden, half_weights=False)
+        assert off.fma and not off.half_weights and off.num_warps == fp32_warps, (batch, hidden)
+        for precision in ("ieee", "tf32x3"):
+            assert not plan(batch, hidden, precision=precision).half_weights, precision
+        assert not bf16.half_weights and not plan(batch, hidden, direction="backward").half_weights
+    assert plan(32, 128).num_warps == 8 and plan(20, 100).num_warps == (8 if gates == 3 else 4)  # (k in two parts)
+    assert not plan(20, 100).half_weights if gates == 4 else plan(20, 100).half_weights
+    assert not plan(32, 128, fma=False).half_weights and not plan(32, 129).half_weights
+    for bad in (dict(precision="ieee"), dict(dtype=torch.bfloat16, precision="ieee"), dict(fma=False)):
+        with pytest.raises(ValueError, match="half_weights is the LSTM's and GRU's forward on FMA units"):
+            plan(32, 128, half_weights=True, **bad)
+
+
 def _plan_for_an_h100(batch, hidden, gates, dtype=torch.bfloat16, precision="ieee", direction="forward",
                       device="cuda", sms=132, **override):
     from rnnbench.ops.plans import choose_plan

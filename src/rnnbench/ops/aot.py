@@ -141,7 +141,7 @@ def compile_gated_fma(cell: str, dtype: torch.dtype, hidden_size: int, plan: Pla
     gates = GATES[cell]
     constexprs = dict(HAS_BIAS=True, HAS_H0=True, HAS_C0=True, SAVE=save, HAS_LENGTHS=lengths,
                       **gluon_fma.constexprs(gates, hidden_size, plan.num_warps, fma_warps(hidden_size),
-                                             plan.fast_activations))
+                                             plan.fast_activations, plan.half_weights))
     constexprs = {k: v for k, v in constexprs.items() if k in fn.arg_names}
     pointers = {"lengths_ptr": "*i32", **{name: "*fp32" for name in F32_POINTERS}}
     return _compile(fn, constexprs, pointers, POINTER[dtype], plan.num_warps, plan.num_stages, capability,

@@ -24,7 +24,9 @@ units):
   past H in either index (``K_ROWS``: H rounded up to a chunk), in chunks of :data:`CHUNK` rows of k,
   each chunk ``[K_SPLIT, CHUNK, K_PAD]`` (part s's k from ``s * K_PAD / K_SPLIT``): the first
   :func:`reg_chunks` of every gate in the threads' registers, the rest in shared memory (unswizzled,
-  one buffer a chunk; fp32 down each column, 16 bits with each unit's chunk of k contiguous).
+  one buffer a chunk; fp32 down each column, 16 bits with each unit's chunk of k contiguous). With
+  ``HALF_W`` (TF32, ``Plan.half_weights``) fp32 weights are held as 16-bit ones, divided first by a
+  power of two per unit, gate and part, and each gate's sum is multiplied back.
 - :func:`product_layout`: such a chunk of one gate with a unit a thread of its part's warps and the
   chunk's k in that thread's registers, so each dot product is the thread's own chain of fused
   multiply-adds (IEEE fp32) and ends in no reduction across threads; with two parts, each gate's two
@@ -67,6 +69,13 @@ REG_VALUES = 144
 # part. (Not measured in 16 bits below hidden 65, nor the LSTM between 101 and 127.)
 K_SPLIT_MIN_HIDDEN = {3: 65, 4: 101}
 
+# TF32 forwards (fp32 weights where TF32 is allowed: ``Plan.half_weights``, ``HALF_W``) hold ``W_hh^T``
+# on the chip as fp16, as the 16-bit forwards do, after dividing each unit's row of every gate (a
+# part's share of k) by the power of two that brings its largest |w| into [2^14, 2^15) (as the
+# exchange plans' half operands: ``common.HALF_SHIFT``): below fp16's 65504, and 28 binades above
+# its subnormals, where TF32's 8-bit exponent would have kept its 11 significant bits too; each
+# gate's sum is multiplied back (exact). Chunks held in registers stay fp32 (divided, not rounded).
+
 
 def k_split(num_gates: int, hidden_size: int, element: int) -> int:
     """Parts of k across warps for ``num_gates`` gates at ``hidden_size`` with weights of
@@ -91,14 +100,16 @@ def k_rows(hidden_size: int) -> int:
     return -(-hidden_size // CHUNK) * CHUNK
 
 
-def constexprs(num_gates: int, hidden_size: int, num_warps: int, unit_warps: int, fast_activations: bool) -> dict:
+def constexprs(num_gates: int, hidden_size: int, num_warps: int, unit_warps: int, fast_activations: bool,
+               half_weights: bool = False) -> dict:
     """The FMA forward kernels' compile-time sizes for a plan of ``num_warps`` warps, ``unit_warps``
     of them a part of k (a thread per unit in each part: ``K_PAD = 32 * unit_warps``, ``K_SPLIT =
-    num_warps / unit_warps``), as the launch and ``ops/aot.py`` give them."""
+    num_warps / unit_warps``), as the launch and ``ops/aot.py`` give them; ``HALF_W``: fp32 weights
+    held as scaled fp16 (``Plan.half_weights``)."""
     k_padded, parts = 32 * unit_warps, num_warps // unit_warps
     return dict(H=hidden_size, K_ROWS=k_rows(hidden_size), K_PAD=k_padded, K_SPLIT=parts,
                 REG_CHUNKS=reg_chunks(num_gates, hidden_size, k_padded, parts), FAST_ACT=fast_activations,
-                num_warps=num_warps)
+                HALF_W=half_weights, num_warps=num_warps)
 
 
 def shared_bytes(num_gates: int, hidden_size: int, k_padded: int, element: int) -> int:
@@ -112,6 +123,7 @@ def shared_bytes(num_gates: int, hidden_size: int, k_padded: int, element: int) 
 
 
 if AVAILABLE:
+    from . import common
     from .gluon_common import _load_f32, gl, gluon
 
     _CHUNK = gl.constexpr(CHUNK)
@@ -136,17 +148,18 @@ if AVAILABLE:
     @gluon.jit
     def row_start(w_hh_ptr, h0_ptr, lengths_ptr, T, B, H: gl.constexpr, GATES: gl.constexpr, HAS_H0: gl.constexpr,
                   HAS_LENGTHS: gl.constexpr, K_ROWS: gl.constexpr, K_PAD: gl.constexpr, K_SPLIT: gl.constexpr,
-                  REG_CHUNKS: gl.constexpr, num_warps: gl.constexpr):
+                  REG_CHUNKS: gl.constexpr, HALF_W: gl.constexpr, num_warps: gl.constexpr):
         """What a program of either cell sets up before its first step, for batch row
-        ``program_id(1)``: ``(w_reg, w_smem, h_smem, sums_smem, units, mask, length, row, plane,
-        h)``, the weights on chip (:func:`weights_on_chip`), the two buffers of h (``[2, K_PAD]``
+        ``program_id(1)``: ``(w_reg, w_smem, scales, h_smem, sums_smem, units, mask, length, row,
+        plane, h)``, the weights on chip and their scales (:func:`weights_on_chip`), the two buffers of h (``[2, K_PAD]``
         fp32), the parts' sums' buffers (one ``[K_SPLIT, K_PAD]`` a gate,
         none with one part), the units (``[K_PAD]``, one a thread) and their mask, the row's length
         (``T`` without lengths), its offset in a ``[B, H]`` plane and a plane's size (int64), and h0
         as fp32 (zeros without it), the carried h."""
         U: gl.constexpr = units_layout(num_warps, K_SPLIT)
         b = gl.program_id(1)
-        w_reg, w_smem = weights_on_chip(w_hh_ptr, H, GATES, K_ROWS, K_PAD, K_SPLIT, REG_CHUNKS, num_warps)
+        w_reg, w_smem, scales = weights_on_chip(w_hh_ptr, H, GATES, K_ROWS, K_PAD, K_SPLIT, REG_CHUNKS, HALF_W,
+                                                num_warps)
         h_smem = gl.allocate_shared_memory(gl.float32, [2, K_PAD], gl.SwizzledSharedLayout(1, 1, 1, [0]))
         sums_smem = ()
         if K_SPLIT > 1:
@@ -165,7 +178,7 @@ if AVAILABLE:
             h = _load_f32(h0_ptr + row, units, mask)
         else:
             h = gl.zeros([K_PAD], gl.float32, U)
-        return w_reg, w_smem, h_smem, sums_smem, units, mask, length, row, plane, h
+        return w_reg, w_smem, scales, h_smem, sums_smem, units, mask, length, row, plane, h
 
     @gluon.jit
     def publish_h(h_smem, h_buf_ptr, h, t, running, plane, row, units, mask):
@@ -187,19 +200,26 @@ if AVAILABLE:
 
     @gluon.jit
     def weights_on_chip(w_hh_ptr, H: gl.constexpr, GATES: gl.constexpr, K_ROWS: gl.constexpr, K_PAD: gl.constexpr,
-                        K_SPLIT: gl.constexpr, REG_CHUNKS: gl.constexpr, num_warps: gl.constexpr):
+                        K_SPLIT: gl.constexpr, REG_CHUNKS: gl.constexpr, HALF_W: gl.constexpr, num_warps: gl.constexpr):
         """``W_hh [GATES*H, H]`` (row-major) transposed onto the chip, a chunk ``[K_SPLIT, CHUNK,
         K_PAD]`` of one gate at a time (each part's c-th chunk of k, part s's k from ``s * K_PAD /
         K_SPLIT``): thread j of part s reads the
-        chunk's values of row j (contiguous). Returns ``(w_reg, w_smem)``: the first
+        chunk's values of row j (contiguous). Returns ``(w_reg, w_smem, scales)``: the first
         ``REG_CHUNKS`` chunks of every gate in registers (fp32; gate g's chunk c at ``g *
         REG_CHUNKS + c``), the rest in shared memory, one buffer each (shared memory's shapes must
         be powers of 2, and the compiler's barrier analysis then puts no CTA barrier between their
         stores; gate g's chunk c at ``g * (CHUNKS - REG_CHUNKS) + c - REG_CHUNKS``, ``CHUNKS`` a
         part's): fp32 written down column j, so a warp's stores touch consecutive words; 16 bits
-        with each unit's chunk of k contiguous, 16 bytes a thread."""
+        with each unit's chunk of k contiguous, 16 bytes a thread. ``scales``: with ``HALF_W`` (fp32
+        weights held as fp16, ``common._pow2_above``) one ``[K_SPLIT, K_PAD]`` fp32 tensor a gate (a
+        tuple), the power of two each unit's row of that gate (its part of k) was divided by (read
+        twice: its largest |w| first); else empty."""
         L: gl.constexpr = product_layout(num_warps, K_SPLIT)
-        if w_hh_ptr.dtype.element_ty == gl.float32:  # (down column j: the compiler reads it with LDSM)
+        if HALF_W:
+            ELEMENT: gl.constexpr = gl.float16
+        else:
+            ELEMENT: gl.constexpr = w_hh_ptr.dtype.element_ty
+        if ELEMENT == gl.float32:  # (down column j: the compiler reads it with LDSM)
             SMEM: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [2, 1, 0])
         else:
             # A unit's chunk of k contiguous: 16 bytes a thread, one LDS.128 where down column j
@@ -213,27 +233,40 @@ if AVAILABLE:
         part = gl.arange(0, K_SPLIT, layout=gl.SliceLayout(1, gl.SliceLayout(2, L)))[:, None, None]
         w_reg = ()
         w_smem = ()
+        scales = ()
         for g in gl.static_range(GATES):
+            if HALF_W:
+                m = gl.zeros([K_SPLIT, K_PAD], gl.float32, gl.SliceLayout(1, L))
+                for c in gl.static_range(CHUNKS):
+                    k = part * (K_PAD // K_SPLIT) + c * _CHUNK + kc
+                    w = gl.load(w_hh_ptr + (g * H + j) * H + k, mask=(j < H) & (k < H), other=0.0)
+                    m = gl.maximum(m, gl.max(gl.abs(w), axis=1))
+                scale, inv = common._pow2_above(m, common.HALF_SHIFT)
+                scales = scales + (scale, )
             for c in gl.static_range(CHUNKS):
                 k = part * (K_PAD // K_SPLIT) + c * _CHUNK + kc
                 w = gl.load(w_hh_ptr + (g * H + j) * H + k, mask=(j < H) & (k < H), other=0.0)
+                if HALF_W:
+                    w = w * inv[:, None, :]
                 if c < REG_CHUNKS:
                     w_reg = w_reg + (w.to(gl.float32), )
                 else:
-                    buf = gl.allocate_shared_memory(w_hh_ptr.dtype.element_ty, [K_SPLIT, _CHUNK, K_PAD], SMEM)
-                    buf.store(w)
+                    buf = gl.allocate_shared_memory(ELEMENT, [K_SPLIT, _CHUNK, K_PAD], SMEM)
+                    buf.store(w.to(ELEMENT))
                     w_smem = w_smem + (buf, )
-        return w_reg, w_smem
+        return w_reg, w_smem, scales
 
     @gluon.jit
-    def gate_products(w_reg, w_smem, h_prev, sums_smem, GATES: gl.constexpr, K_ROWS: gl.constexpr,
-                      K_PAD: gl.constexpr, K_SPLIT: gl.constexpr, REG_CHUNKS: gl.constexpr, num_warps: gl.constexpr):
+    def gate_products(w_reg, w_smem, scales, h_prev, sums_smem, GATES: gl.constexpr, K_ROWS: gl.constexpr,
+                      K_PAD: gl.constexpr, K_SPLIT: gl.constexpr, REG_CHUNKS: gl.constexpr, HALF_W: gl.constexpr,
+                      num_warps: gl.constexpr):
         """The step's recurrent products ``W_hh h_{t-1}``, one fp32 ``[K_PAD]`` vector a gate (a
         tuple, in :func:`units_layout`), from :func:`weights_on_chip`'s chunks and ``h_prev``
         (``[K_PAD]`` fp32 in shared memory, part s's k read whole by every thread of part s's warps,
         as rows ``[K_SPLIT, K_PAD / K_SPLIT]``): each chunk of k is
         the thread's own chain per gate, the chunks' sums added in order, then the parts' sums
-        (through ``sums_smem``, a CTA barrier between), part 0's first."""
+        (through ``sums_smem``, a CTA barrier between), part 0's first; with ``HALF_W`` each part's
+        sums multiplied back by their ``scales`` first."""
         L: gl.constexpr = product_layout(num_warps, K_SPLIT)
         S: gl.constexpr = gl.SliceLayout(1, L)
         U: gl.constexpr = units_layout(num_warps, K_SPLIT)
@@ -251,6 +284,11 @@ if AVAILABLE:
                 else:
                     w = w_smem[g * (CHUNKS - REG_CHUNKS) + c - REG_CHUNKS].load(L).to(gl.float32)
                 new = new + (acc[g] + gl.sum(w * h_k, axis=1), )
+            acc = new
+        if HALF_W:
+            new = ()
+            for g in gl.static_range(GATES):
+                new = new + (acc[g] * scales[g], )
             acc = new
         out = ()
         if K_SPLIT == 1:

@@ -150,6 +150,12 @@ SPLIT_ONCE_BLOCK_K, SPLIT_W_ONCE_STAGES = 32, 6
 # graphed forwards 1.24-1.51x as fast through the engine (on_chip.py --compare half_operands). Where
 # TF32's weights are resident it was not measured.
 HALF_OPERANDS = True
+# TF32 forwards of the LSTM and GRU on FMA units hold W_hh^T as scaled fp16 (Plan.half_weights) where
+# 16-bit weights split k in two (gluon_fma.k_split: the GRU from hidden 65, the LSTM from 101). On the
+# H100 (results/h100/gated-fma/half-weights), graphed forwards against fp32 weights: the GRU at hidden
+# 128 0.72-0.76x the time (batch 32 39.8 -> 30.4 µs), at 100 0.94x; the LSTM at 128 0.89-0.93x (50.5
+# -> 44.8). The LSTM at hidden 100 (one part) took 1.05x: not there.
+HALF_WEIGHTS = True
 # Plan overrides that pick a tile or weight path: given without h_on_chip, they mean the exchange plan.
 _EXCHANGE_FIELDS = frozenset({"block_h", "block_k", "w_resident"})
 
@@ -269,6 +275,14 @@ class Plan:
             ``|h_t|``: 1 for the LSTM, ``max(1, |h0|)`` for the GRU), and the products are
             multiplied back (exact). Everything else stays fp32 (the input terms, the cell, h_t
             itself). The plan's tiles are the 16-bit plan's (:data:`HALF_OPERANDS`), never Gluon's.
+        half_weights: the LSTM's and GRU's TF32 forward on FMA units (``fma``, float32 weights,
+            TF32 allowed; ``ops/gluon_fma.py``, ``common.HALF_SHIFT``): ``W_hh^T``
+            held on the chip as fp16, as 16-bit weights are (k in parts as theirs,
+            :func:`~rnnbench.ops.gluon_fma.k_split`), each unit's row of every gate divided by the
+            power of two that brings its largest ``|w|`` into ``[2^14, 2^15)`` before its rounding
+            (11 significant bits, as a TF32 operand's; 28 binades above fp16's subnormals), and each
+            gate's sum multiplied back (exact). h, the input terms and the products stay fp32. See
+            :data:`HALF_WEIGHTS`.
         reg_weights: with ``gluon``: every piece of the program's stacked ``W_hh`` tile read once
             from shared memory into registers before the time loop, where each step's wgmma
             takes it as its left operand (64 registers a thread a piece): only h is read from
@@ -296,6 +310,7 @@ class Plan:
     gate_split: int = 0
     half_operands: bool = False
     reg_weights: bool = False
+    half_weights: bool = False
 
     def grid(self, batch_size: int, hidden_size: int) -> tuple[int, int]:
         """(programs over hidden units, programs over batch rows); with :attr:`gate_split`, whole
@@ -636,7 +651,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     one_way = {prefix: {k.removeprefix(prefix): override.pop(k) for k in list(override) if k.startswith(prefix)}
                for prefix in ("forward_", "backward_")}
     for field in ("split_k", "gate_split") if direction == "forward" else ("split_once", "on_chip_split",
-                                                                          "half_operands"):
+                                                                          "half_operands", "half_weights"):
         override.pop(field, None)  # one direction's fields
     override.update(one_way[f"{direction}_"])
     tensor_cores = dtype != torch.float32 or precision in ("tf32", "tf32x3")
@@ -699,12 +714,16 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     fma = override.get("fma", device.type == "cuda" and not tiles_asked and (
         gated_fma and gated_fma_default(batch_size, num_gates, dtype, slots) if num_gates > 1
         else fma_default(batch_size, hidden_size, num_gates, dtype, slots)))
+    half_weights = False
     if fma:  # a batch row a program, every unit, the weights on chip (the RNN's in registers)
         bb, bh, resident, block_k, on_chip, warps = 1, kp, True, kp, True, fma_warps(hidden_size)
-        if num_gates > 1:  # (ops/gluon_fma.py: each part of k its own warps)
+        if num_gates > 1:  # (ops/gluon_fma.py: each part of k its own warps, as the weights are held)
             from . import gluon_fma
 
-            warps *= gluon_fma.k_split(num_gates, hidden_size, element)
+            # (TF32: the weights as scaled fp16 where 16-bit weights split k; asked for, anywhere)
+            half_weights = override.get("half_weights", HALF_WEIGHTS and dtype == torch.float32 and precision == "tf32"
+                                        and gluon_fma.k_split(num_gates, hidden_size, 2) > 1)
+            warps *= gluon_fma.k_split(num_gates, hidden_size, 2 if half_weights else element)
     fast = device.type == "cuda" and direction == "forward" and fast_activations(dtype, precision)
     x3_streamed = (SPLIT_ONCE and device.type == "cuda" and direction == "forward" and precision == "tf32x3"
                    and not on_chip and not resident)
@@ -720,7 +739,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
                             and precision == "tf32x3" and dtype == torch.float32) else ""
     fields = {"block_b": bb, "block_h": bh, "w_resident": resident, "num_warps": warps, "block_k": block_k,
               "num_stages": stages, "h_on_chip": on_chip, "fast_activations": fast, "split_once": x3_streamed,
-              "split_w_once": split_w_once, "on_chip_split": chip_split, "fma": fma}
+              "split_w_once": split_w_once, "on_chip_split": chip_split, "fma": fma, "half_weights": half_weights}
     split_default = (device.type == "cuda" and num_gates in (3, 4) and tensor_cores and not on_chip
                      and hidden_size <= (SPLIT_K_16BIT_MAX_HIDDEN if element == 2 else SPLIT_K_MAX_HIDDEN))
     gate_default = (direction == "backward" and device.type == "cuda" and num_gates in (3, 4) and tensor_cores
@@ -800,6 +819,9 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
                      or not plan.h_on_chip or plan.on_chip_split):
         raise ValueError(f"fma is the RNN's up to hidden_size {FMA_MAX_K}, one batch row a program on chip, and the "
                          "LSTM's and GRU's forwards there with W_hh on one multiprocessor (CUDA, Gluon)")
+    if plan.half_weights and not (plan.fma and num_gates > 1 and dtype == torch.float32 and direction == "forward"
+                                  and (device.type != "cuda" or precision == "tf32")):
+        raise ValueError("half_weights is the LSTM's and GRU's forward on FMA units with float32 weights, TF32 on CUDA")
     if plan.fma and batch_size > MAX_GRID_Y:
         raise ValueError(f"fma runs a program per batch row: at most {MAX_GRID_Y} rows (CUDA's grid), got {batch_size}")
     if plan.split_k and plan.h_on_chip:

@@ -260,7 +260,7 @@ class _Launch:
         precision = self.precision if forward else self.backward_precision
         if plan.fma and self.num_gates > 1:  # (ops/gluon_fma.py: a thread per unit, W_hh^T on chip)
             return gluon_fma.constexprs(self.num_gates, self.hidden_size, plan.num_warps, fma_warps(self.hidden_size),
-                                        plan.fast_activations)
+                                        plan.fast_activations, plan.half_weights)
         if plan.fma:  # (ops/rnn/fma.py: FMA units, no tiles, no precision)
             meta = dict(H=self.hidden_size, K_PAD=k_padded(self.hidden_size), CHAINS=FMA_CHAINS,
                         num_warps=plan.num_warps)

@@ -29,15 +29,15 @@ if AVAILABLE:
         T, B,
         H: gl.constexpr, HAS_BIAS: gl.constexpr, HAS_H0: gl.constexpr, HAS_C0: gl.constexpr, SAVE: gl.constexpr,
         HAS_LENGTHS: gl.constexpr, K_ROWS: gl.constexpr, K_PAD: gl.constexpr, K_SPLIT: gl.constexpr,
-        REG_CHUNKS: gl.constexpr,
-        FAST_ACT: gl.constexpr, num_warps: gl.constexpr,
+        REG_CHUNKS: gl.constexpr, FAST_ACT: gl.constexpr, HALF_W: gl.constexpr, num_warps: gl.constexpr,
     ):
         """Program ``program_id(1)`` runs batch row ``b`` through all ``T`` steps; grid ``(1, B)``,
         ``K_SPLIT * K_PAD = 32 * num_warps`` threads, one per unit (at least H) and part of k;
-        ``REG_CHUNKS`` chunks of k of every gate in registers (``gluon_fma.weights_on_chip``)."""
-        w_reg, w_smem, h_smem, sums_smem, units, mask, length, row, plane, h = row_start(
+        ``REG_CHUNKS`` chunks of k of every gate in registers (``gluon_fma.weights_on_chip``);
+        ``HALF_W``: fp32 weights held as scaled fp16 (``Plan.half_weights``)."""
+        w_reg, w_smem, scales, h_smem, sums_smem, units, mask, length, row, plane, h = row_start(
             w_hh_ptr, h0_ptr, lengths_ptr, T, B, H, 4, HAS_H0, HAS_LENGTHS, K_ROWS, K_PAD, K_SPLIT, REG_CHUNKS,
-            num_warps)
+            HALF_W, num_warps)
         bias_i = _bias_vector(b_ih_ptr, b_hh_ptr, units, mask, HAS_BIAS, True)
         bias_f = _bias_vector(b_ih_ptr + H, b_hh_ptr + H, units, mask, HAS_BIAS, True)
         bias_g = _bias_vector(b_ih_ptr + 2 * H, b_hh_ptr + 2 * H, units, mask, HAS_BIAS, True)
@@ -57,8 +57,8 @@ if AVAILABLE:
         while t < T:
             # The input two steps ahead (past the end: the last step's again), as the GRU's.
             x3 = gate_inputs(x_proj_ptr, gl.minimum(t + 2, T - 1), 4 * plane, 4 * row, units, mask, H, 4)
-            a_i, a_f, a_g, a_o = gate_products(w_reg, w_smem, h_smem.index(t % 2), sums_smem, 4, K_ROWS,
-                                                K_PAD, K_SPLIT, REG_CHUNKS, num_warps)
+            a_i, a_f, a_g, a_o = gate_products(w_reg, w_smem, scales, h_smem.index(t % 2), sums_smem, 4,
+                                                K_ROWS, K_PAD, K_SPLIT, REG_CHUNKS, HALF_W, num_warps)
             i = _sigmoid(a_i + x[0].to(gl.float32) + bias_i, FAST_ACT)
             f = _sigmoid(a_f + x[1].to(gl.float32) + bias_f, FAST_ACT)
             g = _tanh(a_g + x[2].to(gl.float32) + bias_g, FAST_ACT)
