@@ -33,6 +33,7 @@ import pandas as pd
 
 from .errors import UsageError
 from .results import load_results, read_records
+from .runs import over_runs
 
 THRESHOLD = 0.05  # default --threshold: 5 %
 CONFIDENCE = 0.95  # coverage of the bootstrap interval
@@ -207,35 +208,17 @@ def _noise(base: dict, new: dict, ci: tuple[float, float] | None, threshold: flo
 
 def latest_rows(path: str | os.PathLike) -> dict[tuple[str, str], dict]:
     """For each (case_key, lane) of a results file, any status, the last row written; where the
-    file holds several runs of it (``rnnbench run --runs``), the last of each run as one row
-    (:func:`_over_runs`).
+    file holds several runs of it (``rnnbench run --runs``), the last of each run folded into one
+    row (:func:`rnnbench.runs.over_runs`: the medians of the runs', p20-p80 the widest, every run's
+    samples as ``samples_by_run``; a failed run's row where one failed).
 
     Raises:
         UsageError: see :func:`rnnbench.results.load_results`.
     """
     frame = load_results(path).drop_duplicates(subset=["case_key", "lane", "run"], keep="last")
-    frame = frame.astype(object).where(pd.notna(frame), None)
-    pairs: dict[tuple[str, str], list[dict]] = {}
-    for r in frame.to_dict("records"):
-        pairs.setdefault((r["case_key"], r["lane"]), []).append(r)
-    return {key: rows[0] if len(rows) == 1 else _over_runs(rows) for key, rows in pairs.items()}
-
-
-def _over_runs(rows: list[dict]) -> dict:
-    """One pair's rows of several runs as one: the first not ok where one is; else the last, its
-    median (``ms_per_batch``, ``us_per_example``) the median of the runs', its p20-p80 the widest
-    over them, noisy if any run is, and every run's samples (``samples_by_run``)."""
-    failed = [r for r in rows if r["status"] != "ok"]
-    if failed:
-        return failed[0]
-    row = dict(rows[-1])
-    for name in ("ms_per_batch", "us_per_example"):
-        row[name] = float(np.median([r[name] for r in rows]))
-    if all(r.get("p20_ms") is not None and r.get("p80_ms") is not None for r in rows):
-        row["p20_ms"], row["p80_ms"] = min(r["p20_ms"] for r in rows), max(r["p80_ms"] for r in rows)
-    row["noisy"] = any(r.get("noisy") is True for r in rows)
-    row["samples_by_run"] = [r.get("samples_ms") for r in rows]
-    return row
+    folded = over_runs(frame, ["case_key", "lane"])
+    folded = folded.astype(object).where(pd.notna(folded), None)
+    return {(r["case_key"], r["lane"]): r for r in folded.to_dict("records")}
 
 
 def env_warnings(base_path, new_path, base_rows: list[dict], new_rows: list[dict]) -> list[str]:

@@ -17,6 +17,7 @@ import pandas as pd
 from .errors import UsageError
 from .lanes import LANES
 from .published import published_for
+from .runs import over_runs
 
 GROUP = ["gpu", "device", "dtype", "loss", "batch_size", "seq_len", "input_size", "hidden_size", "num_layers",
          "lengths", "sort_lengths"]
@@ -31,19 +32,13 @@ def latest(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.drop_duplicates(subset=["case_key", "lane", "env_id", "run"], keep="last")
 
 
-# Figures of a pair that are the median over its runs (``rnnbench run --runs N``).
-RUN_MEDIANS = ("ms_per_batch", "us_per_example", "p20_ms", "p80_ms", "tflops", "peak_fraction", "peak_tflops")
-
-
 def combined(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
     """One row per (case, lane, machine) over its runs (:func:`latest` of each), in the order first
     measured, with ``speedup``: ``baseline``'s time / the lane's in the same run (NaN where either is
-    not ok), and over the runs ``processes`` (how many runs: not the row's ``runs``, its timed
-    repetitions), and where every run is ok the median of each
-    figure (:data:`RUN_MEDIANS`, ``speedup``) and the speedups' range (``speedup_low``,
-    ``speedup_high``), ``noisy`` if any run was. A pair with a run not ok takes that run's row
-    (its status and message). Each run is a process of its own, so the range is how far a ratio
-    moves between processes, which one run cannot show (docs/methodology.md)."""
+    not ok), folded over the runs by :func:`rnnbench.runs.over_runs` (``processes``, the median of
+    each figure and of ``speedup``, the speedups' range ``speedup_low``, ``speedup_high``; a pair
+    with a run not ok is that run's row). Each run is a process of its own, so the range is how far
+    a ratio moves between processes, which one run cannot show (docs/methodology.md)."""
     rows = latest(frame)
     if "us_per_example" not in rows:  # (no row ok)
         rows = rows.assign(us_per_example=float("nan"))
@@ -51,31 +46,7 @@ def combined(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
     base = rows.loc[(rows["lane"] == baseline) & (rows["status"] == "ok"), key + ["us_per_example"]]
     rows = rows.merge(base.rename(columns={"us_per_example": "_base"}), on=key, how="left")
     rows["speedup"] = (rows["_base"] / rows["us_per_example"]).where(rows["status"] == "ok")
-    rows = rows.drop(columns="_base")
-    pair = ["case_key", "lane", "env_id"]
-    counts = rows.groupby(pair, sort=False)["run"].transform("size")
-    if (counts == 1).all():
-        return rows.assign(processes=1, speedup_low=rows["speedup"], speedup_high=rows["speedup"])
-    rows["_first"] = rows.groupby(pair, sort=False).ngroup()  # (pairs in the order first measured)
-    single = rows[counts == 1]
-    out = [single.assign(processes=1, speedup_low=single["speedup"], speedup_high=single["speedup"])]
-    out += [_over_runs(group) for _, group in rows[counts > 1].groupby(pair, sort=False)]
-    joined = pd.concat([part for part in out if len(part)], ignore_index=True).sort_values("_first", kind="stable")
-    return joined.drop(columns="_first").reset_index(drop=True)
-
-
-def _over_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """One pair's rows of several runs as one row (:func:`combined`)."""
-    failed = runs[runs["status"] != "ok"]
-    row = (failed.iloc[[0]] if len(failed) else runs.iloc[[-1]]).copy()
-    row["processes"] = len(runs)
-    if failed.empty:
-        for field in (f for f in (*RUN_MEDIANS, "speedup") if f in runs):
-            row[field] = runs[field].median()
-        row["speedup_low"], row["speedup_high"] = runs["speedup"].min(), runs["speedup"].max()
-        if "noisy" in runs:
-            row["noisy"] = runs["noisy"].fillna(False).astype(bool).any()
-    return row
+    return over_runs(rows.drop(columns="_base"), ["case_key", "lane", "env_id"], ranges=("speedup",))
 
 
 def _title(config: dict) -> str:
