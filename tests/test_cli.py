@@ -395,3 +395,28 @@ def test_a_grid_measures_both_modes_unless_mode_is_given(monkeypatch, capsys):
     assert proc.returncode == 0
     keys = [line for line in proc.stdout.splitlines() if line.startswith("lstm-")]
     assert {k.split("-")[7] for k in keys} == {"train", "forward"}
+
+
+@pytest.mark.parametrize("raised, code, said", [
+    (KeyboardInterrupt(), 130, ""),  # (the parent says "interrupted" once, for every run)
+    ("usage", 2, "rnnbench: error: bad case\n"),
+    ("exit", 3, ""),
+])
+def test_a_run_process_ends_as_main_would(monkeypatch, capsys, tmp_path, raised, code, said):
+    """One of ``--runs``' processes (``cli._one_run``) ends through the same ``cli._ended`` as
+    ``main()``: its usage error one line and exit 2, ``typer.Exit`` its code, Ctrl-C 130 without
+    a line of its own."""
+    import typer
+
+    from rnnbench import cli
+    from rnnbench.errors import UsageError
+
+    exc = {"usage": UsageError("bad case"), "exit": typer.Exit(3)}.get(raised, raised)
+
+    def fail(*args, **kwargs):
+        raise exc
+
+    monkeypatch.setattr(cli, "_run_with_progress", fail)
+    with pytest.raises(SystemExit) as ended:
+        cli._one_run(2, [], [], tmp_path / "r.jsonl", False, False, 0.1, 1, {})
+    assert ended.value.code == code and capsys.readouterr().err == said

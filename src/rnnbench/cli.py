@@ -202,13 +202,8 @@ def _one_run(index: int, cases, lane_names: list[str], out: Path, resume: bool, 
         with lane_options.using(**run_options):
             _run_with_progress(cases, [get_lane(n) for n in lane_names], out, resume, retry_failed, budget, turns,
                                index)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        sys.exit(130)
-    except UsageError as exc:  # (as main() says it: one line, exit 2)
-        print(f"rnnbench: error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    except (Exception, KeyboardInterrupt) as exc:  # (Ctrl-C: the parent says it)
+        sys.exit(_ended(exc, say_interrupted=False))
 
 
 def _run_with_progress(cases, lanes, out: Path, resume: bool, retry_failed: bool, budget: float, turns: int,
@@ -341,20 +336,29 @@ def main() -> None:
     """Entry point: typer in non-standalone mode so every usage error becomes one line."""
     try:
         code = app(standalone_mode=False)
-    except typer.Exit as exc:
-        code = exc.exit_code
-    except (typer.Abort, KeyboardInterrupt):
-        print("rnnbench: interrupted", file=sys.stderr)
-        code = 130
-    except UsageError as exc:
+    except (Exception, KeyboardInterrupt) as exc:
+        code = _ended(exc)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _ended(exc: BaseException, say_interrupted: bool = True) -> int:
+    """The exit code of a command that ``exc`` ended, said in one line on stderr: ``typer.Exit``
+    its own; Ctrl-C 130 ("interrupted", unless ``say_interrupted`` is off); a ``UsageError`` 2; click's
+    usage errors theirs. Called while ``exc`` is handled: anything else is raised again (a bug's
+    traceback)."""
+    if isinstance(exc, typer.Exit):
+        return exc.exit_code
+    if isinstance(exc, (typer.Abort, KeyboardInterrupt)):
+        if say_interrupted:
+            print("rnnbench: interrupted", file=sys.stderr)
+        return 130
+    if isinstance(exc, UsageError):
         if os.environ.get("RANK", "0") == "0":  # under torchrun every rank meets it; one says it
             print(f"rnnbench: error: {exc}", file=sys.stderr)
-        code = 2
-    except Exception as exc:
-        # Click's usage errors (typer vendors click in new releases, so match by shape, not class).
-        if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):
-            raise
-        if exc.format_message():  # empty for "no arguments: help shown"
-            print(f"rnnbench: error: {exc.format_message()}", file=sys.stderr)
-        code = exc.exit_code
-    sys.exit(code if isinstance(code, int) else 0)
+        return 2
+    # Click's usage errors (typer vendors click in new releases, so match by shape, not class).
+    if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):
+        raise exc
+    if exc.format_message():  # empty for "no arguments: help shown"
+        print(f"rnnbench: error: {exc.format_message()}", file=sys.stderr)
+    return exc.exit_code
