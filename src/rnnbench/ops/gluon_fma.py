@@ -83,16 +83,17 @@ def k_split(num_gates: int, hidden_size: int, element: int) -> int:
     return 2 if element == 2 and hidden_size >= K_SPLIT_MIN_HIDDEN[num_gates] else 1
 
 
-def part_chunks(hidden_size: int, k_padded: int, parts: int) -> int:
-    """Chunks of k in each part: all of ``k_rows`` in one part; with more, ``k_padded / parts`` of
-    k each (part s from ``s * k_padded / parts``: h read in place, the last part's past H zeros)."""
-    return k_rows(hidden_size) // CHUNK if parts == 1 else k_padded // parts // CHUNK
+def part_chunks(rows: int, k_padded: int, parts: int) -> int:
+    """Chunks of k in each part: all ``rows`` of k (:func:`k_rows`) in one part; with more,
+    ``k_padded / parts`` of k each (part s from ``s * k_padded / parts``: h read in place, the last
+    part's past H zeros). The kernels' ``CHUNKS`` too (``_part_chunks``)."""
+    return rows // CHUNK if parts == 1 else k_padded // parts // CHUNK
 
 
 def reg_chunks(num_gates: int, hidden_size: int, k_padded: int, parts: int) -> int:
     """Chunks of k of every gate in a thread's registers: as many as :data:`REG_VALUES` holds, at
     most its part's all."""
-    return min(REG_VALUES // (num_gates * CHUNK), part_chunks(hidden_size, k_padded, parts))
+    return min(REG_VALUES // (num_gates * CHUNK), part_chunks(k_rows(hidden_size), k_padded, parts))
 
 
 def k_rows(hidden_size: int) -> int:
@@ -117,7 +118,7 @@ def shared_bytes(num_gates: int, hidden_size: int, k_padded: int, element: int) 
     chunks not in registers, in the weights' dtype (``element`` bytes), two fp32 buffers of h, and
     where k is split (:func:`k_split`) the parts' fp32 sums of every gate."""
     parts = k_split(num_gates, hidden_size, element)
-    chunks = part_chunks(hidden_size, k_padded, parts) - reg_chunks(num_gates, hidden_size, k_padded, parts)
+    chunks = part_chunks(k_rows(hidden_size), k_padded, parts) - reg_chunks(num_gates, hidden_size, k_padded, parts)
     sums = num_gates * parts * k_padded * 4 if parts > 1 else 0
     return num_gates * chunks * parts * CHUNK * k_padded * element + 2 * k_padded * 4 + sums
 
@@ -127,6 +128,7 @@ if AVAILABLE:
     from .gluon_common import _load_f32, gl, gluon
 
     _CHUNK = gl.constexpr(CHUNK)
+    _part_chunks = gluon.constexpr_function(part_chunks)
 
     @gluon.constexpr_function
     def product_layout(num_warps, parts):
@@ -227,7 +229,7 @@ if AVAILABLE:
             # 144; graphed forwards on the H100 0.81-0.90x the time, the GRU's 0.95-1.04x:
             # results/h100/gated-fma/contiguous-e347eba).
             SMEM: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 2, 0])
-        CHUNKS: gl.constexpr = K_ROWS // _CHUNK if K_SPLIT == 1 else K_PAD // K_SPLIT // _CHUNK
+        CHUNKS: gl.constexpr = _part_chunks(K_ROWS, K_PAD, K_SPLIT)
         j = gl.arange(0, K_PAD, layout=gl.SliceLayout(0, gl.SliceLayout(1, L)))[None, None, :]
         kc = gl.arange(0, _CHUNK, layout=gl.SliceLayout(0, gl.SliceLayout(2, L)))[None, :, None]
         part = gl.arange(0, K_SPLIT, layout=gl.SliceLayout(1, gl.SliceLayout(2, L)))[:, None, None]
@@ -270,7 +272,7 @@ if AVAILABLE:
         L: gl.constexpr = product_layout(num_warps, K_SPLIT)
         S: gl.constexpr = gl.SliceLayout(1, L)
         U: gl.constexpr = units_layout(num_warps, K_SPLIT)
-        CHUNKS: gl.constexpr = K_ROWS // _CHUNK if K_SPLIT == 1 else K_PAD // K_SPLIT // _CHUNK
+        CHUNKS: gl.constexpr = _part_chunks(K_ROWS, K_PAD, K_SPLIT)
         rows = h_prev.reshape([K_SPLIT, K_PAD // K_SPLIT])
         acc = ()
         for g in gl.static_range(GATES):
