@@ -154,7 +154,8 @@ HALF_OPERANDS = True
 # 16-bit weights split k in two (gluon_fma.k_split: the GRU from hidden 65, the LSTM from 101). On the
 # H100 (results/h100/gated-fma/half-weights), graphed forwards against fp32 weights: the GRU at hidden
 # 128 0.72-0.76x the time (batch 32 39.8 -> 30.4 µs), at 100 0.94x; the LSTM at 128 0.89-0.93x (50.5
-# -> 44.8). The LSTM at hidden 100 (one part) took 1.05x: not there.
+# -> 44.8). The LSTM at hidden 100 (one part) took 1.05x: not there. (Not measured for the GRU at hidden
+# 65-99, nor the LSTM at 101-127.)
 HALF_WEIGHTS = True
 # Plan overrides that pick a tile or weight path: given without h_on_chip, they mean the exchange plan.
 _EXCHANGE_FIELDS = frozenset({"block_h", "block_k", "w_resident"})
