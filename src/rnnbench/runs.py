@@ -21,8 +21,8 @@ def over_runs(frame: pd.DataFrame, pair: list[str], ranges: tuple[str, ...] = ()
     per run of it, in the order first measured. Besides the rule above: ``processes``, how many
     runs (not the row's ``runs``, its timed repetitions), and for each column of ``ranges`` its
     median with ``<name>_low`` and ``<name>_high``, the least and greatest over the runs (one run:
-    its value; a pair with a failed run: that run's). Whole columns at a time (a results file of
-    600 rows: a pair at a time took 2.3 s more)."""
+    its value; a pair with a failed run: that run's). Whole columns at a time: a pair at a time
+    (a DataFrame each) made ``rnnbench report`` of a 600-row file markedly slower."""
     if frame.empty:
         return frame.assign(processes=pd.Series(dtype=int), samples_by_run=pd.Series(dtype=object),
                             **{f"{name}_{end}": pd.Series(dtype=float) for name in ranges for end in ("low", "high")})

@@ -239,15 +239,12 @@ if AVAILABLE:
         for g in gl.static_range(GATES):
             if HALF_W:
                 m = gl.zeros([K_SPLIT, K_PAD], gl.float32, gl.SliceLayout(1, L))
-                for c in gl.static_range(CHUNKS):
-                    k = part * (K_PAD // K_SPLIT) + c * _CHUNK + kc
-                    w = gl.load(w_hh_ptr + (g * H + j) * H + k, mask=(j < H) & (k < H), other=0.0)
-                    m = gl.maximum(m, gl.max(gl.abs(w), axis=1))
+                for c in gl.static_range(CHUNKS):  # (the row's largest |w| before any value is rounded)
+                    m = gl.maximum(m, gl.max(gl.abs(_chunk(w_hh_ptr, g, c, j, kc, part, H, K_PAD, K_SPLIT)), axis=1))
                 scale, inv = common._pow2_above(m, common.HALF_SHIFT)
                 scales = scales + (scale, )
             for c in gl.static_range(CHUNKS):
-                k = part * (K_PAD // K_SPLIT) + c * _CHUNK + kc
-                w = gl.load(w_hh_ptr + (g * H + j) * H + k, mask=(j < H) & (k < H), other=0.0)
+                w = _chunk(w_hh_ptr, g, c, j, kc, part, H, K_PAD, K_SPLIT)
                 if HALF_W:
                     w = w * inv[:, None, :]
                 if c < REG_CHUNKS:
@@ -257,6 +254,15 @@ if AVAILABLE:
                     buf.store(w.to(ELEMENT))
                     w_smem = w_smem + (buf, )
         return w_reg, w_smem, scales
+
+    @gluon.jit
+    def _chunk(w_hh_ptr, g, c: gl.constexpr, j, kc, part, H: gl.constexpr, K_PAD: gl.constexpr,
+               K_SPLIT: gl.constexpr):
+        """Gate ``g``'s c-th chunk of k of every part from ``W_hh [GATES*H, H]`` (zeros past H), as
+        :func:`weights_on_chip` lays it out (``j``, ``kc``, ``part``: its units, k within a chunk,
+        parts)."""
+        k = part * (K_PAD // K_SPLIT) + c * _CHUNK + kc
+        return gl.load(w_hh_ptr + (g * H + j) * H + k, mask=(j < H) & (k < H), other=0.0)
 
     @gluon.jit
     def gate_products(w_reg, w_smem, scales, h_prev, sums_smem, GATES: gl.constexpr, K_ROWS: gl.constexpr,
