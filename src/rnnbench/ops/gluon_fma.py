@@ -16,9 +16,9 @@ there, against the tensor-core plan's 2.21 (``results/h100/gated-fma/reg-chunks`
 (``compare-575b97f``, from 30 and 300 steps), with no barrier between programs and no tensor-core
 chain.
 
-Layouts (``num_warps`` warps in ``K_SPLIT`` parts of k (:func:`k_split`: two with 16-bit weights
-at hidden 65-128 for the GRU, 101-128 for the LSTM, else one), ``K_PAD = 32 * num_warps / K_SPLIT``
-units):
+Layouts (``K_SPLIT`` parts of k (:func:`k_split`: two with 16-bit weights at hidden 65-128 for
+the GRU, 101-128 for the LSTM, else one), each part ``32 / K_SPLIT`` lanes of every one of the
+``num_warps`` warps, ``K_PAD = 32 * num_warps / K_SPLIT`` units):
 
 - the weights: ``W_hh[g * H + j, k]`` at row k, column j of gate g's tile ``[K_ROWS, K_PAD]``, zeros
   past H in either index (``K_ROWS``: H rounded up to a chunk), in chunks of :data:`CHUNK` rows of k,
@@ -27,14 +27,15 @@ units):
   one buffer a chunk; fp32 down each column, 16 bits with each unit's chunk of k contiguous). With
   ``HALF_W`` (TF32, ``Plan.half_weights``) fp32 weights are held as 16-bit ones, divided first by a
   power of two per unit, gate and part, and each gate's sum is multiplied back.
-- :func:`product_layout`: such a chunk of one gate with a unit a thread of its part's warps and the
-  chunk's k in that thread's registers, so each dot product is the thread's own chain of fused
-  multiply-adds (IEEE fp32) and ends in no reduction across threads; with two parts, each gate's two
-  sums pass through shared memory once a step (a CTA barrier), and both parts' warps finish every
-  unit (:func:`units_layout`).
+- :func:`product_layout`: such a chunk of one gate with a unit a thread of each part (the parts'
+  threads of a unit lanes of one warp) and the chunk's k in that thread's registers, so each dot
+  product is the thread's own chain of fused multiply-adds (IEEE fp32); with two parts, each gate's
+  two sums meet by a shuffle within the warp, and both parts' lanes finish every unit
+  (:func:`units_layout`).
 - ``h_smem [2, K_PAD]`` fp32: h_{t-1} for every thread to read whole (broadcast reads; part s its
   part of k), two buffers so that a step writes h_t into one while the other is still being read:
-  one CTA barrier a step (two with two parts).
+  one CTA barrier a step by design. (The compiler puts a second before h_t's store: it cannot tell
+  the two buffers of one allocation apart.)
 
 Exists only where :data:`~rnnbench.ops.gluon_common.AVAILABLE` (Triton 3.6); no interpreter (only the
 CUDA tests run these kernels; on CPU the plan never asks for them).
@@ -59,9 +60,9 @@ REG_VALUES = 144
 
 
 # Parts k is split into across warps with 16-bit weights, from these widths (the GRU's, the
-# LSTM's): each part's warps form their units' dot products over their part of k, and the parts'
-# sums meet in shared memory once a step, so each scheduler issues from two warps and W_hh has twice
-# the registers. Each part takes ``K_PAD / 2`` of k, so at hidden 100 (``K_PAD`` 128) they pad 104
+# LSTM's): each part's threads form their units' dot products over their part of k, and the parts'
+# sums meet once a step (a shuffle between the parts' lanes of a warp), so each scheduler issues
+# from two warps and W_hh has twice the registers. Each part takes ``K_PAD / 2`` of k, so at hidden 100 (``K_PAD`` 128) they pad 104
 # rows of k to 128. On the H100 (graphed forwards, results/h100/gated-fma/k-split-86b4f9c and
 # k-split-4d75779): at hidden 128, batch 32 and 128, bf16 and fp16 took 0.71-0.90x the time (GRU
 # bf16 40.3 -> 30.7 µs, LSTM 52.0 -> 46.2); at hidden 100, batch 20, bf16's GRU 0.89x, its LSTM
@@ -115,12 +116,10 @@ def constexprs(num_gates: int, hidden_size: int, num_warps: int, unit_warps: int
 
 def shared_bytes(num_gates: int, hidden_size: int, k_padded: int, element: int) -> int:
     """Shared memory of one program (``k_padded``: its units, 32 a warp of a part): the gates'
-    chunks not in registers, in the weights' dtype (``element`` bytes), two fp32 buffers of h, and
-    where k is split (:func:`k_split`) the parts' fp32 sums of every gate."""
+    chunks not in registers, in the weights' dtype (``element`` bytes), and two fp32 buffers of h."""
     parts = k_split(num_gates, hidden_size, element)
     chunks = part_chunks(k_rows(hidden_size), k_padded, parts) - reg_chunks(num_gates, hidden_size, k_padded, parts)
-    sums = num_gates * parts * k_padded * 4 if parts > 1 else 0
-    return num_gates * chunks * parts * CHUNK * k_padded * element + 2 * k_padded * 4 + sums
+    return num_gates * chunks * parts * CHUNK * k_padded * element + 2 * k_padded * 4
 
 
 if AVAILABLE:
@@ -133,41 +132,28 @@ if AVAILABLE:
     @gluon.constexpr_function
     def product_layout(num_warps, parts):
         """A ``[parts, _CHUNK, K_PAD]`` chunk of a gate's ``W_hh^T`` (each part's chunk of k): unit
-        j of part s in thread j of part s's warps, the chunk's k in its registers."""
-        return gl.BlockedLayout([1, _CHUNK, 1], [1, 1, 32], [parts, 1, num_warps // parts], [2, 1, 0])
-
-    @gluon.constexpr_function
-    def sums_layout(num_warps, parts):
-        """The parts' sums ``[parts, K_PAD]`` as the cell reads them: unit j's of every part in
-        thread j of every part's warps (each part's warps hold them all)."""
-        return gl.BlockedLayout([parts, 1], [1, 32], [parts, num_warps // parts], [0, 1])
+        j of part s in lane ``j % (32 / parts) + s * 32 / parts`` of warp ``j / (32 / parts)``, the
+        chunk's k in its registers. (The parts are lanes of one warp, so their sums meet by a
+        shuffle, with no shared memory and no CTA barrier between.)"""
+        return gl.BlockedLayout([1, _CHUNK, 1], [parts, 1, 32 // parts], [1, 1, num_warps], [2, 1, 0])
 
     @gluon.constexpr_function
     def units_layout(num_warps, parts):
-        """The cell's ``[K_PAD]`` vectors: unit j in thread j of every part's warps."""
-        return gl.SliceLayout(0, sums_layout(num_warps, parts))
+        """The cell's ``[K_PAD]`` vectors: unit j in the lanes of every part that form it (each
+        part's lanes hold them all)."""
+        return gl.SliceLayout(0, gl.SliceLayout(1, product_layout(num_warps, parts)))
 
     @gluon.jit
-    def row_start(w_hh_ptr, h0_ptr, lengths_ptr, T, B, H: gl.constexpr, GATES: gl.constexpr, HAS_H0: gl.constexpr,
-                  HAS_LENGTHS: gl.constexpr, K_ROWS: gl.constexpr, K_PAD: gl.constexpr, K_SPLIT: gl.constexpr,
-                  REG_CHUNKS: gl.constexpr, HALF_W: gl.constexpr, num_warps: gl.constexpr):
-        """What a program of either cell sets up before its first step, for batch row
-        ``program_id(1)``: ``(w_reg, w_smem, scales, h_smem, sums_smem, units, mask, length, row,
-        plane, h)``, the weights on chip and their scales (:func:`weights_on_chip`), the two buffers of h (``[2, K_PAD]``
-        fp32), the parts' sums' buffers (one ``[K_SPLIT, K_PAD]`` a gate,
-        none with one part), the units (``[K_PAD]``, one a thread) and their mask, the row's length
-        (``T`` without lengths), its offset in a ``[B, H]`` plane and a plane's size (int64), and h0
-        as fp32 (zeros without it), the carried h."""
+    def row_start(h0_ptr, lengths_ptr, T, B, H: gl.constexpr, HAS_H0: gl.constexpr, HAS_LENGTHS: gl.constexpr,
+                  K_PAD: gl.constexpr, K_SPLIT: gl.constexpr, num_warps: gl.constexpr):
+        """What a program of either cell sets up before its first step besides its weights
+        (:func:`weights_on_chip`), for batch row ``program_id(1)``: ``(h_smem, units, mask, length,
+        row, plane, h)``, the two buffers of h (``[2, K_PAD]`` fp32), the units (``[K_PAD]``, one a
+        thread of each part) and their mask, the row's length (``T`` without lengths), its offset in a
+        ``[B, H]`` plane and a plane's size (int64), and h0 as fp32 (zeros without it), the carried h."""
         U: gl.constexpr = units_layout(num_warps, K_SPLIT)
         b = gl.program_id(1)
-        w_reg, w_smem, scales = weights_on_chip(w_hh_ptr, H, GATES, K_ROWS, K_PAD, K_SPLIT, REG_CHUNKS, HALF_W,
-                                                num_warps)
         h_smem = gl.allocate_shared_memory(gl.float32, [2, K_PAD], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-        sums_smem = ()
-        if K_SPLIT > 1:
-            for g in gl.static_range(GATES):
-                sums_smem = sums_smem + (gl.allocate_shared_memory(gl.float32, [K_SPLIT, K_PAD],
-                                                                   gl.SwizzledSharedLayout(1, 1, 1, [1, 0])), )
         units = gl.arange(0, K_PAD, layout=U)
         mask = units < H
         if HAS_LENGTHS:
@@ -180,7 +166,7 @@ if AVAILABLE:
             h = _load_f32(h0_ptr + row, units, mask)
         else:
             h = gl.zeros([K_PAD], gl.float32, U)
-        return w_reg, w_smem, scales, h_smem, sums_smem, units, mask, length, row, plane, h
+        return h_smem, units, mask, length, row, plane, h
 
     @gluon.jit
     def publish_h(h_smem, h_buf_ptr, h, t, running, plane, row, units, mask):
@@ -265,19 +251,18 @@ if AVAILABLE:
         return gl.load(w_hh_ptr + (g * H + j) * H + k, mask=(j < H) & (k < H), other=0.0)
 
     @gluon.jit
-    def gate_products(w_reg, w_smem, scales, h_prev, sums_smem, GATES: gl.constexpr, K_ROWS: gl.constexpr,
+    def gate_products(w_reg, w_smem, scales, h_prev, GATES: gl.constexpr, K_ROWS: gl.constexpr,
                       K_PAD: gl.constexpr, K_SPLIT: gl.constexpr, REG_CHUNKS: gl.constexpr, HALF_W: gl.constexpr,
                       num_warps: gl.constexpr):
         """The step's recurrent products ``W_hh h_{t-1}``, one fp32 ``[K_PAD]`` vector a gate (a
         tuple, in :func:`units_layout`), from :func:`weights_on_chip`'s chunks and ``h_prev``
-        (``[K_PAD]`` fp32 in shared memory, part s's k read whole by every thread of part s's warps,
-        as rows ``[K_SPLIT, K_PAD / K_SPLIT]``): each chunk of k is
-        the thread's own chain per gate, the chunks' sums added in order, then the parts' sums
-        (through ``sums_smem``, a CTA barrier between), part 0's first; with ``HALF_W`` each part's
-        sums multiplied back by their ``scales`` first."""
+        (``[K_PAD]`` fp32 in shared memory, part s's k read whole by every thread of part s, as rows
+        ``[K_SPLIT, K_PAD / K_SPLIT]``): each chunk of k is the thread's own chain per gate, the
+        chunks' sums added in order, then the parts' sums (a shuffle within the warp; two parts'
+        sum is the same either way round); with ``HALF_W`` each part's sums multiplied back by their
+        ``scales`` first."""
         L: gl.constexpr = product_layout(num_warps, K_SPLIT)
         S: gl.constexpr = gl.SliceLayout(1, L)
-        U: gl.constexpr = units_layout(num_warps, K_SPLIT)
         CHUNKS: gl.constexpr = _part_chunks(K_ROWS, K_PAD, K_SPLIT)
         rows = h_prev.reshape([K_SPLIT, K_PAD // K_SPLIT])
         acc = ()
@@ -299,15 +284,8 @@ if AVAILABLE:
                 new = new + (acc[g] * scales[g], )
             acc = new
         out = ()
-        if K_SPLIT == 1:
-            for g in gl.static_range(GATES):
-                out = out + (gl.convert_layout(gl.sum(acc[g], axis=0), U), )
-        else:
-            for g in gl.static_range(GATES):
-                sums_smem[g].store(acc[g])
-            gl.thread_barrier()
-            for g in gl.static_range(GATES):
-                out = out + (gl.sum(sums_smem[g].load(sums_layout(num_warps, K_SPLIT)), axis=0), )
+        for g in gl.static_range(GATES):  # (the parts' sums: a shuffle between a unit's lanes)
+            out = out + (gl.sum(acc[g], axis=0), )
         return out
 
     @gluon.jit

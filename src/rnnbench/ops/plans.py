@@ -718,7 +718,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     half_weights = False
     if fma:  # a batch row a program, every unit, the weights on chip (the RNN's in registers)
         bb, bh, resident, block_k, on_chip, warps = 1, kp, True, kp, True, fma_warps(hidden_size)
-        if num_gates > 1:  # (ops/gluon_fma.py: each part of k its own warps, as the weights are held)
+        if num_gates > 1:  # (ops/gluon_fma.py: each part of k its own lanes, as the weights are held)
             from . import gluon_fma
 
             # (TF32: the weights as scaled fp16 where 16-bit weights split k; asked for, anywhere)

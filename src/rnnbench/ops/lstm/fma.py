@@ -20,7 +20,7 @@ from ..gluon_common import AVAILABLE
 
 if AVAILABLE:
     from ..gluon_common import _bias_vector, _load_f32, gl, gluon
-    from ..gluon_fma import _sigmoid, _tanh, gate_inputs, gate_products, publish_h, row_start
+    from ..gluon_fma import _sigmoid, _tanh, gate_inputs, gate_products, publish_h, row_start, weights_on_chip
 
     @gluon.jit(do_not_specialize=["T", "B"])
     def lstm_forward_fma_kernel(
@@ -35,9 +35,10 @@ if AVAILABLE:
         ``K_SPLIT * K_PAD = 32 * num_warps`` threads, one per unit (at least H) and part of k;
         ``REG_CHUNKS`` chunks of k of every gate in registers (``gluon_fma.weights_on_chip``);
         ``HALF_W``: fp32 weights held as scaled fp16 (``Plan.half_weights``)."""
-        w_reg, w_smem, scales, h_smem, sums_smem, units, mask, length, row, plane, h = row_start(
-            w_hh_ptr, h0_ptr, lengths_ptr, T, B, H, 4, HAS_H0, HAS_LENGTHS, K_ROWS, K_PAD, K_SPLIT, REG_CHUNKS,
-            HALF_W, num_warps)
+        w_reg, w_smem, scales = weights_on_chip(w_hh_ptr, H, 4, K_ROWS, K_PAD, K_SPLIT, REG_CHUNKS, HALF_W,
+                                                num_warps)
+        h_smem, units, mask, length, row, plane, h = row_start(h0_ptr, lengths_ptr, T, B, H, HAS_H0, HAS_LENGTHS,
+                                                               K_PAD, K_SPLIT, num_warps)
         bias_i = _bias_vector(b_ih_ptr, b_hh_ptr, units, mask, HAS_BIAS, True)
         bias_f = _bias_vector(b_ih_ptr + H, b_hh_ptr + H, units, mask, HAS_BIAS, True)
         bias_g = _bias_vector(b_ih_ptr + 2 * H, b_hh_ptr + 2 * H, units, mask, HAS_BIAS, True)
@@ -57,7 +58,7 @@ if AVAILABLE:
         while t < T:
             # The input two steps ahead (past the end: the last step's again), as the GRU's.
             x3 = gate_inputs(x_proj_ptr, gl.minimum(t + 2, T - 1), 4 * plane, 4 * row, units, mask, H, 4)
-            a_i, a_f, a_g, a_o = gate_products(w_reg, w_smem, scales, h_smem.index(t % 2), sums_smem, 4,
+            a_i, a_f, a_g, a_o = gate_products(w_reg, w_smem, scales, h_smem.index(t % 2), 4,
                                                 K_ROWS, K_PAD, K_SPLIT, REG_CHUNKS, HALF_W, num_warps)
             i = _sigmoid(a_i + x[0].to(gl.float32) + bias_i, FAST_ACT)
             f = _sigmoid(a_f + x[1].to(gl.float32) + bias_f, FAST_ACT)
