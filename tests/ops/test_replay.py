@@ -186,6 +186,67 @@ def test_a_replay_launches_before_it_allocates_what_later_launches_take(monkeypa
     assert events == ["launch", "empty", "empty"]
 
 
+def _events_of_a_third_call(monkeypatch) -> list[str]:
+    """The allocations and launches of a replay's third call, in order."""
+    replay, _, _ = _replayed_twice()
+    events = []
+    empty, scale, accumulate = torch.empty, SCALE.body, ACCUMULATE.body
+    monkeypatch.setattr(torch, "empty", lambda *a, **k: events.append("empty") or empty(*a, **k))
+    monkeypatch.setattr(SCALE, "body", lambda *a: events.append("launch") or scale(*a))
+    monkeypatch.setattr(ACCUMULATE, "body", lambda *a: events.append("launch") or accumulate(*a))
+    replay((torch.randn(5, 3), torch.tensor([0.5]), torch.randn(3)))
+    return events
+
+
+def test_a_replay_makes_the_next_calls_outputs_after_its_launches(monkeypatch):
+    """With ``ALLOCATE_AHEAD`` a warm call launches both kernels back to back and then makes the next
+    call's two outputs; without it, the outputs are made between the launches."""
+    from rnnbench.ops import replay as module
+
+    assert _events_of_a_third_call(monkeypatch) == ["launch", "launch", "empty", "empty"]
+    monkeypatch.undo()
+    monkeypatch.setattr(module, "ALLOCATE_AHEAD", False)
+    assert _events_of_a_third_call(monkeypatch) == ["launch", "empty", "empty", "launch"]
+
+
+def test_outputs_made_ahead_are_each_calls_own(monkeypatch):
+    """Outputs made ahead are taken by one call of the thread and stream they were made for: every
+    call's outputs are its own storage, however the calls come (another thread between, the
+    switch turned off between), and right."""
+    import threading
+
+    from rnnbench.ops import replay as module
+
+    replay, a, b = _replayed_twice()
+    seen = [a, b]
+    made = [t.data_ptr() for t in replay._ahead[1]]
+    assert len(made) == 2 and {t.untyped_storage().data_ptr() for t in b}.isdisjoint(made)
+    inputs = torch.randn(5, 3), torch.tensor([2.0]), torch.randn(3)
+    elsewhere = []
+    thread = threading.Thread(target=lambda: elsewhere.append(replay(inputs)))
+    thread.start()
+    thread.join()
+    seen.append(elsewhere[0])
+    assert {t.untyped_storage().data_ptr() for t in elsewhere[0]}.isdisjoint(made), "another thread took them"
+    seen.append(replay(inputs))
+    monkeypatch.setattr(module, "ALLOCATE_AHEAD", False)
+    seen += [replay(inputs), replay(inputs)]
+    storages = [t.untyped_storage().data_ptr() for outputs in seen for t in outputs]
+    assert len(set(storages)) == len(storages), "two calls' outputs share storage"
+    for outputs in seen[2:]:
+        for g, e in zip(outputs, _call(*inputs)):
+            assert torch.equal(g, e)
+
+
+def test_a_replay_makes_nothing_ahead_past_the_limit(monkeypatch):
+    """An output larger than ``SCRATCH_KEPT_BYTES`` is made by its call, not ahead."""
+    from rnnbench.ops import replay as module
+
+    monkeypatch.setattr(module, "SCRATCH_KEPT_BYTES", 6 * 3 * 4 - 1)  # h_buf's 72 bytes, less one
+    replay, _, _ = _replayed_twice()
+    assert [shape for shape, _, _ in replay.ahead] == [(3,)] and len(replay._ahead[1]) == 1
+
+
 def test_a_replay_takes_views_of_inputs_and_allocations():
     """A launch given a view of an input (``x.view(-1)``) or of an allocation (a slice): the same
     view of the new call's tensors."""

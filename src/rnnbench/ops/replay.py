@@ -40,6 +40,11 @@ SCRATCH_KEPT_BYTES = 16 << 20
 # Record calls to replay (False: no new recordings, for side-by-side measurements; the replays
 # already made are ``rnnbench.nn._REPLAYS``', which the caller drops).
 ENABLED = True
+# Make the next call's output allocations (each up to SCRATCH_KEPT_BYTES) at the end of this one,
+# after its launches, while the device runs them: between a call's first launch and its next the
+# host then only launches (False: each made just before the first launch that takes it, for
+# side-by-side measurements).
+ALLOCATE_AHEAD = True
 
 
 class Replay:
@@ -53,23 +58,27 @@ class Replay:
     current stream's barrier counters (:func:`~rnnbench.ops.launch.counters`, which every kernel
     leaves at zero: the replay keeps the buffer it recorded and runs only on that stream).
 
-    The call's allocations are of two kinds. Those an output is made of are allocated afresh every
-    call (a caller may keep its outputs). The rest are scratch (the input projection): up to
-    :data:`SCRATCH_KEPT_BYTES` each, kept and reused by the next call from the same thread on the
-    same stream, whose launches the stream orders after the last call's, and allocated afresh for
-    any other (or every call, if larger). Each allocation is made just
-    before the first launch that takes it, so the first launch leaves while the host allocates the
-    rest (on the H100 a ``torch.empty`` took 4-7 µs of host time, a launch 8).
+    The call's allocations are of two kinds. Those an output is made of are fresh every call (a
+    caller may keep its outputs): up to :data:`SCRATCH_KEPT_BYTES` each, they are allocated at the
+    end of the call before (:data:`ALLOCATE_AHEAD`), after its launches, while the device runs
+    them, and taken by the next call from the same thread on the same stream (any other allocates
+    its own). The rest are scratch (the input projection): up to :data:`SCRATCH_KEPT_BYTES` each,
+    kept and reused by the next call from the same thread on the same stream, whose launches the
+    stream orders after the last call's, and allocated afresh for any other (or every call, if
+    larger). Each allocation not made ahead or kept is made just before the first launch that takes
+    it, so the first launch leaves while the host allocates the rest (on the H100 a ``torch.empty``
+    took 4-7 µs of host time, a launch 8).
 
     Build with :meth:`build`."""
 
-    __slots__ = ("launches", "allocations", "slots", "outputs", "scratch", "scratch_places", "cuda", "stream",
-                 "constants", "_scratch")
+    __slots__ = ("launches", "allocations", "slots", "outputs", "scratch", "scratch_places", "ahead", "cuda",
+                 "stream", "constants", "_scratch", "_ahead")
 
     def __init__(self, launches, allocations, slots, outputs, scratch_places, stream, constants):
         # per launch: (c_launch, grid3, head, take, tail, fresh, views) with ``take(values)`` its
         # arguments from ``values`` (the inputs, then ``slots``), ``fresh`` the allocations it needs
-        # first, (values index, shape, dtype, device), and ``views`` the views of earlier values it
+        # first, (values index, shape, dtype, device, index in ``ahead`` or -1), and ``views`` the
+        # views of earlier values it
         # takes, (values index, root index, bytes past the root's start, as_strided's arguments)
         self.launches = launches
         self.allocations = allocations  # (shape, dtype, device) of each tensor the call allocated
@@ -77,10 +86,13 @@ class Replay:
         self.outputs = outputs  # per output: None, or (values index, (size, stride, offset) or None where whole)
         self.scratch_places = tuple(k for k, _ in scratch_places)  # values index of each scratch tensor
         self.scratch = tuple(a for _, a in scratch_places)  # (shape, dtype, device) of each
+        # (shape, dtype, device) of each allocation made ahead, in the order ``fresh`` numbers them
+        self.ahead = tuple(a[1:4] for launch in launches for a in launch[5] if a[4] >= 0)
         self.cuda = any(device.type == "cuda" for _, _, device in allocations)  # (launches on the current stream)
         self.stream = stream  # the stream its constants belong to (None: any)
         self.constants = constants  # (the buffers themselves, kept alive: the slots may hold their addresses)
         self._scratch = (None, ())  # (the (thread, stream) that last used it, the scratch tensors)
+        self._ahead = (None, ())  # (the (thread, stream) they were made for, the tensors made ahead)
 
     @staticmethod
     def build(recorded: Recording, inputs: tuple, outputs: tuple) -> Replay | None:
@@ -161,9 +173,17 @@ class Replay:
         returned = {o[0] for o in shapes if o is not None}
         kept = {k for k, (shape, dtype, _) in enumerate(allocations)
                 if k not in returned and math.prod(shape) * dtype.itemsize <= SCRATCH_KEPT_BYTES}
-        built = []
+        built, ahead = [], 0
         for c, g, h, sources, t, first, seen in launches:
-            fresh = tuple((place("allocation", k), *allocations[k]) for k in first if k not in kept)
+            fresh = []
+            for k in first:
+                if k in kept:
+                    continue
+                shape, dtype, _ = allocations[k]
+                small = math.prod(shape) * dtype.itemsize <= SCRATCH_KEPT_BYTES
+                fresh.append((place("allocation", k), *allocations[k], ahead if small else -1))
+                ahead += small
+            fresh = tuple(fresh)
             its_views = tuple((place("view", v), place(*views[v][:2]), views[v][2], views[v][3]) for v in seen)
             built.append((c, g, h, _taker([place(*s) for s in sources]), t, fresh, its_views))
         cuda = any(device.type == "cuda" for _, _, device in allocations)
@@ -192,13 +212,21 @@ class Replay:
         for k, t in zip(self.scratch_places, scratch):
             tensors[k] = t
             values[k] = t.data_ptr() if cuda else t
+        made_owner, made = self._ahead  # (one read, as the scratch's)
+        if made_owner == owner:
+            self._ahead = (None, ())  # (taken: each is an output of this call only)
+        else:
+            made = ()
         for c_launch, (gx, gy, gz), head, take, tail, fresh, views in self.launches:
-            for k, shape, dtype, device in fresh:
-                t = tensors[k] = torch.empty(shape, dtype=dtype, device=device)
+            for k, shape, dtype, device, j in fresh:
+                t = tensors[k] = made[j] if 0 <= j < len(made) else torch.empty(shape, dtype=dtype, device=device)
                 values[k] = t.data_ptr() if cuda else t
             for k, root, offset, strided in views:
                 values[k] = values[root] + offset if cuda else _view_of(tensors[root], *strided)
             c_launch(gx, gy, gz, stream, *head, *take(values), *tail)
+        if ALLOCATE_AHEAD and self.ahead:  # (the next call's, while the device runs this one's)
+            self._ahead = owner, tuple(torch.empty(shape, dtype=dtype, device=device)
+                                       for shape, dtype, device in self.ahead)
         return tuple(None if o is None else tensors[o[0]] if o[1] is None else tensors[o[0]].as_strided(*o[1])
                      for o in self.outputs)
 
