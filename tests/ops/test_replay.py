@@ -136,7 +136,7 @@ def _replayed_twice(monkeypatch=None):
 
 
 def _scratch_pointer(replay) -> int:
-    (scratch,) = replay._scratch[1]
+    (scratch,) = replay._kept[1]
     return scratch.data_ptr()
 
 
@@ -168,10 +168,10 @@ def test_a_replay_allocates_scratch_past_its_limit_every_call(monkeypatch):
 
     monkeypatch.setattr(module, "SCRATCH_KEPT_BYTES", 5 * 3 * 4 - 1)  # the projection's 60 bytes, less one
     replay, _, _ = _replayed_twice()
-    assert replay.scratch == () and replay._scratch[1] == ()
+    assert replay.scratch == () and replay._kept[1] == ()
     monkeypatch.setattr(module, "SCRATCH_KEPT_BYTES", 5 * 3 * 4)
     replay, _, _ = _replayed_twice()
-    assert len(replay._scratch[1]) == 1
+    assert len(replay._kept[1]) == 1
 
 
 def test_a_replay_launches_before_it_allocates_what_later_launches_take(monkeypatch):
@@ -219,7 +219,7 @@ def test_outputs_made_ahead_are_each_calls_own(monkeypatch):
 
     replay, a, b = _replayed_twice()
     seen = [a, b]
-    made = [t.data_ptr() for t in replay._ahead[1]]
+    made = [t.data_ptr() for t in replay._kept[2]]
     assert len(made) == 2 and {t.untyped_storage().data_ptr() for t in b}.isdisjoint(made)
     inputs = torch.randn(5, 3), torch.tensor([2.0]), torch.randn(3)
     elsewhere = []
@@ -244,7 +244,7 @@ def test_a_replay_makes_nothing_ahead_past_the_limit(monkeypatch):
 
     monkeypatch.setattr(module, "SCRATCH_KEPT_BYTES", 6 * 3 * 4 - 1)  # h_buf's 72 bytes, less one
     replay, _, _ = _replayed_twice()
-    assert [shape for shape, _, _ in replay.ahead] == [(3,)] and len(replay._ahead[1]) == 1
+    assert [shape for shape, _, _ in replay.ahead] == [(3,)] and len(replay._kept[2]) == 1
 
 
 def test_a_replay_takes_views_of_inputs_and_allocations():

@@ -72,7 +72,7 @@ class Replay:
     Build with :meth:`build`."""
 
     __slots__ = ("launches", "allocations", "slots", "outputs", "scratch", "scratch_places", "ahead", "cuda",
-                 "stream", "constants", "_scratch", "_ahead")
+                 "stream", "constants", "_kept")
 
     def __init__(self, launches, allocations, slots, outputs, scratch_places, stream, constants):
         # per launch: (c_launch, grid3, head, take, tail, fresh, views) with ``take(values)`` its
@@ -91,8 +91,8 @@ class Replay:
         self.cuda = any(device.type == "cuda" for _, _, device in allocations)  # (launches on the current stream)
         self.stream = stream  # the stream its constants belong to (None: any)
         self.constants = constants  # (the buffers themselves, kept alive: the slots may hold their addresses)
-        self._scratch = (None, ())  # (the (thread, stream) that last used it, the scratch tensors)
-        self._ahead = (None, ())  # (the (thread, stream) they were made for, the tensors made ahead)
+        # (the (thread, stream) of the last call, its scratch, the outputs made ahead for its next)
+        self._kept = (None, (), ())
 
     @staticmethod
     def build(recorded: Recording, inputs: tuple, outputs: tuple) -> Replay | None:
@@ -205,18 +205,13 @@ class Replay:
         tensors = [*inputs, *self.slots]  # (the allocations' places filled below; then the numbers)
         values = [*[0 if t is None else t.data_ptr() for t in inputs], *self.slots] if cuda else tensors
         owner = (threading.get_ident(), stream)
-        kept_owner, scratch = self._scratch  # (one read: another thread may replace it meanwhile)
-        if kept_owner != owner:  # a new thread or stream: scratch of its own
-            scratch = tuple(torch.empty(shape, dtype=dtype, device=device) for shape, dtype, device in self.scratch)
-            self._scratch = owner, scratch
+        kept_owner, scratch, made = self._kept  # (one read: another thread may replace it meanwhile)
+        if kept_owner != owner:  # a new thread or stream: scratch of its own, nothing made ahead
+            scratch = tuple([torch.empty(shape, dtype=dtype, device=device) for shape, dtype, device in self.scratch])
+            made = ()
         for k, t in zip(self.scratch_places, scratch):
             tensors[k] = t
             values[k] = t.data_ptr() if cuda else t
-        made_owner, made = self._ahead  # (one read, as the scratch's)
-        if made_owner == owner:
-            self._ahead = (None, ())  # (taken: each is an output of this call only)
-        else:
-            made = ()
         for c_launch, (gx, gy, gz), head, take, tail, fresh, views in self.launches:
             for k, shape, dtype, device, j in fresh:
                 t = tensors[k] = made[j] if 0 <= j < len(made) else torch.empty(shape, dtype=dtype, device=device)
@@ -224,9 +219,9 @@ class Replay:
             for k, root, offset, strided in views:
                 values[k] = values[root] + offset if cuda else _view_of(tensors[root], *strided)
             c_launch(gx, gy, gz, stream, *head, *take(values), *tail)
-        if ALLOCATE_AHEAD and self.ahead:  # (the next call's, while the device runs this one's)
-            self._ahead = owner, tuple(torch.empty(shape, dtype=dtype, device=device)
-                                       for shape, dtype, device in self.ahead)
+        # (the next call's outputs, while the device runs this one's; each made is this call's only)
+        self._kept = owner, scratch, (tuple([torch.empty(shape, dtype=dtype, device=device)
+                                             for shape, dtype, device in self.ahead]) if ALLOCATE_AHEAD else ())
         return tuple(None if o is None else tensors[o[0]] if o[1] is None else tensors[o[0]].as_strided(*o[1])
                      for o in self.outputs)
 
