@@ -166,6 +166,19 @@ def test_several_runs_widen_the_interval_by_their_spread(tmp_path):
         compare.compare_files(base, broken)
 
 
+def test_a_pair_measured_on_two_machines_is_the_machine_written_last(tmp_path):
+    """A file holding a pair's two runs on one machine and then one run on another (a rerun
+    elsewhere, appended): its row is the second machine's run alone, not a run of each."""
+    other = {**ENV, "env_id": "other-env", "gpu": "NVIDIA H200"}
+    records = [ENV, other, {**row("c", draws(10.0)), "run": 1}, {**row("c", draws(10.0, seed=1)), "run": 2},
+               {**row("c", draws(20.0, seed=2), env_id="other-env"), "run": 1}]
+    path = tmp_path / "two-machines.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    (got,) = compare.latest_rows(path).values()
+    assert got["env_id"] == "other-env" and got["processes"] == 1
+    assert got["ms_per_batch"] == pytest.approx(20.0)
+
+
 def test_compare_files_pairs_latest_rows_and_lists_the_rest(tmp_path):
     base = write(tmp_path / "base.jsonl", row("slow", draws(10.0)), row("same", draws(5.0)),
                  row("gone", draws(1.0)), row("broke", draws(1.0)), row("graph", None, status="unavailable"),

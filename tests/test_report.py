@@ -8,7 +8,7 @@ import json
 import pandas as pd
 import pytest
 
-from rnnbench import report
+from rnnbench import report, runs
 from rnnbench.cases import Case
 from rnnbench.errors import UsageError
 from rnnbench.lanes import LANES
@@ -202,7 +202,7 @@ def test_latest_row_supersedes_and_machines_are_separate():
     case = Case(cell="lstm", **GLAMPLE)
     frame = _frame([_row(case, "torch-nn", 10.0), _row(case, "torch-nn", 20.0),
                     _row(case, "torch-nn", 30.0, env_id="other", gpu="NVIDIA H200")])
-    assert list(report.latest(frame)["us_per_example"]) == [20.0, 30.0]
+    assert list(runs.latest(frame)["us_per_example"]) == [20.0, 30.0]
     titles = [t[0] for t in report.tables(frame, published=False)]
     assert len(titles) == 2 and titles[0].endswith(H100) and titles[1].endswith("NVIDIA H200")
 

@@ -33,7 +33,7 @@ import pandas as pd
 
 from .errors import UsageError
 from .results import load_results, read_records
-from .runs import over_runs
+from .runs import latest, over_runs
 
 THRESHOLD = 0.05  # default --threshold: 5 %
 CONFIDENCE = 0.95  # coverage of the bootstrap interval
@@ -210,13 +210,16 @@ def latest_rows(path: str | os.PathLike) -> dict[tuple[str, str], dict]:
     """For each (case_key, lane) of a results file, any status, the last row written; where the
     file holds several runs of it (``rnnbench run --runs``), the last of each run folded into one
     row (:func:`rnnbench.runs.over_runs`: the medians of the runs', p20-p80 the widest, every run's
-    samples as ``samples_by_run``; a failed run's row where one failed).
+    samples as ``samples_by_run``; a failed run's row where one failed). A pair measured on
+    several machines (:func:`rnnbench.runs.latest`, as ``rnnbench report`` keeps them apart) is the
+    machine's written last, its runs alone.
 
     Raises:
         UsageError: see :func:`rnnbench.results.load_results`.
     """
-    frame = load_results(path).drop_duplicates(subset=["case_key", "lane", "run"], keep="last")
-    folded = over_runs(frame, ["case_key", "lane"])
+    frame = latest(load_results(path))
+    last_machine = frame.groupby(["case_key", "lane"], sort=False)["env_id"].transform("last")
+    folded = over_runs(frame[frame["env_id"] == last_machine], ["case_key", "lane"])
     folded = folded.astype(object).where(pd.notna(folded), None)
     return {(r["case_key"], r["lane"]): r for r in folded.to_dict("records")}
 

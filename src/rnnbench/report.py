@@ -17,23 +17,15 @@ import pandas as pd
 from .errors import UsageError
 from .lanes import LANES
 from .published import published_for
-from .runs import over_runs
+from .runs import latest, over_runs
 
 GROUP = ["gpu", "device", "dtype", "loss", "batch_size", "seq_len", "input_size", "hidden_size", "num_layers",
          "lengths", "sort_lengths"]
 MODE_COLUMNS = {"train": "Train (µs)", "forward": "Forward only (µs)"}
 
 
-def latest(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per (case, lane, machine, run): the last one written (a re-run supersedes). A frame
-    without runs (not from :func:`~rnnbench.results.load_results`) is one run."""
-    if "run" not in frame:
-        frame = frame.assign(run=1)
-    return frame.drop_duplicates(subset=["case_key", "lane", "env_id", "run"], keep="last")
-
-
 def combined(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
-    """One row per (case, lane, machine) over its runs (:func:`latest` of each), in the order first
+    """One row per (case, lane, machine) over its runs (:func:`~rnnbench.runs.latest` of each), in the order first
     measured, with ``speedup``: ``baseline``'s time / the lane's in the same run (NaN where either is
     not ok), folded over the runs by :func:`rnnbench.runs.over_runs` (``processes``, the median of
     each figure and of ``speedup``, the speedups' range ``speedup_low``, ``speedup_high``; a pair

@@ -16,6 +16,14 @@ import pandas as pd
 RUN_MEDIANS = ("ms_per_batch", "us_per_example", "tflops", "peak_fraction", "peak_tflops")
 
 
+def latest(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per (case, lane, machine, run) of a results frame: the last one written (a re-run
+    supersedes). A frame without runs (not from :func:`~rnnbench.results.load_results`) is one run."""
+    if "run" not in frame:
+        frame = frame.assign(run=1)
+    return frame.drop_duplicates(subset=["case_key", "lane", "env_id", "run"], keep="last")
+
+
 def over_runs(frame: pd.DataFrame, pair: list[str], ranges: tuple[str, ...] = ()) -> pd.DataFrame:
     """One row per ``pair`` (the columns that name a case's lane) of ``frame``, which holds one row
     per run of it, in the order first measured. Besides the rule above: ``processes``, how many

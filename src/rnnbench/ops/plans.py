@@ -722,9 +722,10 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
             from . import gluon_fma
 
             # (TF32: the weights as scaled fp16 where 16-bit weights split k; asked for, anywhere)
+            parts_16bit = gluon_fma.k_split(num_gates, hidden_size, 2)
             half_weights = override.get("half_weights", HALF_WEIGHTS and dtype == torch.float32 and precision == "tf32"
-                                        and gluon_fma.k_split(num_gates, hidden_size, 2) > 1)
-            warps *= gluon_fma.k_split(num_gates, hidden_size, 2 if half_weights else element)
+                                        and parts_16bit > 1)
+            warps *= parts_16bit if half_weights else gluon_fma.k_split(num_gates, hidden_size, element)
     fast = device.type == "cuda" and direction == "forward" and fast_activations(dtype, precision)
     x3_streamed = (SPLIT_ONCE and device.type == "cuda" and direction == "forward" and precision == "tf32x3"
                    and not on_chip and not resident)
