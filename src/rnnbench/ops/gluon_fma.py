@@ -59,15 +59,17 @@ CHUNK = 8
 REG_VALUES = 144
 
 
-# Parts k is split into across warps with 16-bit weights, from these widths (the GRU's, the
-# LSTM's): each part's threads form their units' dot products over their part of k, and the parts'
-# sums meet once a step (a shuffle between the parts' lanes of a warp), so each scheduler issues
-# from two warps and W_hh has twice the registers. Each part takes ``K_PAD / 2`` of k, so at hidden 100 (``K_PAD`` 128) they pad 104
-# rows of k to 128. On the H100 (graphed forwards, results/h100/gated-fma/k-split-86b4f9c and
-# k-split-4d75779): at hidden 128, batch 32 and 128, bf16 and fp16 took 0.71-0.90x the time (GRU
-# bf16 40.3 -> 30.7 µs, LSTM 52.0 -> 46.2); at hidden 100, batch 20, bf16's GRU 0.89x, its LSTM
-# 1.05x; fp32 weights (TF32) 0.93-1.03x at hidden 128, 1.02-1.12x at 100 and 0.95-1.18x at 32-64: one
-# part. (Not measured in 16 bits below hidden 65, nor the LSTM between 101 and 127.)
+# Parts k is split into with 16-bit weights, from these widths (the GRU's, the LSTM's): each part's
+# threads form their units' dot products over their part of k, and the parts' sums meet once a step
+# (a shuffle between the parts' lanes of a warp), so each scheduler issues from two warps and W_hh
+# has twice the registers. Each part takes ``K_PAD / 2`` of k, so at hidden 100 (``K_PAD`` 128) they
+# pad 104 rows of k to 128. On the H100 (graphed forwards with the parts as warps, their sums met in
+# shared memory: results/h100/gated-fma/k-split-86b4f9c and k-split-4d75779): at hidden 128, batch
+# 32 and 128, bf16 and fp16 took 0.71-0.90x the time (GRU bf16 40.3 -> 30.7 µs, LSTM 52.0 -> 46.2);
+# at hidden 100, batch 20, bf16's GRU 0.89x, its LSTM 1.05x; fp32 weights (TF32) 0.93-1.03x at
+# hidden 128, 1.02-1.12x at 100 and 0.95-1.18x at 32-64: one part. (Not measured in 16 bits below
+# hidden 65, nor the LSTM between 101 and 127.) As lanes, TF32's LSTM at hidden 128 took 0.93-0.95x
+# the time of the warps' form, bf16's 1.02-1.04x (results/h100/ahead/lanes-graphed.txt).
 K_SPLIT_MIN_HIDDEN = {3: 65, 4: 101}
 
 # TF32 forwards (fp32 weights where TF32 is allowed: ``Plan.half_weights``, ``HALF_W``) hold ``W_hh^T``

@@ -78,8 +78,8 @@ class Replay:
         # per launch: (c_launch, grid3, head, take, tail, fresh, views) with ``take(values)`` its
         # arguments from ``values`` (the inputs, then ``slots``), ``fresh`` the allocations it needs
         # first, (values index, shape, dtype, device, index in ``ahead`` or -1), and ``views`` the
-        # views of earlier values it
-        # takes, (values index, root index, bytes past the root's start, as_strided's arguments)
+        # views of earlier values it takes, (values index, root index, bytes past the root's start,
+        # as_strided's arguments)
         self.launches = launches
         self.allocations = allocations  # (shape, dtype, device) of each tensor the call allocated
         self.slots = tuple(slots)  # None in each allocation's and view's place, the constants, the numbers
