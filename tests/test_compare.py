@@ -119,13 +119,13 @@ def test_too_few_samples_count_as_none():
 
 def test_ratio_ci_is_reproducible_and_covers_the_true_ratio():
     a, b = draws(10.0, spread=0.05, n=30), draws(11.0, spread=0.05, n=30, seed=1)
-    assert compare.ratio_ci(a, b) == compare.ratio_ci(a, b)
+    assert compare.ratio_ci([a], [b]) == compare.ratio_ci([a], [b])
     rng = np.random.default_rng(7)
     covered = 0
     for trial in range(100):
         a = 10 * rng.lognormal(0, 0.05, 20)
         b = 11 * rng.lognormal(0, 0.05, 20)
-        low, high = compare.ratio_ci(a, b, seed=trial)
+        low, high = compare.ratio_ci([a], [b], seed=trial)
         covered += low <= 1.1 <= high
     assert covered >= 88  # nominal 95 %; measured 96-97 % at n = 20-50
 
@@ -158,8 +158,8 @@ def test_several_runs_widen_the_interval_by_their_spread(tmp_path):
     (pair,) = compare.compare_files(base, new).pairs.itertuples()
     assert pair.method == "bootstrap over runs" and pair.ratio == pytest.approx(1.06, abs=1e-3)
     assert pair.verdict == "unchanged" and pair.ci_low < 1 < pair.ci_high
-    pooled = compare.ratio_ci([v for r in runs([10.0] * 3, [1, 2, 3]) for v in r["samples_ms"]],
-                              [v for r in runs([10.0, 10.6, 11.2], [4, 5, 6]) for v in r["samples_ms"]])
+    pooled = compare.ratio_ci([[v for r in runs([10.0] * 3, [1, 2, 3]) for v in r["samples_ms"]]],
+                              [[v for r in runs([10.0, 10.6, 11.2], [4, 5, 6]) for v in r["samples_ms"]]])
     assert pooled[0] > 1  # (what pooling would have called significant)
     broken = write(tmp_path / "broken.jsonl", *runs([10.0, 10.0], [4, 5]), row("c", None, status="error", run=3))
     with pytest.raises(UsageError, match="no \\(case, lane\\) pair measured ok in both"):

@@ -18,7 +18,7 @@ keep their verdict and are marked, never hidden. ``docs/methodology.md`` relates
 
 A file measured in several runs (``rnnbench run --runs N``, each a process of its own) gives each
 pair the median of its runs' medians, and the interval a bootstrap over runs: each resample draws
-the runs, then each drawn run's samples, with replacement (:func:`runs_ratio_ci`), so that how far
+the runs, then each drawn run's samples, with replacement (:func:`ratio_ci`), so that how far
 a time moves between processes widens the interval as it should.
 """
 
@@ -107,42 +107,22 @@ def parse_threshold(text: str) -> float:
     return value / 100 if percent else value
 
 
-def ratio_ci(base_ms, new_ms, confidence: float = CONFIDENCE, resamples: int = RESAMPLES,
+def ratio_ci(base_runs, new_runs, confidence: float = CONFIDENCE, resamples: int = RESAMPLES,
              seed: int = SEED) -> tuple[float, float]:
-    """Percentile-bootstrap confidence interval of median(new) / median(base).
-
-    Each resample draws ``len(base_ms)`` base runs and ``len(new_ms)`` new runs with replacement
-    (the two files are independent measurements) and takes the ratio of their medians. The
-    generator is seeded, so the same samples always give the same interval.
-
-    Args:
-        base_ms, new_ms: timed runs in ms (any order), at least one each.
-    Returns:
-        (low, high): the ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` quantiles of the
-        resampled ratios.
-    """
-    rng = np.random.default_rng(seed)
-    base, new = np.asarray(base_ms, dtype=float), np.asarray(new_ms, dtype=float)
-    base_medians = np.median(rng.choice(base, (resamples, base.size)), axis=1)
-    new_medians = np.median(rng.choice(new, (resamples, new.size)), axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = new_medians / base_medians
-    low, high = np.nanquantile(ratios, [(1 - confidence) / 2, (1 + confidence) / 2])
-    return float(low), float(high)
-
-
-def runs_ratio_ci(base_runs, new_runs, confidence: float = CONFIDENCE, resamples: int = RESAMPLES,
-                  seed: int = SEED) -> tuple[float, float]:
     """Percentile-bootstrap confidence interval of a ratio of medians of runs' medians, NEW / BASE.
 
     Each resample draws, for each side, as many runs as it has with replacement, and for each
-    drawn run its samples with replacement; the side's figure is the median of those runs'
-    medians. Seeded, as :func:`ratio_ci`.
+    drawn run its samples with replacement (the two files are independent measurements); the
+    side's figure is the median of those runs' medians. With one run a side that is the ratio of
+    the two runs' resampled medians. The generator is seeded, so the same samples always give the
+    same interval.
 
     Args:
-        base_runs, new_runs: each a list of runs, a run a list of its timed samples in ms.
+        base_runs, new_runs: each a list of runs, a run a list of its timed samples in ms (at
+            least one each).
     Returns:
-        (low, high), as :func:`ratio_ci`.
+        (low, high): the ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` quantiles of the
+        resampled ratios.
     """
     rng = np.random.default_rng(seed)
 
@@ -169,10 +149,8 @@ def judge(base: dict, new: dict, threshold: float = THRESHOLD) -> Verdict:
     ratio = new["ms_per_batch"] / base["ms_per_batch"]
     ci = None
     if _has_samples(base) and _has_samples(new):
-        if len(_runs(base)) > 1 or len(_runs(new)) > 1:
-            ci, method = runs_ratio_ci(_runs(base), _runs(new)), "bootstrap over runs"
-        else:
-            ci, method = ratio_ci(base["samples_ms"], new["samples_ms"]), "bootstrap"
+        ci = ratio_ci(_runs(base), _runs(new))
+        method = "bootstrap over runs" if len(_runs(base)) > 1 or len(_runs(new)) > 1 else "bootstrap"
         significant = ci[0] > 1 or ci[1] < 1
     elif all(row.get(f) is not None for row in (base, new) for f in ("p20_ms", "p80_ms")):
         method = "p20-p80"

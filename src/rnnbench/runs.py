@@ -4,7 +4,7 @@ results file holds several runs of it (``rnnbench run --runs N``, each run a pro
 One rule for both: a pair with a run not ``ok`` is that run (the first such: its status and
 message say what went wrong); else the last run's row with the median over the runs of each
 figure, p20-p80 the widest over them, ``noisy`` if any run was, and every run's samples kept apart
-(``samples_by_run``: ``compare.runs_ratio_ci`` draws runs before samples, so the processes'
+(``samples_by_run``: ``compare.ratio_ci`` draws runs before samples, so the processes'
 disagreement widens the interval). docs/methodology.md, "Runs: processes of their own".
 """
 
