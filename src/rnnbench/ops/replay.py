@@ -171,18 +171,16 @@ class Replay:
         start["number"] = start["constant"] + len(constants)
         place = lambda kind, k: start[kind] + k  # noqa: E731
         returned = {o[0] for o in shapes if o is not None}
-        kept = {k for k, (shape, dtype, _) in enumerate(allocations)
-                if k not in returned and math.prod(shape) * dtype.itemsize <= SCRATCH_KEPT_BYTES}
+        # (allocations kept between calls: scratch, and outputs made ahead)
+        small = {k for k, (shape, dtype, _) in enumerate(allocations)
+                 if math.prod(shape) * dtype.itemsize <= SCRATCH_KEPT_BYTES}
+        kept = small - returned
         built, ahead = [], 0
         for c, g, h, sources, t, first, seen in launches:
             fresh = []
-            for k in first:
-                if k in kept:
-                    continue
-                shape, dtype, _ = allocations[k]
-                small = math.prod(shape) * dtype.itemsize <= SCRATCH_KEPT_BYTES
-                fresh.append((place("allocation", k), *allocations[k], ahead if small else -1))
-                ahead += small
+            for k in (k for k in first if k not in kept):
+                fresh.append((place("allocation", k), *allocations[k], ahead if k in small else -1))
+                ahead += k in small
             fresh = tuple(fresh)
             its_views = tuple((place("view", v), place(*views[v][:2]), views[v][2], views[v][3]) for v in seen)
             built.append((c, g, h, _taker([place(*s) for s in sources]), t, fresh, its_views))
