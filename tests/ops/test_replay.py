@@ -174,13 +174,20 @@ def test_a_replay_allocates_scratch_past_its_limit_every_call(monkeypatch):
     assert len(replay._kept[1]) == 1
 
 
+def _count_allocations(monkeypatch, events: list) -> None:
+    """Note an ``empty`` in ``events`` for every ``torch.empty`` and ``torch.empty_strided``."""
+    for name in ("empty", "empty_strided"):
+        made = getattr(torch, name)
+        monkeypatch.setattr(torch, name, lambda *a, made=made, **k: events.append("empty") or made(*a, **k))
+
+
 def test_a_replay_launches_before_it_allocates_what_later_launches_take(monkeypatch):
     """Each allocation is made just before the first launch that takes it: with the scratch kept,
     the first launch leaves before any torch.empty of the call."""
     replay, _, _ = _replayed_twice()
     events = []
-    empty, scale = torch.empty, SCALE.body
-    monkeypatch.setattr(torch, "empty", lambda *a, **k: events.append("empty") or empty(*a, **k))
+    scale = SCALE.body
+    _count_allocations(monkeypatch, events)
     monkeypatch.setattr(SCALE, "body", lambda *a: events.append("launch") or scale(*a))
     replay((torch.randn(5, 3), torch.tensor([0.5]), torch.randn(3)))
     assert events == ["launch", "empty", "empty"]
@@ -190,8 +197,8 @@ def _events_of_a_third_call(monkeypatch) -> list[str]:
     """The allocations and launches of a replay's third call, in order."""
     replay, _, _ = _replayed_twice()
     events = []
-    empty, scale, accumulate = torch.empty, SCALE.body, ACCUMULATE.body
-    monkeypatch.setattr(torch, "empty", lambda *a, **k: events.append("empty") or empty(*a, **k))
+    scale, accumulate = SCALE.body, ACCUMULATE.body
+    _count_allocations(monkeypatch, events)
     monkeypatch.setattr(SCALE, "body", lambda *a: events.append("launch") or scale(*a))
     monkeypatch.setattr(ACCUMULATE, "body", lambda *a: events.append("launch") or accumulate(*a))
     replay((torch.randn(5, 3), torch.tensor([0.5]), torch.randn(3)))
@@ -244,7 +251,7 @@ def test_a_replay_makes_nothing_ahead_past_the_limit(monkeypatch):
 
     monkeypatch.setattr(module, "SCRATCH_KEPT_BYTES", 6 * 3 * 4 - 1)  # h_buf's 72 bytes, less one
     replay, _, _ = _replayed_twice()
-    assert [shape for shape, _, _ in replay.ahead] == [(3,)] and len(replay._kept[2]) == 1
+    assert [shape for shape, *_ in replay.ahead] == [(3,)] and len(replay._kept[2]) == 1
 
 
 def test_a_replay_takes_views_of_inputs_and_allocations():
@@ -328,3 +335,20 @@ def test_only_contiguous_tensors_on_16_byte_boundaries_are_aligned():
     assert not aligned([base, base[1:]])  # 4 bytes in
     assert not aligned([base.view(8, 8).t(), None])  # strided
     assert aligned([])
+
+
+def test_a_replays_allocations_are_laid_out_as_the_calls_were(monkeypatch):
+    """A replay allocates by ``torch.empty_strided``: with a contiguous tensor's strides for any
+    shape (zero and one sizes too), so its outputs and scratch have the recorded call's layout (on
+    CUDA the kernels take bare addresses and assume it)."""
+    from rnnbench.ops import replay as module
+
+    for shape in [(), (1,), (3,), (5, 1, 7), (0, 4), (3, 0, 2), (2, 3, 4)]:
+        assert module._contiguous_strides(shape) == torch.empty(shape).stride(), shape
+    for ahead in (True, False):
+        monkeypatch.setattr(module, "ALLOCATE_AHEAD", ahead)
+        replay, _, got = _replayed_twice()
+        expected = _call(torch.randn(5, 3), torch.tensor([0.5]), torch.randn(3))
+        for g, e in zip(got, expected):
+            assert g.shape == e.shape and g.stride() == e.stride() and g.storage_offset() == e.storage_offset()
+        assert all(t.is_contiguous() for t in (*replay._kept[1], *replay._kept[2]))

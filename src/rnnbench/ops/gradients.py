@@ -36,7 +36,6 @@ import torch
 import triton
 import triton.language as tl
 
-from .buffers import together
 from .launch import Constexprs, KernelLauncher, counters
 from .plans import cdiv
 from .products import Tiles, _product_tile, even
@@ -180,11 +179,10 @@ def layer_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...], precisi
     dev, dtype = x.device, w_ih.dtype
     x, w_ih = x.contiguous(), w_ih.contiguous()  # the kernel takes rows of stride I (x may come as a view)
     dx = torch.empty(rows, input_size, device=dev, dtype=dtype) if need[0] else None
-    # (the weights' gradients in one allocation, as cuDNN's are; dx apart: it is consumed before them)
-    dw_ih, dw_hh, db_ih, db_hh = together([(gate_width, input_size) if need[1] else None,
-                                           (gate_width, hidden_size) if need[2] else None,
-                                           (gate_width,) if need[3] else None, (gate_width,) if need[4] else None],
-                                          dtype, dev)
+    dw_ih = torch.empty(gate_width, input_size, device=dev, dtype=dtype) if need[1] else None
+    dw_hh = torch.empty(gate_width, hidden_size, device=dev, dtype=dtype) if need[2] else None
+    db_ih = torch.empty(gate_width, device=dev, dtype=dtype) if need[3] else None
+    db_hh = torch.empty(gate_width, device=dev, dtype=dtype) if need[4] else None
     bm, bn = tiles.bm, tiles.bn
     row_tiles = cdiv(gate_width, bm)
     # (tiles, reduction length) of dW_ih, dW_hh, dx; 0 tiles where not asked for

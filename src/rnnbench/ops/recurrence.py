@@ -34,7 +34,6 @@ from dataclasses import dataclass
 import torch
 
 from . import gluon_common, gluon_fma
-from .buffers import together
 from .common import INTERPRET
 from .gradients import layer_gradients
 from .gru import fma as gru_fma
@@ -335,15 +334,10 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     if ready is not None and not gluon:
         raise ValueError("ready: x_proj written while the kernel runs is the Gluon kernels' (gluon_runs)")
     c_n = c_buf = None
-    saved = h_n
     if lstm:
         c_n = torch.empty(1, B, H, device=dev, dtype=dtype)
-        if save:  # (both read by the backward alone: one allocation)
-            saved, c_buf = together(((T, B, 4 * H), (T + 1, B, H)), torch.float32, dev)
-        else:
-            c_buf = h_n
-    elif save:
-        saved = torch.empty(T, B, (1 if cell.startswith("rnn_") else 4) * H, **f32)
+        c_buf = torch.empty(T + 1, B, H, **f32) if save else h_n
+    saved = torch.empty(T, B, (1 if cell.startswith("rnn_") else 4) * H, **f32) if save else h_n
     # The caller's tensors lead (they decide the specialisation); the rest are allocated here.
     if gluon:
         # Arrival counters of its own, zeroed: the Gluon kernels leave them counted (ops/gluon_common.py).

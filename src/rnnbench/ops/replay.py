@@ -74,10 +74,10 @@ class Replay:
     __slots__ = ("launches", "allocations", "slots", "outputs", "scratch", "scratch_places", "ahead", "cuda",
                  "stream", "constants", "_kept")
 
-    def __init__(self, launches, allocations, slots, outputs, scratch_places, stream, constants):
+    def __init__(self, launches, allocations, slots, outputs, scratch_places, stream, constants, cuda):
         # per launch: (c_launch, grid3, head, take, tail, fresh, views) with ``take(values)`` its
         # arguments from ``values`` (the inputs, then ``slots``), ``fresh`` the allocations it needs
-        # first, (values index, shape, dtype, device, index in ``ahead`` or -1), and ``views`` the
+        # first, (values index, shape, stride, dtype, device, index in ``ahead`` or -1), and ``views`` the
         # views of earlier values it takes, (values index, root index, bytes past the root's start,
         # as_strided's arguments)
         self.launches = launches
@@ -85,10 +85,10 @@ class Replay:
         self.slots = tuple(slots)  # None in each allocation's and view's place, the constants, the numbers
         self.outputs = outputs  # per output: None, or (values index, (size, stride, offset) or None where whole)
         self.scratch_places = tuple(k for k, _ in scratch_places)  # values index of each scratch tensor
-        self.scratch = tuple(a for _, a in scratch_places)  # (shape, dtype, device) of each
-        # (shape, dtype, device) of each allocation made ahead, in the order ``fresh`` numbers them
-        self.ahead = tuple(a[1:4] for launch in launches for a in launch[5] if a[4] >= 0)
-        self.cuda = any(device.type == "cuda" for _, _, device in allocations)  # (launches on the current stream)
+        self.scratch = tuple(a for _, a in scratch_places)  # (shape, stride, dtype, device) of each
+        # (shape, stride, dtype, device) of each allocation made ahead, in the order ``fresh`` numbers them
+        self.ahead = tuple(a[1:5] for launch in launches for a in launch[5] if a[5] >= 0)
+        self.cuda = cuda  # (launches on the current stream, tensors handed over as addresses)
         self.stream = stream  # the stream its constants belong to (None: any)
         self.constants = constants  # (the buffers themselves, kept alive: the slots may hold their addresses)
         # (the (thread, stream) of the last call, its scratch, the outputs made ahead for its next)
@@ -175,11 +175,14 @@ class Replay:
         small = {k for k, (shape, dtype, _) in enumerate(allocations)
                  if math.prod(shape) * dtype.itemsize <= SCRATCH_KEPT_BYTES}
         kept = small - returned
+        # (each allocation as torch.empty_strided takes it, contiguous: on the H100's host it took 2.0 µs
+        # against torch.empty's 3.0, every output of every replayed call; bounds/together-4580f52)
+        made_as = [(shape, _contiguous_strides(shape), dtype, device) for shape, dtype, device in allocations]
         built, ahead = [], 0
         for c, g, h, sources, t, first, seen in launches:
             fresh = []
             for k in (k for k in first if k not in kept):
-                fresh.append((place("allocation", k), *allocations[k], ahead if k in small else -1))
+                fresh.append((place("allocation", k), *made_as[k], ahead if k in small else -1))
                 ahead += k in small
             fresh = tuple(fresh)
             its_views = tuple((place("view", v), place(*views[v][:2]), views[v][2], views[v][3]) for v in seen)
@@ -187,9 +190,9 @@ class Replay:
         cuda = any(device.type == "cuda" for _, _, device in allocations)
         slots = [None] * (len(allocations) + len(views)) + [c.data_ptr() if cuda else c for c in constants] + numbers
         outputs_at = tuple(None if o is None else (place("allocation", o[0]), o[1]) for o in shapes)
-        scratch = tuple((place("allocation", k), allocations[k]) for k in sorted(kept))
+        scratch = tuple((place("allocation", k), made_as[k]) for k in sorted(kept))
         return Replay(built, allocations, slots, outputs_at, scratch, next(iter(streams)) if streams else None,
-                      tuple(constants))
+                      tuple(constants), cuda)
 
     def __call__(self, inputs: tuple) -> tuple | None:
         """Allocate, launch on the current stream, and return the outputs (see the class). On CUDA
@@ -205,23 +208,34 @@ class Replay:
         owner = (threading.get_ident(), stream)
         kept_owner, scratch, made = self._kept  # (one read: another thread may replace it meanwhile)
         if kept_owner != owner:  # a new thread or stream: scratch of its own, nothing made ahead
-            scratch = tuple([torch.empty(shape, dtype=dtype, device=device) for shape, dtype, device in self.scratch])
+            scratch = tuple([torch.empty_strided(shape, stride, dtype=dtype, device=device)
+                             for shape, stride, dtype, device in self.scratch])
             made = ()
         for k, t in zip(self.scratch_places, scratch):
             tensors[k] = t
             values[k] = t.data_ptr() if cuda else t
         for c_launch, (gx, gy, gz), head, take, tail, fresh, views in self.launches:
-            for k, shape, dtype, device, j in fresh:
-                t = tensors[k] = made[j] if 0 <= j < len(made) else torch.empty(shape, dtype=dtype, device=device)
+            for k, shape, stride, dtype, device, j in fresh:
+                t = tensors[k] = made[j] if 0 <= j < len(made) else torch.empty_strided(shape, stride, dtype=dtype,
+                                                                                        device=device)
                 values[k] = t.data_ptr() if cuda else t
             for k, root, offset, strided in views:
                 values[k] = values[root] + offset if cuda else _view_of(tensors[root], *strided)
             c_launch(gx, gy, gz, stream, *head, *take(values), *tail)
         # (the next call's outputs, while the device runs this one's; each made is this call's only)
-        self._kept = owner, scratch, (tuple([torch.empty(shape, dtype=dtype, device=device)
-                                             for shape, dtype, device in self.ahead]) if ALLOCATE_AHEAD else ())
+        self._kept = owner, scratch, (tuple([torch.empty_strided(shape, stride, dtype=dtype, device=device)
+                                             for shape, stride, dtype, device in self.ahead]) if ALLOCATE_AHEAD else ())
         return tuple(None if o is None else tensors[o[0]] if o[1] is None else tensors[o[0]].as_strided(*o[1])
                      for o in self.outputs)
+
+
+def _contiguous_strides(shape: tuple) -> tuple:
+    """The strides of a contiguous tensor of ``shape`` (in elements)."""
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
 
 
 def _view_of(root: torch.Tensor, size, stride, offset) -> torch.Tensor:
