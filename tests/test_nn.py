@@ -588,6 +588,23 @@ class _Tagger(torch.nn.Module):
         return self.head(torch.tanh(output))
 
 
+def test_only_a_compiled_models_call_takes_the_compilers_wrapper(monkeypatch):
+    """An eager call runs the forward itself (the compiler's wrapper cost host time every call); a
+    call from a compiled model goes through the wrapper that keeps the compiler out of it (the
+    torch backend: no kernels needed), the same output as eager."""
+    calls = []
+    untraced = rnn._UNTRACED_FORWARD
+    monkeypatch.setattr(rnn, "_UNTRACED_FORWARD", lambda *a: calls.append(1) or untraced(*a))
+    module = make("gru", 5, 7, backend="torch")
+    x = torch.randn(4, 3, 5)
+    want = module(x)[0]
+    assert calls == []
+    torch._dynamo.reset()
+    got = torch.compile(lambda t: module(t)[0] * 2, backend="eager")(x)
+    assert calls, "a compiled model's call ran the forward outside the compiler's wrapper"
+    torch.testing.assert_close(got, want * 2)
+
+
 @needs_interpreter
 @pytest.mark.parametrize("cell", CELLS)
 def test_runs_inside_a_compiled_model(cell):

@@ -110,10 +110,6 @@ class _KernelPath:
             raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
         self.backend = backend
 
-    # torch.compile runs the module as it is, eagerly, between its graphs (as it runs torch.nn's
-    # recurrent modules, which it never traces): traced, the kernels' launch is no graph it can
-    # build, and the interpreter's fake-tensor run of it crashed.
-    @torch.compiler.disable
     def forward(self, input, hx=None, lengths=None):
         """torch.nn's forward; ``lengths`` (``[B]`` integers, 0 to T, any device; None: every
         sequence full length) makes the padded ``input`` a variable-length batch (module docstring).
@@ -124,6 +120,18 @@ class _KernelPath:
             ValueError: ``lengths`` with a PackedSequence or an unbatched input, or not ``[B]``
             integers from 0 to T (the torch backend takes 1 to T, as ``pack_padded_sequence``).
         """
+        # torch.compile runs the module as it is, eagerly, between its graphs (as it runs torch.nn's
+        # recurrent modules, which it never traces): traced, the kernels' launch is no graph it can
+        # build, and the interpreter's fake-tensor run of it crashed. Only a call made while the
+        # compiler is at work (tracing, or running a compiled model's frames, whose calls it would
+        # trace) takes its wrapper: around every eager call it cost about 3 µs of host time on the
+        # H100 (benchmarks/results/h100/bounds/bounds-13578a5, ``unwrapped``).
+        if torch.compiler.is_compiling() or _eval_frame_callback() is not None:
+            return _UNTRACED_FORWARD(self, input, hx, lengths)
+        return self._forward(input, hx, lengths)
+
+    def _forward(self, input, hx, lengths):
+        """:meth:`forward`'s work (the compiler kept out of it by the caller)."""
         replays = _REPLAYS.get(self)
         if replays is not None and lengths is None:
             got = self._replayed(replays, input, hx)
@@ -391,6 +399,15 @@ class _KernelPath:
             if s.shape != shape:
                 raise RuntimeError(f"Expected hidden size {shape}, got {tuple(s.shape)}")
         return states[0], (states[1] if lstm else None)
+
+
+# The forward as torch.compile runs it: eagerly, outside its graph (_KernelPath.forward).
+_UNTRACED_FORWARD = torch.compiler.disable(_KernelPath._forward)
+try:  # (what torch.compile's frames run under: None outside them)
+    from torch._C._dynamo.eval_frame import get_eval_frame_callback as _eval_frame_callback
+except ImportError:  # (a torch without it: every call through the compiler's wrapper, as it was)
+    def _eval_frame_callback():
+        return True
 
 
 def _same_tensors(a, b) -> bool:
