@@ -176,7 +176,8 @@ class Replay:
                  if math.prod(shape) * dtype.itemsize <= SCRATCH_KEPT_BYTES}
         kept = small - returned
         # (each allocation as torch.empty_strided takes it, contiguous: on the H100's host it took 2.0 µs
-        # against torch.empty's 3.0, every output of every replayed call; bounds/together-4580f52)
+        # against torch.empty's 3.0, for every output of every replayed call:
+        # benchmarks/results/h100/bounds/together-4580f52/alloc_costs.txt)
         made_as = [(shape, _contiguous_strides(shape), dtype, device) for shape, dtype, device in allocations]
         built, ahead = [], 0
         for c, g, h, sources, t, first, seen in launches:
