@@ -588,6 +588,24 @@ class _Tagger(torch.nn.Module):
         return self.head(torch.tanh(output))
 
 
+@needs_interpreter
+@pytest.mark.parametrize("cell", CELLS)
+def test_which_outputs_may_be_modified_in_place(cell):
+    """As the module docstring says: with gradients wanted the output (a view of the saved hidden
+    states) is refused in place, h_n is not; under no_grad the output is too."""
+    module = make(cell, 5, 7, backend="triton")
+    x = torch.randn(4, 3, 5)
+    output, h_n = module(x)
+    with pytest.raises(RuntimeError, match="inplace"):
+        output.mul_(2)
+    (h_n[0] if cell == "lstm" else h_n).mul_(2)
+    with torch.no_grad():
+        output, _ = module(x)
+        expected = output * 2
+        output.mul_(2)
+    assert torch.equal(output, expected)
+
+
 def test_only_a_compiled_models_call_takes_the_compilers_wrapper(monkeypatch):
     """An eager call runs the forward itself (the compiler's wrapper cost host time every call); a
     call from a compiled model goes through the wrapper that keeps the compiler out of it (the

@@ -32,6 +32,11 @@ Dropout between layers is applied in training mode as torch.nn does (a different
 Inside a ``torch.compile``-d model the module runs eagerly between the compiled graphs, as
 torch.nn's recurrent modules do there (``torch._dynamo.config.allow_rnn`` is off by default: the
 compiler breaks its graph at them).
+With gradients wanted, ``output`` is a view of the hidden states the layer keeps for its backward,
+so autograd refuses to modify it in place (``RuntimeError`` at the in-place call); torch.nn on
+cuDNN lets the modification happen and refuses at the backward instead (cuDNN's backward keeps its
+output too: ``CudnnRnnBackward0``). Under ``no_grad`` or ``inference_mode``, and for ``h_n`` and
+``c_n`` always, in-place changes are allowed.
 """
 
 from __future__ import annotations
