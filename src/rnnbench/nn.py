@@ -406,7 +406,7 @@ class _KernelPath:
         return states[0], (states[1] if lstm else None)
 
 
-# The forward as torch.compile runs it: eagerly, outside its graph (_KernelPath.forward).
+# The forward's work as torch.compile runs it: eagerly, outside its graph (_KernelPath.forward).
 _UNTRACED_FORWARD = torch.compiler.disable(_KernelPath._forward)
 try:  # (what torch.compile's frames run under: None outside them)
     from torch._C._dynamo.eval_frame import get_eval_frame_callback as _eval_frame_callback

@@ -26,11 +26,12 @@ MODE_COLUMNS = {"train": "Train (µs)", "forward": "Forward only (µs)"}
 
 def combined(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
     """One row per (case, lane, machine) over its runs (:func:`~rnnbench.runs.latest` of each), in
-    the order first measured, with ``speedup``: ``baseline``'s time / the lane's in the same run (NaN where either is
-    not ok), folded over the runs by :func:`rnnbench.runs.over_runs` (``processes``, the median of
-    each figure and of ``speedup``, the speedups' range ``speedup_low``, ``speedup_high``; a pair
-    with a run not ok is that run's row). Each run is a process of its own, so the range is how far
-    a ratio moves between processes, which one run cannot show (docs/methodology.md)."""
+    the order first measured, with ``speedup``: ``baseline``'s time / the lane's in the same run
+    (NaN where either is not ok), folded over the runs by :func:`rnnbench.runs.over_runs`
+    (``processes``, the median of each figure and of ``speedup``, the speedups' range
+    ``speedup_low``, ``speedup_high``; a pair with a run not ok is that run's row). Each run is a
+    process of its own, so the range is how far a ratio moves between processes, which one run
+    cannot show (docs/methodology.md)."""
     rows = latest(frame)
     if "us_per_example" not in rows:  # (no row ok)
         rows = rows.assign(us_per_example=float("nan"))

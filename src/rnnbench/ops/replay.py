@@ -81,7 +81,7 @@ class Replay:
         # views of earlier values it takes, (values index, root index, bytes past the root's start,
         # as_strided's arguments)
         self.launches = launches
-        self.allocations = allocations  # (shape, dtype, device) of each tensor the call allocated
+        self.allocations = allocations  # (shape, stride, dtype, device) of each tensor the call allocated
         self.slots = tuple(slots)  # None in each allocation's and view's place, the constants, the numbers
         self.outputs = outputs  # per output: None, or (values index, (size, stride, offset) or None where whole)
         self.scratch_places = tuple(k for k, _ in scratch_places)  # values index of each scratch tensor
@@ -113,7 +113,10 @@ class Replay:
             at = _storage(t)
             if at not in made:
                 made[at] = len(allocations)
-                allocations.append((tuple(t.shape), t.dtype, t.device))
+                # (its strides as recorded, contiguous: a whole allocation, _whole; torch.empty_strided
+                # remakes it in 2.0 µs of host time on the H100 against torch.empty's 3.0, for every
+                # output of every replayed call: benchmarks/results/h100/bounds/together-4580f52/alloc_costs.txt)
+                allocations.append((tuple(t.shape), t.stride(), t.dtype, t.device))
                 first.append(made[at])
             return made[at]
 
@@ -172,26 +175,22 @@ class Replay:
         place = lambda kind, k: start[kind] + k  # noqa: E731
         returned = {o[0] for o in shapes if o is not None}
         # (allocations kept between calls: scratch, and outputs made ahead)
-        small = {k for k, (shape, dtype, _) in enumerate(allocations)
+        small = {k for k, (shape, _, dtype, _) in enumerate(allocations)
                  if math.prod(shape) * dtype.itemsize <= SCRATCH_KEPT_BYTES}
         kept = small - returned
-        # (each allocation as torch.empty_strided takes it, contiguous: on the H100's host it took 2.0 µs
-        # against torch.empty's 3.0, for every output of every replayed call:
-        # benchmarks/results/h100/bounds/together-4580f52/alloc_costs.txt)
-        made_as = [(shape, _contiguous_strides(shape), dtype, device) for shape, dtype, device in allocations]
         built, ahead = [], 0
         for c, g, h, sources, t, first, seen in launches:
             fresh = []
             for k in (k for k in first if k not in kept):
-                fresh.append((place("allocation", k), *made_as[k], ahead if k in small else -1))
+                fresh.append((place("allocation", k), *allocations[k], ahead if k in small else -1))
                 ahead += k in small
             fresh = tuple(fresh)
             its_views = tuple((place("view", v), place(*views[v][:2]), views[v][2], views[v][3]) for v in seen)
             built.append((c, g, h, _taker([place(*s) for s in sources]), t, fresh, its_views))
-        cuda = any(device.type == "cuda" for _, _, device in allocations)
+        cuda = any(device.type == "cuda" for *_, device in allocations)
         slots = [None] * (len(allocations) + len(views)) + [c.data_ptr() if cuda else c for c in constants] + numbers
         outputs_at = tuple(None if o is None else (place("allocation", o[0]), o[1]) for o in shapes)
-        scratch = tuple((place("allocation", k), made_as[k]) for k in sorted(kept))
+        scratch = tuple((place("allocation", k), allocations[k]) for k in sorted(kept))
         return Replay(built, allocations, slots, outputs_at, scratch, next(iter(streams)) if streams else None,
                       tuple(constants), cuda)
 
@@ -228,15 +227,6 @@ class Replay:
                                              for shape, stride, dtype, device in self.ahead]) if ALLOCATE_AHEAD else ())
         return tuple(None if o is None else tensors[o[0]] if o[1] is None else tensors[o[0]].as_strided(*o[1])
                      for o in self.outputs)
-
-
-def _contiguous_strides(shape: tuple) -> tuple:
-    """The strides of a contiguous tensor of ``shape`` (in elements)."""
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
 
 
 def _view_of(root: torch.Tensor, size, stride, offset) -> torch.Tensor:
