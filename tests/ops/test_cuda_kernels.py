@@ -884,20 +884,22 @@ def test_a_captured_projection_is_cublas(monkeypatch):
     assert relative_error(captured, eager) <= tolerance("lstm", "fp32")
 
 
-@pytest.mark.parametrize("dtype, captured_ours", [("fp32", True), ("tf32", True), ("bf16", False)])
-def test_a_captured_projection_of_whole_tiles_is_ours(monkeypatch, dtype, captured_ours):
+@pytest.mark.parametrize("dtype, batch, captured_ours", [("fp32", 32, True), ("tf32", 32, True), ("bf16", 32, False),
+                                                         ("fp32", 128, True)])
+def test_a_captured_projection_of_whole_tiles_is_ours(monkeypatch, dtype, batch, captured_ours):
     """A shape that takes the unmasked path (theano's LSTM at batch 32, hidden 512: 2.0e9 FLOP,
     past PROJECTION_MAX_FLOP) is ours eagerly, and in fp32 and TF32 in a graph's capture too,
     where ours is the faster kernel (results/h100/products); in bf16 the capture keeps cuBLAS'.
-    Checked against float64 both ways."""
+    In strict fp32 ours past EVEN_MAX_FLOP too (batch 128: 8.1e9). Checked against float64 both ways."""
     from rnnbench.ops import projection
     from rnnbench.ops.plans import dot_precision
 
     launched = []
     real = projection._PROJECTION
     monkeypatch.setattr(projection, "_PROJECTION", lambda *a: (launched.append(1), real(*a)))
-    x = torch.randn(30, 32, 512, device="cuda").to(TORCH_DTYPE[dtype])
+    x = torch.randn(30, batch, 512, device="cuda").to(TORCH_DTYPE[dtype])
     w = (torch.randn(2048, 512, device="cuda") * 512 ** -0.5).to(TORCH_DTYPE[dtype])
+    assert (2 * x.numel() * w.shape[0] > projection.EVEN_MAX_FLOP) is (batch == 128)
     reference = x.double() @ w.double().t()
     with matmul_mode(dtype):
         precision = dot_precision(w.dtype)

@@ -77,28 +77,36 @@ def test_larger_layers_take_f_linear(monkeypatch):
     assert len(calls) == 1 and torch.allclose(got, x @ w.t())
 
 
-@pytest.mark.parametrize("precision, shape, ours", [
-    ("tf32x3", (30, 32, 128, 512), True),   # whole 64x64x32 tiles: ours past PROJECTION_MAX_FLOP
-    ("tf32", (30, 32, 128, 512), True),
-    ("ieee", (30, 32, 128, 512), True),     # the half types' too, eagerly (not in graphs: a CUDA test)
-    ("tf32x3", (30, 20, 100, 400), False),  # partial tiles
+@pytest.mark.parametrize("precision, shape, ours, past_limit", [
+    ("tf32x3", (30, 32, 128, 512), True, True),   # whole 64x64x32 tiles: ours past PROJECTION_MAX_FLOP,
+    ("tf32", (30, 32, 128, 512), True, False),    # and strict fp32's past EVEN_MAX_FLOP too
+    ("ieee", (30, 32, 128, 512), True, False),    # the half types' too, eagerly (not in graphs: a CUDA test)
+    ("tf32x3", (30, 20, 100, 400), False, False),  # partial tiles
 ])
-def test_whole_tiles_take_our_launch_up_to_a_larger_size(monkeypatch, precision, shape, ours):
-    """Where the unmasked path runs, ours up to EVEN_MAX_FLOP in its 64x64 tiles; elsewhere the
-    general rule (PROJECTION_MAX_FLOP, here 0)."""
+def test_whole_tiles_take_our_launch_up_to_a_larger_size(monkeypatch, precision, shape, ours, past_limit):
+    """Where the unmasked path runs, ours up to EVEN_MAX_FLOP in its 64x64 tiles, and in strict
+    fp32 (3xTF32) up to STRICT_EVEN_MAX_FLOP (any size); elsewhere the general rule
+    (PROJECTION_MAX_FLOP, here 0)."""
     from rnnbench.ops import projection
 
     calls = []
     monkeypatch.setattr(projection, "_PROJECTION", lambda grid, args, constexprs: calls.append(constexprs.values))
     monkeypatch.setattr(projection, "PROJECTION_MAX_FLOP", 0)
     seq, batch, inputs, width = shape
-    projection.input_projection(torch.zeros(seq, batch, inputs), torch.zeros(width, inputs), precision, False)
-    assert len(calls) == int(ours)
+    flop = 2 * seq * batch * inputs * width
+
+    def ours_now() -> bool:
+        before = len(calls)
+        projection.input_projection(torch.zeros(seq, batch, inputs), torch.zeros(width, inputs), precision, False)
+        return len(calls) > before
+
+    assert ours_now() is ours
     if ours:
         assert calls[0]["EVEN"] and (calls[0]["BM"], calls[0]["BN"]) == (64, 64)
-    monkeypatch.setattr(projection, "EVEN_MAX_FLOP", 2 * seq * batch * inputs * width - 1)
-    projection.input_projection(torch.zeros(seq, batch, inputs), torch.zeros(width, inputs), precision, False)
-    assert len(calls) == int(ours)  # past EVEN_MAX_FLOP: F.linear
+    monkeypatch.setattr(projection, "EVEN_MAX_FLOP", flop - 1)
+    assert ours_now() is past_limit  # past EVEN_MAX_FLOP: F.linear, but for strict fp32
+    monkeypatch.setattr(projection, "STRICT_EVEN_MAX_FLOP", flop - 1)
+    assert not ours_now()  # past both: F.linear
 
 
 @pytest.mark.parametrize("seq, batch", [(1, 16), (31, 16), (32, 16), (1024, 16), (1000, 3), (300, 600), (257, 37)])

@@ -8,7 +8,8 @@ product (``ops/products.py``) through the cached launcher instead, up to
 :data:`PROJECTION_MAX_FLOP`, or :data:`EVEN_MAX_FLOP` where the shape takes the tiles' unmasked
 path, when not capturing a CUDA graph (there no host time recurs, and cuBLAS' kernel is the faster
 one) -- except at whole tiles in fp32 or TF32: there ours is the faster kernel on the device too
-(strict fp32 runs 3xTF32 on tensor cores, cuBLAS fp32 FMAs), so ours in graphs as well. The
+(strict fp32 runs 3xTF32 on tensor cores, cuBLAS fp32 FMAs), so ours in graphs as well, and in
+strict fp32 at any size (:data:`STRICT_EVEN_MAX_FLOP`). The
 products run in the layer's precision (3xTF32 for strict fp32, TF32 where torch allows it, fp32
 accumulation for the half types) and are stored in the weights' dtype, as ``F.linear`` returns
 them.
@@ -47,6 +48,13 @@ PROJECTION_MAX_FLOP = 1e9
 # forwards at 1.5e9 and 2.0e9 0.90x and 0.97x the time, training 0.94x and 0.93x, graphed 1.00-1.02x
 # (results/h100/products/projection-bf16, F.linear against ours, A B B A A B B A).
 EVEN_MAX_FLOP = 2.1e9
+# The same for strict fp32 (3xTF32): no limit. Against cuBLAS' IEEE product (FMA units, at most the
+# 51 TFLOP/s the engine measures as fp32's peak) ours took 0.52-0.69x the device time at every size
+# measured, from 2.0e9 to 2.1e11 FLOP (theano's layers at hidden 512 and 1024, batch 32 and 128, and
+# 200 steps at batch 128: 3840x4096x1024 450 µs against 696, 25600x4096x1024 3.00 ms against 4.37),
+# and was closer to float64 (relative error 1.5-1.7e-7 against 4.1-5.7e-7;
+# results/h100/split-products/speed-d21fcb2).
+STRICT_EVEN_MAX_FLOP = float("inf")
 # Tiles (the same measurements): 64x64 with three chunks in flight where the unmasked path runs
 # (the fastest or within 10 % of it at every shape); elsewhere 32x64 with two (6.2-7.6 µs at
 # glample's sizes, 64x64 16.3-17.1: masked 64-row fp32 tiles on wgmma are slow).
@@ -81,7 +89,8 @@ def input_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast
     T, B, I = x.shape
     GH = w_ih.shape[0]
     flop = 2 * T * B * GH * I
-    whole = flop <= EVEN_MAX_FLOP and even(EVEN_TILES, T * B, GH, I, I)
+    whole = flop <= (STRICT_EVEN_MAX_FLOP if precision == "tf32x3" else EVEN_MAX_FLOP) and even(
+        EVEN_TILES, T * B, GH, I, I)
     if whole and precision in EVEN_PRECISIONS:
         return our_projection(x, w_ih, precision, upcast, EVEN_TILES)
     # In a CUDA graph being captured the host time does not recur, and cuBLAS' kernel is the faster one.
