@@ -569,16 +569,16 @@ def _torch_calls():
 
 @contextlib.contextmanager
 def _projection_limit(flop: float):
-    """``ops.projection.PROJECTION_MAX_FLOP`` and ``EVEN_MAX_FLOP`` set to ``flop`` (0: F.linear
-    always; inf: ours)."""
+    """``ops.projection.PROJECTION_MAX_FLOP``, ``EVEN_MAX_FLOP`` and ``STRICT_EVEN_MAX_FLOP`` set
+    to ``flop`` (0: F.linear always; inf: ours)."""
     from rnnbench.ops import projection
 
-    saved = projection.PROJECTION_MAX_FLOP, projection.EVEN_MAX_FLOP
-    projection.PROJECTION_MAX_FLOP = projection.EVEN_MAX_FLOP = flop
+    saved = projection.PROJECTION_MAX_FLOP, projection.EVEN_MAX_FLOP, projection.STRICT_EVEN_MAX_FLOP
+    projection.PROJECTION_MAX_FLOP = projection.EVEN_MAX_FLOP = projection.STRICT_EVEN_MAX_FLOP = flop
     try:
         yield
     finally:
-        projection.PROJECTION_MAX_FLOP, projection.EVEN_MAX_FLOP = saved
+        projection.PROJECTION_MAX_FLOP, projection.EVEN_MAX_FLOP, projection.STRICT_EVEN_MAX_FLOP = saved
 
 
 @contextlib.contextmanager
@@ -589,11 +589,13 @@ def _masked_products():
     from rnnbench.ops.products import Tiles
 
     names = [(projection, "TILES"), (projection, "EVEN_TILES"), (projection, "EVEN_MAX_FLOP"),
-             (gradients, "FP32_TILES"), (gradients, "HALF_TILES"), (gradients, "EVEN_FUSED_MAX_FLOP")]
+             (projection, "STRICT_EVEN_MAX_FLOP"), (gradients, "FP32_TILES"), (gradients, "HALF_TILES"),
+             (gradients, "EVEN_FUSED_MAX_FLOP")]
     saved = [getattr(module, name) for module, name in names]
     projection.TILES = projection.EVEN_TILES = Tiles(32, 64, 32, 4, 2, even=False)
     gradients.FP32_TILES = gradients.HALF_TILES = Tiles(64, 64, 32, 4, 3, even=False)
-    projection.EVEN_MAX_FLOP, gradients.EVEN_FUSED_MAX_FLOP = 0, {}
+    projection.EVEN_MAX_FLOP = projection.STRICT_EVEN_MAX_FLOP = 0
+    gradients.EVEN_FUSED_MAX_FLOP = {}
     try:
         yield
     finally:
