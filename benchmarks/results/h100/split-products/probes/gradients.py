@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parents[4] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).parents[4]))  # benchmarks/
 import products  # noqa: E402
 
 from rnnbench.env import environment  # noqa: E402
