@@ -769,6 +769,45 @@ def test_strict_fp32_split_k_backward_default(cell, batch, seq, hidden):
         check_layer(cell, "fp32", _layer(cell, batch, seq, 5, hidden))
 
 
+@pytest.mark.parametrize("shape", [(960, 4, 1024, 1024, True), (960, 3, 1024, 1024, False), (1000, 4, 1000, 1000, True),
+                                   (999, 3, 1030, 1000, False)], ids=["lstm-B32", "gru-B32", "partial", "odd"])
+def test_split_gradients_on_the_gpu(shape, monkeypatch):
+    """Strict fp32's gradients past the fused launch's limits at hidden 1000-1030
+    (``gradients.split_gradients``, ``ops/split_products``: TF32's rounding and the tensor cores'
+    accumulation on the device) against float64, taken by ``layer_gradients``; whole 128x128 or
+    64x128 tiles at 960 rows, partial ones elsewhere."""
+    from rnnbench.ops import gradients
+
+    taken = []
+    real = gradients.split_gradients
+    monkeypatch.setattr(gradients, "split_gradients", lambda *a: (taken.append(1), real(*a))[1])
+    rows, gates, input_size, hidden, same = shape
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    draw = lambda *size: torch.randn(size, generator=gen, device="cuda")  # noqa: E731
+    d_gx = draw(rows, gates * hidden)
+    tensors = [d_gx, d_gx if same else draw(rows, gates * hidden), draw(rows, input_size), draw(rows, hidden),
+               draw(gates * hidden, input_size)]
+    got = gradients.layer_gradients(*tensors, (True,) * 5, "tf32x3", False)
+    assert taken == [1]
+    wide = [t.double() for t in tensors]
+    ref = gradients.reference_gradients(wide[0], wide[0] if same else wide[1], *wide[2:], (True,) * 5)
+    for field in ("dx", "dw_ih", "dw_hh", "db_ih", "db_hh"):
+        err = relative_error(getattr(got, field), getattr(ref, field))
+        assert err <= GRADIENT_TOLERANCE["tf32x3"], f"{field}: {err:.3g}"
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_strict_fp32_layer_at_hidden_1024(cell):
+    """Theano's strict fp32 layer at batch 32, hidden 1024 (its backward's products by
+    ``split_gradients``, its projection by our 3xTF32 tiles past EVEN_MAX_FLOP): output, final
+    states and every gradient against float64."""
+    from rnnbench.ops import gradients
+
+    assert not gradients.fused(960, GATES[cell] * 1024, 1024, 1024, gradients.EVEN_FUSED_MAX_FLOP["tf32x3"])
+    assert gradients.splits_pay(GATES[cell] * 1024, 1024, 1024)
+    check_layer(cell, "fp32", _layer(cell, 32, 30, 1024, 1024))
+
+
 @pytest.mark.parametrize("cell, dtype, batch, hidden", [("lstm", "fp32", 100, 1000), ("gru", "fp32", 200, 500),
                                                       ("gru", "tf32", 128, 1000), ("lstm", "tf32", 255, 512)])
 def test_fp32_weights_at_64_batch_rows_on_one_warpgroup(cell, dtype, batch, hidden):

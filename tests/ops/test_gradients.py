@@ -178,3 +178,45 @@ def test_layer_through_the_torch_calls(cell, monkeypatch):
 
     monkeypatch.setattr(gradients, "FUSED_MAX_FLOP", 0)
     check_layer(cell, make_layer(cell, (3, 7, 5, 37)), "fp32", FP32_TOLERANCE)
+
+
+@pytest.mark.parametrize("need", [(True,) * 5, (True, False, False, False, False), (False, True, False, True, False),
+                                  (False, False, True, False, True)])
+@pytest.mark.parametrize("shape", [SHAPES[1], SHAPES[3], SHAPES[4]], ids=["N3-G3", "N100-G4", "N100-G3"])
+def test_split_gradients_match_float64(shape, need):
+    """Strict fp32's gradients past the fused launch's limits where the splits pay
+    (``split_gradients``: three products from split operands, the biases' sums), each only where
+    asked, against float64; the GRU's two gate-gradient tensors too."""
+    from rnnbench.ops.gradients import reference_gradients, split_gradients
+
+    tensors = _inputs(*shape, torch.float32)
+    got = split_gradients(*tensors, need)
+    ref = reference_gradients(*_widened(tensors), need)
+    for field, asked in zip(FIELDS, need):
+        value = getattr(got, field)
+        assert (value is not None) == asked, field
+        if asked:
+            assert value.shape == getattr(ref, field).shape and value.is_contiguous(), field
+            assert relative_error(value, getattr(ref, field)) <= TOLERANCE["fp32"], field
+
+
+@pytest.mark.parametrize("precision, rows, hidden, path", [
+    ("tf32x3", 960, 1024, "splits"),   # theano's LSTM at batch 32, hidden 1024: 256 tiles a weight gradient
+    ("tf32x3", 3840, 512, "torch"),    # at batch 128, hidden 512: 64 tiles, too few to pay
+    ("tf32x3", 960, 512, "fused"),     # within EVEN_FUSED_MAX_FLOP
+    ("tf32", 960, 1024, "torch"),      # TF32: cuBLAS' TF32 products
+    ("ieee", 960, 1024, "torch"),      # strict fp32 on FMA units
+])
+def test_strict_fp32_past_the_fused_limits_takes_the_splits_where_they_pay(monkeypatch, precision, rows, hidden,
+                                                                          path):
+    from rnnbench.ops import gradients
+
+    taken = []
+    monkeypatch.setattr(gradients, "_LAYER_GRADIENTS", lambda *a: taken.append("fused"))
+    monkeypatch.setattr(gradients, "counters", lambda count, device: (None, None))
+    monkeypatch.setattr(gradients, "split_gradients", lambda *a: taken.append("splits"))
+    monkeypatch.setattr(gradients, "reference_gradients", lambda *a: taken.append("torch"))
+    d_gx = torch.zeros(rows, 4 * hidden)
+    tensors = [d_gx, d_gx] + [torch.zeros(n, m) for n, m in [(rows, hidden), (rows, hidden), (4 * hidden, hidden)]]
+    gradients.layer_gradients(*tensors, (True,) * 5, precision, False)
+    assert taken == [path]

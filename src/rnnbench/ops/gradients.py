@@ -36,6 +36,7 @@ import torch
 import triton
 import triton.language as tl
 
+from . import split_products
 from .launch import Constexprs, KernelLauncher, counters
 from .plans import cdiv
 from .products import Tiles, _product_tile, even
@@ -65,6 +66,13 @@ HALF_TILES = Tiles(64, 64, 32, num_warps=4, num_stages=3)
 # rows: at batch 128 (3840 rows, 12 tiles) one program per tile made the graphed training step
 # 2.07x slower on the H100 (results/h100/triton-lane-15).
 TARGET_PROGRAMS, MIN_SLICE_K = 264, 128
+# Past the fused launch's limits, strict fp32 (3xTF32) takes ops/split_products where each weight
+# gradient has at least this many 128x128 tiles (the H100 has 132 multiprocessors); the torch calls
+# (cuBLAS' IEEE products) elsewhere. On the H100 (results/h100/split-products/backward-0b00b00, the
+# three products and the splits, device time): 0.59-0.67x the torch calls' time at hidden 1024 (192
+# to 256 tiles: batch 128 LSTM 1,137 µs against 1,925), 0.92x and 1.06x at batch 128, hidden 512
+# (64 and 48 tiles), errors against float64 2.2-2.4e-7 against 5.0-11e-7.
+SPLIT_MIN_WEIGHT_TILES = 128
 
 
 @dataclass
@@ -175,6 +183,8 @@ def layer_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...], precisi
     is_even = all_even(tiles, rows, gate_width, input_size, hidden_size)
     limit = EVEN_FUSED_MAX_FLOP.get("half" if x.dtype.itemsize == 2 else precision, 0.0) if is_even else 0.0
     if not (any(need[:3]) and biases_fit and fused(rows, gate_width, input_size, hidden_size, limit)):
+        if precision == "tf32x3" and splits_pay(gate_width, input_size, hidden_size):
+            return split_gradients(d_gx, d_gh, x, h_prev, w_ih, need)
         return reference_gradients(d_gx, d_gh, x, h_prev, w_ih, need)
     dev, dtype = x.device, w_ih.dtype
     x, w_ih = x.contiguous(), w_ih.contiguous()  # the kernel takes rows of stride I (x may come as a view)
@@ -202,6 +212,30 @@ def layer_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...], precisi
     _LAYER_GRADIENTS((sum(tasks),), (d_gx, d_gh, x, h_prev, w_ih, *outputs, partials, count, rows, input_size,
                                      hidden_size, *tasks, *slices), constexprs, stream)
     return LayerGradients(dx, dw_ih, dw_hh, db_ih, db_hh)
+
+
+def splits_pay(gate_width: int, input_size: int, hidden_size: int) -> bool:
+    """Whether strict fp32's gradients past the fused launch's limits take :func:`split_gradients`:
+    each weight gradient (``[G*H, I]``, ``[G*H, H]``) has :data:`SPLIT_MIN_WEIGHT_TILES` tiles."""
+    side = split_products.TILES.bm
+    return cdiv(gate_width, side) * cdiv(min(input_size, hidden_size), side) >= SPLIT_MIN_WEIGHT_TILES
+
+
+def split_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...]) -> LayerGradients:
+    """:func:`reference_gradients` for fp32 tensors, the three products by 3xTF32 from operands
+    split once (``ops/split_products.py``; the biases' sums as there): ``dx = d_gx W_ih`` from
+    ``d_gx`` and ``W_ih^T``, ``dW = d_g^T x`` from ``d_g^T`` and ``x^T`` (each operand laid out
+    with the reduction contiguous)."""
+    split = split_products.split
+    product = split_products.product
+    d_gx_t = split(d_gx, transpose=True) if need[1] or (need[2] and d_gh is d_gx) else None
+    dx = product(split(d_gx), split(w_ih, transpose=True)) if need[0] else None
+    dw_ih = product(d_gx_t, split(x, transpose=True)) if need[1] else None
+    dw_hh = None
+    if need[2]:
+        dw_hh = product(d_gx_t if d_gh is d_gx else split(d_gh, transpose=True), split(h_prev, transpose=True))
+    sums = reference_gradients(d_gx, d_gh, x, h_prev, w_ih, (False, False, False, need[3], need[4]))
+    return LayerGradients(dx, dw_ih, dw_hh, sums.db_ih, sums.db_hh)
 
 
 @functools.lru_cache(maxsize=256)
