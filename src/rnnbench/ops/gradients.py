@@ -18,7 +18,9 @@ product, or a slice of a tile's reduction where a product has few tiles; the bia
 the weight gradients' tiles, from the operand they load anyway) where the layer is small
 (:data:`FUSED_MAX_FLOP`) or its sizes are whole tiles (:data:`EVEN_FUSED_MAX_FLOP`: the tiles'
 unmasked path, faster on the device than cuBLAS at every size measured), and the torch calls
-elsewhere. The slices of a tile meet without waiting for each other: the last to finish sums the
+elsewhere -- but for strict fp32's larger layers, whose products come from operands split once
+(:func:`split_gradients`, ``ops/split_products.py``) where :func:`splits_pay`. The slices of a
+tile meet without waiting for each other: the last to finish sums the
 others' partials (so no program depends on another being resident, and the interpreter's
 one-at-a-time programs run it too).
 
@@ -71,7 +73,7 @@ TARGET_PROGRAMS, MIN_SLICE_K = 264, 128
 # (cuBLAS' IEEE products) elsewhere. On the H100 (results/h100/split-products/backward-0b00b00, the
 # three products and the splits, device time): 0.59-0.67x the torch calls' time at hidden 1024 (192
 # to 256 tiles: batch 128 LSTM 1,137 µs against 1,925), 0.92x and 1.06x at batch 128, hidden 512
-# (64 and 48 tiles), errors against float64 2.2-2.4e-7 against 5.0-11e-7.
+# (64 and 48 tiles), errors against float64 2.0-2.4e-7 against 5.0-11e-7.
 SPLIT_MIN_WEIGHT_TILES = 128
 
 

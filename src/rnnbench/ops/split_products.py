@@ -13,7 +13,8 @@ are and makes three plain TF32 products a chunk, ``a_lo b_hi + a_hi b_lo + a_hi 
 the tensor core for that chunk only and added to the running sum by the FMA units: accumulated in
 the tensor core across the whole reduction the sum's error grew with the reduction's length (1.2e-6
 at 512, 9.6e-6 at 4096: ``split-products/speed-d21fcb2``), the tensor core's fp32 accumulation not
-being IEEE's.
+being IEEE's. The parts cost memory: twice each operand's size (``d_gx`` split twice, as it is
+and transposed), held while the products run.
 
 :func:`reference_product` is the product in float64, for the tests.
 """
