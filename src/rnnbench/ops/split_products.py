@@ -21,6 +21,8 @@ and transposed), held while the products run.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import triton
 import triton.language as tl
@@ -28,7 +30,7 @@ import triton.language as tl
 from .common import _split_tf32
 from .launch import Constexprs, KernelLauncher
 from .plans import cdiv
-from .products import Tiles, even
+from .products import Tiles, _tile_offsets, even
 
 # The split's tile ([rows, columns] of the operand as stored).
 SPLIT_TILE = (64, 64)
@@ -72,11 +74,9 @@ def split_product_kernel(a_hi_ptr, a_lo_ptr, b_hi_ptr, b_lo_ptr, c_ptr, M, N, K,
     acc = tl.zeros([BM, BN], dtype=tl.float32)
     for k0 in range(0, K, BK):
         k = k0 + tl.arange(0, BK)
-        a_offsets = m[:, None] * K + k[None, :]
-        b_offsets = n[None, :] * K + k[:, None]  # [BK, BN]: B^T's tile, read from B's rows
+        a_offsets = _tile_offsets(m, k, K, False, EVEN)
+        b_offsets = _tile_offsets(k, n, K, True, EVEN)  # [BK, BN]: B^T's tile, read from B's rows
         if EVEN:
-            a_offsets = tl.max_contiguous(tl.multiple_of(a_offsets, [1, 16]), [1, 16])
-            b_offsets = tl.max_contiguous(tl.multiple_of(b_offsets, [16, 1]), [16, 1])
             a_h = tl.load(a_hi_ptr + a_offsets)
             a_l = tl.load(a_lo_ptr + a_offsets)
             b_h = tl.load(b_hi_ptr + b_offsets)
@@ -93,7 +93,7 @@ def split_product_kernel(a_hi_ptr, a_lo_ptr, b_hi_ptr, b_lo_ptr, c_ptr, M, N, K,
         chunk = tl.dot(a_h, b_l, chunk, input_precision="tf32")
         chunk = tl.dot(a_h, b_h, chunk, input_precision="tf32")
         acc += chunk
-    c_offsets = m[:, None] * N + n[None, :]
+    c_offsets = _tile_offsets(m, n, N, False, EVEN)
     if EVEN:
         tl.store(c_ptr + c_offsets, acc)
     else:
@@ -133,22 +133,18 @@ def product(a: tuple[torch.Tensor, torch.Tensor], b: tuple[torch.Tensor, torch.T
     out = torch.empty(M, N, device=a[0].device, dtype=torch.float32)
     if out.numel() == 0 or K == 0:
         return out.zero_()
-    tiles = TILES if even(TILES, M, N, K, K) or not even(NARROW_TILES, M, N, K, K) else NARROW_TILES
-    is_even = even(tiles, M, N, K, K)
-    _PRODUCT((cdiv(M, tiles.bm) * cdiv(N, tiles.bn),), (*a, *b, out, M, N, K), _constexprs(tiles, is_even))
+    # (the first tiling whose tiles are whole, else the wide one masked)
+    tiles = next((t for t in (TILES, NARROW_TILES) if even(t, M, N, K, K)), TILES)
+    _PRODUCT((cdiv(M, tiles.bm) * cdiv(N, tiles.bn),), (*a, *b, out, M, N, K),
+             _constexprs(tiles, even(tiles, M, N, K, K)))
     return out
 
 
-_CONSTEXPRS: dict[tuple, Constexprs] = {}
-
-
+@functools.lru_cache(maxsize=16)
 def _constexprs(tiles: Tiles, is_even: bool) -> Constexprs:
-    found = _CONSTEXPRS.get((tiles, is_even))
-    if found is None:
-        found = _CONSTEXPRS[tiles, is_even] = Constexprs(dict(
-            BM=tiles.bm, BN=tiles.bn, BK=tiles.bk, GROUP_M=GROUP_M, EVEN=is_even, num_warps=tiles.num_warps,
-            num_stages=tiles.num_stages))
-    return found
+    """The product kernel's compile-time arguments (built once per combination)."""
+    return Constexprs(dict(BM=tiles.bm, BN=tiles.bn, BK=tiles.bk, GROUP_M=GROUP_M, EVEN=is_even,
+                           num_warps=tiles.num_warps, num_stages=tiles.num_stages))
 
 
 def reference_product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
