@@ -769,6 +769,12 @@ def test_strict_fp32_split_k_backward_default(cell, batch, seq, hidden):
         check_layer(cell, "fp32", _layer(cell, batch, seq, 5, hidden))
 
 
+# The split products' relative error bound, tighter than fp32's: they measured 2.0-2.4e-7 at hidden
+# 512-1024 (results/h100/split-products/backward-0b00b00); summing the products in the tensor core
+# across the whole reduction (their first form) reached 2.3e-6 at 960 rows, a bias this bound sees.
+SPLIT_TOLERANCE = 1e-6
+
+
 @pytest.mark.parametrize("shape", [(960, 4, 1024, 1024, True), (960, 3, 1024, 1024, False), (1000, 4, 1000, 1000, True),
                                    (999, 3, 1030, 1000, False)], ids=["lstm-B32", "gru-B32", "partial", "odd"])
 def test_split_gradients_on_the_gpu(shape, monkeypatch):
@@ -793,7 +799,7 @@ def test_split_gradients_on_the_gpu(shape, monkeypatch):
     ref = gradients.reference_gradients(wide[0], wide[0] if same else wide[1], *wide[2:], (True,) * 5)
     for field in ("dx", "dw_ih", "dw_hh", "db_ih", "db_hh"):
         err = relative_error(getattr(got, field), getattr(ref, field))
-        assert err <= GRADIENT_TOLERANCE["tf32x3"], f"{field}: {err:.3g}"
+        assert err <= SPLIT_TOLERANCE, f"{field}: {err:.3g}"
 
 
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
