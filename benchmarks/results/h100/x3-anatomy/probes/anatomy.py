@@ -102,10 +102,10 @@ def variant_runner(T, B, H, gates, h_lo, w_lo, products, barrier, block_b=64, bl
     g = torch.Generator(device=dev).manual_seed(0)
     w = torch.randn(gates * H, H, device=dev, generator=g) * H ** -0.5
     w_hi = w.view(torch.int32).add(0x1000).bitwise_and(-8192).view(torch.float32)
-    w_lo = w - w_hi
-    m = w_lo.abs().amax(dim=1).clamp_min(2.0 ** -100)
+    w_rem = w - w_hi
+    m = w_rem.abs().amax(dim=1).clamp_min(2.0 ** -100)
     scale = torch.exp2(14 - torch.floor(torch.log2(m)))
-    w16 = (w_lo * scale[:, None]).half()
+    w16 = (w_rem * scale[:, None]).half()
     w_inv = (1.0 / scale).float().contiguous()
     ex = torch.zeros(2, 2, B, H, device=dev)
     ex[0, 0] = torch.rand(B, H, device=dev, generator=g) - 0.5
@@ -114,7 +114,7 @@ def variant_runner(T, B, H, gates, h_lo, w_lo, products, barrier, block_b=64, bl
     grid = (H // block_h, triton.cdiv(B, block_b))
 
     def run():
-        _step_kernel[grid](ex, ex16, w if w_lo == 3 else w_hi, w_lo, w16, w_inv, counters, T, B, H=H, GATES=gates,
+        _step_kernel[grid](ex, ex16, w if w_lo == 3 else w_hi, w_rem, w16, w_inv, counters, T, B, H=H, GATES=gates,
                            BLOCK_B=block_b, BLOCK_H=block_h, BLOCK_K=block_k, H_LO=h_lo, W_LO=w_lo,
                            PRODUCTS=products, BARRIER=barrier, num_warps=warps, num_stages=stages)
     return run
