@@ -96,6 +96,74 @@ def _step_kernel(ex_ptr, ex16_ptr, w_hi_ptr, w_lo_ptr, w16_ptr, w_inv_ptr, count
         _release_counters(counters_ptr)
 
 
+@triton.jit(do_not_specialize=["T", "B"])
+def _fp16_step_kernel(ex_ptr, w_ptr, w_inv_ptr, counters_ptr, T, B, H: tl.constexpr, GATES: tl.constexpr,
+                      BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, PRODUCTS: tl.constexpr):
+    """3xFP16: every operand an fp16 high part and an fp16 remainder times 2^11 (as the on-chip
+    RNN's ``Plan.on_chip_split == "fp16"``): ``ex`` ``[2 slots, 2 planes, B, H]``, ``w``
+    ``[2 planes, G*H, H]``; the small products summed apart and scaled back, the rows' scales after."""
+    pid_h = tl.program_id(0)
+    pid_b = tl.program_id(1)
+    units = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)
+    rows = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
+    row_mask = rows < B
+    mask = (units < H)[:, None] & row_mask[None, :]
+    hid = rows[None, :] * H + units[:, None]
+    plane = B.to(tl.int64) * H
+    w_plane = GATES * H * H
+    w_rows, w_valid = _stacked_rows(pid_h, H, GATES, 4, BLOCK_H)
+    w_inv = tl.load(w_inv_ptr + w_rows, mask=w_valid, other=0.0)
+    t = 0
+    while t < T:
+        slot = ex_ptr + (t % 2) * (2 * plane)
+        acc = tl.zeros([4 * BLOCK_H, BLOCK_B], dtype=tl.float32)
+        small = tl.zeros([4 * BLOCK_H, BLOCK_B], dtype=tl.float32)
+        for k0 in range(0, H, BLOCK_K):
+            k = k0 + tl.arange(0, BLOCK_K)
+            h_off = rows[:, None] * H + k[None, :]
+            w_off = w_rows[:, None] * H + k[None, :]
+            h_hi = tl.load(slot + h_off, mask=row_mask[:, None], other=0.0, cache_modifier=".cg")
+            w_hi = tl.load(w_ptr + w_off, mask=w_valid[:, None], other=0.0)
+            if PRODUCTS == 3:
+                h_lo = tl.load(slot + plane + h_off, mask=row_mask[:, None], other=0.0, cache_modifier=".cg")
+                w_lo = tl.load(w_ptr + w_plane + w_off, mask=w_valid[:, None], other=0.0)
+                small = tl.dot(w_lo, tl.trans(h_hi), small)
+                small = tl.dot(w_hi, tl.trans(h_lo), small)
+            acc = tl.dot(w_hi, tl.trans(h_hi), acc)
+        acc = (acc + small * (1.0 / 2048.0)) * w_inv[:, None]
+        g0, _, _, _ = _split_gates(acc, BLOCK_H, BLOCK_B)
+        h = _act_tanh(g0, True) * 16384.0
+        hi = h.to(tl.float16)
+        lo = ((h - hi.to(tl.float32)) * 2048.0).to(tl.float16)
+        nxt = ex_ptr + ((t + 1) % 2) * (2 * plane)
+        tl.store(nxt + hid, hi, mask=mask)
+        tl.store(nxt + plane + hid, lo, mask=mask)
+        if t + 1 < T:
+            _grid_barrier(counters_ptr + pid_b, tl.num_programs(0) * (t + 1))
+        t += 1
+    _release_counters(counters_ptr)
+
+
+def fp16_runner(T, B, H, gates, products, block_b=64, block_h=16, block_k=64, stages=4, warps=4):
+    dev = torch.device("cuda")
+    g = torch.Generator(device=dev).manual_seed(0)
+    w = torch.randn(gates * H, H, device=dev, generator=g) * H ** -0.5
+    scale = torch.exp2(14 - torch.floor(torch.log2(w.abs().amax(dim=1))))
+    ws = w * scale[:, None]
+    hi = ws.half()
+    w16 = torch.stack([hi, ((ws - hi.float()) * 2048).half()]).contiguous()
+    w_inv = (1.0 / scale).float().contiguous()
+    ex = torch.zeros(2, 2, B, H, device=dev, dtype=torch.float16)
+    ex[0, 0] = ((torch.rand(B, H, device=dev, generator=g) - 0.5) * 16384).half()
+    counters = torch.zeros(4, dtype=torch.int32, device=dev)
+    grid = (H // block_h, triton.cdiv(B, block_b))
+
+    def run():
+        _fp16_step_kernel[grid](ex, w16, w_inv, counters, T, B, H=H, GATES=gates, BLOCK_B=block_b, BLOCK_H=block_h,
+                                BLOCK_K=block_k, PRODUCTS=products, num_warps=warps, num_stages=stages)
+    return run
+
+
 def variant_runner(T, B, H, gates, h_lo, w_lo, products, barrier, block_b=64, block_h=16, block_k=32, stages=6,
                    warps=4):
     dev = torch.device("cuda")
@@ -133,6 +201,13 @@ VARIANTS = {  # name: (h_lo, w_lo, products, barrier)
     "as now, no barrier": (1, 1, 3, False),
 }
 
+FP16_VARIANTS = {  # name: fp16_runner keywords
+    "3xfp16 k64 s4": dict(products=3),
+    "3xfp16 k32 s6": dict(products=3, block_k=32, stages=6),
+    "3xfp16 k64 s6": dict(products=3, stages=6),
+    "1xfp16 k64 s4": dict(products=1),
+}
+
 
 def main() -> int:
     from triton_dev import _graph_ms, _kernel_alone
@@ -145,6 +220,10 @@ def main() -> int:
     for gates in (4, 3):
         for name, (h_lo, w_lo, products, barrier) in VARIANTS.items():
             t = [_graph_ms(variant_runner(n, B, H, gates, h_lo, w_lo, products, barrier)) for n in (short, long)]
+            rows.append(dict(form="probe", gates=gates, variant=name, us_per_step=1e3 * (t[1] - t[0]) / (long - short)))
+            print(f"gates {gates}  {name:22s} {rows[-1]['us_per_step']:7.2f} us/step", flush=True)
+        for name, kw in FP16_VARIANTS.items():
+            t = [_graph_ms(fp16_runner(n, B, H, gates, **kw)) for n in (short, long)]
             rows.append(dict(form="probe", gates=gates, variant=name, us_per_step=1e3 * (t[1] - t[0]) / (long - short)))
             print(f"gates {gates}  {name:22s} {rows[-1]['us_per_step']:7.2f} us/step", flush=True)
     dev = torch.device("cuda")
