@@ -835,15 +835,17 @@ def test_fp32_weights_at_64_batch_rows_on_one_warpgroup(cell, dtype, batch, hidd
 @pytest.mark.parametrize("cell, batch, hidden, level", [("lstm", 20, 100, None), ("gru", 37, 128, None),
                                                         ("rnn_tanh", 20, 500, 1), ("lstm", 100, 1000, 2),
                                                         ("gru", 3, 500, 1), ("rnn_relu", 129, 300, 1),
-                                                        ("gru", 255, 512, 2)])
+                                                        ("gru", 255, 512, 2), ("lstm", 100, 1000, 4),
+                                                        ("gru", 3, 500, 4), ("gru", 255, 512, 4)])
 def test_strict_fp32_forward_splits_h_once(cell, batch, hidden, level, with_h0):
     """Strict fp32's forward with h split into TF32 high parts and remainders once
     (``Plan.split_once``, the default where the weights stream; forced where they are resident,
     ``level`` None): h_t published split in two slots, with h0 (split before a barrier of its own)
     and without; the weights resident (split into shared memory), streamed and split in the step,
-    or streamed from a split copy (``Plan.split_w_once``, level 2, the default at 64 batch rows a
-    program). Its errors against float64 must stay at fp32's: a lost remainder would leave
-    TF32's (about 1e-3)."""
+    or streamed from a split copy (``Plan.split_w_once``, level 2, at 64 batch rows a program);
+    the LSTM's and GRU's streamed forwards in 3xFP16 (``Plan.split_fp16``, level 4, their default;
+    levels 1 and 2 are then theirs without it). Its errors against float64 must stay at fp32's: a
+    lost remainder would leave TF32's (about 1e-3)."""
     from rnnbench.ops import recurrence
     from rnnbench.ops.plans import split_once_level
 
@@ -852,6 +854,8 @@ def test_strict_fp32_forward_splits_h_once(cell, batch, hidden, level, with_h0):
         tensors[1] = tensors[2] = None
     # (forced: on the tensor-core plan, where the FMA forward would be the default)
     forced = dict(split_once=True, forward_fma=False) if level is None else {}
+    if level in (1, 2) and cell in ("lstm", "gru"):
+        forced = dict(split_fp16=False)
     with matmul_mode("fp32"), plan_override(**forced):
         launch = recurrence.layer_launch(cell, batch, hidden, torch.float32, torch.device("cuda"))
         assert launch.precision == "tf32x3" and split_once_level(launch.forward) == (level or 1)
@@ -867,6 +871,43 @@ def test_strict_fp32_forward_splits_h_once(cell, batch, hidden, level, with_h0):
     for k, (a, b) in enumerate(zip(got, ref)):
         err = relative_error(a, b)
         assert err <= tolerance(cell, "fp32"), f"tensor {k}: relative error {err:.3g}"
+
+
+# 3xFP16's forward against float64: 3xTF32's split-once forwards measured 0.6-1.2e-6 on the H100
+# (results/h100/triton-lane-13); without a remainder a product keeps 11 bits (about 5e-4).
+SPLIT_FP16_FORWARD_TOLERANCE = 1e-5
+
+
+@pytest.mark.parametrize("scale", ["plain", "h0_2^20", "w_2^-30"])
+@pytest.mark.parametrize("cell, batch, hidden", [("lstm", 100, 1000), ("gru", 128, 1024), ("lstm", 20, 500),
+                                                 ("gru", 3, 500)])
+def test_strict_fp32_forward_in_3xfp16(cell, batch, hidden, scale):
+    """The LSTM's and GRU's streamed strict fp32 forward in 3xFP16 (``Plan.split_fp16``, the
+    default there) at 64 and 16 batch rows a program: output and final states against float64 within
+    :data:`SPLIT_FP16_FORWARD_TOLERANCE`, with h0 of one batch row at 2^20 (W_hh times 2^-20:
+    past fp16's 65504 unscaled) and with W_hh at 2^-30 of its size (below fp16's subnormals); the
+    whole layer's gradients at fp32's tolerance."""
+    from rnnbench.ops import recurrence
+    from rnnbench.ops.plans import split_once_level
+
+    tensors = _layer(cell, batch, 9, 5, hidden)
+    if scale == "h0_2^20":
+        tensors[1][batch // 2] *= 2.0 ** 20
+        tensors[4] = tensors[4] * 2.0 ** -20
+    elif scale == "w_2^-30":
+        tensors[4] = tensors[4] * 2.0 ** -30
+    with matmul_mode("fp32"):
+        launch = recurrence.layer_launch(cell, batch, hidden, torch.float32, torch.device("cuda"))
+        assert split_once_level(launch.forward) == 4 and launch.forward.split_fp16
+        with torch.no_grad():
+            got = [o for o in recurrent_layer(cell, *[None if x is None else x.cuda() for x in tensors]) if o is not None]
+    with torch.no_grad():
+        ref = [o for o in naive_layer(cell, *[None if x is None else x.cuda().double() for x in tensors])
+               if o is not None]
+    for k, (a, b) in enumerate(zip(got, ref)):
+        err = relative_error(a, b)
+        assert err <= SPLIT_FP16_FORWARD_TOLERANCE, f"output {k}: relative error {err:.3g}"
+    check_layer(cell, "fp32", tensors)
 
 
 @pytest.mark.parametrize("scale", ["plain", "h0_1e6", "w_1e-7"])

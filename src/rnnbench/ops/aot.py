@@ -107,7 +107,7 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
     constexprs = {k: v for k, v in constexprs.items() if k in names}
     f32 = F32_POINTERS - ({"partials_ptr"} if plan.half_partials else set())
     pointers = {"counters_ptr": "*i32", "lengths_ptr": "*i32", **{name: "*fp32" for name in f32}}
-    if plan.half_operands and direction == "forward":  # (fp16 copies of W_hh and h: recurrence_forward)
+    if split_once_level(plan) >= 3 and direction == "forward":  # (fp16 copies of W_hh and h: recurrence_forward)
         pointers.update(w_split_ptr="*fp16", h_split_ptr="*fp16")
     return _compile(fn, constexprs, pointers, POINTER[dtype], plan.num_warps, plan.num_stages, capability)
 

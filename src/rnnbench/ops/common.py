@@ -136,11 +136,12 @@ HALF_SHIFT = tl.constexpr(15)
 
 @triton.jit
 def _half_weights(w_ptr, w_copy_ptr, w_rows, w_valid, H: tl.constexpr, K_PAD: tl.constexpr,
-                  BLOCK_B: tl.constexpr):
+                  BLOCK_B: tl.constexpr, w_plane=0, REMAINDER: tl.constexpr = False):
     """Before a half-operand forward's time loop (:attr:`Plan.half_operands`): per row of the
     program's stacked tile of ``W_hh``, the power of two ``s`` with ``max |W[row]| / s`` in ``[2^14,
     2^15)`` (:func:`_pow2_above`), and ``W / s`` rounded to fp16 into the same rows of the copy at
-    ``w_copy_ptr`` (``[G*H, H]``). Returns ``s``. Two passes over the rows, in chunks of 32 KB of
+    ``w_copy_ptr`` (``[G*H, H]``); with ``REMAINDER`` (:attr:`Plan.split_fp16`) split by
+    :func:`_split_half` instead, the remainders ``w_plane`` further (``[2, G*H, H]``). Returns ``s``. Two passes over the rows, in chunks of 32 KB of
     fp32 (64 KB at 64 batch rows, 8 warps): at hidden 1024 on the H100 a half-operand forward's
     start took 22-33 µs beyond its steps against TF32's 9-27, in these chunks as in 64-column ones
     (unrolled, the loop spilled under Triton 3.9)."""
@@ -155,9 +156,38 @@ def _half_weights(w_ptr, w_copy_ptr, w_rows, w_valid, H: tl.constexpr, K_PAD: tl
     for k0 in range(0, H, CHUNK):
         k = k0 + tl.arange(0, CHUNK)
         wk = _load_stacked_weights(w_ptr, w_rows, w_valid, k0, H, CHUNK).to(tl.float32)
-        tl.store(w_copy_ptr + w_rows[:, None] * H + k[None, :], (wk * inv[:, None]).to(tl.float16),
-                 mask=w_valid[:, None] & (k < H)[None, :])
+        _store_half(w_copy_ptr, w_plane, w_rows[:, None] * H + k[None, :], wk * inv[:, None],
+                    w_valid[:, None] & (k < H)[None, :], REMAINDER)
     return scale
+
+
+# 3xFP16 (:attr:`Plan.split_fp16`): an fp16 remainder is stored times 2^11, as far above fp16's
+# subnormals as its high part (the on-chip RNN's split, ops/rnn/kernels.py, keeps the same scale).
+HALF_LO_SCALE = tl.constexpr(2048.0)
+
+
+@triton.jit
+def _split_half(x):
+    """``(hi, lo)`` in fp16 for fp32 ``x`` already divided by its power of two (``|x| < 2^15``):
+    ``hi`` is ``x`` rounded to fp16 (11 significant bits, as a TF32 high part), ``lo`` the remainder
+    times :data:`HALF_LO_SCALE` rounded to fp16 (11 more), so that ``hi + lo / 2^11`` is ``x`` to
+    about 2^-22 of it, or to 2^-36 absolute below fp16's normal range (2^-14). ``lo`` is 0 where
+    ``x`` is infinite (not inf - inf), as :func:`_split_tf32`'s."""
+    hi = x.to(tl.float16)
+    high = hi.to(tl.float32)
+    return hi, tl.where(high == x, 0.0, (x - high) * HALF_LO_SCALE).to(tl.float16)
+
+
+@triton.jit
+def _store_half(ptr, plane, offsets, x, mask, REMAINDER: tl.constexpr):
+    """Store fp32 ``x`` (divided by its power of two) in fp16 at ``ptr + offsets``; with
+    ``REMAINDER`` split (:func:`_split_half`), the remainders one ``plane`` further."""
+    if REMAINDER:
+        hi, lo = _split_half(x)
+        tl.store(ptr + offsets, hi, mask=mask)
+        tl.store(ptr + plane + offsets, lo, mask=mask)
+    else:
+        tl.store(ptr + offsets, x.to(tl.float16), mask=mask)
 
 
 @triton.jit
@@ -425,6 +455,29 @@ def _split_stacked_matmul(pieces, w_hi_ptr, w_lo_ptr, w_rows, w_valid, h_ptr, pl
 
 
 @triton.jit
+def _half_split_matmul(w_hi_ptr, w_lo_ptr, w_rows, w_valid, h_ptr, plane_h, rows, row_live, acc,
+                       H: tl.constexpr, K_PAD: tl.constexpr, BLOCK_K: tl.constexpr):
+    """:func:`_stacked_matmul` in 3xFP16 (:attr:`Plan.split_fp16`), the weights streamed: their
+    fp16 high parts at ``w_hi_ptr``, remainders at ``w_lo_ptr``, h's at ``h_ptr`` and one
+    ``plane_h`` further (:func:`_split_half`, each under its power of two, which the caller
+    multiplies back). ``W_hi h_hi`` in ``acc``, the two small products in an accumulator of their
+    own, scaled back by 2^-11 after the last chunk (as :func:`_mma_split` keeps 3xTF32's). fp16
+    products are exact in fp32, so the interpreter widens them (``UPCAST``). Half the bytes of
+    3xTF32's split operands, and K 16 a wgmma where TF32 takes 8: on the H100 a step at batch 128,
+    hidden 1024 took 8.4 against 17.0 µs (``results/h100/x3-anatomy``)."""
+    small = tl.zeros(acc.shape, dtype=tl.float32)
+    for k0 in range(0, H, BLOCK_K):
+        h_hi = _load_gate_padded(h_ptr, H, rows, row_live, k0, H, 1, K_PAD, BLOCK_K)
+        h_lo = _load_gate_padded(h_ptr + plane_h, H, rows, row_live, k0, H, 1, K_PAD, BLOCK_K)
+        w_hi = _load_stacked_weights(w_hi_ptr, w_rows, w_valid, k0, H, BLOCK_K)
+        w_lo = _load_stacked_weights(w_lo_ptr, w_rows, w_valid, k0, H, BLOCK_K)
+        small = _mma(w_lo, tl.trans(h_hi), small, "ieee", _INTERPRET)
+        small = _mma(w_hi, tl.trans(h_lo), small, "ieee", _INTERPRET)
+        acc = _mma(w_hi, tl.trans(h_hi), acc, "ieee", _INTERPRET)
+    return acc + small * (1.0 / HALF_LO_SCALE)
+
+
+@triton.jit
 def _forward_weights(w_ptr, w_split_ptr, w_plane, w_rows, w_valid, H: tl.constexpr, BLOCK_K: tl.constexpr,
                      CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, SPLIT_ONCE: tl.constexpr, K_PAD: tl.constexpr,
                      BLOCK_B: tl.constexpr):
@@ -432,7 +485,8 @@ def _forward_weights(w_ptr, w_split_ptr, w_plane, w_rows, w_valid, H: tl.constex
     stacked tile (:func:`_resident_stack`; 0 when streamed), where a streamed step reads them
     (``W_hh``) and what the step's product is multiplied by, row by row (1 but at level 3).
     ``SPLIT_ONCE`` (the kernels' constexpr: 0, 1 for :attr:`Plan.split_once`, 2 with
-    :attr:`Plan.split_w_once` too, 3 for :attr:`Plan.half_operands`): resident pieces are split
+    :attr:`Plan.split_w_once` too, 3 for :attr:`Plan.half_operands`, 4 for :attr:`Plan.split_fp16`):
+    resident pieces are split
     (:func:`_split_tf32`: ``CHUNKS`` high parts, then ``CHUNKS`` remainders); at 2, streamed, the
     program writes the split of its own rows of ``W_hh`` to ``w_split_ptr`` (high parts, then
     remainders ``w_plane`` further: ``[2, G*H, H]`` fp32) and streams from there. No other program
@@ -440,11 +494,12 @@ def _forward_weights(w_ptr, w_split_ptr, w_plane, w_rows, w_valid, H: tl.constex
     a barrier of this program's threads suffices. At 3 each row is divided by its power of two
     (:func:`_half_weights`, ``w_scale``) and rounded to fp16 into the program's own rows of an
     fp16 copy at ``w_split_ptr`` (``[G*H, H]``), written as at 2, which the resident pieces are
-    read from, or the steps stream."""
+    read from, or the steps stream; at 4 the same, split (:func:`_split_half`: ``[2, G*H, H]``
+    fp16, remainders ``w_plane`` further), streamed."""
     w_src = w_ptr
     w_scale = 1.0
-    if SPLIT_ONCE == 3:
-        w_scale = _half_weights(w_ptr, w_split_ptr, w_rows, w_valid, H, K_PAD, BLOCK_B)
+    if SPLIT_ONCE >= 3:
+        w_scale = _half_weights(w_ptr, w_split_ptr, w_rows, w_valid, H, K_PAD, BLOCK_B, w_plane, SPLIT_ONCE == 4)
         w_src = w_split_ptr
         tl.debug_barrier()
         # (Resident pieces read back from the copy, as 16-bit weights are: converted in registers
@@ -483,18 +538,19 @@ def _split_h0(h, h0_ptr, h_split_ptr, plane_h, hid, rows, row_mask, mask, counte
     """Before the first step of a forward that splits h once (:attr:`Plan.split_once`) or rounds
     it to fp16 (:attr:`Plan.half_operands`, ``SPLIT_ONCE`` 3): this program's tile of h0 (fp32
     ``h``) split, or divided by its rows' scales (:func:`_half_h_scales`, ``CARRIES_H0`` the GRU)
-    and rounded, into slot 0 of the exchange buffer, then a grid barrier so that every program's is
+    and rounded (at 4, :attr:`Plan.split_fp16`, then split: :func:`_split_half`), into slot 0 of
+    the exchange buffer, then a grid barrier so that every program's is
     there. Returns ``(passed, h_scales, h_inv)``: the barriers passed (0 or 1), which every later
     wait's target counts, the scales of step 0's and of later steps' products, and the inverse of
     the later one (level 3; else ones)."""
     passed = 0
     h_scales = (1.0, 1.0)
     h_inv = 1.0
-    if SPLIT_ONCE == 3:
+    if SPLIT_ONCE >= 3:
         s0, inv0, s, h_inv = _half_h_scales(h0_ptr, rows, row_mask, H, K_PAD, HAS_H0, CARRIES_H0)
         h_scales = (s0, s)
         if HAS_H0:
-            tl.store(h_split_ptr + hid, (h * inv0).to(tl.float16), mask=mask)
+            _store_half(h_split_ptr, plane_h, hid, h * inv0, mask, SPLIT_ONCE == 4)
             _grid_barrier(counter_ptr, tl.num_programs(0))
             passed = 1
     elif SPLIT_ONCE and HAS_H0:
@@ -513,9 +569,12 @@ def _publish_h(h, h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask, counter_ptr,
     ``(t + 1) % 2`` of the exchange buffer ``[2, 2, B, H]`` (two slots suffice: a program writes
     slot ``s`` again only after every program has arrived once more, so has read it), or at level
     3 times ``h_inv`` (:func:`_split_h0`) in fp16 from slot ``(t + 1) % 2`` of
-    ``[2, B, H]``; the output, which no program reads, is stored after the arrival."""
+    ``[2, B, H]`` (at 4 split, :func:`_split_half`: ``[2, 2, B, H]`` fp16); the output, which no
+    program reads, is stored after the arrival."""
     out = h_buf_ptr + (t + 1) * plane_h + hid
-    if SPLIT_ONCE == 3:
+    if SPLIT_ONCE == 4:
+        _store_half(h_split_ptr + ((t + 1) % 2) * (2 * plane_h), plane_h, hid, h * h_inv, mask, True)
+    elif SPLIT_ONCE == 3:
         tl.store(h_split_ptr + ((t + 1) % 2) * plane_h + hid, (h * h_inv).to(tl.float16), mask=mask)
     elif SPLIT_ONCE:
         _store_split(h_split_ptr + ((t + 1) % 2) * (2 * plane_h), plane_h, hid, h, mask)
@@ -540,9 +599,18 @@ def _recurrent_matmul(pieces, h, w_ptr, w_rows, w_valid, h_buf_ptr, h0_ptr, h_sp
     the weights from ``w_ptr`` (their high parts) and ``w_ptr + w_plane`` (:func:`_forward_weights`);
     at level 3 (:attr:`Plan.half_operands`) fp16 products of the weights' fp16 rows and h's from
     slot ``t % 2`` of its fp16 exchange buffer, multiplied by the rows' ``w_scale`` and h's scale
-    after (exact: powers of two; ``h_scales`` step 0's and the later steps', :func:`_split_h0`)."""
+    after (exact: powers of two; ``h_scales`` step 0's and the later steps', :func:`_split_h0`); at 4
+    (:attr:`Plan.split_fp16`) the same with 3xFP16's split operands (:func:`_half_split_matmul`)."""
     if ON_CHIP:
         acc = _mma(pieces[0], h.to(pieces[0].dtype), acc, PRECISION, UPCAST)
+    elif SPLIT_ONCE == 4:
+        live = row_mask
+        if not HAS_H0:
+            if t == 0:  # no h0: no row is read, the recurrent term is zero
+                live = rows < 0
+        acc = _half_split_matmul(w_ptr, w_ptr + w_plane, w_rows, w_valid, h_split_ptr + (t % 2) * (2 * plane_h),
+                                 plane_h, rows, live, acc, H, K_PAD, BLOCK_K)
+        acc = acc * w_scale[:, None] * tl.where(t == 0, h_scales[0], h_scales[1])
     elif SPLIT_ONCE == 3:
         live = row_mask
         if not HAS_H0:

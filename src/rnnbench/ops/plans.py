@@ -142,6 +142,14 @@ SPLIT_ONCE, SPLIT_W_ONCE_ROWS = True, 64
 # wide took 0.94-1.02x the step time of 64 at 16-32 rows, and six in flight at 64 rows 0.85-0.86x
 # (plan_sweep.py --cases spills: results/h100/triton-lane-14).
 SPLIT_ONCE_BLOCK_K, SPLIT_W_ONCE_STAGES = 32, 6
+# Strict fp32 forwards of the LSTM and GRU that stream their weights run 3xFP16 (Plan.split_fp16)
+# instead of 3xTF32 from split operands: fp16 high parts and remainders, half the bytes a step.
+# A stand-in of the step at batch 128, hidden 1024 on the H100 (results/h100/x3-anatomy,
+# probes/anatomy.py): 8.4 µs against 17.0 (LSTM's 64-row tile) and 8.2 against 15.2 (GRU's), with
+# 64-wide chunks, four in flight (32 wide, six: 9.5 and 9.2). Where 3xTF32's bytes went: without
+# h's remainder plane 14.3, without the weights' 14.4, without both 11.4, one product of the high
+# parts alone 8.0; fp16 remainders converted to fp32 for TF32 products were slower (23-29).
+SPLIT_FP16, SPLIT_FP16_BLOCK_K, SPLIT_FP16_STAGES = True, 64, 4
 # TF32 forwards of the LSTM and GRU whose fp32 weights would stream from L2 every step (hidden 1024;
 # 768 past batch 128) run on fp16 operands instead (Plan.half_operands), with the 16-bit plan. On the
 # H100 (results/h100/half-operands/final-326c591, plan_sweep.py --cases half_operands) 0.46-0.70x
@@ -233,6 +241,15 @@ class Plan:
         split_w_once: with ``split_once`` and streamed weights: each program writes the split of its
             rows of ``W_hh`` to a copy in global memory before the time loop and streams both
             halves from there (twice the bytes a step from L2, no arithmetic on the way).
+        split_fp16: with ``split_once`` and streamed weights (the LSTM's and GRU's strict fp32
+            forward): 3xFP16 in place of 3xTF32. Each program divides every row of its ``W_hh``
+            tile by the power of two that brings its largest ``|w|`` into ``[2^14, 2^15)`` and
+            splits it into an fp16 high part and a remainder times 2^11 (a copy of both it streams
+            from, ``[2, G*H, H]``); h is exchanged split the same way (``[2, 2, B, H]``) under the
+            scales of :attr:`half_operands` (step 0 from h0, later steps from a bound of ``|h_t|``).
+            Three fp16 products a chunk (``common._half_split_matmul``), each exact in fp32, the
+            two small ones summed apart: fp32's accuracy, as 3xTF32 (about 2^-22 of each product),
+            from half the bytes and half the tensor-core instructions.
         on_chip_split: the on-chip RNN's strict fp32 forward from operands split once instead of
             Triton's ``tf32x3`` (which splits both operands inside every product): ``"tf32"``
             (3xTF32, the weights split before the time loop) or ``"fp16"`` (3xFP16: fp16 high parts
@@ -304,6 +321,7 @@ class Plan:
     half_partials: bool = False
     split_once: bool = False
     split_w_once: bool = False
+    split_fp16: bool = False
     on_chip_split: str = ""
     gluon: bool = False
     input_ahead: bool = False
@@ -349,11 +367,14 @@ def gate_split_constexprs(plan: Plan, hidden_size: int) -> dict:
 def split_once_level(plan: Plan) -> int:
     """The forward kernels' ``SPLIT_ONCE`` constexpr for ``plan``: 0 (Triton's ``tf32x3`` in every
     product, or no 3xTF32), 1 (:attr:`Plan.split_once`), 2 (and the streamed weights from a split
-    copy, :attr:`Plan.split_w_once`), 3 (fp16 operands, :attr:`Plan.half_operands`)."""
+    copy, :attr:`Plan.split_w_once`), 3 (fp16 operands, :attr:`Plan.half_operands`), 4 (3xFP16,
+    :attr:`Plan.split_fp16`)."""
     if plan.half_operands:
         return 3
     if not plan.split_once:
         return 0
+    if plan.split_fp16:
+        return 4
     return 2 if plan.split_w_once and not plan.w_resident else 1
 
 
@@ -651,7 +672,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     # one direction can be compared under one override).
     one_way = {prefix: {k.removeprefix(prefix): override.pop(k) for k in list(override) if k.startswith(prefix)}
                for prefix in ("forward_", "backward_")}
-    for field in ("split_k", "gate_split") if direction == "forward" else ("split_once", "on_chip_split",
+    for field in ("split_k", "gate_split") if direction == "forward" else ("split_once", "split_fp16", "on_chip_split",
                                                                           "half_operands", "half_weights"):
         override.pop(field, None)  # one direction's fields
     override.update(one_way[f"{direction}_"])
@@ -732,7 +753,11 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     # (Its chunks follow an override of split_once, so that asking for none gives the plan without.)
     x3_streamed = override.get("split_once", x3_streamed)
     split_w_once = override.get("split_w_once", x3_streamed and bb >= SPLIT_W_ONCE_ROWS)
-    if x3_streamed and not resident:
+    split_fp16 = override.get("split_fp16", SPLIT_FP16 and x3_streamed and num_gates in (3, 4)
+                              and not override.get("w_resident", resident))
+    if split_fp16:  # (its copy is both halves in fp16: split_w_once says nothing more)
+        block_k, stages, split_w_once = SPLIT_FP16_BLOCK_K, SPLIT_FP16_STAGES, False
+    elif x3_streamed and not resident:
         block_k, stages = SPLIT_ONCE_BLOCK_K, SPLIT_W_ONCE_STAGES if split_w_once else stages
     # The on-chip RNN's strict fp32 forward in 3xFP16: graphed forwards 0.89-0.90x the time of
     # Triton's tf32x3 on the H100 at hidden 64-128, tanh and relu, errors against float64 the same
@@ -741,7 +766,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
                             and precision == "tf32x3" and dtype == torch.float32) else ""
     fields = {"block_b": bb, "block_h": bh, "w_resident": resident, "num_warps": warps, "block_k": block_k,
               "num_stages": stages, "h_on_chip": on_chip, "fast_activations": fast, "split_once": x3_streamed,
-              "split_w_once": split_w_once, "on_chip_split": chip_split, "fma": fma, "half_weights": half_weights}
+              "split_w_once": split_w_once, "split_fp16": split_fp16, "on_chip_split": chip_split, "fma": fma, "half_weights": half_weights}
     split_default = (device.type == "cuda" and num_gates in (3, 4) and tensor_cores and not on_chip
                      and hidden_size <= (SPLIT_K_16BIT_MAX_HIDDEN if element == 2 else SPLIT_K_MAX_HIDDEN))
     gate_default = (direction == "backward" and device.type == "cuda" and num_gates in (3, 4) and tensor_cores
@@ -795,7 +820,8 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
                          f"{AHEAD_MAX_PROGRAMS:.0%} of the multiprocessors")
     plan = dataclasses.replace(plan, input_ahead=override.get("input_ahead",
                                                               ahead_allowed and num_gates == AHEAD_DEFAULT_GATES))
-    if device.type == "cuda" and plan.split_once and not plan.w_resident and "num_stages" not in override:
+    if device.type == "cuda" and plan.split_once and not plan.split_fp16 and not plan.w_resident and (
+            "num_stages" not in override):
         # As many chunks in flight as shared memory holds (each has two fp32 tiles of h, one or two of W).
         stage = split_once_stage_bytes(plan.block_b, gp * plan.block_h, plan.block_k, plan.split_w_once)
         plan = dataclasses.replace(plan, num_stages=max(1, min(plan.num_stages, (smem - SHARED_MEMORY_MARGIN) // stage)))
@@ -812,6 +838,9 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
                             or (device.type == "cuda" and precision != "tf32x3")):
         raise ValueError("split_once is for 3xTF32 forwards that exchange h (float32 weights, strict fp32 on "
                          "CUDA), not on chip")
+    if plan.split_fp16 and not (plan.split_once and not plan.w_resident and num_gates in (3, 4)):
+        raise ValueError("split_fp16 is the LSTM's and GRU's strict fp32 forward with split_once and streamed "
+                         "weights (w_resident False)")
     if plan.on_chip_split not in ON_CHIP_SPLITS:
         raise ValueError(f"on_chip_split is one of {sorted(ON_CHIP_SPLITS)}, got {plan.on_chip_split!r}")
     if plan.on_chip_split and (num_gates != 1 or not plan.h_on_chip or dtype != torch.float32

@@ -328,6 +328,9 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     if split_once == 3:  # (Plan.half_operands: W_hh's fp16 copy, h's exchange [2, B, H] in fp16)
         f16 = dict(device=dev, dtype=torch.float16)
         w_split, h_split = torch.empty(w_hh.shape, **f16), torch.empty(2, B, H, **f16)
+    elif split_once == 4:  # (Plan.split_fp16: both split in fp16, [2, G*H, H] and [2, 2, B, H])
+        f16 = dict(device=dev, dtype=torch.float16)
+        w_split, h_split = torch.empty(2, *w_hh.shape, **f16), torch.empty(2, 2, B, H, **f16)
     else:
         w_split = torch.empty(2, *w_hh.shape, **f32) if split_once == 2 else h_n
         h_split = torch.empty(2, 2, B, H, **f32) if split_once else h_n
