@@ -110,6 +110,13 @@ def test_a_peak_below_a_rows_rate_is_said_to_be_disturbed(small_run, tmp_path):
     md = report.markdown(load_results(disturbed))
     top = max(r["peak_fraction"] for r in lines if r.get("status") == "ok")
     assert f"Rows reach up to {top:.3g}× it" in md and "means nothing" in md
+    # In fp32 on a GPU a lane past cuBLAS' fp32 peak ran its products on tensor cores: said so.
+    for r in lines:
+        if r.get("record") == "result":
+            r.update(device="cuda", dtype="fp32")
+    (tmp_path / "gpu.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    md = report.markdown(load_results(tmp_path / "gpu.jsonl"))
+    assert f"Rows reach up to {top:.3g}× it" in md and "tensor cores" in md and "means nothing" not in md
 
 
 def test_a_file_written_before_tflops_still_renders(small_run, tmp_path):
