@@ -836,15 +836,16 @@ def test_fp32_weights_at_64_batch_rows_on_one_warpgroup(cell, dtype, batch, hidd
                                                         ("rnn_tanh", 20, 500, 1), ("lstm", 100, 1000, 2),
                                                         ("gru", 3, 500, 1), ("rnn_relu", 129, 300, 1),
                                                         ("gru", 255, 512, 2), ("lstm", 100, 1000, 4),
-                                                        ("gru", 3, 500, 4), ("gru", 255, 512, 4)])
+                                                        ("gru", 3, 500, 4), ("gru", 255, 512, 4),
+                                                        ("rnn_tanh", 20, 500, 4)])
 def test_strict_fp32_forward_splits_h_once(cell, batch, hidden, level, with_h0):
     """Strict fp32's forward with h split into TF32 high parts and remainders once
     (``Plan.split_once``, the default where the weights stream; forced where they are resident,
     ``level`` None): h_t published split in two slots, with h0 (split before a barrier of its own)
     and without; the weights resident (split into shared memory), streamed and split in the step,
     or streamed from a split copy (``Plan.split_w_once``, level 2, at 64 batch rows a program);
-    the LSTM's and GRU's streamed forwards in 3xFP16 (``Plan.split_fp16``, level 4, their default;
-    levels 1 and 2 are then theirs without it). Its errors against float64 must stay at fp32's: a
+    streamed forwards in 3xFP16 (``Plan.split_fp16``, level 4, the default but for relu's; levels 1
+    and 2 are then the others' without it). Its errors against float64 must stay at fp32's: a
     lost remainder would leave TF32's (about 1e-3)."""
     from rnnbench.ops import recurrence
     from rnnbench.ops.plans import split_once_level
@@ -854,7 +855,7 @@ def test_strict_fp32_forward_splits_h_once(cell, batch, hidden, level, with_h0):
         tensors[1] = tensors[2] = None
     # (forced: on the tensor-core plan, where the FMA forward would be the default)
     forced = dict(split_once=True, forward_fma=False) if level is None else {}
-    if level in (1, 2) and cell in ("lstm", "gru"):
+    if level in (1, 2) and cell != "rnn_relu":
         forced = dict(split_fp16=False)
     with matmul_mode("fp32"), plan_override(**forced):
         launch = recurrence.layer_launch(cell, batch, hidden, torch.float32, torch.device("cuda"))
@@ -880,9 +881,9 @@ SPLIT_FP16_FORWARD_TOLERANCE = 1e-5
 
 @pytest.mark.parametrize("scale", ["plain", "h0_2^20", "w_2^-30"])
 @pytest.mark.parametrize("cell, batch, hidden", [("lstm", 100, 1000), ("gru", 128, 1024), ("lstm", 20, 500),
-                                                 ("gru", 3, 500)])
+                                                 ("gru", 3, 500), ("rnn_tanh", 20, 500), ("rnn_tanh", 100, 1000)])
 def test_strict_fp32_forward_in_3xfp16(cell, batch, hidden, scale):
-    """The LSTM's and GRU's streamed strict fp32 forward in 3xFP16 (``Plan.split_fp16``, the
+    """The LSTM's, GRU's and tanh RNN's streamed strict fp32 forward in 3xFP16 (``Plan.split_fp16``, the
     default there) at 64 and 16 batch rows a program: output and final states against float64 within
     :data:`SPLIT_FP16_FORWARD_TOLERANCE`, with h0 of one batch row at 2^20 (W_hh times 2^-20:
     past fp16's 65504 unscaled) and with W_hh at 2^-30 of its size (below fp16's subnormals); the

@@ -20,7 +20,7 @@ tl = pytest.importorskip("triton.language")
 
 from rnnbench.ops.common import _split_half  # noqa: E402
 
-CELLS = ("lstm", "gru")  # (the RNN's h under relu is unbounded: no scale from a bound)
+CELLS = ("lstm", "gru", "rnn_tanh")  # (the RNN's h under relu is unbounded: no scale from a bound)
 STREAMED = {"w_resident": False, "block_k": 16, "split_once": True, "split_fp16": True}
 
 
@@ -50,11 +50,12 @@ def test_split_fp16_without_initial_states(cell):
 
     tensors = make_layer(cell, (3, 7, 5, 37))
     absent = [None if k in (1, 2) else t for k, t in enumerate(tensors)]
+    gradients_to_states = 2 if cell == "lstm" else 1
     with plan_override(**STREAMED):
         got_out, got_grads = run_layer(recurrent_layer, cell, absent, torch.float32)
     zeros = [torch.zeros_like(t) if k in (1, 2) and t is not None else t for k, t in enumerate(tensors)]
     ref_out, ref_grads = run_layer(naive_layer, cell, [None if t is None else t.double() for t in zeros], torch.float64)
-    ref_grads = ref_grads[:1] + ref_grads[(3 if cell == "lstm" else 2):]  # (no h0, c0 given)
+    ref_grads = ref_grads[:1] + ref_grads[1 + gradients_to_states:]  # (no h0, c0 given)
     assert len(got_out + got_grads) == len(ref_out + ref_grads)
     for k, (got, ref) in enumerate(zip(got_out + got_grads, ref_out + ref_grads)):
         assert relative_error(got, ref) <= tolerance(cell, "fp32"), k
@@ -124,16 +125,17 @@ def test_split_half_keeps_22_bits_under_a_power_of_two():
 
 
 def test_strict_fp32_forwards_that_stream_their_weights_take_3xfp16():
-    """Planned for an H100: the LSTM's and GRU's strict fp32 forwards whose weights stream (hidden
-    500 and up) run 3xFP16 in 64-wide chunks, four in flight; nothing else does (resident weights,
-    the RNN, TF32, 16-bit weights, any backward). Asked for where it cannot run, refused."""
+    """Planned for an H100: the strict fp32 forwards whose weights stream (hidden 500 and up) run
+    3xFP16 in 64-wide chunks, four in flight; nothing else does (resident weights, the RNN's relu,
+    TF32, 16-bit weights, any backward). Asked for where it cannot run, refused."""
     from rnnbench.ops.plans import choose_plan, split_once_level
 
     def plan(batch, hidden, gates, dtype=torch.float32, precision="tf32x3", direction="forward", **override):
         return choose_plan(batch, hidden, gates, dtype, torch.device("cuda"), multiprocessors=132,
                            precision=precision, direction=direction, **override)
 
-    for batch, hidden, gates in ((20, 500, 4), (32, 512, 3), (128, 512, 4), (128, 1024, 3), (256, 512, 4)):
+    for batch, hidden, gates in ((20, 500, 4), (32, 512, 3), (128, 512, 4), (128, 1024, 3), (256, 512, 4),
+                                (20, 500, 1), (128, 1024, 1)):
         p = plan(batch, hidden, gates)
         assert p.split_fp16 and split_once_level(p) == 4 and not p.w_resident, (batch, hidden, gates)
         assert (p.block_k, p.num_stages) == (64, 4)
@@ -141,9 +143,11 @@ def test_strict_fp32_forwards_that_stream_their_weights_take_3xfp16():
         assert not plan(batch, hidden, gates, precision="tf32").split_fp16
         assert not plan(batch, hidden, gates, torch.bfloat16, "ieee").split_fp16
         assert split_once_level(plan(batch, hidden, gates, split_fp16=False)) in (1, 2)
-    for batch, hidden, gates in ((20, 500, 1), (20, 100, 4), (32, 128, 3)):  # the RNN; resident or on FMA units
+    for batch, hidden, gates in ((20, 100, 4), (32, 128, 3), (20, 100, 1)):  # resident, on FMA units or on chip
         assert not plan(batch, hidden, gates).split_fp16
-    for bad in (dict(gates=1), dict(w_resident=True), dict(split_once=False)):
-        gates = bad.pop("gates", 4)
+    # relu's h: no bound (recurrence.plan says so for "rnn_relu": the CUDA test
+    # test_strict_fp32_forward_splits_h_once holds relu's streamed forward at level 1)
+    assert not plan(20, 500, 1, bounded=False).split_fp16
+    for bad in (dict(bounded=False), dict(w_resident=True), dict(split_once=False)):
         with pytest.raises(ValueError, match="split_fp16"):
-            plan(128, 1024, gates, split_fp16=True, **bad)
+            plan(128, 1024, 4, split_fp16=True, **bad)

@@ -142,7 +142,7 @@ SPLIT_ONCE, SPLIT_W_ONCE_ROWS = True, 64
 # wide took 0.94-1.02x the step time of 64 at 16-32 rows, and six in flight at 64 rows 0.85-0.86x
 # (plan_sweep.py --cases spills: results/h100/triton-lane-14).
 SPLIT_ONCE_BLOCK_K, SPLIT_W_ONCE_STAGES = 32, 6
-# Strict fp32 forwards of the LSTM and GRU that stream their weights run 3xFP16 (Plan.split_fp16)
+# Strict fp32 forwards that stream their weights (the LSTM's, GRU's, tanh RNN's) run 3xFP16 (Plan.split_fp16)
 # instead of 3xTF32 from split operands: fp16 high parts and remainders, half the bytes a step.
 # A stand-in of the step at batch 128, hidden 1024 on the H100 (results/h100/x3-anatomy,
 # probes/anatomy.py): 8.4 µs against 17.0 (LSTM's 64-row tile) and 8.2 against 15.2 (GRU's), with
@@ -241,12 +241,13 @@ class Plan:
         split_w_once: with ``split_once`` and streamed weights: each program writes the split of its
             rows of ``W_hh`` to a copy in global memory before the time loop and streams both
             halves from there (twice the bytes a step from L2, no arithmetic on the way).
-        split_fp16: with ``split_once`` and streamed weights (the LSTM's and GRU's strict fp32
-            forward): 3xFP16 in place of 3xTF32. Each program divides every row of its ``W_hh``
+        split_fp16: with ``split_once`` and streamed weights (strict fp32's forward of the LSTM,
+            the GRU and the RNN's tanh): 3xFP16 in place of 3xTF32. Each program divides every row of its ``W_hh``
             tile by the power of two that brings its largest ``|w|`` into ``[2^14, 2^15)`` and
             splits it into an fp16 high part and a remainder times 2^11 (a copy of both it streams
             from, ``[2, G*H, H]``); h is exchanged split the same way (``[2, 2, B, H]``) under the
-            scales of :attr:`half_operands` (step 0 from h0, later steps from a bound of ``|h_t|``).
+            scales of :attr:`half_operands` (step 0 from h0, later steps from a bound of ``|h_t|``:
+            1, or the GRU's ``max(1, |h0|)``; relu's h has none).
             Three fp16 products a chunk (``common._half_split_matmul``), each exact in fp32, the
             two small ones summed apart: fp32's accuracy, as 3xTF32 (about 2^-22 of each product),
             from half the bytes and half the tensor-core instructions.
@@ -612,7 +613,7 @@ def gluon_forward(num_gates: int, element: int, hidden_size: int, block_b: int, 
 
 def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.dtype,
                 device: torch.device, multiprocessors: int | None = None, precision: str = "ieee",
-                direction: str = "forward", **override) -> Plan:
+                direction: str = "forward", bounded: bool = True, **override) -> Plan:
     """The default split for a recurrence, with ``override`` (Plan fields) applied.
 
     On CUDA every program must be resident at once (they wait for each other), so programs <=
@@ -655,6 +656,8 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     override asks for a tile or weight path (``block_h``, ``block_k``, ``w_resident``) without
     ``h_on_chip``.
     ``multiprocessors`` stands in for the CUDA device's count (to plan for a GPU not present).
+    ``bounded``: whether the cell's ``|h_t|`` has a bound after step 0 (False for the RNN's relu),
+    which :attr:`Plan.split_fp16`'s scales need.
     An override named ``backward_<field>`` applies to the backward plan only, as ``split_k`` does;
     one named ``forward_<field>`` to the forward plan only.
 
@@ -753,7 +756,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     # (Its chunks follow an override of split_once, so that asking for none gives the plan without.)
     x3_streamed = override.get("split_once", x3_streamed)
     split_w_once = override.get("split_w_once", x3_streamed and bb >= SPLIT_W_ONCE_ROWS)
-    split_fp16 = override.get("split_fp16", SPLIT_FP16 and x3_streamed and num_gates in (3, 4)
+    split_fp16 = override.get("split_fp16", SPLIT_FP16 and x3_streamed and bounded
                               and not override.get("w_resident", resident))
     if split_fp16:  # (its copy is both halves in fp16: split_w_once says nothing more)
         block_k, stages, split_w_once = SPLIT_FP16_BLOCK_K, SPLIT_FP16_STAGES, False
@@ -838,9 +841,9 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
                             or (device.type == "cuda" and precision != "tf32x3")):
         raise ValueError("split_once is for 3xTF32 forwards that exchange h (float32 weights, strict fp32 on "
                          "CUDA), not on chip")
-    if plan.split_fp16 and not (plan.split_once and not plan.w_resident and num_gates in (3, 4)):
-        raise ValueError("split_fp16 is the LSTM's and GRU's strict fp32 forward with split_once and streamed "
-                         "weights (w_resident False)")
+    if plan.split_fp16 and not (plan.split_once and not plan.w_resident and bounded):
+        raise ValueError("split_fp16 is strict fp32's forward with split_once and streamed weights (w_resident "
+                         "False), of a cell whose h is bounded (not the RNN's relu)")
     if plan.on_chip_split not in ON_CHIP_SPLITS:
         raise ValueError(f"on_chip_split is one of {sorted(ON_CHIP_SPLITS)}, got {plan.on_chip_split!r}")
     if plan.on_chip_split and (num_gates != 1 or not plan.h_on_chip or dtype != torch.float32

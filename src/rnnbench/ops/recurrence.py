@@ -163,7 +163,7 @@ def plan(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtype, devic
 @functools.lru_cache(maxsize=1024)
 def _cached_plan(cell, batch_size, hidden_size, dtype, device, precision, direction, override) -> Plan:
     return choose_plan(batch_size, hidden_size, NUM_GATES[cell], dtype, device, precision=precision,
-                       direction=direction, **dict(override))
+                       direction=direction, bounded=cell != "rnn_relu", **dict(override))
 
 
 @dataclass(frozen=True)

@@ -120,18 +120,20 @@ def rnn_forward_kernel(
     if CHIP_SPLIT:
         w = _chip_split_weights(w_hh_ptr, w_rows, w_valid, H, BLOCK_K, CHIP_SPLIT)
         w_src = w_hh_ptr
+        w_scale = 1.0  # (the on-chip split's scale is in w)
     else:
-        w, w_src, _ = _forward_weights(w_hh_ptr, w_split_ptr, w_plane, w_rows, w_valid, H, BLOCK_K, CHUNKS,
-                                       W_RESIDENT, SPLIT_ONCE, K_PAD, BLOCK_B)
+        w, w_src, w_scale = _forward_weights(w_hh_ptr, w_split_ptr, w_plane, w_rows, w_valid, H, BLOCK_K, CHUNKS,
+                                             W_RESIDENT, SPLIT_ONCE, K_PAD, BLOCK_B)
     bias = _gate_bias(b_ih_ptr, b_hh_ptr, units, unit_mask, HAS_BIAS, True)
     zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
     h = _load_f32(h0_ptr, hid, mask) if HAS_H0 else zero
     # 3xFP16's h in fp16's range: h0 and relu's h scaled per column (tanh's h is at most 1)
     SCALE_H: tl.constexpr = CHIP_SPLIT == 2 and (HAS_H0 or RELU)
     h_scale, h_inv = _column_scales(h, SCALE_H)
-    # (no half operands for the RNN: relu's h is unbounded; level 3 never reaches this kernel)
-    barriers, _, _ = _split_h0(h, h0_ptr, h_split_ptr, plane_h, hid, rows, row_mask, mask, counters_ptr + pid_b, H,
-                               K_PAD, BLOCK_K, HAS_H0, SPLIT_ONCE)
+    # (no half operands for the RNN; 3xFP16, level 4, for tanh's alone: relu's h has no bound to
+    # scale later steps by, and its plan refuses it)
+    barriers, h_scales, h_inv = _split_h0(h, h0_ptr, h_split_ptr, plane_h, hid, rows, row_mask, mask,
+                                          counters_ptr + pid_b, H, K_PAD, BLOCK_K, HAS_H0, SPLIT_ONCE)
     if SAVE:
         tl.store(h_buf_ptr + hid, h.to(out_ty), mask=mask)
     x = _load_f32(x_proj_ptr, hid, mask)
@@ -144,13 +146,13 @@ def rnn_forward_kernel(
         else:
             a = _recurrent_matmul(w, h, w_src, w_rows, w_valid, h_buf_ptr, h0_ptr, h_split_ptr, w_plane, t, plane_h,
                                   rows, row_mask, zero, H, K_PAD, BLOCK_K, CHUNKS, W_RESIDENT, ON_CHIP, HAS_H0,
-                                  PRECISION, UPCAST, SPLIT_ONCE, 1.0, (1.0, 1.0))
+                                  PRECISION, UPCAST, SPLIT_ONCE, w_scale, h_scales)
         h = _where_running(t, lengths, _activation(a + x + bias, RELU, FAST_ACT), h, HAS_LENGTHS)
         if SCALE_H:
             h_scale, h_inv = _column_scales(h, RELU)
         # h published: arrive now, store and load the rest, then wait
         _publish_h(_where_running(t, lengths, h, zero, HAS_LENGTHS), h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask,
-                   counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE, 1.0)
+                   counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE, h_inv)
         if SAVE:
             tl.store(saved_ptr + t * plane_h + hid, h, mask=mask)
         if ON_CHIP:

@@ -2,7 +2,7 @@
 3xTF32 from split operands (``split_fp16=False``), and 3xFP16 on 8 warps at 64 batch rows, where
 4 spill under Triton 3.9 (LSTM, 104-216 bytes a thread).
 
-    PYTHONPATH=src python3 benchmarks/results/h100/x3-anatomy/probes/split_fp16.py OUT.jsonl
+    PYTHONPATH=src python3 benchmarks/results/h100/x3-anatomy/probes/split_fp16.py OUT.jsonl [CELL ...]
 
 Each form is checked against float64 first (forward output, no gradients: the largest relative
 error), then its forward kernel alone (no saves) is graphed at 32 and 64 steps: per step is the
@@ -21,9 +21,10 @@ ROOT = Path(__file__).resolve().parents[5]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+ONLY = sys.argv[2:]  # cells to run (all when none)
 CASES = [("lstm", 128, 1024), ("gru", 128, 1024), ("lstm", 32, 1024), ("gru", 32, 1024), ("lstm", 128, 512),
          ("gru", 128, 512), ("lstm", 32, 512), ("gru", 32, 512), ("lstm", 20, 500), ("gru", 256, 512),
-         ("lstm", 256, 512)]
+         ("lstm", 256, 512), ("rnn_tanh", 20, 500), ("rnn_tanh", 128, 1024), ("rnn_tanh", 20, 256)]
 FORMS = {"3xfp16": {}, "3xtf32": {"split_fp16": False}, "3xfp16 8 warps": {"forward_num_warps": 8}}
 
 
@@ -33,7 +34,9 @@ def error(cell, b, h, override) -> float:
     from rnnbench.verify import relative_error
 
     gen = torch.Generator().manual_seed(0)
-    g = {"lstm": 4, "gru": 3}[cell]
+    from rnnbench.ops.recurrence import NUM_GATES
+
+    g = NUM_GATES[cell]
     u = lambda *s: (torch.rand(s, generator=gen) * 2 - 1) * h ** -0.5  # noqa: E731
     t = [torch.randn(9, b, h, generator=gen), torch.randn(b, h, generator=gen) * 0.5,
          torch.randn(b, h, generator=gen) * 0.5 if cell == "lstm" else None, u(g * h, h), u(g * h, h), u(g * h), u(g * h)]
@@ -66,7 +69,7 @@ def main() -> int:
     out = Path(sys.argv[1])
     rows = []
     with matmul_mode("fp32"):
-        for cell, b, h in CASES:
+        for cell, b, h in [c for c in CASES if not ONLY or c[0] in ONLY]:
             wide = plan(cell, b, h, torch.float32, torch.device("cuda"), "tf32x3").block_b >= 64
             forms = {k: v for k, v in FORMS.items() if k != "3xfp16 8 warps" or wide}
             errs = {name: error(cell, b, h, o) for name, o in forms.items()}
