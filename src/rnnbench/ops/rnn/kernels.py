@@ -132,8 +132,9 @@ def rnn_forward_kernel(
     h_scale, h_inv = _column_scales(h, SCALE_H)
     # (no half operands for the RNN; 3xFP16, level 4, for tanh's alone: relu's h has no bound to
     # scale later steps by, and its plan refuses it)
-    barriers, h_scales, h_inv = _split_h0(h, h0_ptr, h_split_ptr, plane_h, hid, rows, row_mask, mask,
-                                          counters_ptr + pid_b, H, K_PAD, BLOCK_K, HAS_H0, SPLIT_ONCE)
+    # (the exchange's scales, apart from the on-chip split's h_scale and h_inv above)
+    barriers, h_scales, published_inv = _split_h0(h, h0_ptr, h_split_ptr, plane_h, hid, rows, row_mask, mask,
+                                                  counters_ptr + pid_b, H, K_PAD, BLOCK_K, HAS_H0, SPLIT_ONCE)
     if SAVE:
         tl.store(h_buf_ptr + hid, h.to(out_ty), mask=mask)
     x = _load_f32(x_proj_ptr, hid, mask)
@@ -152,7 +153,7 @@ def rnn_forward_kernel(
             h_scale, h_inv = _column_scales(h, RELU)
         # h published: arrive now, store and load the rest, then wait
         _publish_h(_where_running(t, lengths, h, zero, HAS_LENGTHS), h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask,
-                   counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE, h_inv)
+                   counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE, published_inv)
         if SAVE:
             tl.store(saved_ptr + t * plane_h + hid, h, mask=mask)
         if ON_CHIP:
