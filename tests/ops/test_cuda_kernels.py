@@ -901,7 +901,8 @@ def test_strict_fp32_forward_in_3xfp16(cell, batch, hidden, scale):
         launch = recurrence.layer_launch(cell, batch, hidden, torch.float32, torch.device("cuda"))
         assert split_once_level(launch.forward) == 4 and launch.forward.split_fp16
         with torch.no_grad():
-            got = [o for o in recurrent_layer(cell, *[None if x is None else x.cuda() for x in tensors]) if o is not None]
+            got = recurrent_layer(cell, *[None if x is None else x.cuda() for x in tensors])
+    got = [o for o in got if o is not None]
     with torch.no_grad():
         ref = [o for o in naive_layer(cell, *[None if x is None else x.cuda().double() for x in tensors])
                if o is not None]

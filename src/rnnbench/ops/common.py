@@ -141,7 +141,8 @@ def _half_weights(w_ptr, w_copy_ptr, w_rows, w_valid, H: tl.constexpr, K_PAD: tl
     program's stacked tile of ``W_hh``, the power of two ``s`` with ``max |W[row]| / s`` in ``[2^14,
     2^15)`` (:func:`_pow2_above`), and ``W / s`` rounded to fp16 into the same rows of the copy at
     ``w_copy_ptr`` (``[G*H, H]``); with ``REMAINDER`` (:attr:`Plan.split_fp16`) split by
-    :func:`_split_half` instead, the remainders ``w_plane`` further (``[2, G*H, H]``). Returns ``s``. Two passes over the rows, in chunks of 32 KB of
+    :func:`_split_half` instead, the remainders ``w_plane`` further (``[2, G*H, H]``). Returns
+    ``s``. Two passes over the rows, in chunks of 32 KB of
     fp32 (64 KB at 64 batch rows, 8 warps): at hidden 1024 on the H100 a half-operand forward's
     start took 22-33 µs beyond its steps against TF32's 9-27, in these chunks as in 64-column ones
     (unrolled, the loop spilled under Triton 3.9)."""
@@ -161,21 +162,27 @@ def _half_weights(w_ptr, w_copy_ptr, w_rows, w_valid, H: tl.constexpr, K_PAD: tl
     return scale
 
 
-# 3xFP16 (:attr:`Plan.split_fp16`): an fp16 remainder is stored times 2^11, as far above fp16's
-# subnormals as its high part (the on-chip RNN's split, ops/rnn/kernels.py, keeps the same scale).
+# 3xFP16 (:attr:`Plan.split_fp16`, and the on-chip RNN's ``Plan.on_chip_split == "fp16"``): an fp16
+# remainder is stored times 2^11, as far above fp16's subnormals as its high part (the small
+# products are scaled back after).
 HALF_LO_SCALE = tl.constexpr(2048.0)
 
 
 @triton.jit
-def _split_half(x):
+def _split_half(x, KEEP_INF: tl.constexpr = True):
     """``(hi, lo)`` in fp16 for fp32 ``x`` already divided by its power of two (``|x| < 2^15``):
     ``hi`` is ``x`` rounded to fp16 (11 significant bits, as a TF32 high part), ``lo`` the remainder
     times :data:`HALF_LO_SCALE` rounded to fp16 (11 more), so that ``hi + lo / 2^11`` is ``x`` to
-    about 2^-22 of it, or to 2^-36 absolute below fp16's normal range (2^-14). ``lo`` is 0 where
-    ``x`` is infinite (not inf - inf), as :func:`_split_tf32`'s."""
+    about 2^-22 of it, or to 2^-36 absolute below fp16's normal range (2^-14). With ``KEEP_INF``
+    ``lo`` is 0 where ``x`` is infinite (not inf - inf), as :func:`_split_tf32`'s; the on-chip RNN's
+    per-step split of its h (at most 1) goes without that select."""
     hi = x.to(tl.float16)
     high = hi.to(tl.float32)
-    return hi, tl.where(high == x, 0.0, (x - high) * HALF_LO_SCALE).to(tl.float16)
+    if KEEP_INF:
+        lo = tl.where(high == x, 0.0, (x - high) * HALF_LO_SCALE)
+    else:
+        lo = (x - high) * HALF_LO_SCALE
+    return hi, lo.to(tl.float16)
 
 
 @triton.jit
@@ -483,11 +490,11 @@ def _forward_weights(w_ptr, w_split_ptr, w_plane, w_rows, w_valid, H: tl.constex
                      BLOCK_B: tl.constexpr):
     """A forward kernel's weights before its time loop: ``(pieces, w_src, w_scale)``, the resident
     stacked tile (:func:`_resident_stack`; 0 when streamed), where a streamed step reads them
-    (``W_hh``) and what the step's product is multiplied by, row by row (1 but at level 3).
+    (``W_hh``) and what the step's product is multiplied by, row by row (1 but at levels 3 and 4).
     ``SPLIT_ONCE`` (the kernels' constexpr: 0, 1 for :attr:`Plan.split_once`, 2 with
     :attr:`Plan.split_w_once` too, 3 for :attr:`Plan.half_operands`, 4 for :attr:`Plan.split_fp16`):
-    resident pieces are split
-    (:func:`_split_tf32`: ``CHUNKS`` high parts, then ``CHUNKS`` remainders); at 2, streamed, the
+    resident pieces are split (:func:`_split_tf32`: ``CHUNKS`` high parts, then ``CHUNKS``
+    remainders); at 2, streamed, the
     program writes the split of its own rows of ``W_hh`` to ``w_split_ptr`` (high parts, then
     remainders ``w_plane`` further: ``[2, G*H, H]`` fp32) and streams from there. No other program
     reads those rows (programs of other batch blocks with the same units write the same bits), so
@@ -539,10 +546,9 @@ def _split_h0(h, h0_ptr, h_split_ptr, plane_h, hid, rows, row_mask, mask, counte
     it to fp16 (:attr:`Plan.half_operands`, ``SPLIT_ONCE`` 3): this program's tile of h0 (fp32
     ``h``) split, or divided by its rows' scales (:func:`_half_h_scales`, ``CARRIES_H0`` the GRU)
     and rounded (at 4, :attr:`Plan.split_fp16`, then split: :func:`_split_half`), into slot 0 of
-    the exchange buffer, then a grid barrier so that every program's is
-    there. Returns ``(passed, h_scales, h_inv)``: the barriers passed (0 or 1), which every later
+    the exchange buffer, then a grid barrier so that every program's is there. Returns ``(passed, h_scales, h_inv)``: the barriers passed (0 or 1), which every later
     wait's target counts, the scales of step 0's and of later steps' products, and the inverse of
-    the later one (level 3; else ones)."""
+    the later one (levels 3 and 4; else ones)."""
     passed = 0
     h_scales = (1.0, 1.0)
     h_inv = 1.0

@@ -242,12 +242,12 @@ class Plan:
             rows of ``W_hh`` to a copy in global memory before the time loop and streams both
             halves from there (twice the bytes a step from L2, no arithmetic on the way).
         split_fp16: with ``split_once`` and streamed weights (strict fp32's forward of the LSTM,
-            the GRU and the RNN's tanh): 3xFP16 in place of 3xTF32. Each program divides every row of its ``W_hh``
-            tile by the power of two that brings its largest ``|w|`` into ``[2^14, 2^15)`` and
-            splits it into an fp16 high part and a remainder times 2^11 (a copy of both it streams
-            from, ``[2, G*H, H]``); h is exchanged split the same way (``[2, 2, B, H]``) under the
-            scales of :attr:`half_operands` (step 0 from h0, later steps from a bound of ``|h_t|``:
-            1, or the GRU's ``max(1, |h0|)``; relu's h has none).
+            the GRU and the RNN's tanh): 3xFP16 in place of 3xTF32. Each program divides every
+            row of its ``W_hh`` tile by the power of two that brings its largest ``|w|`` into
+            ``[2^14, 2^15)`` and splits it into an fp16 high part and a remainder times 2^11 (a
+            copy of both it streams from, ``[2, G*H, H]``); h is exchanged split the same way
+            (``[2, 2, B, H]``) under the scales of :attr:`half_operands` (step 0 from h0, later
+            steps from a bound of ``|h_t|``: 1, or the GRU's ``max(1, |h0|)``; relu's h has none).
             Three fp16 products a chunk (``common._half_split_matmul``), each exact in fp32, the
             two small ones summed apart: fp32's accuracy, as 3xTF32 (about 2^-22 of each product),
             from half the bytes and half the tensor-core instructions.
@@ -769,7 +769,8 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
                             and precision == "tf32x3" and dtype == torch.float32) else ""
     fields = {"block_b": bb, "block_h": bh, "w_resident": resident, "num_warps": warps, "block_k": block_k,
               "num_stages": stages, "h_on_chip": on_chip, "fast_activations": fast, "split_once": x3_streamed,
-              "split_w_once": split_w_once, "split_fp16": split_fp16, "on_chip_split": chip_split, "fma": fma, "half_weights": half_weights}
+              "split_w_once": split_w_once, "split_fp16": split_fp16, "on_chip_split": chip_split, "fma": fma,
+              "half_weights": half_weights}
     split_default = (device.type == "cuda" and num_gates in (3, 4) and tensor_cores and not on_chip
                      and hidden_size <= (SPLIT_K_16BIT_MAX_HIDDEN if element == 2 else SPLIT_K_MAX_HIDDEN))
     gate_default = (direction == "backward" and device.type == "cuda" and num_gates in (3, 4) and tensor_cores

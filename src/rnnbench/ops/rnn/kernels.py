@@ -13,14 +13,10 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_act_tanh, _arrive, _columns_matmul, _forward_weights, _gate_bias, _gradient_in, _load_f32,
-                      _load_stacked_weights, _load_weight_columns, _mma, _mma_split, _pow2_above, _program_tile,
-                      _publish_h, _recurrent_matmul, _release_counters, _row_lengths, _split_h0, _split_tf32,
-                      _stacked_rows, _wait, _where_running)
-
-# 3xFP16 (CHIP_SPLIT 2): a remainder is scaled by 2^11 before its rounding to fp16, so that it is
-# as far from fp16's subnormals as its high part (the small products are scaled back after).
-LO_SCALE = tl.constexpr(2048.0)
+from ..common import (HALF_LO_SCALE, _act_tanh, _arrive, _columns_matmul, _forward_weights, _gate_bias, _gradient_in,
+                      _load_f32, _load_stacked_weights, _load_weight_columns, _mma, _mma_split, _pow2_above,
+                      _program_tile, _publish_h, _recurrent_matmul, _release_counters, _row_lengths, _split_h0,
+                      _split_half, _split_tf32, _stacked_rows, _wait, _where_running)
 
 
 @triton.jit
@@ -33,20 +29,10 @@ def _activation(x, RELU: tl.constexpr, FAST: tl.constexpr):
 
 
 @triton.jit
-def _split_fp16(x):
-    """``(hi, lo)`` in fp16 for fp32 ``|x| <= 1``: ``hi`` is ``x`` rounded to fp16 (11 significant
-    bits), ``lo`` the remainder times :data:`LO_SCALE` rounded to fp16 (11 more), so ``hi + lo /
-    LO_SCALE`` is ``x`` to about 2^-22 of it, or to 2^-35 absolute where ``x`` is below fp16's
-    normal range (2^-14)."""
-    hi = x.to(tl.float16)
-    return hi, ((x - hi.to(tl.float32)) * LO_SCALE).to(tl.float16)
-
-
-@triton.jit
 def _chip_split_weights(w_ptr, w_rows, w_valid, H: tl.constexpr, BLOCK_K: tl.constexpr, CHIP_SPLIT: tl.constexpr):
     """The on-chip RNN's resident ``W_hh`` split once, before the time loop: ``(hi, lo, scale)``.
     ``CHIP_SPLIT`` 1: TF32 high parts and remainders (:func:`_split_tf32`), ``scale`` 1. 2 (3xFP16):
-    ``W_hh / scale`` split by :func:`_split_fp16`, ``scale`` the power of two above ``max |W_hh|``
+    ``W_hh / scale`` split by ``common._split_half``, ``scale`` the power of two above ``max |W_hh|``
     (:func:`_pow2_above`: fp16's range holds any weights; a row 2^13 times smaller than the largest
     keeps about 2^-22 of its own size, smaller ones less)."""
     w = _load_stacked_weights(w_ptr, w_rows, w_valid, 0, H, BLOCK_K).to(tl.float32)
@@ -55,7 +41,7 @@ def _chip_split_weights(w_ptr, w_rows, w_valid, H: tl.constexpr, BLOCK_K: tl.con
         scale = 1.0
     else:
         scale, inv = _pow2_above(tl.max(tl.max(tl.abs(w), axis=1), axis=0))
-        hi, lo = _split_fp16(w * inv)
+        hi, lo = _split_half(w * inv, False)
     return hi, lo, scale
 
 
@@ -86,10 +72,10 @@ def _chip_split_matmul(w, h, h_scale, h_inv, zero, CHIP_SPLIT: tl.constexpr, SCA
     else:
         if SCALE_H:
             h = h * h_inv[None, :]
-        h_hi, h_lo = _split_fp16(h)
+        h_hi, h_lo = _split_half(h, False)
         small = tl.dot(w_lo, h_hi, zero)
         small = tl.dot(w_hi, h_lo, small)
-        acc = (tl.dot(w_hi, h_hi, zero) + small * (1.0 / LO_SCALE)) * w_scale
+        acc = (tl.dot(w_hi, h_hi, zero) + small * (1.0 / HALF_LO_SCALE)) * w_scale
         if SCALE_H:
             acc = acc * h_scale[None, :]
     return acc
@@ -130,9 +116,9 @@ def rnn_forward_kernel(
     # 3xFP16's h in fp16's range: h0 and relu's h scaled per column (tanh's h is at most 1)
     SCALE_H: tl.constexpr = CHIP_SPLIT == 2 and (HAS_H0 or RELU)
     h_scale, h_inv = _column_scales(h, SCALE_H)
-    # (no half operands for the RNN; 3xFP16, level 4, for tanh's alone: relu's h has no bound to
-    # scale later steps by, and its plan refuses it)
-    # (the exchange's scales, apart from the on-chip split's h_scale and h_inv above)
+    # The exchange's scales, apart from the on-chip split's h_scale and h_inv above: no half operands
+    # for the RNN; 3xFP16 (level 4) for tanh's alone (relu's h has no bound to scale later steps by,
+    # and its plan refuses it).
     barriers, h_scales, published_inv = _split_h0(h, h0_ptr, h_split_ptr, plane_h, hid, rows, row_mask, mask,
                                                   counters_ptr + pid_b, H, K_PAD, BLOCK_K, HAS_H0, SPLIT_ONCE)
     if SAVE:
