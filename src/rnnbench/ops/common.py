@@ -494,8 +494,8 @@ def _forward_weights(w_ptr, w_split_ptr, w_plane, w_rows, w_valid, H: tl.constex
     ``SPLIT_ONCE`` (the kernels' constexpr: 0, 1 for :attr:`Plan.split_once`, 2 with
     :attr:`Plan.split_w_once` too, 3 for :attr:`Plan.half_operands`, 4 for :attr:`Plan.split_fp16`):
     resident pieces are split (:func:`_split_tf32`: ``CHUNKS`` high parts, then ``CHUNKS``
-    remainders); at 2, streamed, the
-    program writes the split of its own rows of ``W_hh`` to ``w_split_ptr`` (high parts, then
+    remainders); at 2, streamed, the program writes the split of its own rows of ``W_hh`` to
+    ``w_split_ptr`` (high parts, then
     remainders ``w_plane`` further: ``[2, G*H, H]`` fp32) and streams from there. No other program
     reads those rows (programs of other batch blocks with the same units write the same bits), so
     a barrier of this program's threads suffices. At 3 each row is divided by its power of two
@@ -546,8 +546,8 @@ def _split_h0(h, h0_ptr, h_split_ptr, plane_h, hid, rows, row_mask, mask, counte
     it to fp16 (:attr:`Plan.half_operands`, ``SPLIT_ONCE`` 3): this program's tile of h0 (fp32
     ``h``) split, or divided by its rows' scales (:func:`_half_h_scales`, ``CARRIES_H0`` the GRU)
     and rounded (at 4, :attr:`Plan.split_fp16`, then split: :func:`_split_half`), into slot 0 of
-    the exchange buffer, then a grid barrier so that every program's is there. Returns ``(passed, h_scales, h_inv)``: the barriers passed (0 or 1), which every later
-    wait's target counts, the scales of step 0's and of later steps' products, and the inverse of
+    the exchange buffer, then a grid barrier so that every program's is there. Returns ``(passed,
+    h_scales, h_inv)``: the barriers passed (0 or 1), which every later wait's target counts, the scales of step 0's and of later steps' products, and the inverse of
     the later one (levels 3 and 4; else ones)."""
     passed = 0
     h_scales = (1.0, 1.0)
@@ -609,31 +609,24 @@ def _recurrent_matmul(pieces, h, w_ptr, w_rows, w_valid, h_buf_ptr, h0_ptr, h_sp
     (:attr:`Plan.split_fp16`) the same with 3xFP16's split operands (:func:`_half_split_matmul`)."""
     if ON_CHIP:
         acc = _mma(pieces[0], h.to(pieces[0].dtype), acc, PRECISION, UPCAST)
-    elif SPLIT_ONCE == 4:
-        live = row_mask
-        if not HAS_H0:
-            if t == 0:  # no h0: no row is read, the recurrent term is zero
-                live = rows < 0
-        acc = _half_split_matmul(w_ptr, w_ptr + w_plane, w_rows, w_valid, h_split_ptr + (t % 2) * (2 * plane_h),
-                                 plane_h, rows, live, acc, H, K_PAD, BLOCK_K)
-        acc = acc * w_scale[:, None] * tl.where(t == 0, h_scales[0], h_scales[1])
-    elif SPLIT_ONCE == 3:
-        live = row_mask
-        if not HAS_H0:
-            if t == 0:  # no h0: no row is read, the recurrent term is zero
-                live = rows < 0
-        # (fp16 x fp16 products are exact in fp32: the interpreter widens them, as UPCAST does bf16)
-        acc = _stacked_matmul(pieces, w_ptr, w_rows, w_valid, h_split_ptr + (t % 2) * plane_h, rows, live, acc, H,
-                              K_PAD, BLOCK_K, CHUNKS, W_RESIDENT, "ieee", _INTERPRET)
-        acc = acc * w_scale[:, None] * tl.where(t == 0, h_scales[0], h_scales[1])
     elif SPLIT_ONCE:
         live = row_mask
         if not HAS_H0:
             if t == 0:  # no h0: no row is read, the recurrent term is zero
                 live = rows < 0
-        acc = _split_stacked_matmul(pieces, w_ptr, w_ptr + w_plane, w_rows, w_valid,
-                                    h_split_ptr + (t % 2) * (2 * plane_h), plane_h, rows, live, acc, H, K_PAD,
-                                    BLOCK_K, CHUNKS, W_RESIDENT, SPLIT_ONCE == 2)
+        if SPLIT_ONCE == 4:
+            acc = _half_split_matmul(w_ptr, w_ptr + w_plane, w_rows, w_valid, h_split_ptr + (t % 2) * (2 * plane_h),
+                                     plane_h, rows, live, acc, H, K_PAD, BLOCK_K)
+        elif SPLIT_ONCE == 3:
+            # (fp16 x fp16 products are exact in fp32: the interpreter widens them, as UPCAST does bf16)
+            acc = _stacked_matmul(pieces, w_ptr, w_rows, w_valid, h_split_ptr + (t % 2) * plane_h, rows, live, acc,
+                                  H, K_PAD, BLOCK_K, CHUNKS, W_RESIDENT, "ieee", _INTERPRET)
+        else:
+            acc = _split_stacked_matmul(pieces, w_ptr, w_ptr + w_plane, w_rows, w_valid,
+                                        h_split_ptr + (t % 2) * (2 * plane_h), plane_h, rows, live, acc, H, K_PAD,
+                                        BLOCK_K, CHUNKS, W_RESIDENT, SPLIT_ONCE == 2)
+        if SPLIT_ONCE >= 3:  # (the operands' powers of two, multiplied back: exact)
+            acc = acc * w_scale[:, None] * tl.where(t == 0, h_scales[0], h_scales[1])
     else:
         h_src, live = _previous_h(h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask, HAS_H0)
         acc = _stacked_matmul(pieces, w_ptr, w_rows, w_valid, h_src, rows, live, acc, H, K_PAD, BLOCK_K, CHUNKS,

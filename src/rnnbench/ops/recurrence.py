@@ -325,15 +325,12 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     # 3xTF32 with operands split once (Plan.split_once): W_hh's split copy [2, G*H, H] (each program
     # writes its own rows) and h's exchange buffer, two slots of (high parts, remainders) [2, 2, B, H].
     split_once = launch.forward_meta.get("SPLIT_ONCE", 0)  # (none in the FMA forward's)
-    if split_once == 3:  # (Plan.half_operands: W_hh's fp16 copy, h's exchange [2, B, H] in fp16)
-        f16 = dict(device=dev, dtype=torch.float16)
-        w_split, h_split = torch.empty(w_hh.shape, **f16), torch.empty(2, B, H, **f16)
-    elif split_once == 4:  # (Plan.split_fp16: both split in fp16, [2, G*H, H] and [2, 2, B, H])
-        f16 = dict(device=dev, dtype=torch.float16)
-        w_split, h_split = torch.empty(2, *w_hh.shape, **f16), torch.empty(2, 2, B, H, **f16)
-    else:
-        w_split = torch.empty(2, *w_hh.shape, **f32) if split_once == 2 else h_n
-        h_split = torch.empty(2, 2, B, H, **f32) if split_once else h_n
+    # Levels 3 and 4 (Plan.half_operands, Plan.split_fp16) in fp16; level 3 keeps high parts alone
+    # ([G*H, H] and [2, B, H]).
+    parts = 1 if split_once == 3 else 2
+    split = dict(device=dev, dtype=torch.float16 if split_once >= 3 else torch.float32)
+    w_split = torch.empty(parts, *w_hh.shape, **split) if split_once >= 2 else h_n
+    h_split = torch.empty(2, parts, B, H, **split) if split_once else h_n
     if ready is not None and not gluon:
         raise ValueError("ready: x_proj written while the kernel runs is the Gluon kernels' (gluon_runs)")
     c_n = c_buf = None
