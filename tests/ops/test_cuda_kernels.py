@@ -769,9 +769,10 @@ def test_strict_fp32_split_k_backward_default(cell, batch, seq, hidden):
         check_layer(cell, "fp32", _layer(cell, batch, seq, 5, hidden))
 
 
-# The split products' relative error bound, tighter than fp32's: they measured 2.0-2.4e-7 at hidden
-# 512-1024 (results/h100/split-products/backward-0b00b00); summing the products in the tensor core
-# across the whole reduction (their first form) reached 2.3e-6 at 960 rows, a bias this bound sees.
+# The split products' relative error bound, tighter than fp32's: as 3xTF32 they measured 2.0-2.4e-7
+# at hidden 512-1024 (results/h100/split-products/backward-0b00b00), as 3xFP16 1.4-1.9e-7
+# (x3-anatomy/products-df51af5); summing the products in the tensor core across the whole reduction
+# (3xTF32's first form) reached 2.3e-6 at 960 rows, a bias this bound sees.
 SPLIT_TOLERANCE = 1e-6
 
 
@@ -779,9 +780,9 @@ SPLIT_TOLERANCE = 1e-6
                                    (999, 3, 1030, 1000, False)], ids=["lstm-B32", "gru-B32", "partial", "odd"])
 def test_split_gradients_on_the_gpu(shape, monkeypatch):
     """Strict fp32's gradients past the fused launch's limits at hidden 1000-1030
-    (``gradients.split_gradients``, ``ops/split_products``: TF32's rounding and the tensor cores'
-    accumulation on the device) against float64, taken by ``layer_gradients``; whole 128x128 or
-    64x128 tiles at 960 rows, partial ones elsewhere."""
+    (``gradients.split_gradients``, ``ops/split_products``: the tensor cores' fp16 products and
+    accumulation on the device) against float64, taken by ``layer_gradients``; whole 128-row tiles
+    and a half-padded one at 960 rows, partial ones elsewhere."""
     from rnnbench.ops import gradients
 
     taken = []
@@ -805,7 +806,7 @@ def test_split_gradients_on_the_gpu(shape, monkeypatch):
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
 def test_strict_fp32_layer_at_hidden_1024(cell):
     """Theano's strict fp32 layer at batch 32, hidden 1024 (its backward's products by
-    ``split_gradients``, its projection by our 3xTF32 tiles past EVEN_MAX_FLOP): output, final
+    ``split_gradients``, its projection from split operands past SPLIT_MIN_FLOP): output, final
     states and every gradient against float64."""
     from rnnbench.ops import gradients
 
@@ -978,23 +979,49 @@ def test_a_captured_projection_of_whole_tiles_is_ours(monkeypatch, dtype, batch,
     """A shape that takes the unmasked path (theano's LSTM at batch 32, hidden 512: 2.0e9 FLOP,
     past PROJECTION_MAX_FLOP) is ours eagerly, and in fp32 and TF32 in a graph's capture too,
     where ours is the faster kernel (results/h100/products); in bf16 the capture keeps cuBLAS'.
-    In strict fp32 ours past EVEN_MAX_FLOP too (batch 128: 8.1e9). Checked against float64 both ways."""
+    In strict fp32 ours past EVEN_MAX_FLOP too (batch 128: 8.1e9), from SPLIT_MIN_FLOP as 3xFP16
+    from split operands (``split_projection``). Checked against float64 both ways."""
     from rnnbench.ops import projection
     from rnnbench.ops.plans import dot_precision
 
     launched = []
-    real = projection._PROJECTION
-    monkeypatch.setattr(projection, "_PROJECTION", lambda *a: (launched.append(1), real(*a)))
+    real, real_split = projection._PROJECTION, projection.split_projection
+    monkeypatch.setattr(projection, "_PROJECTION", lambda *a: (launched.append("tiles"), real(*a)))
+    monkeypatch.setattr(projection, "split_projection", lambda *a: (launched.append("split"), real_split(*a))[1])
     x = torch.randn(30, batch, 512, device="cuda").to(TORCH_DTYPE[dtype])
     w = (torch.randn(2048, 512, device="cuda") * 512 ** -0.5).to(TORCH_DTYPE[dtype])
-    assert (2 * x.numel() * w.shape[0] > projection.EVEN_MAX_FLOP) is (batch == 128)
+    flop = 2 * x.numel() * w.shape[0]
+    assert (flop > projection.EVEN_MAX_FLOP) is (batch == 128)
+    ours = "split" if dtype == "fp32" and flop >= projection.SPLIT_MIN_FLOP else "tiles"
     reference = x.double() @ w.double().t()
     with matmul_mode(dtype):
         precision = dot_precision(w.dtype)
         assert relative_error(projection.input_projection(x, w, precision, False), reference) <= tolerance("lstm", dtype)
         (captured,) = graphed(lambda: (projection.input_projection(x, w, precision, False),))()
-    assert launched == [1] * (5 if captured_ours else 4)  # eager, three warm-ups, the capture if ours
+    assert launched == [ours] * (5 if captured_ours else 4)  # eager, three warm-ups, the capture if ours
     assert relative_error(captured, reference) <= tolerance("lstm", dtype)
+
+
+@pytest.mark.parametrize("seq, batch, inputs, width", [(7, 3, 37, 100), (30, 20, 500, 2000), (30, 32, 1024, 3072),
+                                                       (200, 128, 1024, 4096)])
+def test_strict_fp32_projection_from_split_operands(seq, batch, inputs, width):
+    """Strict fp32's projection by 3xFP16 (``split_projection``: the tensor cores' fp16 products
+    and accumulation on the device), partial tiles (glample's hidden 500) and whole ones, eagerly
+    and captured, against float64 at the split products' bound; taken by ``input_projection``
+    from SPLIT_MIN_FLOP."""
+    from rnnbench.ops import projection
+
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(seq, batch, inputs, generator=gen).cuda()
+    w = (torch.randn(width, inputs, generator=gen) * inputs ** -0.5).cuda()
+    reference = x.double() @ w.double().t()
+    got = projection.split_projection(x, w)
+    assert got.shape == (seq, batch, width) and got.dtype == torch.float32 and got.is_contiguous()
+    assert relative_error(got, reference) <= SPLIT_TOLERANCE
+    (captured,) = graphed(lambda: (projection.split_projection(x, w),))()
+    assert torch.equal(captured, got)
+    if 2 * x.numel() * width >= projection.SPLIT_MIN_FLOP:
+        assert torch.equal(projection.input_projection(x, w, "tf32x3", False), got)
 
 
 @pytest.mark.parametrize("batch, seq, hidden", [(20, 9, 100), (16, 40, 768), (32, 30, 1024)])

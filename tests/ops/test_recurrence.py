@@ -1065,11 +1065,14 @@ def test_kernels_compile_for_h100():
     from rnnbench.ops.aot import GRADIENT_VARIANTS, QUICK_SHAPES
 
     # forward and backward of each shape, with and without lengths; the gradients' kernel in each
-    # variant, masked and unmasked (EVEN)
-    kernels = 4 * len(QUICK_SHAPES) + 2 * len(GRADIENT_VARIANTS)
+    # variant, masked and unmasked (EVEN); the split products' line maxima and split, as stored and
+    # transposed, and their product with its store masked and not
+    kernels = 4 * len(QUICK_SHAPES) + 2 * len(GRADIENT_VARIANTS) + 6
     assert proc.stdout.count("-lengths ") == 2 * len(QUICK_SHAPES), proc.stdout
     assert proc.stdout.count("ok    gradients-") == 2 * len(GRADIENT_VARIANTS), proc.stdout
-    assert proc.stdout.count("-even {") == len(GRADIENT_VARIANTS), proc.stdout
+    assert proc.stdout.count("-even {") == len(GRADIENT_VARIANTS) + 1, proc.stdout
+    for kernel in ("line-max", "line-max-t", "split", "split-t", "split-product", "split-product-even"):
+        assert f"ok    {kernel} {{" in proc.stdout, proc.stdout
     assert proc.stdout.count("ok ") == kernels, proc.stdout
     # No register spills on these plans (local memory in a per-step loop costs microseconds).
     assert proc.stdout.count("'stack': 0,") == kernels, proc.stdout

@@ -11,7 +11,8 @@ not this).
 Pointer arguments are compiled as a launch sees them: 16-byte aligned (Triton specialises an
 aligned pointer with ``tt.divisibility = 16``; without that every load would be scalar and the
 register counts would describe a kernel that never runs). Either list ends with the weight-gradient
-kernel (``ops/gradients.py``) in every dtype and precision it runs. Must run without
+kernel (``ops/gradients.py``) in every dtype and precision it runs, then strict fp32's split
+products (``ops/split_products.py``). Must run without
 ``TRITON_INTERPRET=1``.
 """
 
@@ -32,7 +33,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from . import gradients
+from . import gradients, split_products
 from .plans import (Plan, backward_precision, chip_split_level, choose_plan, fma_warps, gate_split_constexprs, k_chunks,
                     k_padded, split_k_pieces, split_once_level)
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
@@ -169,6 +170,26 @@ def compile_gradients(dtype: torch.dtype, precision: str, gates: int = 4, capabi
                     tiles.num_stages, capability)
 
 
+def compile_split_products(capability: int = 90) -> dict:
+    """Compile strict fp32's split products (``ops/split_products.py``) for ``sm_<capability>`` as
+    they launch: the line maxima and the split, as stored and transposed, and the product with
+    its store whole and masked. Returns ``{label: compiled}``."""
+    sp = split_products
+    f16 = {n: "*fp16" for n in ("hi_ptr", "lo_ptr", "a_hi_ptr", "a_lo_ptr", "b_hi_ptr", "b_lo_ptr")}
+    kernels = {}
+    for transpose in (False, True):
+        tile = dict(TRANSPOSE=transpose, BR=sp.SPLIT_TILE[0], BC=sp.SPLIT_TILE[1])
+        kernels[f"line-max{'-t' if transpose else ''}"] = _compile(
+            sp.line_max_kernel, dict(tile, SPAN=sp.MAX_SPAN_TILES), {}, "*fp32", 4, 3, capability)
+        kernels[f"split{'-t' if transpose else ''}"] = _compile(sp.split_kernel, tile, f16, "*fp32", 4, 3, capability)
+    tiles = sp.TILES
+    for is_even in (False, True):
+        constexprs = dict(BM=tiles.bm, BN=tiles.bn, BK=tiles.bk, GROUP_M=sp.GROUP_M, EVEN=is_even)
+        kernels[f"split-product{'-even' if is_even else ''}"] = _compile(
+            sp.split_product_kernel, constexprs, f16, "*fp32", tiles.num_warps, tiles.num_stages, capability)
+    return kernels
+
+
 def _tool(name: str) -> Path:
     return Path(triton.backends.nvidia.__file__).parent / "bin" / name
 
@@ -259,6 +280,12 @@ def main(argv: list[str]) -> int:
         except Exception as err:
             failures += 1
             print(_failure(label, err))
+    try:
+        for label, compiled in compile_split_products().items():
+            print(f"ok    {label} {resource_usage(compiled)}", flush=True)
+    except Exception as err:
+        failures += 1
+        print(_failure("split products", err))
     return 1 if failures else 0
 
 

@@ -224,7 +224,7 @@ def splits_pay(gate_width: int, input_size: int, hidden_size: int) -> bool:
 
 
 def split_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...]) -> LayerGradients:
-    """:func:`reference_gradients` for fp32 tensors, the three products by 3xTF32 from operands
+    """:func:`reference_gradients` for fp32 tensors, the three products by 3xFP16 from operands
     split once (``ops/split_products.py``; the biases' sums as there): ``dx = d_gx W_ih`` from
     ``d_gx`` and ``W_ih^T``, ``dW = d_g^T x`` from ``d_g^T`` and ``x^T`` (each operand laid out
     with the reduction contiguous)."""

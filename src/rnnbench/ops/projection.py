@@ -30,6 +30,7 @@ from torch.nn import functional as F
 import triton
 import triton.language as tl
 
+from . import split_products
 from .launch import Constexprs, KernelLauncher, note_unrecorded
 from .plans import cdiv
 from .products import Tiles, _product_tile, even
@@ -55,6 +56,10 @@ EVEN_MAX_FLOP = 2.1e9
 # and was closer to float64 (relative error 1.5-1.7e-7 against 4.1-5.7e-7;
 # results/h100/split-products/speed-d21fcb2).
 STRICT_EVEN_MAX_FLOP = float("inf")
+# FLOPs from which strict fp32 takes the product from operands split once into fp16 parts
+# (3xFP16, ops/split_products.py: three launches, the parts' bytes half an fp32 operand's) instead
+# of our 3xTF32 tiles, whole or not.
+SPLIT_MIN_FLOP = 2e9
 # Tiles (the same measurements): 64x64 with three chunks in flight where the unmasked path runs
 # (the fastest or within 10 % of it at every shape); elsewhere 32x64 with two (6.2-7.6 µs at
 # glample's sizes, 64x64 16.3-17.1: masked 64-row fp32 tiles on wgmma are slow).
@@ -89,6 +94,8 @@ def input_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast
     T, B, I = x.shape
     GH = w_ih.shape[0]
     flop = 2 * T * B * GH * I
+    if precision == "tf32x3" and flop >= SPLIT_MIN_FLOP:
+        return split_projection(x, w_ih)
     whole = flop <= (STRICT_EVEN_MAX_FLOP if precision == "tf32x3" else EVEN_MAX_FLOP) and even(
         EVEN_TILES, T * B, GH, I, I)
     if whole and precision in EVEN_PRECISIONS:
@@ -132,6 +139,15 @@ def our_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast: 
     _PROJECTION(grid, (x.contiguous(), w_ih, out, rows, I, GH),
                 _constexprs(precision, upcast, tiles, even(tiles, rows, GH, I, I)))
     return out
+
+
+def split_projection(x: torch.Tensor, w_ih: torch.Tensor) -> torch.Tensor:
+    """:func:`input_projection` in strict fp32 by 3xFP16 from operands split once
+    (``ops/split_products.py``), whatever the size (for comparisons; same arguments and result;
+    fp32 only)."""
+    T, B, I = x.shape
+    rows = split_products.split(x.reshape(T * B, I))
+    return split_products.product(rows, split_products.split(w_ih)).view(T, B, w_ih.shape[0])
 
 
 @functools.lru_cache(maxsize=64)
