@@ -811,7 +811,7 @@ def test_strict_fp32_layer_at_hidden_1024(cell):
     from rnnbench.ops import gradients
 
     assert not gradients.fused(960, GATES[cell] * 1024, 1024, 1024, gradients.EVEN_FUSED_MAX_FLOP["tf32x3"])
-    assert gradients.splits_pay(GATES[cell] * 1024, 1024, 1024)
+    assert gradients.splits_pay(960, GATES[cell] * 1024, 1024, 1024)
     check_layer(cell, "fp32", _layer(cell, 32, 30, 1024, 1024))
 
 

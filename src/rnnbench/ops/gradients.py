@@ -68,13 +68,15 @@ HALF_TILES = Tiles(64, 64, 32, num_warps=4, num_stages=3)
 # rows: at batch 128 (3840 rows, 12 tiles) one program per tile made the graphed training step
 # 2.07x slower on the H100 (results/h100/triton-lane-15).
 TARGET_PROGRAMS, MIN_SLICE_K = 264, 128
-# Past the fused launch's limits, strict fp32 (3xTF32) takes ops/split_products where each weight
-# gradient has at least this many 128x128 tiles (the H100 has 132 multiprocessors); the torch calls
-# (cuBLAS' IEEE products) elsewhere. On the H100 (results/h100/split-products/backward-0b00b00, the
-# three products and the splits, device time): 0.59-0.67x the torch calls' time at hidden 1024 (192
-# to 256 tiles: batch 128 LSTM 1,137 µs against 1,925), 0.92x and 1.06x at batch 128, hidden 512
-# (64 and 48 tiles), errors against float64 2.0-2.4e-7 against 5.0-11e-7.
-SPLIT_MIN_WEIGHT_TILES = 128
+# Past the fused launch's limits, strict fp32 takes ops/split_products (3xFP16) from this many FLOPs
+# of the three products; the torch calls (cuBLAS' IEEE products) below. On the H100
+# (results/h100/fp16-products/products-d522cc1, the three products with their five splits, device
+# time; the torch calls in the same process): 0.39-0.81x the torch calls' time from 1.8e10 (theano's
+# batch 32 at hidden 1024: LSTM 313 µs against 533; batch 128 at hidden 512: 351 against 541, GRU
+# 370 against 458; batch 128 at hidden 1024: 773 against 1,972) and 1.07-1.73x at 9e8-6.0e9
+# (batch 32, hidden 512: 193 against 181; glample's LSTM at hidden 500: 164 against 120). As 3xTF32
+# (the tree before) they took 0.94x and 1.12x the torch calls' time at batch 128, hidden 512.
+SPLIT_MIN_FLOP = 1e10
 
 
 @dataclass
@@ -185,7 +187,7 @@ def layer_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...], precisi
     is_even = all_even(tiles, rows, gate_width, input_size, hidden_size)
     limit = EVEN_FUSED_MAX_FLOP.get("half" if x.dtype.itemsize == 2 else precision, 0.0) if is_even else 0.0
     if not (any(need[:3]) and biases_fit and fused(rows, gate_width, input_size, hidden_size, limit)):
-        if precision == "tf32x3" and splits_pay(gate_width, input_size, hidden_size):
+        if precision == "tf32x3" and splits_pay(rows, gate_width, input_size, hidden_size):
             return split_gradients(d_gx, d_gh, x, h_prev, w_ih, need)
         return reference_gradients(d_gx, d_gh, x, h_prev, w_ih, need)
     dev, dtype = x.device, w_ih.dtype
@@ -216,11 +218,10 @@ def layer_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...], precisi
     return LayerGradients(dx, dw_ih, dw_hh, db_ih, db_hh)
 
 
-def splits_pay(gate_width: int, input_size: int, hidden_size: int) -> bool:
+def splits_pay(rows: int, gate_width: int, input_size: int, hidden_size: int) -> bool:
     """Whether strict fp32's gradients past the fused launch's limits take :func:`split_gradients`:
-    each weight gradient (``[G*H, I]``, ``[G*H, H]``) has :data:`SPLIT_MIN_WEIGHT_TILES` tiles."""
-    side = split_products.TILES.bm
-    return cdiv(gate_width, side) * cdiv(min(input_size, hidden_size), side) >= SPLIT_MIN_WEIGHT_TILES
+    the three products' FLOPs (``2 rows G*H (2I + H)``) are at least :data:`SPLIT_MIN_FLOP`."""
+    return 2 * rows * gate_width * (2 * input_size + hidden_size) >= SPLIT_MIN_FLOP
 
 
 def split_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...]) -> LayerGradients:

@@ -57,9 +57,13 @@ EVEN_MAX_FLOP = 2.1e9
 # results/h100/split-products/speed-d21fcb2).
 STRICT_EVEN_MAX_FLOP = float("inf")
 # FLOPs from which strict fp32 takes the product from operands split once into fp16 parts
-# (3xFP16, ops/split_products.py: three launches, the parts' bytes half an fp32 operand's) instead
-# of our 3xTF32 tiles, whole or not.
-SPLIT_MIN_FLOP = 2e9
+# (3xFP16, ops/split_products.py: five launches, the parts' bytes half an fp32 operand's) instead
+# of our 3xTF32 tiles, whole or not. On the H100 (results/h100/fp16-products/products-d522cc1,
+# device time, each form checked against float64 first): 0.50-0.80x the tiles' time from 8.1e9
+# (theano's LSTM at batch 32, hidden 1024: 95 µs against 120; at batch 128 255 against 446; 200
+# steps 1,462 against 2,901), 0.91-0.98x at 6.0e9 (the GRU's at batch 128, hidden 512 and batch 32,
+# hidden 1024), 1.36-1.63x at 1.5-2.0e9 (batch 32, hidden 512).
+SPLIT_MIN_FLOP = 7e9
 # Tiles (the same measurements): 64x64 with three chunks in flight where the unmasked path runs
 # (the fastest or within 10 % of it at every shape); elsewhere 32x64 with two (6.2-7.6 µs at
 # glample's sizes, 64x64 16.3-17.1: masked 64-row fp32 tiles on wgmma are slow).
