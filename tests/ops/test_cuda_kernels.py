@@ -803,6 +803,29 @@ def test_split_gradients_on_the_gpu(shape, monkeypatch):
         assert err <= SPLIT_TOLERANCE, f"{field}: {err:.3g}"
 
 
+def test_captured_gradients_take_the_splits_by_flops_alone(monkeypatch):
+    """At theano's batch 128, hidden 512 (2.4e10 FLOP, 64 tiles of each weight gradient) strict
+    fp32's gradients are the torch calls eagerly and the split products in a graph's capture
+    (``gradients.splits_pay``), the captured ones against float64."""
+    from rnnbench.ops import gradients
+
+    taken = []
+    real = gradients.split_gradients
+    monkeypatch.setattr(gradients, "split_gradients", lambda *a: (taken.append("split"), real(*a))[1])
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    d_gx, x, h = (torch.randn(3840, n, generator=gen, device="cuda") for n in (2048, 512, 512))
+    w_ih = torch.randn(2048, 512, generator=gen, device="cuda") * 512 ** -0.5
+    with matmul_mode("fp32"):
+        call = lambda: vars(gradients.layer_gradients(d_gx, d_gx, x, h, w_ih, (True,) * 5, "tf32x3", False))  # noqa: E731
+        call()
+        assert taken == []
+        captured = graphed(lambda: tuple(call().values()))()
+    assert taken == ["split"]  # (the three warm-ups on a side stream are eager)
+    want = vars(gradients.reference_gradients(*(t.double() for t in (d_gx, d_gx, x, h, w_ih)), (True,) * 5))
+    for got, (field, ref) in zip(captured, want.items()):
+        assert relative_error(got, ref) <= SPLIT_TOLERANCE, field
+
+
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
 def test_strict_fp32_layer_at_hidden_1024(cell):
     """Theano's strict fp32 layer at batch 32, hidden 1024 (its backward's products by
@@ -979,8 +1002,8 @@ def test_a_captured_projection_of_whole_tiles_is_ours(monkeypatch, dtype, batch,
     """A shape that takes the unmasked path (theano's LSTM at batch 32, hidden 512: 2.0e9 FLOP,
     past PROJECTION_MAX_FLOP) is ours eagerly, and in fp32 and TF32 in a graph's capture too,
     where ours is the faster kernel (results/h100/products); in bf16 the capture keeps cuBLAS'.
-    In strict fp32 ours past EVEN_MAX_FLOP too (batch 128: 8.1e9), from SPLIT_MIN_FLOP as 3xFP16
-    from split operands (``split_projection``). Checked against float64 both ways."""
+    In strict fp32 ours past EVEN_MAX_FLOP too (batch 128: 8.1e9), in the capture as 3xFP16 from
+    split operands there (``split_projection``, ``SPLIT_MIN_FLOP``). Checked against float64 both ways."""
     from rnnbench.ops import projection
     from rnnbench.ops.plans import dot_precision
 
@@ -992,13 +1015,15 @@ def test_a_captured_projection_of_whole_tiles_is_ours(monkeypatch, dtype, batch,
     w = (torch.randn(2048, 512, device="cuda") * 512 ** -0.5).to(TORCH_DTYPE[dtype])
     flop = 2 * x.numel() * w.shape[0]
     assert (flop > projection.EVEN_MAX_FLOP) is (batch == 128)
-    ours = "split" if dtype == "fp32" and flop >= projection.SPLIT_MIN_FLOP else "tiles"
+    ours = {c: "split" if dtype == "fp32" and projection.splits_pay(flop, c) else "tiles" for c in (False, True)}
+    assert ours[True] == ("split" if (dtype, batch) == ("fp32", 128) else "tiles")
     reference = x.double() @ w.double().t()
     with matmul_mode(dtype):
         precision = dot_precision(w.dtype)
         assert relative_error(projection.input_projection(x, w, precision, False), reference) <= tolerance("lstm", dtype)
         (captured,) = graphed(lambda: (projection.input_projection(x, w, precision, False),))()
-    assert launched == [ours] * (5 if captured_ours else 4)  # eager, three warm-ups, the capture if ours
+    # eager, three warm-ups (eager, on a side stream), the capture if ours
+    assert launched == [ours[False]] * 4 + [ours[True]] * captured_ours
     assert relative_error(captured, reference) <= tolerance("lstm", dtype)
 
 
@@ -1008,7 +1033,7 @@ def test_strict_fp32_projection_from_split_operands(seq, batch, inputs, width):
     """Strict fp32's projection by 3xFP16 (``split_projection``: the tensor cores' fp16 products
     and accumulation on the device), partial tiles (glample's hidden 500) and whole ones, eagerly
     and captured, against float64 at the split products' bound; taken by ``input_projection``
-    from SPLIT_MIN_FLOP."""
+    eagerly from SPLIT_MIN_FLOP's eager limit (200 steps at batch 128)."""
     from rnnbench.ops import projection
 
     gen = torch.Generator().manual_seed(0)
@@ -1020,7 +1045,7 @@ def test_strict_fp32_projection_from_split_operands(seq, batch, inputs, width):
     assert relative_error(got, reference) <= SPLIT_TOLERANCE
     (captured,) = graphed(lambda: (projection.split_projection(x, w),))()
     assert torch.equal(captured, got)
-    if 2 * x.numel() * width >= projection.SPLIT_MIN_FLOP:
+    if projection.splits_pay(2 * x.numel() * width, captured=False):
         assert torch.equal(projection.input_projection(x, w, "tf32x3", False), got)
 
 

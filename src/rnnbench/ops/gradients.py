@@ -69,14 +69,21 @@ HALF_TILES = Tiles(64, 64, 32, num_warps=4, num_stages=3)
 # 2.07x slower on the H100 (results/h100/triton-lane-15).
 TARGET_PROGRAMS, MIN_SLICE_K = 264, 128
 # Past the fused launch's limits, strict fp32 takes ops/split_products (3xFP16) from this many FLOPs
-# of the three products; the torch calls (cuBLAS' IEEE products) below. On the H100
-# (results/h100/fp16-products/products-d522cc1, the three products with their five splits, device
-# time; the torch calls in the same process): 0.39-0.81x the torch calls' time from 1.8e10 (theano's
-# batch 32 at hidden 1024: LSTM 313 µs against 533; batch 128 at hidden 512: 351 against 541, GRU
-# 370 against 458; batch 128 at hidden 1024: 773 against 1,972) and 1.07-1.73x at 9e8-6.0e9
-# (batch 32, hidden 512: 193 against 181; glample's LSTM at hidden 500: 164 against 120). As 3xTF32
-# (the tree before) they took 0.94x and 1.12x the torch calls' time at batch 128, hidden 512.
+# of the three products; the torch calls (cuBLAS' IEEE products) below. On the H100, device time
+# (results/h100/fp16-products/products-d522cc1, the three products with their five splits; the
+# torch calls in the same process): 0.39-0.81x the torch calls' time from 1.8e10 (theano's batch 32
+# at hidden 1024: LSTM 313 µs against 533; batch 128 at hidden 512: 351 against 541, GRU 370
+# against 458; batch 128 at hidden 1024: 773 against 1,972) and 1.07-1.73x at 9e8-6.0e9 (batch 32,
+# hidden 512: 193 against 181; glample's LSTM at hidden 500: 164 against 120). As 3xTF32 (the tree
+# before) they took 0.94x and 1.12x the torch calls' time at batch 128, hidden 512.
 SPLIT_MIN_FLOP = 1e10
+# Eagerly, outside a graph's capture, also at least this many 128x128 tiles of each weight
+# gradient: the host issues the splits' ten small launches one after another, the device waiting
+# for them where the reverse recurrence before was short. The engine's eager training steps
+# (fp16-products/paths-dfcdaab, one process, each form its own module): at hidden 1024 (192-256
+# tiles) 0.71-0.97x the time with the splits, at batch 128, hidden 512 (64 and 48 tiles) 1.10x
+# (LSTM) and 1.04x (GRU).
+SPLIT_MIN_WEIGHT_TILES = 128
 
 
 @dataclass
@@ -187,7 +194,8 @@ def layer_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...], precisi
     is_even = all_even(tiles, rows, gate_width, input_size, hidden_size)
     limit = EVEN_FUSED_MAX_FLOP.get("half" if x.dtype.itemsize == 2 else precision, 0.0) if is_even else 0.0
     if not (any(need[:3]) and biases_fit and fused(rows, gate_width, input_size, hidden_size, limit)):
-        if precision == "tf32x3" and splits_pay(rows, gate_width, input_size, hidden_size):
+        captured = x.is_cuda and torch.cuda.is_current_stream_capturing()
+        if precision == "tf32x3" and splits_pay(rows, gate_width, input_size, hidden_size, captured):
             return split_gradients(d_gx, d_gh, x, h_prev, w_ih, need)
         return reference_gradients(d_gx, d_gh, x, h_prev, w_ih, need)
     dev, dtype = x.device, w_ih.dtype
@@ -218,10 +226,15 @@ def layer_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...], precisi
     return LayerGradients(dx, dw_ih, dw_hh, db_ih, db_hh)
 
 
-def splits_pay(rows: int, gate_width: int, input_size: int, hidden_size: int) -> bool:
+def splits_pay(rows: int, gate_width: int, input_size: int, hidden_size: int, captured: bool = False) -> bool:
     """Whether strict fp32's gradients past the fused launch's limits take :func:`split_gradients`:
-    the three products' FLOPs (``2 rows G*H (2I + H)``) are at least :data:`SPLIT_MIN_FLOP`."""
-    return 2 * rows * gate_width * (2 * input_size + hidden_size) >= SPLIT_MIN_FLOP
+    the three products' FLOPs (``2 rows G*H (2I + H)``) are at least :data:`SPLIT_MIN_FLOP`, and,
+    unless ``captured`` (in a CUDA graph's capture), each weight gradient (``[G*H, I]``, ``[G*H,
+    H]``) has :data:`SPLIT_MIN_WEIGHT_TILES` tiles."""
+    if 2 * rows * gate_width * (2 * input_size + hidden_size) < SPLIT_MIN_FLOP:
+        return False
+    side = split_products.TILES.bm
+    return captured or cdiv(gate_width, side) * cdiv(min(input_size, hidden_size), side) >= SPLIT_MIN_WEIGHT_TILES
 
 
 def split_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...]) -> LayerGradients:

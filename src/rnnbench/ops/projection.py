@@ -58,12 +58,15 @@ EVEN_MAX_FLOP = 2.1e9
 STRICT_EVEN_MAX_FLOP = float("inf")
 # FLOPs from which strict fp32 takes the product from operands split once into fp16 parts
 # (3xFP16, ops/split_products.py: five launches, the parts' bytes half an fp32 operand's) instead
-# of our 3xTF32 tiles, whole or not. On the H100 (results/h100/fp16-products/products-d522cc1,
-# device time, each form checked against float64 first): 0.50-0.80x the tiles' time from 8.1e9
-# (theano's LSTM at batch 32, hidden 1024: 95 µs against 120; at batch 128 255 against 446; 200
-# steps 1,462 against 2,901), 0.91-0.98x at 6.0e9 (the GRU's at batch 128, hidden 512 and batch 32,
-# hidden 1024), 1.36-1.63x at 1.5-2.0e9 (batch 32, hidden 512).
-SPLIT_MIN_FLOP = 7e9
+# of our 3xTF32 tiles, whole or not: in a graph's capture, and eagerly. On the H100, device time
+# (results/h100/fp16-products/products-d522cc1, each form checked against float64 first): 0.50-0.80x
+# the tiles' time from 8.1e9 (theano's LSTM at batch 32, hidden 1024: 95 µs against 120; at batch
+# 128 255 against 446; 200 steps 1,462 against 2,901), 0.91-0.98x at 6.0e9, 1.36-1.63x at 1.5-2.0e9.
+# Eagerly the host issues the five launches one after another while the device, done with each
+# small split, waits: the engine's eager forwards (fp16-products/paths-dfcdaab, one process, each
+# form its own module) took 1.13x and 1.28x the time at 8.1e9 (theano's LSTM at batch 32, hidden
+# 1024; batch 128, hidden 512), 0.97x and 0.90x at 2.4e10 and 3.2e10 (batch 128, hidden 1024).
+SPLIT_MIN_FLOP = {"captured": 7e9, "eager": 2e10}
 # Tiles (the same measurements): 64x64 with three chunks in flight where the unmasked path runs
 # (the fastest or within 10 % of it at every shape); elsewhere 32x64 with two (6.2-7.6 µs at
 # glample's sizes, 64x64 16.3-17.1: masked 64-row fp32 tiles on wgmma are slow).
@@ -98,7 +101,7 @@ def input_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast
     T, B, I = x.shape
     GH = w_ih.shape[0]
     flop = 2 * T * B * GH * I
-    if precision == "tf32x3" and flop >= SPLIT_MIN_FLOP:
+    if precision == "tf32x3" and splits_pay(flop, x.is_cuda and torch.cuda.is_current_stream_capturing()):
         return split_projection(x, w_ih)
     whole = flop <= (STRICT_EVEN_MAX_FLOP if precision == "tf32x3" else EVEN_MAX_FLOP) and even(
         EVEN_TILES, T * B, GH, I, I)
@@ -143,6 +146,12 @@ def our_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast: 
     _PROJECTION(grid, (x.contiguous(), w_ih, out, rows, I, GH),
                 _constexprs(precision, upcast, tiles, even(tiles, rows, GH, I, I)))
     return out
+
+
+def splits_pay(flop: float, captured: bool) -> bool:
+    """Whether a strict fp32 projection of ``flop`` FLOPs takes :func:`split_projection`, in a
+    graph's capture (``captured``) or eagerly: :data:`SPLIT_MIN_FLOP`."""
+    return flop >= SPLIT_MIN_FLOP["captured" if captured else "eager"]
 
 
 def split_projection(x: torch.Tensor, w_ih: torch.Tensor) -> torch.Tensor:
