@@ -174,14 +174,14 @@ def _split_half(x, KEEP_INF: tl.constexpr = True, SCALED_LO: tl.constexpr = True
     ``hi`` is ``x`` rounded to fp16 (11 significant bits, as a TF32 high part), ``lo`` the remainder
     times :data:`HALF_LO_SCALE` rounded to fp16 (11 more), so that ``hi + lo / 2^11`` is ``x`` to
     about 2^-22 of it, or to 2^-36 absolute below fp16's normal range (2^-14); without ``SCALED_LO``
-    not multiplied (``hi + lo`` is ``x`` to 2^-25 absolute: ``ops/split_products.py``). With
-    ``KEEP_INF`` ``lo`` is 0 where ``x`` is infinite (not inf - inf), as :func:`_split_tf32`'s; the
-    on-chip RNN's per-step split of its h (at most 1) goes without that select."""
+    not multiplied (``hi + lo`` is ``x`` to 2^-25 absolute: ``ops/split_products.py``). ``KEEP_INF``:
+    ``lo`` 0 where ``x`` is infinite (not inf - inf); the on-chip RNN's h (at most 1) goes without."""
     hi = x.to(tl.float16)
     high = hi.to(tl.float32)
-    lo = (x - high) * HALF_LO_SCALE if SCALED_LO else x - high
     if KEEP_INF:
-        lo = tl.where(high == x, 0.0, lo)
+        lo = tl.where(high == x, 0.0, (x - high) * HALF_LO_SCALE if SCALED_LO else x - high)
+    else:
+        lo = (x - high) * HALF_LO_SCALE if SCALED_LO else x - high
     return hi, lo.to(tl.float16)
 
 
