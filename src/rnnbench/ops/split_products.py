@@ -76,24 +76,17 @@ def line_max_kernel(x_ptr, part_ptr, ROWS, COLS, TRANSPOSE: tl.constexpr, BR: tl
     of ``SPAN`` tiles along it: the lines are ``x``'s rows, or (``TRANSPOSE``) its columns. Program
     ``(i, j)`` takes lines ``i*BR ..`` (``i*BC ..``) and the span ``j``, and stores at ``part_ptr +
     j * LINES + line`` (``LINES`` = ``ROWS`` or ``COLS``)."""
-    if TRANSPOSE:
-        c = tl.program_id(0) * BC + tl.arange(0, BC)
-        m = tl.zeros([BC], dtype=tl.float32)
-        for t in range(SPAN):
-            r = (tl.program_id(1) * SPAN + t) * BR + tl.arange(0, BR)
-            x = tl.load(x_ptr + r[:, None] * COLS + c[None, :], mask=(r[:, None] < ROWS) & (c[None, :] < COLS),
-                        other=0.0)
-            m = tl.maximum(m, tl.max(tl.abs(x), axis=0))
-        tl.store(part_ptr + tl.program_id(1) * COLS + c, m, mask=c < COLS)
-    else:
-        r = tl.program_id(0) * BR + tl.arange(0, BR)
-        m = tl.zeros([BR], dtype=tl.float32)
-        for t in range(SPAN):
-            c = (tl.program_id(1) * SPAN + t) * BC + tl.arange(0, BC)
-            x = tl.load(x_ptr + r[:, None] * COLS + c[None, :], mask=(r[:, None] < ROWS) & (c[None, :] < COLS),
-                        other=0.0)
-            m = tl.maximum(m, tl.max(tl.abs(x), axis=1))
-        tl.store(part_ptr + tl.program_id(1) * ROWS + r, m, mask=r < ROWS)
+    LINE: tl.constexpr = BC if TRANSPOSE else BR
+    ALONG: tl.constexpr = BR if TRANSPOSE else BC
+    lines = tl.program_id(0) * LINE + tl.arange(0, LINE)
+    m = tl.zeros([LINE], dtype=tl.float32)
+    for t in range(SPAN):
+        along = (tl.program_id(1) * SPAN + t) * ALONG + tl.arange(0, ALONG)
+        r, c = (along[:, None], lines[None, :]) if TRANSPOSE else (lines[:, None], along[None, :])
+        x = tl.load(x_ptr + r * COLS + c, mask=(r < ROWS) & (c < COLS), other=0.0)
+        m = tl.maximum(m, tl.max(tl.abs(x), axis=0 if TRANSPOSE else 1))
+    tl.store(part_ptr + tl.program_id(1) * (COLS if TRANSPOSE else ROWS) + lines, m,
+             mask=lines < (COLS if TRANSPOSE else ROWS))
 
 
 @triton.jit
