@@ -105,8 +105,8 @@ def split_kernel(x_ptr, part_ptr, hi_ptr, lo_ptr, scale_ptr, ROWS, COLS, PARTS, 
     """``hi``, ``lo`` of a ``[BR, BC]`` tile of ``x [ROWS, COLS]`` (row-major, contiguous; zeros
     past its edges, for the parts' padding) under its lines' powers of two (:func:`_line_scales`),
     stored as ``x`` is, or (``TRANSPOSE``) as its transpose, the lines then ``x``'s columns, in
-    rows of ``OUT_LD`` elements; the first tile of each line's span stores the lines' scales at
-    ``scale_ptr``."""
+    rows of ``OUT_LD`` elements; the programs of the first tile along the lines store their scales
+    at ``scale_ptr``."""
     r = tl.program_id(0) * BR + tl.arange(0, BR)
     c = tl.program_id(1) * BC + tl.arange(0, BC)
     x = tl.load(x_ptr + r[:, None] * COLS + c[None, :], mask=(r[:, None] < ROWS) & (c[None, :] < COLS), other=0.0)
