@@ -16,7 +16,8 @@ Float32 follows torch's TF32 switch (``torch.backends.cuda.matmul.allow_tf32``):
 it is on (the LSTM's and GRU's forward at hidden 1024 on fp16 operands instead, which keep a TF32
 operand's 11 significant bits, under power-of-two scales that keep them in range:
 ``Plan.half_operands``); otherwise fp32-accurate products on tensor cores from split operands (3xTF32;
-3xFP16 where a forward streams its weights, ``Plan.split_fp16``; docs/kernels.md; within
+3xFP16 where a forward streams its weights, ``Plan.split_fp16``, and in a large layer's input
+projection and gradients, ``ops/split_products.py``; docs/kernels.md; within
 ``rnnbench.ops.recurrence.strict_fp32("ieee")``, IEEE products on the FMA units).
 An eager call of one layer and direction on FMA units (hidden up to 128), its tensors contiguous
 and 16-byte aligned, no autocast, is recorded on its first call of a shape and setting and replayed
