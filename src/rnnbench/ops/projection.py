@@ -9,7 +9,9 @@ product (``ops/products.py``) through the cached launcher instead, up to
 path, when not capturing a CUDA graph (there no host time recurs, and cuBLAS' kernel is the faster
 one) -- except at whole tiles in fp32 or TF32: there ours is the faster kernel on the device too
 (strict fp32 runs 3xTF32 on tensor cores, cuBLAS fp32 FMAs), so ours in graphs as well, and in
-strict fp32 at any size (:data:`STRICT_EVEN_MAX_FLOP`). The
+strict fp32 at any size (:data:`STRICT_EVEN_MAX_FLOP`). Strict fp32's large projections, whole
+or not, take 3xFP16 from operands split once instead (:func:`split_projection`, from
+:data:`SPLIT_MIN_FLOP`, lower in a graph's capture than eagerly). The
 products run in the layer's precision (3xTF32 for strict fp32, TF32 where torch allows it, fp32
 accumulation for the half types) and are stored in the weights' dtype, as ``F.linear`` returns
 them.
@@ -101,7 +103,9 @@ def input_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast
     T, B, I = x.shape
     GH = w_ih.shape[0]
     flop = 2 * T * B * GH * I
-    if precision == "tf32x3" and splits_pay(flop, x.is_cuda and torch.cuda.is_current_stream_capturing()):
+    # (the capture asked only of a size that may take the splits: a call of host time pays it)
+    if precision == "tf32x3" and flop >= min(SPLIT_MIN_FLOP.values()) and splits_pay(
+            flop, x.is_cuda and torch.cuda.is_current_stream_capturing()):
         return split_projection(x, w_ih)
     whole = flop <= (STRICT_EVEN_MAX_FLOP if precision == "tf32x3" else EVEN_MAX_FLOP) and even(
         EVEN_TILES, T * B, GH, I, I)
