@@ -138,3 +138,26 @@ def test_projecting_ahead_only_inside_a_graph_capture_and_for_the_gluon_kernel(m
         with pytest.raises(ValueError, match="the Gluon kernels'"):
             recurrence_forward(cell, torch.zeros(3, 2, gates * 5), torch.zeros(gates * 5, 5), None, None, None, None,
                                launch, False, ready=ready)
+
+
+def test_strict_fp32_takes_the_split_products_from_their_limit(monkeypatch):
+    """``input_projection`` in strict fp32 takes ``split_projection`` from SPLIT_MIN_FLOP's eager
+    limit (its result against float64 at the split products' accuracy), our tiles below it; in a
+    graph's capture the lower limit (``splits_pay``)."""
+    from rnnbench.ops import projection
+
+    x, w = torch.randn(7, 3, 37), torch.randn(100, 37) * 37 ** -0.5
+    flop = 2 * 7 * 3 * 100 * 37
+    taken = []
+    real = projection.split_projection
+    monkeypatch.setattr(projection, "split_projection", lambda *a: (taken.append("split"), real(*a))[1])
+    monkeypatch.setattr(projection, "SPLIT_MIN_FLOP", {"captured": flop - 1, "eager": flop})
+    got = projection.input_projection(x, w, "tf32x3", False)
+    assert taken == ["split"] and got.shape == (7, 3, 100)
+    assert relative_error(got, x.double() @ w.double().t()) <= 1e-6
+    monkeypatch.setattr(projection, "SPLIT_MIN_FLOP", {"captured": flop, "eager": flop + 1})
+    projection.input_projection(x, w, "tf32x3", False)
+    assert taken == ["split"]  # below the eager limit: our tiles
+    assert projection.splits_pay(flop, captured=True) and not projection.splits_pay(flop, captured=False)
+    projection.input_projection(x, w, "tf32", False)
+    assert taken == ["split"]  # TF32 never
