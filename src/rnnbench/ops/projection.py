@@ -65,9 +65,11 @@ STRICT_EVEN_MAX_FLOP = float("inf")
 # the tiles' time from 8.1e9 (theano's LSTM at batch 32, hidden 1024: 95 µs against 120; at batch
 # 128 255 against 446; 200 steps 1,462 against 2,901), 0.91-0.98x at 6.0e9, 1.36-1.63x at 1.5-2.0e9.
 # Eagerly the splits' allocations and launches are host time (these layers' calls are not
-# replayed), which we read as the device waiting on them, not measured apart: the engine's eager
-# forwards (fp16-products/paths-dfcdaab, one process, each form its own module) took 1.13x and 1.28x the time at 8.1e9 (theano's LSTM at batch 32, hidden
-# 1024; batch 128, hidden 512), 0.97x and 0.90x at 2.4e10 and 3.2e10 (batch 128, hidden 1024).
+# replayed): 94-130 µs more a forward call issued back to back (fp16-products/host-a025768), which
+# the device waits on where the product is small. The engine's eager forwards
+# (fp16-products/paths-dfcdaab, one process, each form its own module) took 1.13x and 1.28x the
+# time at 8.1e9 (theano's LSTM at batch 32, hidden 1024; batch 128, hidden 512), 0.97x and 0.90x at
+# 2.4e10 and 3.2e10 (batch 128, hidden 1024).
 SPLIT_MIN_FLOP = {"captured": 7e9, "eager": 2e10}
 # Tiles (the same measurements): 64x64 with three chunks in flight where the unmasked path runs
 # (the fastest or within 10 % of it at every shape); elsewhere 32x64 with two (6.2-7.6 µs at
