@@ -80,9 +80,10 @@ SPLIT_MIN_FLOP = 1e10
 # Eagerly, outside a graph's capture, also at least this many 128x128 tiles of each weight
 # gradient: the splits' ten small launches and their allocations are host time (at batch 128,
 # hidden 512 a training step issued back to back took 1,881 µs of host time against 1,329 without
-# them, and 1,972 a call: host-bound; fp16-products/host-a025768). The engine's eager training steps (fp16-products/paths-dfcdaab, one process, each form its own
-# module): at hidden 1024 (192-256 tiles) 0.71-0.97x the time with the splits, at batch 128,
-# hidden 512 (64 and 48 tiles) 1.10x (LSTM) and 1.04x (GRU).
+# them, and 1,972 a call: host-bound; fp16-products/host-a025768). The engine's eager training
+# steps (fp16-products/paths-dfcdaab, one process, each form its own module): at hidden 1024
+# (192-256 tiles) 0.71-0.97x the time with the splits, at batch 128, hidden 512 (64 and 48 tiles)
+# 1.10x (LSTM) and 1.04x (GRU).
 SPLIT_MIN_WEIGHT_TILES = 128
 
 
