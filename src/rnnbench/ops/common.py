@@ -547,8 +547,8 @@ def _split_h0(h, h0_ptr, h_split_ptr, plane_h, hid, rows, row_mask, mask, counte
     ``h``) split, or divided by its rows' scales (:func:`_half_h_scales`, ``CARRIES_H0`` the GRU)
     and rounded (at 4, :attr:`Plan.split_fp16`, then split: :func:`_split_half`), into slot 0 of
     the exchange buffer, then a grid barrier so that every program's is there. Returns ``(passed,
-    h_scales, h_inv)``: the barriers passed (0 or 1), which every later wait's target counts, the scales of step 0's and of later steps' products, and the inverse of
-    the later one (levels 3 and 4; else ones)."""
+    h_scales, h_inv)``: the barriers passed (0 or 1), which every later wait's target counts, the
+    scales of step 0's and of later steps' products, and the inverse of the later (3, 4; else 1)."""
     passed = 0
     h_scales = (1.0, 1.0)
     h_inv = 1.0

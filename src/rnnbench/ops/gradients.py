@@ -39,7 +39,7 @@ import triton
 import triton.language as tl
 
 from . import split_products
-from .launch import Constexprs, KernelLauncher, counters
+from .launch import Constexprs, KernelLauncher, capturing, counters
 from .plans import cdiv
 from .products import Tiles, _product_tile, even
 
@@ -195,8 +195,7 @@ def layer_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...], precisi
     is_even = all_even(tiles, rows, gate_width, input_size, hidden_size)
     limit = EVEN_FUSED_MAX_FLOP.get("half" if x.dtype.itemsize == 2 else precision, 0.0) if is_even else 0.0
     if not (any(need[:3]) and biases_fit and fused(rows, gate_width, input_size, hidden_size, limit)):
-        captured = x.is_cuda and torch.cuda.is_current_stream_capturing()
-        if precision == "tf32x3" and splits_pay(rows, gate_width, input_size, hidden_size, captured):
+        if precision == "tf32x3" and splits_pay(rows, gate_width, input_size, hidden_size, capturing(x)):
             return split_gradients(d_gx, d_gh, x, h_prev, w_ih, need)
         return reference_gradients(d_gx, d_gh, x, h_prev, w_ih, need)
     dev, dtype = x.device, w_ih.dtype

@@ -204,6 +204,13 @@ def _c_launcher(kernel) -> tuple | None:
     return run.launch, head
 
 
+def capturing(t: torch.Tensor) -> bool:
+    """Whether ``t`` is on CUDA and a CUDA graph is being captured on the current stream: where a
+    call's host time does not recur, so choices made by size for host time (``ops/projection.py``,
+    ``ops/gradients.py``) differ."""
+    return t.is_cuda and torch.cuda.is_current_stream_capturing()
+
+
 def _no_launch_hooks() -> bool:
     """Whether no launch hook is registered (a profiler such as Proton registers them; then every
     launch goes through Triton's runner, which gives them their metadata)."""

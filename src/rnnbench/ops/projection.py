@@ -33,7 +33,7 @@ import triton
 import triton.language as tl
 
 from . import split_products
-from .launch import Constexprs, KernelLauncher, note_unrecorded
+from .launch import Constexprs, KernelLauncher, capturing, note_unrecorded
 from .plans import cdiv
 from .products import Tiles, _product_tile, even
 
@@ -106,16 +106,14 @@ def input_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast
     GH = w_ih.shape[0]
     flop = 2 * T * B * GH * I
     # (the capture asked only of a size that may take the splits: a call of host time pays it)
-    if precision == "tf32x3" and flop >= min(SPLIT_MIN_FLOP.values()) and splits_pay(
-            flop, x.is_cuda and torch.cuda.is_current_stream_capturing()):
+    if precision == "tf32x3" and flop >= min(SPLIT_MIN_FLOP.values()) and splits_pay(flop, capturing(x)):
         return split_projection(x, w_ih)
     whole = flop <= (STRICT_EVEN_MAX_FLOP if precision == "tf32x3" else EVEN_MAX_FLOP) and even(
         EVEN_TILES, T * B, GH, I, I)
     if whole and precision in EVEN_PRECISIONS:
         return our_projection(x, w_ih, precision, upcast, EVEN_TILES)
     # In a CUDA graph being captured the host time does not recur, and cuBLAS' kernel is the faster one.
-    if flop > (EVEN_MAX_FLOP if whole else PROJECTION_MAX_FLOP) or (
-            x.is_cuda and torch.cuda.is_current_stream_capturing()):
+    if flop > (EVEN_MAX_FLOP if whole else PROJECTION_MAX_FLOP) or capturing(x):
         note_unrecorded()  # (cuBLAS: no launch of ours to replay, ops/replay.py)
         return F.linear(x, w_ih).contiguous()  # (a no-op call unless a strided input came out strided)
     if x.is_cuda and x.device.index not in _CUBLAS_MADE:
