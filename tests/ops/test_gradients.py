@@ -181,6 +181,7 @@ def test_layer_through_the_torch_calls(cell, monkeypatch):
 
 
 @pytest.mark.parametrize("need", [(True,) * 5, (True, False, False, False, False), (False, True, False, True, False),
+                                  (False, False, False, True, True),
                                   (False, False, True, False, True)])
 @pytest.mark.parametrize("shape", [SHAPES[1], SHAPES[3], SHAPES[4]], ids=["N3-G3", "N100-G4", "N100-G3"])
 def test_split_gradients_match_float64(shape, need):

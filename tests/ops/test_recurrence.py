@@ -1062,16 +1062,16 @@ def test_kernels_compile_for_h100():
     proc = subprocess.run([sys.executable, "-m", "rnnbench.ops.aot", "--quick"], env=env, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    from rnnbench.ops.aot import GRADIENT_VARIANTS, QUICK_SHAPES
+    from rnnbench.ops.aot import GRADIENT_VARIANTS, PRODUCT_VARIANTS, QUICK_SHAPES, SPLIT_VARIANTS
 
     # forward and backward of each shape, with and without lengths; the gradients' kernel in each
-    # variant, masked and unmasked (EVEN); the split products' line maxima and split, as stored and
-    # transposed, and their product with its store masked and not
-    kernels = 4 * len(QUICK_SHAPES) + 2 * len(GRADIENT_VARIANTS) + 6
+    # variant, masked and unmasked (EVEN); the split products' line maxima and split of each
+    # variant of operands, and their products
+    kernels = 4 * len(QUICK_SHAPES) + 2 * len(GRADIENT_VARIANTS) + 2 * len(SPLIT_VARIANTS) + len(PRODUCT_VARIANTS)
     assert proc.stdout.count("-lengths ") == 2 * len(QUICK_SHAPES), proc.stdout
     assert proc.stdout.count("ok    gradients-") == 2 * len(GRADIENT_VARIANTS), proc.stdout
-    assert proc.stdout.count("-even {") == len(GRADIENT_VARIANTS) + 1, proc.stdout
-    for kernel in ("line-max", "line-max-t", "split", "split-t", "split-product", "split-product-even"):
+    assert proc.stdout.count("-even {") == len(GRADIENT_VARIANTS) + sum(k.endswith("-even") for k in PRODUCT_VARIANTS), proc.stdout
+    for kernel in [f"{k}-{v}" for v in SPLIT_VARIANTS for k in ("line-max", "split")] + list(PRODUCT_VARIANTS):
         assert f"ok    {kernel} {{" in proc.stdout, proc.stdout
     assert proc.stdout.count("ok ") == kernels, proc.stdout
     # No register spills on these plans (local memory in a per-step loop costs microseconds).

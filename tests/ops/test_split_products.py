@@ -32,8 +32,6 @@ def test_split_rebuilds_each_line_under_its_power_of_two(shape, transpose):
     of each element, or 2^-25 of its scale below fp16's normal range; each scale is a power of two
     bringing the line's largest ``|x|`` into ``[2^14, 2^15]``. 600 columns: more than one span of
     ``line_max_kernel``."""
-    from rnnbench.ops.split_products import split
-
     from rnnbench.ops.split_products import TILES, split
 
     x = _spread(*shape, seed=0)
@@ -65,7 +63,8 @@ def test_split_keeps_infinities_and_zero_lines():
     x = torch.ones(3, 4)
     x[0, 1] = -math.inf
     x[2] = 0.0
-    hi, lo, scale, _, _ = split(x)
+    parts = split(x)
+    hi, lo, scale = parts.hi, parts.lo, parts.scale
     assert hi[0, 1].item() == -math.inf and lo[0, 1].item() == 0.0
     assert torch.isfinite(scale).all() and (hi[2] == 0).all() and (lo[2] == 0).all()
     assert torch.equal((hi[1, :4].double() + lo[1, :4].double()) * scale[1].double(), x[1].double())
@@ -120,3 +119,53 @@ def test_product_of_empty_operands(m, n, k):
 
     got = sp.product(sp.split(torch.randn(m, k)), sp.split(torch.randn(n, k)))
     assert got.shape == (m, n) and torch.equal(got, torch.zeros(m, n))
+
+
+def test_operands_split_together_are_each_split_alone():
+    """``split_all`` lays several operands (as stored and transposed, odd and whole sizes, one
+    with no lines and one with no width) into shared buffers: each one's parts and scales are
+    bit for bit its split alone, and nothing of one lands in another's."""
+    from rnnbench.ops import split_products as sp
+
+    operands = [(_spread(37, 130, seed=5), False), (_spread(300, 3, seed=6), True), (torch.randn(0, 5), False),
+                (_spread(128, 64, seed=7), True), (torch.randn(4, 0), False), (_spread(1, 700, seed=8), False)]
+    together = sp.split_all(operands)
+    for (x, transpose), got in zip(operands, together):
+        alone = sp.split(x, transpose)
+        assert (got.lines, got.width, got.padded) == (alone.lines, alone.width, alone.padded)
+        if got.width:
+            assert torch.equal(got.hi, alone.hi) and torch.equal(got.lo, alone.lo)
+            assert torch.equal(got.scale[:got.lines], alone.scale[:alone.lines])
+
+
+def test_products_made_together_match_float64():
+    """``products`` makes up to three products in one launch, whole tiles (their stores unmasked)
+    beside partial ones, from operands of one split call, and from ``a``s and ``b``s of two."""
+    from rnnbench.ops import split_products as sp
+
+    gen = torch.Generator().manual_seed(9)
+    d, x, w = torch.randn(256, 128, generator=gen), torch.randn(256, 37, generator=gen), torch.randn(128, 5, generator=gen)
+    d_rows, d_t, x_t, w_t = sp.split_all([(d, False), (d, True), (x, True), (w, True)])
+    got = sp.products([(d_rows, w_t), (d_t, x_t), (d_t, d_t)])
+    want = [d.double() @ w.double(), d.double().t() @ x.double(), d.double().t() @ d.double()]
+    for value, ref in zip(got, want):
+        assert value.shape == ref.shape and value.is_contiguous()
+        assert relative_error(value, ref) <= 1e-6
+    a, b = torch.randn(3, 50, generator=gen), torch.randn(200, 50, generator=gen)
+    (alone,) = sp.products([(sp.split(a), sp.split(b))])
+    assert relative_error(alone, sp.reference_product(a, b)) <= 1e-6
+
+
+def test_calls_past_their_counts_or_across_splits_are_refused():
+    from rnnbench.ops import split_products as sp
+
+    x = torch.ones(3, 4)
+    with pytest.raises(ValueError, match="operands to split"):
+        sp.split_all([(x, False)] * (sp.MAX_OPERANDS + 1))
+    with pytest.raises(ValueError, match="operands to split"):
+        sp.split_all([])
+    a, b = sp.split_all([(x, False), (x, False)])
+    with pytest.raises(ValueError, match="products"):
+        sp.products([(a, b)] * (sp.MAX_PRODUCTS + 1))
+    with pytest.raises(ValueError, match="several splits"):
+        sp.products([(a, b), (sp.split(x), b)])

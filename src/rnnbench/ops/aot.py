@@ -170,23 +170,34 @@ def compile_gradients(dtype: torch.dtype, precision: str, gates: int = 4, capabi
                     tiles.num_stages, capability)
 
 
+# The split products' launches as their callers make them: the operands' transposes of a split
+# (the projection's x and W_ih; a GRU layer's gradients: d_gx, W_ih^T, d_gx^T, x^T, d_gh^T, h^T), and
+# the products' whole stores (one masked, one whole, a layer's three gradients whole and masked).
+SPLIT_VARIANTS = {"projection": (False, False), "gradients": (False, True, True, True, True, True)}
+PRODUCT_VARIANTS = {"split-product": (False,), "split-product-even": (True,), "split-products-even": (True,) * 3,
+                    "split-products": (False,) * 3}
+
+
 def compile_split_products(capability: int = 90) -> dict:
     """Compile strict fp32's split products (``ops/split_products.py``) for ``sm_<capability>`` as
-    they launch: the line maxima and the split, as stored and transposed, and the product with
-    its store whole and masked. Returns ``{label: compiled}``."""
+    they launch (:data:`SPLIT_VARIANTS`, :data:`PRODUCT_VARIANTS`): the line maxima and the split
+    of several operands, and the products. Returns ``{label: compiled}``."""
     sp = split_products
-    f16 = {n: "*fp16" for n in ("hi_ptr", "lo_ptr", "a_hi_ptr", "a_lo_ptr", "b_hi_ptr", "b_lo_ptr")}
+    f16 = {"halves_ptr": "*fp16", "a_ptr": "*fp16", "b_ptr": "*fp16"}
+    tile = dict(BR=sp.SPLIT_TILE[0], BC=sp.SPLIT_TILE[1], SPAN=sp.MAX_SPAN_TILES)
     kernels = {}
-    for transpose in (False, True):
-        tile = dict(TRANSPOSE=transpose, BR=sp.SPLIT_TILE[0], BC=sp.SPLIT_TILE[1])
-        kernels[f"line-max{'-t' if transpose else ''}"] = _compile(
-            sp.line_max_kernel, dict(tile, SPAN=sp.MAX_SPAN_TILES), {}, "*fp32", 4, 3, capability)
-        kernels[f"split{'-t' if transpose else ''}"] = _compile(sp.split_kernel, tile, f16, "*fp32", 4, 3, capability)
+    for label, transposes in SPLIT_VARIANTS.items():
+        flags = dict(OPERANDS=len(transposes), **{f"T{k}": k < len(transposes) and transposes[k]
+                                                   for k in range(sp.MAX_OPERANDS)}, **tile)
+        kernels[f"line-max-{label}"] = _compile(sp.line_max_kernel, flags, {}, "*fp32", 4, 3, capability)
+        kernels[f"split-{label}"] = _compile(sp.split_kernel, dict(flags, BM=sp.TILES.bm, BK=sp.TILES.bk), f16,
+                                             "*fp32", 4, 3, capability)
     tiles = sp.TILES
-    for is_even in (False, True):
-        constexprs = dict(BM=tiles.bm, BN=tiles.bn, BK=tiles.bk, GROUP_M=sp.GROUP_M, EVEN=is_even)
-        kernels[f"split-product{'-even' if is_even else ''}"] = _compile(
-            sp.split_product_kernel, constexprs, f16, "*fp32", tiles.num_warps, tiles.num_stages, capability)
+    for label, evens in PRODUCT_VARIANTS.items():
+        constexprs = dict(PRODUCTS=len(evens), **{f"E{k}": k < len(evens) and evens[k] for k in range(sp.MAX_PRODUCTS)},
+                          BM=tiles.bm, BN=tiles.bn, BK=tiles.bk, GROUP_M=sp.GROUP_M)
+        kernels[label] = _compile(sp.split_product_kernel, constexprs, f16, "*fp32", tiles.num_warps, tiles.num_stages,
+                                  capability)
     return kernels
 
 

@@ -239,19 +239,32 @@ def splits_pay(rows: int, gate_width: int, input_size: int, hidden_size: int, ca
 
 def split_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...]) -> LayerGradients:
     """:func:`reference_gradients` for fp32 tensors, the three products by 3xFP16 from operands
-    split once (``ops/split_products.py``; the biases' sums as there): ``dx = d_gx W_ih`` from
-    ``d_gx`` and ``W_ih^T``, ``dW = d_g^T x`` from ``d_g^T`` and ``x^T`` (each operand laid out
-    with the reduction contiguous)."""
-    split = split_products.split
-    product = split_products.product
-    d_gx_t = split(d_gx, transpose=True) if need[1] or (need[2] and d_gh is d_gx) else None
-    dx = product(split(d_gx), split(w_ih, transpose=True)) if need[0] else None
-    dw_ih = product(d_gx_t, split(x, transpose=True)) if need[1] else None
-    dw_hh = None
+    split once (``ops/split_products.py``: every operand in one split call, the products in one
+    launch; the biases' sums as there): ``dx = d_gx W_ih`` from ``d_gx`` and ``W_ih^T``, ``dW =
+    d_g^T x`` from ``d_g^T`` and ``x^T`` (each operand laid out with the reduction contiguous)."""
+    same = d_gh is d_gx
+    # (operand name: tensor, transposed), each split once however many products read it
+    wanted = {}
+    if need[0]:
+        wanted.update(d_gx=(d_gx, False), w_ih=(w_ih, True))
+    if need[1] or (need[2] and same):
+        wanted["d_gx_t"] = (d_gx, True)
+    if need[1]:
+        wanted["x"] = (x, True)
     if need[2]:
-        dw_hh = product(d_gx_t if d_gh is d_gx else split(d_gh, transpose=True), split(h_prev, transpose=True))
+        if not same:
+            wanted["d_gh_t"] = (d_gh, True)
+        wanted["h"] = (h_prev, True)
+    names = {}
+    if wanted:
+        names = dict(zip(wanted, split_products.split_all(list(wanted.values()))))
+    pairs = {"dx": ("d_gx", "w_ih"), "dw_ih": ("d_gx_t", "x"), "dw_hh": ("d_gx_t" if same else "d_gh_t", "h")}
+    asked = [name for name, wants in zip(pairs, need) if wants]
+    made = {}
+    if asked:
+        made = dict(zip(asked, split_products.products([(names[a], names[b]) for a, b in map(pairs.get, asked)])))
     sums = reference_gradients(d_gx, d_gh, x, h_prev, w_ih, (False, False, False, need[3], need[4]))
-    return LayerGradients(dx, dw_ih, dw_hh, sums.db_ih, sums.db_hh)
+    return LayerGradients(made.get("dx"), made.get("dw_ih"), made.get("dw_hh"), sums.db_ih, sums.db_hh)
 
 
 @functools.lru_cache(maxsize=256)

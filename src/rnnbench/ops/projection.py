@@ -59,7 +59,7 @@ EVEN_MAX_FLOP = 2.1e9
 # results/h100/split-products/speed-d21fcb2).
 STRICT_EVEN_MAX_FLOP = float("inf")
 # FLOPs from which strict fp32 takes the product from operands split once into fp16 parts
-# (3xFP16, ops/split_products.py: five launches, the parts' bytes half an fp32 operand's) instead
+# (3xFP16, ops/split_products.py: three launches, the parts' bytes half an fp32 operand's) instead
 # of our 3xTF32 tiles, whole or not: in a graph's capture, and eagerly. On the H100, device time
 # (results/h100/fp16-products/products-d522cc1, each form checked against float64 first): 0.50-0.80x
 # the tiles' time from 8.1e9 (theano's LSTM at batch 32, hidden 1024: 95 µs against 120; at batch
@@ -163,8 +163,8 @@ def split_projection(x: torch.Tensor, w_ih: torch.Tensor) -> torch.Tensor:
     (``ops/split_products.py``), whatever the size (for comparisons; same arguments and result;
     fp32 only)."""
     T, B, I = x.shape
-    rows = split_products.split(x.reshape(T * B, I))
-    return split_products.product(rows, split_products.split(w_ih)).view(T, B, w_ih.shape[0])
+    rows, weights = split_products.split_all([(x.reshape(T * B, I), False), (w_ih, False)])
+    return split_products.products([(rows, weights)])[0].view(T, B, w_ih.shape[0])
 
 
 @functools.lru_cache(maxsize=64)

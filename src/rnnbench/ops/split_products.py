@@ -9,21 +9,26 @@ parts are half the bytes, and fp16 tensor-core products run at twice TF32's rate
 same products from fp16 parts took 0.52-0.61x the 3xTF32 ones' time, at errors against float64 of
 1.4-1.9e-7 against 1.5-2.4e-7 (``results/h100/x3-anatomy/products-df51af5``).
 
-fp16 has 5 exponent bits, so each operand is split under a power of two per row (:func:`split`):
+fp16 has 5 exponent bits, so each operand is split under a power of two per row (:func:`split_all`):
 the row of the operand as the product reads it (``[R, K]``, the reduction contiguous) is divided
 by the power of two that brings its largest ``|x|`` into ``[2^14, 2^15)`` (``common._pow2_above``),
 then rounded to fp16 (``hi``) and its remainder rounded to fp16 at the same scale (``lo``;
 ``common._split_half`` without the remainder's 2^11, so that the three products share one scale).
 ``hi + lo`` is the row to about 2^-22 of each element, or to 2^-39 of the row's largest where an
 element is more than 2^17 below it (``lo`` then below fp16's normal range): far inside fp32's own
-bound for a sum over the row. The split takes two launches: each tile's largest ``|x|`` per line
-(:func:`line_max_kernel`), then the split (:func:`split_kernel`), each program reducing its lines'
-partial maxima first. The product (:func:`split_product_kernel`) makes three fp16 products a
-chunk, ``a_lo b_hi + a_hi b_lo + a_hi b_hi``, summed in the tensor core for that chunk only and
-added to the running sum by the FMA units (accumulated in the tensor core across the whole
+bound for a sum over the row. A call splits all the operands it is given (:func:`split_all`, up
+to six: a GRU layer's gradients read six) in two launches and two allocations: each tile's largest
+``|x|`` per line (:func:`line_max_kernel`), then the split (:func:`split_kernel`), each program
+reducing its lines' partial maxima first; the parts of all of them lie in one fp16 buffer, their
+scales and the partial maxima in one fp32 buffer (two launches and four allocations an operand, as
+the splits were made before, cost a projection's eager call 94-130 µs of host time with its product:
+``results/h100/fp16-products/host-a025768``). The products
+(:func:`products`, up to three in one launch: :func:`split_product_kernel`) make three fp16
+products a chunk, ``a_lo b_hi + a_hi b_lo + a_hi b_hi``, summed in the tensor core for that chunk
+only and added to the running sum by the FMA units (accumulated in the tensor core across the whole
 reduction the sum's error grew with the reduction's length: 3xTF32's 1.2e-6 at 512, 9.6e-6 at
 4096, ``split-products/speed-d21fcb2``, the tensor core's fp32 accumulation not being IEEE's), and
-multiplies each row and column of the result by their powers of two after the last chunk (exact).
+multiply each row and column of the result by their powers of two after the last chunk (exact).
 The weight gradients' operands (``d_gx^T x``: both reduced over the rows) are split transposed,
 their scales per column of the stored tensor. The parts cost memory: each operand's size again
 (``d_gx`` split twice, as it is and transposed), held while the products run.
@@ -33,7 +38,7 @@ their scales per column of the stored tensor. The parts cost memory: each operan
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Sequence
 
 import torch
 import triton
@@ -55,102 +60,211 @@ MAX_SPAN_TILES = 8
 # 0.84-0.88x the time of 32 deep with four: products-df51af5.)
 TILES = Tiles(128, 128, 64, num_warps=8, num_stages=3)
 GROUP_M = 8
+# A call splits up to this many operands (:func:`split_all`; a GRU layer's gradients take six)
+# and makes up to this many products (:func:`products`; a layer's three gradients), each in one
+# launch: a launch and its tensors' allocations cost the host more than a small split's device time.
+MAX_OPERANDS = 6
+MAX_PRODUCTS = 3
+# An operand's parts start on whole padded tiles of the buffer (BM lines of BK), its scales on BM
+# lines: the kernels take those offsets in these units, so that the compiler knows their alignment
+# (a runtime offset of unknown divisibility would cost the loads and stores their vector width).
+BLOCK = TILES.bm * TILES.bk
 
 
 class Parts(NamedTuple):
-    """An fp32 operand ``X [R, K]`` split for :func:`product`: ``X[r] ~= (hi[r, :K] + lo[r, :K]) *
-    scale[r]`` for ``r < lines`` (``lines`` = R); the rest of each tensor is zeros, to whole
-    tiles."""
+    """An fp32 operand ``X [R, K]`` split for :func:`products`: ``X[r] ~= (hi[r, :K] + lo[r, :K])
+    * scale[r]`` for ``r < lines`` (``lines`` = R), ``hi`` and ``lo`` ``[R padded to TILES.bm, K
+    padded to TILES.bk]`` (zeros past ``X``) in fp16, ``scale`` ``[R padded]`` in fp32 (powers of
+    two). They live in buffers a :func:`split_all` call shares among its operands: ``hi`` at
+    ``halves[at * BLOCK:]``, ``lo`` right after it, ``scale`` at ``scales[scale_at * TILES.bm:]``."""
 
-    hi: torch.Tensor  # [R padded to TILES.bm, K padded to TILES.bk] fp16
-    lo: torch.Tensor  # the same
-    scale: torch.Tensor  # [R padded] fp32, powers of two
-    lines: int  # R
-    width: int  # K
+    halves: torch.Tensor
+    scales: torch.Tensor
+    at: int
+    scale_at: int
+    lines: int
+    width: int
+
+    @property
+    def padded(self) -> tuple[int, int]:
+        """``(lines, width)`` padded to whole tiles."""
+        return cdiv(self.lines, TILES.bm) * TILES.bm, cdiv(self.width, TILES.bk) * TILES.bk
+
+    @property
+    def hi(self) -> torch.Tensor:
+        size = self.padded[0] * self.padded[1]
+        return self.halves[self.at * BLOCK:self.at * BLOCK + size].view(self.padded)
+
+    @property
+    def lo(self) -> torch.Tensor:
+        size = self.padded[0] * self.padded[1]
+        return self.halves[self.at * BLOCK + size:self.at * BLOCK + 2 * size].view(self.padded)
+
+    @property
+    def scale(self) -> torch.Tensor:
+        return self.scales[self.scale_at * TILES.bm:self.scale_at * TILES.bm + self.padded[0]]
 
 
-@triton.jit(do_not_specialize=["ROWS", "COLS"])
-def line_max_kernel(x_ptr, part_ptr, ROWS, COLS, TRANSPOSE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr,
-                    SPAN: tl.constexpr):
-    """The largest ``|x|`` of each line of ``x [ROWS, COLS]`` (row-major, contiguous) over a span
-    of ``SPAN`` tiles along it: the lines are ``x``'s rows, or (``TRANSPOSE``) its columns. Program
-    ``(i, j)`` takes lines ``i*BR ..`` (``i*BC ..``) and the span ``j``, and stores at ``part_ptr +
-    j * LINES + line`` (``LINES`` = ``ROWS`` or ``COLS``)."""
+@triton.jit
+def _line_max(x_ptr, part_ptr, q, ROWS, COLS, TRANSPOSE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr,
+              SPAN: tl.constexpr):
+    """Program ``q`` of one operand's line maxima: the largest ``|x|`` of each of a block of lines
+    of ``x [ROWS, COLS]`` (row-major, contiguous; the lines are its rows, or with ``TRANSPOSE`` its
+    columns) over a span of ``SPAN`` tiles along them, stored at ``part_ptr + span * LINES + line``
+    (``LINES`` = ``ROWS`` or ``COLS``). The blocks of lines go first, then the spans."""
     LINE: tl.constexpr = BC if TRANSPOSE else BR
     ALONG: tl.constexpr = BR if TRANSPOSE else BC
-    lines = tl.program_id(0) * LINE + tl.arange(0, LINE)
+    LINES = COLS if TRANSPOSE else ROWS
+    blocks = tl.cdiv(LINES, LINE)
+    lines = (q % blocks) * LINE + tl.arange(0, LINE)
+    span = q // blocks
     m = tl.zeros([LINE], dtype=tl.float32)
     for t in range(SPAN):
-        along = (tl.program_id(1) * SPAN + t) * ALONG + tl.arange(0, ALONG)
+        along = (span * SPAN + t) * ALONG + tl.arange(0, ALONG)
         r, c = (along[:, None], lines[None, :]) if TRANSPOSE else (lines[:, None], along[None, :])
         x = tl.load(x_ptr + r * COLS + c, mask=(r < ROWS) & (c < COLS), other=0.0)
         m = tl.maximum(m, tl.max(tl.abs(x), axis=0 if TRANSPOSE else 1))
-    tl.store(part_ptr + tl.program_id(1) * (COLS if TRANSPOSE else ROWS) + lines, m,
-             mask=lines < (COLS if TRANSPOSE else ROWS))
+    tl.store(part_ptr + span * LINES + lines, m, mask=lines < LINES)
+
+
+@triton.jit(do_not_specialize=["R0", "C0", "Q0", "P0", "R1", "C1", "Q1", "P1", "R2", "C2", "Q2", "P2", "R3", "C3",
+                               "Q3", "P3", "R4", "C4", "Q4", "P4", "R5", "C5", "Q5", "P5"])
+def line_max_kernel(x0_ptr, x1_ptr, x2_ptr, x3_ptr, x4_ptr, x5_ptr, part_ptr,
+                    R0, C0, Q0, P0, R1, C1, Q1, P1, R2, C2, Q2, P2, R3, C3, Q3, P3, R4, C4, Q4, P4, R5, C5, Q5, P5,
+                    OPERANDS: tl.constexpr, T0: tl.constexpr, T1: tl.constexpr, T2: tl.constexpr, T3: tl.constexpr,
+                    T4: tl.constexpr, T5: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr, SPAN: tl.constexpr):
+    """:func:`_line_max` of up to six operands in one launch: operand ``k`` (``x{k}_ptr``, ``[R{k},
+    C{k}]``, lines transposed where ``T{k}``) takes programs ``Q{k-1} .. Q{k}`` (``Q{-1}`` = 0) and
+    stores its partials from ``part_ptr + P{k}``; ``OPERANDS`` of them are given."""
+    pid = tl.program_id(0)
+    if pid < Q0:
+        _line_max(x0_ptr, part_ptr + P0, pid, R0, C0, T0, BR, BC, SPAN)
+    if OPERANDS > 1:
+        if (pid >= Q0) & (pid < Q1):
+            _line_max(x1_ptr, part_ptr + P1, pid - Q0, R1, C1, T1, BR, BC, SPAN)
+    if OPERANDS > 2:
+        if (pid >= Q1) & (pid < Q2):
+            _line_max(x2_ptr, part_ptr + P2, pid - Q1, R2, C2, T2, BR, BC, SPAN)
+    if OPERANDS > 3:
+        if (pid >= Q2) & (pid < Q3):
+            _line_max(x3_ptr, part_ptr + P3, pid - Q2, R3, C3, T3, BR, BC, SPAN)
+    if OPERANDS > 4:
+        if (pid >= Q3) & (pid < Q4):
+            _line_max(x4_ptr, part_ptr + P4, pid - Q3, R4, C4, T4, BR, BC, SPAN)
+    if OPERANDS > 5:
+        if (pid >= Q4) & (pid < Q5):
+            _line_max(x5_ptr, part_ptr + P5, pid - Q4, R5, C5, T5, BR, BC, SPAN)
 
 
 @triton.jit
 def _line_scales(part_ptr, lines, LINES, PARTS):
     """``(scale, inv)`` of ``lines``: the power of two above the largest of their ``PARTS``
-    partial maxima (:func:`line_max_kernel`), as ``common._pow2_above`` with ``HALF_SHIFT``."""
+    partial maxima (:func:`_line_max`), as ``common._pow2_above`` with ``HALF_SHIFT``."""
     m = tl.zeros(lines.shape, dtype=tl.float32)
     for j in range(PARTS):
         m = tl.maximum(m, tl.load(part_ptr + j * LINES + lines, mask=lines < LINES, other=0.0))
     return _pow2_above(m, HALF_SHIFT)
 
 
-@triton.jit(do_not_specialize=["ROWS", "COLS", "PARTS", "OUT_LD"])
-def split_kernel(x_ptr, part_ptr, hi_ptr, lo_ptr, scale_ptr, ROWS, COLS, PARTS, OUT_LD, TRANSPOSE: tl.constexpr,
-                 BR: tl.constexpr, BC: tl.constexpr):
-    """``hi``, ``lo`` of a ``[BR, BC]`` tile of ``x [ROWS, COLS]`` (row-major, contiguous; zeros
-    past its edges, for the parts' padding) under its lines' powers of two (:func:`_line_scales`),
-    stored as ``x`` is, or (``TRANSPOSE``) as its transpose, the lines then ``x``'s columns, in
-    rows of ``OUT_LD`` elements; the programs of the first tile along the lines store their scales
-    at ``scale_ptr``."""
-    r = tl.program_id(0) * BR + tl.arange(0, BR)
-    c = tl.program_id(1) * BC + tl.arange(0, BC)
+@triton.jit
+def _split(x_ptr, part_ptr, hi_ptr, scale_ptr, q, ROWS, COLS, TRANSPOSE: tl.constexpr, BR: tl.constexpr,
+           BC: tl.constexpr, SPAN: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr):
+    """Program ``q`` of one operand's split: ``hi`` and ``lo`` of a ``[BR, BC]`` tile of ``x [ROWS,
+    COLS]`` (row-major, contiguous; zeros past its edges, for the parts' padding) under its lines'
+    powers of two (:func:`_line_scales` of the partials at ``part_ptr``), stored at ``hi_ptr`` as
+    ``x`` is, or (``TRANSPOSE``) as its transpose, in rows padded to ``BK`` (``lo`` after the ``hi``
+    of all lines padded to ``BM``); the programs of the first tile along the lines store their
+    scales at ``scale_ptr``. The tiles go down ``x``'s padded rows first."""
+    LINES = COLS if TRANSPOSE else ROWS
+    WIDTH = ROWS if TRANSPOSE else COLS
+    lines_padded = tl.cdiv(LINES, BM) * BM
+    ld = tl.cdiv(WIDTH, BK) * BK  # (a multiple of BK: the compiler sees each row's alignment)
+    parts = tl.cdiv(tl.cdiv(WIDTH, BR if TRANSPOSE else BC), SPAN)
+    tiles_down = (ld if TRANSPOSE else lines_padded) // BR
+    r = (q % tiles_down) * BR + tl.arange(0, BR)
+    c = (q // tiles_down) * BC + tl.arange(0, BC)
     x = tl.load(x_ptr + r[:, None] * COLS + c[None, :], mask=(r[:, None] < ROWS) & (c[None, :] < COLS), other=0.0)
     if TRANSPOSE:
-        scale, inv = _line_scales(part_ptr, c, COLS, PARTS)
+        scale, inv = _line_scales(part_ptr, c, COLS, parts)
         hi, lo = _split_half(x * inv[None, :], True, False)
-        out = c[None, :] * OUT_LD + r[:, None]
-        if tl.program_id(0) == 0:
+        out = c[None, :] * ld + r[:, None]
+        if q % tiles_down == 0:
             tl.store(scale_ptr + c, scale)
     else:
-        scale, inv = _line_scales(part_ptr, r, ROWS, PARTS)
+        scale, inv = _line_scales(part_ptr, r, ROWS, parts)
         hi, lo = _split_half(x * inv[:, None], True, False)
-        out = r[:, None] * OUT_LD + c[None, :]
-        if tl.program_id(1) == 0:
+        out = r[:, None] * ld + c[None, :]
+        if q // tiles_down == 0:
             tl.store(scale_ptr + r, scale)
     tl.store(hi_ptr + out, hi)
-    tl.store(lo_ptr + out, lo)
+    tl.store(hi_ptr + lines_padded * ld + out, lo)
 
 
-@triton.jit(do_not_specialize=["M", "N", "K"])
-def split_product_kernel(a_hi_ptr, a_lo_ptr, a_scale_ptr, b_hi_ptr, b_lo_ptr, b_scale_ptr, c_ptr, M, N, K,
-                         BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
-                         EVEN: tl.constexpr):
-    """One program per ``[BM, BN]`` tile of ``C [M, N] = A @ B^T`` (contiguous), ``A`` and ``B``
-    given as their :class:`Parts` (``K`` the parts' padded width). ``EVEN``: ``M`` and ``N`` are
-    whole tiles (the store takes no mask)."""
+@triton.jit(do_not_specialize=["R0", "C0", "Q0", "P0", "A0", "S0", "R1", "C1", "Q1", "P1", "A1", "S1", "R2", "C2",
+                               "Q2", "P2", "A2", "S2", "R3", "C3", "Q3", "P3", "A3", "S3", "R4", "C4", "Q4", "P4",
+                               "A4", "S4", "R5", "C5", "Q5", "P5", "A5", "S5"])
+def split_kernel(x0_ptr, x1_ptr, x2_ptr, x3_ptr, x4_ptr, x5_ptr, part_ptr, halves_ptr, scales_ptr,
+                 R0, C0, Q0, P0, A0, S0, R1, C1, Q1, P1, A1, S1, R2, C2, Q2, P2, A2, S2,
+                 R3, C3, Q3, P3, A3, S3, R4, C4, Q4, P4, A4, S4, R5, C5, Q5, P5, A5, S5,
+                 OPERANDS: tl.constexpr, T0: tl.constexpr, T1: tl.constexpr, T2: tl.constexpr, T3: tl.constexpr,
+                 T4: tl.constexpr, T5: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr, SPAN: tl.constexpr,
+                 BM: tl.constexpr, BK: tl.constexpr):
+    """:func:`_split` of up to six operands in one launch, as :func:`line_max_kernel` shares its
+    programs out: operand ``k`` reads its partials from ``part_ptr + P{k}`` and stores its parts
+    from ``halves_ptr + A{k} * BM * BK`` and its scales from ``scales_ptr + S{k} * BM`` (offsets
+    in whole padded tiles, so that the compiler knows their alignment)."""
     pid = tl.program_id(0)
+    BLOCK: tl.constexpr = BM * BK
+    if pid < Q0:
+        _split(x0_ptr, part_ptr + P0, halves_ptr + A0 * BLOCK, scales_ptr + S0 * BM, pid, R0, C0, T0, BR, BC, SPAN,
+               BM, BK)
+    if OPERANDS > 1:
+        if (pid >= Q0) & (pid < Q1):
+            _split(x1_ptr, part_ptr + P1, halves_ptr + A1 * BLOCK, scales_ptr + S1 * BM, pid - Q0, R1, C1, T1, BR, BC,
+                   SPAN, BM, BK)
+    if OPERANDS > 2:
+        if (pid >= Q1) & (pid < Q2):
+            _split(x2_ptr, part_ptr + P2, halves_ptr + A2 * BLOCK, scales_ptr + S2 * BM, pid - Q1, R2, C2, T2, BR, BC,
+                   SPAN, BM, BK)
+    if OPERANDS > 3:
+        if (pid >= Q2) & (pid < Q3):
+            _split(x3_ptr, part_ptr + P3, halves_ptr + A3 * BLOCK, scales_ptr + S3 * BM, pid - Q2, R3, C3, T3, BR, BC,
+                   SPAN, BM, BK)
+    if OPERANDS > 4:
+        if (pid >= Q3) & (pid < Q4):
+            _split(x4_ptr, part_ptr + P4, halves_ptr + A4 * BLOCK, scales_ptr + S4 * BM, pid - Q3, R4, C4, T4, BR, BC,
+                   SPAN, BM, BK)
+    if OPERANDS > 5:
+        if (pid >= Q4) & (pid < Q5):
+            _split(x5_ptr, part_ptr + P5, halves_ptr + A5 * BLOCK, scales_ptr + S5 * BM, pid - Q4, R5, C5, T5, BR, BC,
+                   SPAN, BM, BK)
+
+
+@triton.jit
+def _split_product(a_ptr, a_scale_ptr, b_ptr, b_scale_ptr, c_ptr, q, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                   BK: tl.constexpr, GROUP_M: tl.constexpr, EVEN: tl.constexpr):
+    """Program ``q`` of ``C [M, N] = A @ B^T`` (contiguous), a ``[BM, BN]`` tile, from ``A``'s and
+    ``B``'s parts (:class:`Parts`: ``hi`` at ``a_ptr``, ``b_ptr``, each ``lo`` after it; ``K`` the
+    parts' padded width). ``EVEN``: ``M`` and ``N`` are whole tiles (the store takes no mask)."""
     tiles_m = tl.cdiv(M, BM)
     tiles_n = tl.cdiv(N, BN)
     in_group = GROUP_M * tiles_n
-    first_m = (pid // in_group) * GROUP_M
+    first_m = (q // in_group) * GROUP_M
     rows = tl.minimum(tiles_m - first_m, GROUP_M)
-    m = (first_m + (pid % in_group) % rows) * BM + tl.arange(0, BM)
-    n = ((pid % in_group) // rows) * BN + tl.arange(0, BN)
+    m = (first_m + (q % in_group) % rows) * BM + tl.arange(0, BM)
+    n = ((q % in_group) // rows) * BN + tl.arange(0, BN)
+    a_lo_ptr = a_ptr + tiles_m * BM * K
+    b_lo_ptr = b_ptr + tiles_n * BN * K
     acc = tl.zeros([BM, BN], dtype=tl.float32)
     for k0 in range(0, K, BK):
         k = k0 + tl.arange(0, BK)
         a_offsets = _tile_offsets(m, k, K, False, True)
         b_offsets = _tile_offsets(k, n, K, True, True)  # [BK, BN]: B^T's tile, read from B's rows
-        a_h = tl.load(a_hi_ptr + a_offsets)
+        a_h = tl.load(a_ptr + a_offsets)
         a_l = tl.load(a_lo_ptr + a_offsets)
-        b_h = tl.load(b_hi_ptr + b_offsets)
+        b_h = tl.load(b_ptr + b_offsets)
         b_l = tl.load(b_lo_ptr + b_offsets)
-        # (the chunk's products summed in the tensor core, the chunk added here: see the module docstring)
+        # (the chunk's products summed in the tensor core for that chunk, added here: the module docstring)
         chunk = tl.dot(a_l, b_h)
         chunk = tl.dot(a_h, b_l, chunk)
         chunk = tl.dot(a_h, b_h, chunk)
@@ -163,61 +277,170 @@ def split_product_kernel(a_hi_ptr, a_lo_ptr, a_scale_ptr, b_hi_ptr, b_lo_ptr, b_
         tl.store(c_ptr + c_offsets, acc, mask=(m[:, None] < M) & (n[None, :] < N))
 
 
+@triton.jit(do_not_specialize=["M0", "N0", "K0", "A0", "AS0", "B0", "BS0", "Q0", "M1", "N1", "K1", "A1", "AS1", "B1",
+                               "BS1", "Q1", "M2", "N2", "K2", "A2", "AS2", "B2", "BS2", "Q2"])
+def split_product_kernel(a_ptr, a_scale_ptr, b_ptr, b_scale_ptr, c0_ptr, c1_ptr, c2_ptr,
+                         M0, N0, K0, A0, AS0, B0, BS0, Q0, M1, N1, K1, A1, AS1, B1, BS1, Q1,
+                         M2, N2, K2, A2, AS2, B2, BS2, Q2,
+                         PRODUCTS: tl.constexpr, E0: tl.constexpr, E1: tl.constexpr, E2: tl.constexpr,
+                         BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr):
+    """:func:`_split_product` of up to three products in one launch: product ``k`` (``C{k} [M{k},
+    N{k}]``, ``E{k}`` its ``EVEN``) takes programs ``Q{k-1} .. Q{k}`` (``Q{-1}`` = 0), its ``A``'s
+    parts from ``a_ptr + A{k} * BM * BK`` and scales from ``a_scale_ptr + AS{k} * BM``, its ``B``'s
+    likewise, reducing over ``K{k} * BK``; ``PRODUCTS`` of them are given."""
+    pid = tl.program_id(0)
+    BLOCK: tl.constexpr = BM * BK
+    if pid < Q0:
+        _split_product(a_ptr + A0 * BLOCK, a_scale_ptr + AS0 * BM, b_ptr + B0 * BLOCK, b_scale_ptr + BS0 * BM, c0_ptr,
+                       pid, M0, N0, K0 * BK, BM, BN, BK, GROUP_M, E0)
+    if PRODUCTS > 1:
+        if (pid >= Q0) & (pid < Q1):
+            _split_product(a_ptr + A1 * BLOCK, a_scale_ptr + AS1 * BM, b_ptr + B1 * BLOCK, b_scale_ptr + BS1 * BM,
+                           c1_ptr, pid - Q0, M1, N1, K1 * BK, BM, BN, BK, GROUP_M, E1)
+    if PRODUCTS > 2:
+        if (pid >= Q1) & (pid < Q2):
+            _split_product(a_ptr + A2 * BLOCK, a_scale_ptr + AS2 * BM, b_ptr + B2 * BLOCK, b_scale_ptr + BS2 * BM,
+                           c2_ptr, pid - Q1, M2, N2, K2 * BK, BM, BN, BK, GROUP_M, E2)
+
+
 _LINE_MAX = KernelLauncher(line_max_kernel)
 _SPLIT = KernelLauncher(split_kernel)
 _PRODUCT = KernelLauncher(split_product_kernel)
-_MAX_CONSTEXPRS = {t: Constexprs(dict(TRANSPOSE=t, BR=SPLIT_TILE[0], BC=SPLIT_TILE[1], SPAN=MAX_SPAN_TILES,
-                                      num_warps=4)) for t in (False, True)}
-_SPLIT_CONSTEXPRS = {t: Constexprs(dict(TRANSPOSE=t, BR=SPLIT_TILE[0], BC=SPLIT_TILE[1], num_warps=4))
-                     for t in (False, True)}
-_PRODUCT_CONSTEXPRS = {e: Constexprs(dict(BM=TILES.bm, BN=TILES.bn, BK=TILES.bk, GROUP_M=GROUP_M, EVEN=e,
-                                          num_warps=TILES.num_warps, num_stages=TILES.num_stages))
-                       for e in (False, True)}
+
+
+class _SplitPlan(NamedTuple):
+    """What :func:`split_all` launches for operands of given shapes (made once per shapes)."""
+
+    halves: int  # elements of the fp16 buffer
+    scales: int  # elements of the fp32 buffer: the scales, then the partial maxima
+    max_programs: int
+    max_ints: tuple  # line_max_kernel's integer arguments
+    max_constexprs: Constexprs
+    split_programs: int
+    split_ints: tuple
+    split_constexprs: Constexprs
+    parts: tuple  # (at, scale_at, lines, width) of each operand
+
+
+_PLANS: dict[tuple, _SplitPlan] = {}
+
+
+def _split_plan(key: tuple) -> _SplitPlan:
+    """The :class:`_SplitPlan` of ``key``, ``((rows, cols, transpose), ...)``: each operand's
+    lines in blocks of a split tile, their spans of :data:`MAX_SPAN_TILES` tiles, its padded
+    parts and scales laid after the operand's before it."""
+    (tile_r, tile_c), bm, bk = SPLIT_TILE, TILES.bm, TILES.bk
+    at = scale_at = partials = max_end = split_end = 0
+    ends, offsets, parts = [], [], []
+    for rows, cols, transpose in key:
+        lines, width = (cols, rows) if transpose else (rows, cols)
+        padded = (cdiv(lines, bm) * bm, cdiv(width, bk) * bk)
+        spans = cdiv(cdiv(width, tile_r if transpose else tile_c), MAX_SPAN_TILES)
+        max_end += cdiv(lines, tile_c if transpose else tile_r) * spans
+        split_end += padded[0] * padded[1] // (tile_r * tile_c)
+        ends.append((max_end, split_end))
+        offsets.append(partials)
+        parts.append((at, scale_at, lines, width))
+        partials += spans * lines
+        at += 2 * padded[0] * padded[1] // BLOCK
+        scale_at += padded[0] // bm
+    max_ints, split_ints = [], []
+    for (rows, cols, _), (max_q, split_q), part, (a, s, _, _) in zip(key, ends, offsets, parts):
+        max_ints += [rows, cols, max_q, scale_at * bm + part]
+        split_ints += [rows, cols, split_q, scale_at * bm + part, a, s]
+    for _ in range(MAX_OPERANDS - len(key)):  # (the unused operands' programs: none, past the last end)
+        max_ints += [0, 0, max_end, 0]
+        split_ints += [0, 0, split_end, 0, 0, 0]
+    transposes = {f"T{k}": k < len(key) and key[k][2] for k in range(MAX_OPERANDS)}
+    common = dict(OPERANDS=len(key), **transposes, BR=tile_r, BC=tile_c, SPAN=MAX_SPAN_TILES, num_warps=4)
+    return _SplitPlan(at * BLOCK, scale_at * bm + partials, max_end, tuple(max_ints), Constexprs(common), split_end,
+                      tuple(split_ints), Constexprs(dict(common, BM=bm, BK=bk)), tuple(parts))
+
+
+def split_all(operands: Sequence[tuple[torch.Tensor, bool]]) -> list[Parts]:
+    """The :class:`Parts` of each 2-D fp32 operand ``(x, transpose)`` (the module docstring): the
+    rows of ``x``, or (``transpose``) of its transpose, each under its own power of two, padded
+    with zeros; all in two launches and two allocations.
+
+    Raises:
+        ValueError: no operands, or more than :data:`MAX_OPERANDS`.
+    """
+    if not 0 < len(operands) <= MAX_OPERANDS:
+        raise ValueError(f"{len(operands)} operands to split: 1 to {MAX_OPERANDS} a call")
+    xs = [x.contiguous() for x, _ in operands]
+    key = tuple([(x.shape[0], x.shape[1], t) for x, (_, t) in zip(xs, operands)])
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _PLANS[key] = _split_plan(key)
+    device = xs[0].device
+    halves = torch.empty(plan.halves, device=device, dtype=torch.float16)
+    scales = torch.empty(plan.scales, device=device, dtype=torch.float32)
+    xs += xs[:1] * (MAX_OPERANDS - len(xs))  # (the unused operands' pointers, never read)
+    if plan.max_programs:
+        _LINE_MAX((plan.max_programs,), (*xs, scales, *plan.max_ints), plan.max_constexprs)
+    if plan.split_programs:
+        _SPLIT((plan.split_programs,), (*xs, scales, halves, scales, *plan.split_ints), plan.split_constexprs)
+    return [Parts(halves, scales, *part) for part in plan.parts]
+
+
+def products(pairs: Sequence[tuple[Parts, Parts]]) -> list[torch.Tensor]:
+    """``A @ B^T`` in fp32 by 3xFP16 (the module docstring) for each ``(a, b)`` of operands split
+    by :func:`split_all` (``A [M, K]``, ``B [N, K]``): ``[M, N]`` each, contiguous, in one launch.
+    Every ``a`` comes from one :func:`split_all` call, every ``b`` from one (the same or another).
+
+    Raises:
+        ValueError: no pairs or more than :data:`MAX_PRODUCTS`, a pair's reductions differ, or the
+            ``a``s (``b``s) come from several calls.
+    """
+    if not 0 < len(pairs) <= MAX_PRODUCTS:
+        raise ValueError(f"{len(pairs)} products: 1 to {MAX_PRODUCTS} a call")
+    a0, b0 = pairs[0]
+    ints, evens, outs, end = [], [], [], 0
+    for a, b in pairs:
+        if a.width != b.width:
+            raise ValueError(f"A [{a.lines}, {a.width}] @ B^T with B [{b.lines}, {b.width}]: the reductions differ")
+        if a.halves is not a0.halves or b.halves is not b0.halves:
+            raise ValueError("the products' operands come from several splits")
+        out = torch.empty(a.lines, b.lines, device=a.halves.device, dtype=torch.float32)
+        if a.width == 0:
+            out.zero_()  # (a product over nothing; its parts were never written)
+        else:
+            end += cdiv(a.lines, TILES.bm) * cdiv(b.lines, TILES.bn)
+        outs.append(out)
+        ints += [a.lines, b.lines, a.padded[1] // TILES.bk, a.at, a.scale_at, b.at, b.scale_at, end]
+        evens.append(a.lines % TILES.bm == 0 and b.lines % TILES.bn == 0)
+    if end:
+        unused = MAX_PRODUCTS - len(pairs)
+        _PRODUCT((end,), (a0.halves, a0.scales, b0.halves, b0.scales, *outs, *outs[:1] * unused,
+                          *ints, *[0, 0, 0, 0, 0, 0, 0, end] * unused), _product_constexprs(tuple(evens)))
+    return outs
+
+
+_PRODUCT_CONSTEXPRS: dict[tuple, Constexprs] = {}
+
+
+def _product_constexprs(evens: tuple) -> Constexprs:
+    """:func:`split_product_kernel`'s compile-time arguments for products whose stores are whole
+    (``evens``), made once each."""
+    constexprs = _PRODUCT_CONSTEXPRS.get(evens)
+    if constexprs is None:
+        flags = {f"E{k}": k < len(evens) and evens[k] for k in range(MAX_PRODUCTS)}
+        constexprs = _PRODUCT_CONSTEXPRS[evens] = Constexprs(dict(
+            PRODUCTS=len(evens), **flags, BM=TILES.bm, BN=TILES.bn, BK=TILES.bk, GROUP_M=GROUP_M,
+            num_warps=TILES.num_warps, num_stages=TILES.num_stages))
+    return constexprs
 
 
 def split(x: torch.Tensor, transpose: bool = False) -> Parts:
-    """The :class:`Parts` of 2-D fp32 ``x`` (the module docstring): rows of ``x``, or
-    (``transpose``) of its transpose, each under its own power of two, padded with zeros."""
-    x = x.contiguous()
-    rows, cols = x.shape
-    lines, width = (cols, rows) if transpose else (rows, cols)
-    padded = (cdiv(lines, TILES.bm) * TILES.bm, cdiv(width, TILES.bk) * TILES.bk)
-    hi = torch.empty(padded, device=x.device, dtype=torch.float16)
-    lo = torch.empty(padded, device=x.device, dtype=torch.float16)
-    scale = torch.empty(padded[0], device=x.device, dtype=torch.float32)
-    if x.numel() == 0:
-        return Parts(hi.zero_(), lo.zero_(), scale.fill_(1.0), lines, width)
-    # (the lines' side of the grid first, the other side in spans; the split over the padded extent)
-    tiles = (cdiv(rows, SPLIT_TILE[0]), cdiv(cols, SPLIT_TILE[1]))
-    line_tiles, along = (tiles[1], tiles[0]) if transpose else tiles
-    parts = cdiv(along, MAX_SPAN_TILES)
-    partial = torch.empty(parts * lines, device=x.device, dtype=torch.float32)
-    _LINE_MAX((line_tiles, parts), (x, partial, rows, cols), _MAX_CONSTEXPRS[transpose])
-    grid = (padded[1] // SPLIT_TILE[0], padded[0] // SPLIT_TILE[1]) if transpose else (
-        padded[0] // SPLIT_TILE[0], padded[1] // SPLIT_TILE[1])
-    _SPLIT(grid, (x, partial, hi, lo, scale, rows, cols, parts, padded[1]), _SPLIT_CONSTEXPRS[transpose])
-    return Parts(hi, lo, scale, lines, width)
+    """:func:`split_all` of one operand."""
+    return split_all([(x, transpose)])[0]
 
 
 def product(a: Parts, b: Parts) -> torch.Tensor:
-    """``A @ B^T`` in fp32 by 3xFP16 (the module docstring), from ``a = split(A)`` (``A [M, K]``)
-    and ``b = split(B)`` (``B [N, K]``): ``[M, N]``, contiguous.
-
-    Raises:
-        ValueError: the operands' shapes differ in ``K``.
-    """
-    M, N, K = a.lines, b.lines, a.hi.shape[1]
-    if a.width != b.width:
-        raise ValueError(f"A [{M}, {a.width}] @ B^T with B [{N}, {b.width}]: the reductions differ")
-    out = torch.empty(M, N, device=a.hi.device, dtype=torch.float32)
-    if out.numel() == 0:
-        return out
-    is_even = M % TILES.bm == 0 and N % TILES.bn == 0
-    _PRODUCT((cdiv(M, TILES.bm) * cdiv(N, TILES.bn),),
-             (a.hi, a.lo, a.scale, b.hi, b.lo, b.scale, out, M, N, K), _PRODUCT_CONSTEXPRS[is_even])
-    return out
+    """:func:`products` of one pair."""
+    return products([(a, b)])[0]
 
 
 def reference_product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``a @ b^T`` in float64 (``a [M, K]``, ``b [N, K]``): what :func:`product` approximates."""
+    """``a @ b^T`` in float64 (``a [M, K]``, ``b [N, K]``): what :func:`products` approximates."""
     return a.double() @ b.double().t()
