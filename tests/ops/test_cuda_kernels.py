@@ -803,10 +803,10 @@ def test_split_gradients_on_the_gpu(shape, monkeypatch):
         assert err <= SPLIT_TOLERANCE, f"{field}: {err:.3g}"
 
 
-def test_captured_gradients_take_the_splits_by_flops_alone(monkeypatch):
+def test_gradients_take_the_splits_eagerly_and_captured(monkeypatch):
     """At theano's batch 128, hidden 512 (2.4e10 FLOP, 64 tiles of each weight gradient) strict
-    fp32's gradients are the torch calls eagerly and the split products in a graph's capture
-    (``gradients.splits_pay``), the captured ones against float64."""
+    fp32's gradients are the split products eagerly and in a graph's capture
+    (``gradients.splits_pay``), both against float64."""
     from rnnbench.ops import gradients
 
     taken = []
@@ -815,15 +815,17 @@ def test_captured_gradients_take_the_splits_by_flops_alone(monkeypatch):
     gen = torch.Generator(device="cuda").manual_seed(0)
     d_gx, x, h = (torch.randn(3840, n, generator=gen, device="cuda") for n in (2048, 512, 512))
     w_ih = torch.randn(2048, 512, generator=gen, device="cuda") * 512 ** -0.5
-    with matmul_mode("fp32"):
-        call = lambda: vars(gradients.layer_gradients(d_gx, d_gx, x, h, w_ih, (True,) * 5, "tf32x3", False))  # noqa: E731
-        call()
-        assert taken == []
-        captured = graphed(lambda: tuple(call().values()))()
-    assert taken == ["split"]  # (the three warm-ups on a side stream are eager)
     want = vars(gradients.reference_gradients(*(t.double() for t in (d_gx, d_gx, x, h, w_ih)), (True,) * 5))
-    for got, (field, ref) in zip(captured, want.items()):
-        assert relative_error(got, ref) <= SPLIT_TOLERANCE, field
+    with matmul_mode("fp32"):
+        call = lambda: tuple(vars(gradients.layer_gradients(d_gx, d_gx, x, h, w_ih, (True,) * 5, "tf32x3",  # noqa: E731
+                                                            False)).values())
+        eager = call()
+        assert taken == ["split"]
+        captured = graphed(call)()
+    assert taken == ["split"] * 5  # (three warm-ups on a side stream, then the capture)
+    for results in (eager, captured):
+        for got, (field, ref) in zip(results, want.items()):
+            assert relative_error(got, ref) <= SPLIT_TOLERANCE, field
 
 
 @pytest.mark.parametrize("cell", ["lstm", "gru"])

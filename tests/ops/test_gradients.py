@@ -203,7 +203,7 @@ def test_split_gradients_match_float64(shape, need):
 
 @pytest.mark.parametrize("precision, rows, hidden, path", [
     ("tf32x3", 960, 1024, "splits"),   # theano's LSTM at batch 32, hidden 1024: 2.4e10 FLOP
-    ("tf32x3", 3840, 512, "torch"),    # at batch 128, hidden 512: 2.4e10, but 64 tiles (eagerly)
+    ("tf32x3", 3840, 512, "splits"),   # at batch 128, hidden 512: 2.4e10 (64 tiles of each weight gradient)
     ("tf32x3", 600, 500, "torch"),     # glample's at hidden 500: 3.6e9, too few to pay
     ("tf32x3", 960, 512, "fused"),     # within EVEN_FUSED_MAX_FLOP
     ("tf32", 960, 1024, "torch"),      # TF32: cuBLAS' TF32 products
@@ -224,17 +224,16 @@ def test_strict_fp32_past_the_fused_limits_takes_the_splits_where_they_pay(monke
     assert taken == [path]
 
 
-@pytest.mark.parametrize("rows, gates, hidden, eager, captured", [
-    (960, 4, 1024, True, True),     # theano's LSTM at batch 32, hidden 1024: 2.4e10 FLOP, 256 tiles
-    (3840, 4, 512, False, True),    # at batch 128, hidden 512: 2.4e10, 64 tiles
-    (3840, 3, 512, False, True),    # the GRU's: 1.8e10, 48 tiles
-    (960, 4, 512, False, False),    # at batch 32: 6.0e9
-    (600, 4, 500, False, False),    # glample's at hidden 500: 3.6e9
+@pytest.mark.parametrize("rows, gates, hidden, pays", [
+    (960, 4, 1024, True),     # theano's LSTM at batch 32, hidden 1024: 2.4e10 FLOP
+    (3840, 4, 512, True),     # at batch 128, hidden 512: 2.4e10
+    (3840, 3, 512, True),     # the GRU's: 1.8e10
+    (960, 4, 512, False),     # at batch 32: 6.0e9
+    (600, 4, 500, False),     # glample's at hidden 500: 3.6e9
 ])
-def test_the_splits_pay_by_flops_and_eagerly_by_tiles(rows, gates, hidden, eager, captured):
-    """``splits_pay``: from SPLIT_MIN_FLOP in a graph's capture, and eagerly only with
-    SPLIT_MIN_WEIGHT_TILES tiles of each weight gradient too."""
+def test_the_splits_pay_by_flops(rows, gates, hidden, pays):
+    """``splits_pay``: from SPLIT_MIN_FLOP, eagerly as in a graph's capture (however few tiles
+    each weight gradient has)."""
     from rnnbench.ops.gradients import splits_pay
 
-    assert splits_pay(rows, gates * hidden, hidden, hidden) is eager
-    assert splits_pay(rows, gates * hidden, hidden, hidden, captured=True) is captured
+    assert splits_pay(rows, gates * hidden, hidden, hidden) is pays

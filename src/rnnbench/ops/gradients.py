@@ -39,7 +39,7 @@ import triton
 import triton.language as tl
 
 from . import split_products
-from .launch import Constexprs, KernelLauncher, capturing, counters
+from .launch import Constexprs, KernelLauncher, counters
 from .plans import cdiv
 from .products import Tiles, _product_tile, even
 
@@ -77,14 +77,13 @@ TARGET_PROGRAMS, MIN_SLICE_K = 264, 128
 # hidden 512: 193 against 181; glample's LSTM at hidden 500: 164 against 120). As 3xTF32 (the tree
 # before) they took 0.94x and 1.12x the torch calls' time at batch 128, hidden 512.
 SPLIT_MIN_FLOP = 1e10
-# Eagerly, outside a graph's capture, also at least this many 128x128 tiles of each weight
-# gradient: the splits' ten small launches and their allocations are host time (at batch 128,
-# hidden 512 a training step issued back to back took 1,881 µs of host time against 1,329 without
-# them, and 1,972 a call: host-bound; fp16-products/host-a025768). The engine's eager training
-# steps (fp16-products/paths-dfcdaab, one process, each form its own module): at hidden 1024
-# (192-256 tiles) 0.71-0.97x the time with the splits, at batch 128, hidden 512 (64 and 48 tiles)
-# 1.10x (LSTM) and 1.04x (GRU).
-SPLIT_MIN_WEIGHT_TILES = 128
+# Eagerly as in graphs: at 48eac23 an eager call also needed 128 tiles of 128x128 of each weight
+# gradient (the splits' launches and allocations were host time), and the engine's eager training
+# steps without that rule took 0.78-0.83x the time at theano's batch 128, hidden 512 and fastrnns'
+# (LSTM 1,527 -> 1,273 µs, GRU 1,396 -> 1,094, fastrnns' LSTM 2,613 -> 2,125), the other layers
+# within their rounds' spread (results/h100/split-launches/limits-f86a7e2). From 4e9 (with the fused
+# launch on whole tiles up to 4e9) graphed steps at batch 32, hidden 512 took 0.89x (LSTM) and
+# 0.98x (GRU) the time, but the GRU's eager step 1.10x: not taken.
 
 
 @dataclass
@@ -195,7 +194,7 @@ def layer_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...], precisi
     is_even = all_even(tiles, rows, gate_width, input_size, hidden_size)
     limit = EVEN_FUSED_MAX_FLOP.get("half" if x.dtype.itemsize == 2 else precision, 0.0) if is_even else 0.0
     if not (any(need[:3]) and biases_fit and fused(rows, gate_width, input_size, hidden_size, limit)):
-        if precision == "tf32x3" and splits_pay(rows, gate_width, input_size, hidden_size, capturing(x)):
+        if precision == "tf32x3" and splits_pay(rows, gate_width, input_size, hidden_size):
             return split_gradients(d_gx, d_gh, x, h_prev, w_ih, need)
         return reference_gradients(d_gx, d_gh, x, h_prev, w_ih, need)
     dev, dtype = x.device, w_ih.dtype
@@ -226,15 +225,10 @@ def layer_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...], precisi
     return LayerGradients(dx, dw_ih, dw_hh, db_ih, db_hh)
 
 
-def splits_pay(rows: int, gate_width: int, input_size: int, hidden_size: int, captured: bool = False) -> bool:
+def splits_pay(rows: int, gate_width: int, input_size: int, hidden_size: int) -> bool:
     """Whether strict fp32's gradients past the fused launch's limits take :func:`split_gradients`:
-    the three products' FLOPs (``2 rows G*H (2I + H)``) are at least :data:`SPLIT_MIN_FLOP`, and,
-    unless ``captured`` (in a CUDA graph's capture), each weight gradient (``[G*H, I]``, ``[G*H,
-    H]``) has :data:`SPLIT_MIN_WEIGHT_TILES` tiles."""
-    if 2 * rows * gate_width * (2 * input_size + hidden_size) < SPLIT_MIN_FLOP:
-        return False
-    side = split_products.TILES.bm
-    return captured or cdiv(gate_width, side) * cdiv(min(input_size, hidden_size), side) >= SPLIT_MIN_WEIGHT_TILES
+    the three products' FLOPs (``2 rows G*H (2I + H)``) are at least :data:`SPLIT_MIN_FLOP`."""
+    return 2 * rows * gate_width * (2 * input_size + hidden_size) >= SPLIT_MIN_FLOP
 
 
 def split_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...]) -> LayerGradients:
