@@ -69,21 +69,21 @@ HALF_TILES = Tiles(64, 64, 32, num_warps=4, num_stages=3)
 # 2.07x slower on the H100 (results/h100/triton-lane-15).
 TARGET_PROGRAMS, MIN_SLICE_K = 264, 128
 # Past the fused launch's limits, strict fp32 takes ops/split_products (3xFP16) from this many FLOPs
-# of the three products; the torch calls (cuBLAS' IEEE products) below. On the H100, device time
-# (results/h100/fp16-products/products-d522cc1, the three products with their five splits; the
-# torch calls in the same process): 0.39-0.81x the torch calls' time from 1.8e10 (theano's batch 32
-# at hidden 1024: LSTM 313 µs against 533; batch 128 at hidden 512: 351 against 541, GRU 370
-# against 458; batch 128 at hidden 1024: 773 against 1,972) and 1.07-1.73x at 9e8-6.0e9 (batch 32,
-# hidden 512: 193 against 181; glample's LSTM at hidden 500: 164 against 120). As 3xTF32 (the tree
-# before) they took 0.94x and 1.12x the torch calls' time at batch 128, hidden 512.
+# of the three products, eagerly as in graphs; the torch calls (cuBLAS' IEEE products) below. On
+# the H100, device time with the splits in two launches and the products in one
+# (results/h100/split-launches/products-48eac23, the torch calls in the same process): 0.38-0.55x
+# the torch calls' time from 1.8e10 (theano's batch 32 at hidden 1024: LSTM 235 µs against 534;
+# batch 128 at hidden 512: 237 against 542, GRU 249 against 457; batch 128 at hidden 1024: 738
+# against 1,967). Smaller layers past the fused launch were as fast either way or faster split
+# (split-launches/crossover-ec6abbb: glample's LSTM at hidden 500, 1.7e9: 75.8 against 74.3 and the
+# fused launch's 74.7), but from 4e9 (with the fused launch on whole tiles up to 4e9 too) the
+# GRU's eager training step at batch 32, hidden 512 took 1.10x the time (its graphed step 0.98x,
+# the LSTM's 0.89x; split-launches/limits-f86a7e2): not taken. Until 48eac23 an eager call also
+# needed 128 tiles of 128x128 of each weight gradient (the splits' launches and allocations were
+# host time); without that rule the engine's eager training steps took 0.78-0.83x the time at
+# theano's batch 128, hidden 512 and fastrnns' (LSTM 1,527 -> 1,273 µs, GRU 1,396 -> 1,094,
+# fastrnns' LSTM 2,613 -> 2,125), the other layers within their rounds' spread (limits-f86a7e2).
 SPLIT_MIN_FLOP = 1e10
-# Eagerly as in graphs: at 48eac23 an eager call also needed 128 tiles of 128x128 of each weight
-# gradient (the splits' launches and allocations were host time), and the engine's eager training
-# steps without that rule took 0.78-0.83x the time at theano's batch 128, hidden 512 and fastrnns'
-# (LSTM 1,527 -> 1,273 µs, GRU 1,396 -> 1,094, fastrnns' LSTM 2,613 -> 2,125), the other layers
-# within their rounds' spread (results/h100/split-launches/limits-f86a7e2). From 4e9 (with the fused
-# launch on whole tiles up to 4e9) graphed steps at batch 32, hidden 512 took 0.89x (LSTM) and
-# 0.98x (GRU) the time, but the GRU's eager step 1.10x: not taken.
 
 
 @dataclass

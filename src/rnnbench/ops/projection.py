@@ -61,16 +61,19 @@ STRICT_EVEN_MAX_FLOP = float("inf")
 # FLOPs from which strict fp32 takes the product from operands split once into fp16 parts
 # (3xFP16, ops/split_products.py: three launches, the parts' bytes half an fp32 operand's) instead
 # of our 3xTF32 tiles, whole or not: in a graph's capture, and eagerly. On the H100, device time
-# (results/h100/fp16-products/products-d522cc1, each form checked against float64 first): 0.50-0.80x
-# the tiles' time from 8.1e9 (theano's LSTM at batch 32, hidden 1024: 95 µs against 120; at batch
-# 128 255 against 446; 200 steps 1,462 against 2,901), 0.91-0.98x at 6.0e9, 1.36-1.63x at 1.5-2.0e9.
-# Eagerly the splits' allocations and launches are host time (these layers' calls are not
-# replayed): 94-130 µs more a forward call issued back to back (fp16-products/host-a025768), which
-# the device waits on where the product is small. The engine's eager forwards
-# (fp16-products/paths-dfcdaab, one process, each form its own module) took 1.13x and 1.28x the
-# time at 8.1e9 (theano's LSTM at batch 32, hidden 1024; batch 128, hidden 512), 0.97x and 0.90x at
-# 2.4e10 and 3.2e10 (batch 128, hidden 1024).
-SPLIT_MIN_FLOP = {"captured": 7e9, "eager": 2e10}
+# with the splits in two launches (results/h100/split-launches/products-48eac23, each form checked
+# against float64 first): 0.50-0.68x the tiles' time from 8.1e9 (theano's LSTM at batch 32, hidden
+# 1024: 79.6 µs against 118.1; at batch 128 238.6 against 438.0; 200 steps 1,405.5 against
+# 2,820.3), 0.75-0.80x at 6.0e9 (the GRU's at batch 32, hidden 1024: 73.4 against 91.3; at batch
+# 128, hidden 512: 64.7 against 85.9), 0.96x at 2.0e9 (batch 32, hidden 512: 31.6 against 32.9),
+# 1.15x at 1.5e9 (the GRU's: 29.8 against 25.9): in a capture from 4e9 (7e9 before those launches
+# were cut). Eagerly the splits' allocations and launches are host time (these layers' calls are
+# not replayed): 50-101 µs more a forward call issued back to back (split-launches/host-48eac23;
+# 83-126 before). With the eager limit at 7e9 the engine's eager steps at 8.1e9 (theano's LSTM at
+# batch 32, hidden 1024; one process, each form its own module: host-48eac23/limits.txt) took 0.95x
+# the time forward (395 against 414 µs) but 1.08x training (1,569 against 1,459, in every round):
+# kept at 2e10.
+SPLIT_MIN_FLOP = {"captured": 4e9, "eager": 2e10}
 # Tiles (the same measurements): 64x64 with three chunks in flight where the unmasked path runs
 # (the fastest or within 10 % of it at every shape); elsewhere 32x64 with two (6.2-7.6 µs at
 # glample's sizes, 64x64 16.3-17.1: masked 64-row fp32 tiles on wgmma are slow).
