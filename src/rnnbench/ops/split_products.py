@@ -92,16 +92,19 @@ class Parts(NamedTuple):
 
     @property
     def hi(self) -> torch.Tensor:
+        """The high parts, ``[lines, width]`` padded, fp16: a view of ``halves``."""
         size = self.padded[0] * self.padded[1]
         return self.halves[self.at * BLOCK:self.at * BLOCK + size].view(self.padded)
 
     @property
     def lo(self) -> torch.Tensor:
+        """The remainders at the high parts' scale, shaped as :attr:`hi`: a view of ``halves``."""
         size = self.padded[0] * self.padded[1]
         return self.halves[self.at * BLOCK + size:self.at * BLOCK + 2 * size].view(self.padded)
 
     @property
     def scale(self) -> torch.Tensor:
+        """Each line's power of two, ``[lines padded]``, fp32: a view of ``scales``."""
         return self.scales[self.scale_at * TILES.bm:self.scale_at * TILES.bm + self.padded[0]]
 
 
