@@ -13,7 +13,20 @@ import torch
 
 from rnnbench.verify import relative_error
 
-pytestmark = pytest.mark.usefixtures("interpreter")
+pytestmark = pytest.mark.usefixtures("interpreter", "unwritten_is_nan")
+
+
+@pytest.fixture
+def unwritten_is_nan(monkeypatch):
+    """Every float tensor ``torch.empty`` makes starts as NaN (fresh CPU memory is often zeros,
+    which would hide padding or parts a kernel failed to write)."""
+    real = torch.empty
+
+    def empty(*args, **kwargs):
+        t = real(*args, **kwargs)
+        return t.fill_(math.nan) if t.is_floating_point() else t
+
+    monkeypatch.setattr(torch, "empty", empty)
 
 
 def _spread(rows: int, cols: int, seed: int) -> torch.Tensor:
@@ -140,7 +153,8 @@ def test_operands_split_together_are_each_split_alone():
 
 def test_products_made_together_match_float64():
     """``products`` makes up to three products in one launch, whole tiles (their stores unmasked)
-    beside partial ones, from operands of one split call, and from ``a``s and ``b``s of two."""
+    beside partial ones, from operands of one split call, and from ``a``s of one call and ``b``s of
+    another (neither the first of its call), beside a product over nothing."""
     from rnnbench.ops import split_products as sp
 
     gen = torch.Generator().manual_seed(9)
@@ -151,9 +165,14 @@ def test_products_made_together_match_float64():
     for value, ref in zip(got, want):
         assert value.shape == ref.shape and value.is_contiguous()
         assert relative_error(value, ref) <= 1e-6
-    a, b = torch.randn(3, 50, generator=gen), torch.randn(200, 50, generator=gen)
-    (alone,) = sp.products([(sp.split(a), sp.split(b))])
-    assert relative_error(alone, sp.reference_product(a, b)) <= 1e-6
+    # a's of one call and b's of another, past each call's first operand, beside a product over nothing
+    a0, a1, b0, b1 = (torch.randn(r, 50, generator=gen) for r in (3, 130, 200, 37))
+    a_parts = sp.split_all([(a0, False), (a1, False), (torch.randn(5, 0), False)])
+    b_parts = sp.split_all([(b0, False), (b1, False), (torch.randn(3, 0), False)])
+    got = sp.products([(a_parts[1], b_parts[1]), (a_parts[2], b_parts[2]), (a_parts[0], b_parts[0])])
+    assert relative_error(got[0], sp.reference_product(a1, b1)) <= 1e-6
+    assert torch.equal(got[1], torch.zeros(5, 3))
+    assert relative_error(got[2], sp.reference_product(a0, b0)) <= 1e-6
 
 
 def test_calls_past_their_counts_or_across_splits_are_refused():
@@ -169,3 +188,14 @@ def test_calls_past_their_counts_or_across_splits_are_refused():
         sp.products([(a, b)] * (sp.MAX_PRODUCTS + 1))
     with pytest.raises(ValueError, match="several splits"):
         sp.products([(a, b), (sp.split(x), b)])
+    with pytest.raises(ValueError, match="several splits"):
+        sp.products([(a, b), (a, sp.split(x))])
+
+
+def test_an_operand_too_large_for_32_bit_offsets_is_refused():
+    """An operand whose parts would reach 2^31 elements (the kernels' offsets inside one operand
+    are 32-bit) is refused before anything is allocated."""
+    from rnnbench.ops import split_products as sp
+
+    with pytest.raises(ValueError, match="too large to split"):
+        sp.split_all([(torch.ones(1, 1).expand(2 ** 16, 2 ** 15), False)])  # (one element, seen as 2^31)

@@ -170,9 +170,10 @@ def compile_gradients(dtype: torch.dtype, precision: str, gates: int = 4, capabi
                     tiles.num_stages, capability)
 
 
-# The split products' launches as their callers make them: the operands' transposes of a split
-# (the projection's x and W_ih; a GRU layer's gradients: d_gx, W_ih^T, d_gx^T, x^T, d_gh^T, h^T), and
-# the products' whole stores (one masked, one whole, a layer's three gradients whole and masked).
+# The split products' launches, the widest their callers make: the operands' transposes of a split
+# (the projection's x and W_ih; a GRU layer's gradients: d_gx, W_ih^T, d_gx^T, x^T, d_gh^T, h^T; an
+# LSTM's or a call for fewer gradients launches fewer operands), and the products' whole stores
+# (one masked, one whole, a layer's three gradients whole and masked).
 SPLIT_VARIANTS = {"projection": (False, False), "gradients": (False, True, True, True, True, True)}
 PRODUCT_VARIANTS = {"split-product": (False,), "split-product-even": (True,), "split-products-even": (True,) * 3,
                     "split-products": (False,) * 3}

@@ -38,6 +38,7 @@ their scales per column of the stored tensor. The parts cost memory: each operan
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple, Sequence
 
 import torch
@@ -69,6 +70,13 @@ MAX_PRODUCTS = 3
 # lines: the kernels take those offsets in these units, so that the compiler knows their alignment
 # (a runtime offset of unknown divisibility would cost the loads and stores their vector width).
 BLOCK = TILES.bm * TILES.bk
+# (What the kernels assume of these: every operand's lines padded alike, whether it is a product's
+# A or B, and the split's tiles covering the padded parts in either orientation.)
+assert TILES.bm == TILES.bn and TILES.bm % SPLIT_TILE[0] == TILES.bm % SPLIT_TILE[1] == 0
+assert TILES.bk % SPLIT_TILE[0] == TILES.bk % SPLIT_TILE[1] == 0
+# Offsets inside one operand's high parts (or remainders) are 32-bit in the kernels, as are those of
+# the operand itself; across a call's operands and between the two parts, 64-bit.
+MAX_PART_ELEMENTS = 2 ** 31
 
 
 class Parts(NamedTuple):
@@ -76,7 +84,9 @@ class Parts(NamedTuple):
     * scale[r]`` for ``r < lines`` (``lines`` = R), ``hi`` and ``lo`` ``[R padded to TILES.bm, K
     padded to TILES.bk]`` (zeros past ``X``) in fp16, ``scale`` ``[R padded]`` in fp32 (powers of
     two). They live in buffers a :func:`split_all` call shares among its operands: ``hi`` at
-    ``halves[at * BLOCK:]``, ``lo`` right after it, ``scale`` at ``scales[scale_at * TILES.bm:]``."""
+    ``halves[at * BLOCK:]``, ``lo`` right after it, ``scale`` at ``scales[scale_at * TILES.bm:]``.
+    An operand of no width has no parts and its scales are left unwritten (a product over nothing
+    is zeros, :func:`products`, without reading them)."""
 
     halves: torch.Tensor
     scales: torch.Tensor
@@ -170,14 +180,17 @@ def _line_scales(part_ptr, lines, LINES, PARTS):
 
 
 @triton.jit
-def _split(x_ptr, part_ptr, hi_ptr, scale_ptr, q, ROWS, COLS, TRANSPOSE: tl.constexpr, BR: tl.constexpr,
-           BC: tl.constexpr, SPAN: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr):
+def _split(x_ptr, part_ptr, halves_ptr, at, scales_ptr, scale_at, q, ROWS, COLS, TRANSPOSE: tl.constexpr,
+           BR: tl.constexpr, BC: tl.constexpr, SPAN: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr):
     """Program ``q`` of one operand's split: ``hi`` and ``lo`` of a ``[BR, BC]`` tile of ``x [ROWS,
     COLS]`` (row-major, contiguous; zeros past its edges, for the parts' padding) under its lines'
-    powers of two (:func:`_line_scales` of the partials at ``part_ptr``), stored at ``hi_ptr`` as
-    ``x`` is, or (``TRANSPOSE``) as its transpose, in rows padded to ``BK`` (``lo`` after the ``hi``
-    of all lines padded to ``BM``); the programs of the first tile along the lines store their
-    scales at ``scale_ptr``. The tiles go down ``x``'s padded rows first."""
+    powers of two (:func:`_line_scales` of the partials at ``part_ptr``), stored from ``halves_ptr +
+    at * BM * BK`` as ``x`` is, or (``TRANSPOSE``) as its transpose, in rows padded to ``BK`` (``lo``
+    after the ``hi`` of all lines padded to ``BM``); the programs of the first tile along the lines
+    store their scales from ``scales_ptr + scale_at * BM``. The tiles go down ``x``'s padded rows
+    first. (Offsets into the shared buffers in 64 bits: a call's parts may pass 2^31 elements.)"""
+    hi_ptr = halves_ptr + at.to(tl.int64) * (BM * BK)
+    scale_ptr = scales_ptr + scale_at * BM
     LINES = COLS if TRANSPOSE else ROWS
     WIDTH = ROWS if TRANSPOSE else COLS
     lines_padded = tl.cdiv(LINES, BM) * BM
@@ -200,7 +213,7 @@ def _split(x_ptr, part_ptr, hi_ptr, scale_ptr, q, ROWS, COLS, TRANSPOSE: tl.cons
         if q // tiles_down == 0:
             tl.store(scale_ptr + r, scale)
     tl.store(hi_ptr + out, hi)
-    tl.store(hi_ptr + lines_padded * ld + out, lo)
+    tl.store(hi_ptr + lines_padded.to(tl.int64) * ld + out, lo)
 
 
 @triton.jit(do_not_specialize=["R0", "C0", "Q0", "P0", "A0", "S0", "R1", "C1", "Q1", "P1", "A1", "S1", "R2", "C2",
@@ -217,38 +230,38 @@ def split_kernel(x0_ptr, x1_ptr, x2_ptr, x3_ptr, x4_ptr, x5_ptr, part_ptr, halve
     from ``halves_ptr + A{k} * BM * BK`` and its scales from ``scales_ptr + S{k} * BM`` (offsets
     in whole padded tiles, so that the compiler knows their alignment)."""
     pid = tl.program_id(0)
-    BLOCK: tl.constexpr = BM * BK
     if pid < Q0:
-        _split(x0_ptr, part_ptr + P0, halves_ptr + A0 * BLOCK, scales_ptr + S0 * BM, pid, R0, C0, T0, BR, BC, SPAN,
-               BM, BK)
+        _split(x0_ptr, part_ptr + P0, halves_ptr, A0, scales_ptr, S0, pid, R0, C0, T0, BR, BC, SPAN, BM, BK)
     if OPERANDS > 1:
         if (pid >= Q0) & (pid < Q1):
-            _split(x1_ptr, part_ptr + P1, halves_ptr + A1 * BLOCK, scales_ptr + S1 * BM, pid - Q0, R1, C1, T1, BR, BC,
-                   SPAN, BM, BK)
+            _split(x1_ptr, part_ptr + P1, halves_ptr, A1, scales_ptr, S1, pid - Q0, R1, C1, T1, BR, BC, SPAN, BM, BK)
     if OPERANDS > 2:
         if (pid >= Q1) & (pid < Q2):
-            _split(x2_ptr, part_ptr + P2, halves_ptr + A2 * BLOCK, scales_ptr + S2 * BM, pid - Q1, R2, C2, T2, BR, BC,
-                   SPAN, BM, BK)
+            _split(x2_ptr, part_ptr + P2, halves_ptr, A2, scales_ptr, S2, pid - Q1, R2, C2, T2, BR, BC, SPAN, BM, BK)
     if OPERANDS > 3:
         if (pid >= Q2) & (pid < Q3):
-            _split(x3_ptr, part_ptr + P3, halves_ptr + A3 * BLOCK, scales_ptr + S3 * BM, pid - Q2, R3, C3, T3, BR, BC,
-                   SPAN, BM, BK)
+            _split(x3_ptr, part_ptr + P3, halves_ptr, A3, scales_ptr, S3, pid - Q2, R3, C3, T3, BR, BC, SPAN, BM, BK)
     if OPERANDS > 4:
         if (pid >= Q3) & (pid < Q4):
-            _split(x4_ptr, part_ptr + P4, halves_ptr + A4 * BLOCK, scales_ptr + S4 * BM, pid - Q3, R4, C4, T4, BR, BC,
-                   SPAN, BM, BK)
+            _split(x4_ptr, part_ptr + P4, halves_ptr, A4, scales_ptr, S4, pid - Q3, R4, C4, T4, BR, BC, SPAN, BM, BK)
     if OPERANDS > 5:
         if (pid >= Q4) & (pid < Q5):
-            _split(x5_ptr, part_ptr + P5, halves_ptr + A5 * BLOCK, scales_ptr + S5 * BM, pid - Q4, R5, C5, T5, BR, BC,
-                   SPAN, BM, BK)
+            _split(x5_ptr, part_ptr + P5, halves_ptr, A5, scales_ptr, S5, pid - Q4, R5, C5, T5, BR, BC, SPAN, BM, BK)
 
 
 @triton.jit
-def _split_product(a_ptr, a_scale_ptr, b_ptr, b_scale_ptr, c_ptr, q, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
-                   BK: tl.constexpr, GROUP_M: tl.constexpr, EVEN: tl.constexpr):
+def _split_product(a_halves_ptr, a_at, a_scales_ptr, a_scale_at, b_halves_ptr, b_at, b_scales_ptr, b_scale_at, c_ptr,
+                   q, M, N, K_TILES, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
+                   EVEN: tl.constexpr):
     """Program ``q`` of ``C [M, N] = A @ B^T`` (contiguous), a ``[BM, BN]`` tile, from ``A``'s and
-    ``B``'s parts (:class:`Parts`: ``hi`` at ``a_ptr``, ``b_ptr``, each ``lo`` after it; ``K`` the
-    parts' padded width). ``EVEN``: ``M`` and ``N`` are whole tiles (the store takes no mask)."""
+    ``B``'s parts (:class:`Parts`: ``hi`` from ``a_halves_ptr + a_at * BM * BK``, ``lo`` after it,
+    scales from ``a_scales_ptr + a_scale_at * BM``; ``B``'s likewise; ``K_TILES * BK`` the parts'
+    padded width). ``EVEN``: ``M`` and ``N`` are whole tiles (the store takes no mask)."""
+    a_ptr = a_halves_ptr + a_at.to(tl.int64) * (BM * BK)
+    b_ptr = b_halves_ptr + b_at.to(tl.int64) * (BN * BK)
+    a_scale_ptr = a_scales_ptr + a_scale_at * BM
+    b_scale_ptr = b_scales_ptr + b_scale_at * BN
+    K = K_TILES * BK
     tiles_m = tl.cdiv(M, BM)
     tiles_n = tl.cdiv(N, BN)
     in_group = GROUP_M * tiles_n
@@ -256,8 +269,8 @@ def _split_product(a_ptr, a_scale_ptr, b_ptr, b_scale_ptr, c_ptr, q, M, N, K, BM
     rows = tl.minimum(tiles_m - first_m, GROUP_M)
     m = (first_m + (q % in_group) % rows) * BM + tl.arange(0, BM)
     n = ((q % in_group) // rows) * BN + tl.arange(0, BN)
-    a_lo_ptr = a_ptr + tiles_m * BM * K
-    b_lo_ptr = b_ptr + tiles_n * BN * K
+    a_lo_ptr = a_ptr + tiles_m.to(tl.int64) * BM * K
+    b_lo_ptr = b_ptr + tiles_n.to(tl.int64) * BN * K
     acc = tl.zeros([BM, BN], dtype=tl.float32)
     for k0 in range(0, K, BK):
         k = k0 + tl.arange(0, BK)
@@ -292,18 +305,17 @@ def split_product_kernel(a_ptr, a_scale_ptr, b_ptr, b_scale_ptr, c0_ptr, c1_ptr,
     parts from ``a_ptr + A{k} * BM * BK`` and scales from ``a_scale_ptr + AS{k} * BM``, its ``B``'s
     likewise, reducing over ``K{k} * BK``; ``PRODUCTS`` of them are given."""
     pid = tl.program_id(0)
-    BLOCK: tl.constexpr = BM * BK
     if pid < Q0:
-        _split_product(a_ptr + A0 * BLOCK, a_scale_ptr + AS0 * BM, b_ptr + B0 * BLOCK, b_scale_ptr + BS0 * BM, c0_ptr,
-                       pid, M0, N0, K0 * BK, BM, BN, BK, GROUP_M, E0)
+        _split_product(a_ptr, A0, a_scale_ptr, AS0, b_ptr, B0, b_scale_ptr, BS0, c0_ptr, pid, M0, N0, K0, BM, BN, BK,
+                       GROUP_M, E0)
     if PRODUCTS > 1:
         if (pid >= Q0) & (pid < Q1):
-            _split_product(a_ptr + A1 * BLOCK, a_scale_ptr + AS1 * BM, b_ptr + B1 * BLOCK, b_scale_ptr + BS1 * BM,
-                           c1_ptr, pid - Q0, M1, N1, K1 * BK, BM, BN, BK, GROUP_M, E1)
+            _split_product(a_ptr, A1, a_scale_ptr, AS1, b_ptr, B1, b_scale_ptr, BS1, c1_ptr, pid - Q0, M1, N1, K1, BM,
+                           BN, BK, GROUP_M, E1)
     if PRODUCTS > 2:
         if (pid >= Q1) & (pid < Q2):
-            _split_product(a_ptr + A2 * BLOCK, a_scale_ptr + AS2 * BM, b_ptr + B2 * BLOCK, b_scale_ptr + BS2 * BM,
-                           c2_ptr, pid - Q1, M2, N2, K2 * BK, BM, BN, BK, GROUP_M, E2)
+            _split_product(a_ptr, A2, a_scale_ptr, AS2, b_ptr, B2, b_scale_ptr, BS2, c2_ptr, pid - Q1, M2, N2, K2, BM,
+                           BN, BK, GROUP_M, E2)
 
 
 _LINE_MAX = KernelLauncher(line_max_kernel)
@@ -325,19 +337,23 @@ class _SplitPlan(NamedTuple):
     parts: tuple  # (at, scale_at, lines, width) of each operand
 
 
-_PLANS: dict[tuple, _SplitPlan] = {}
-
-
+@functools.lru_cache(maxsize=256)
 def _split_plan(key: tuple) -> _SplitPlan:
     """The :class:`_SplitPlan` of ``key``, ``((rows, cols, transpose), ...)``: each operand's
     lines in blocks of a split tile, their spans of :data:`MAX_SPAN_TILES` tiles, its padded
-    parts and scales laid after the operand's before it."""
+    parts and scales laid after the operand's before it.
+
+    Raises:
+        ValueError: an operand's padded high parts reach :data:`MAX_PART_ELEMENTS` elements.
+    """
     (tile_r, tile_c), bm, bk = SPLIT_TILE, TILES.bm, TILES.bk
     at = scale_at = partials = max_end = split_end = 0
     ends, offsets, parts = [], [], []
     for rows, cols, transpose in key:
         lines, width = (cols, rows) if transpose else (rows, cols)
         padded = (cdiv(lines, bm) * bm, cdiv(width, bk) * bk)
+        if padded[0] * padded[1] >= MAX_PART_ELEMENTS:
+            raise ValueError(f"[{rows}, {cols}] is too large to split: each of its parts would reach 2^31 elements")
         spans = cdiv(cdiv(width, tile_r if transpose else tile_c), MAX_SPAN_TILES)
         max_end += cdiv(lines, tile_c if transpose else tile_r) * spans
         split_end += padded[0] * padded[1] // (tile_r * tile_c)
@@ -366,15 +382,13 @@ def split_all(operands: Sequence[tuple[torch.Tensor, bool]]) -> list[Parts]:
     with zeros; all in two launches and two allocations.
 
     Raises:
-        ValueError: no operands, or more than :data:`MAX_OPERANDS`.
+        ValueError: no operands, or more than :data:`MAX_OPERANDS`; an operand too large
+            (:func:`_split_plan`).
     """
     if not 0 < len(operands) <= MAX_OPERANDS:
         raise ValueError(f"{len(operands)} operands to split: 1 to {MAX_OPERANDS} a call")
+    plan = _split_plan(tuple([(x.shape[0], x.shape[1], t) for x, t in operands]))
     xs = [x.contiguous() for x, _ in operands]
-    key = tuple([(x.shape[0], x.shape[1], t) for x, (_, t) in zip(xs, operands)])
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = _PLANS[key] = _split_plan(key)
     device = xs[0].device
     halves = torch.empty(plan.halves, device=device, dtype=torch.float16)
     scales = torch.empty(plan.scales, device=device, dtype=torch.float32)
