@@ -8,3 +8,7 @@ cp $d/tests/ids $d/test-ids.txt
 rm -rf $d/tests
 tar czf $OUT/c08.tgz -C $OUT c08
 cat $d/tests.txt
+# call 09, on the same warm machine, its command given inline:
+#   d=$OUT/c09; mkdir -p $d; export RNNBENCH_GIT_COMMIT=464f074; PYTHONPATH=src python3 -m rnnbench env > $d/env.txt 2>&1
+#   timeout 110 bash ab/subset.sh $d/tests 8 "split or projection or strict_fp32 or fp32s_tolerance or eagerly_and_captured" \
+#     tests/ops/test_cuda_kernels.py tests/test_cuda.py > $d/tests.txt 2>&1; echo "tests rc $?" >> $d/tests.txt
