@@ -230,10 +230,11 @@ def test_strict_fp32_past_the_fused_limits_takes_the_splits_where_they_pay(monke
     (3840, 3, 512, True),     # the GRU's: 1.8e10
     (960, 4, 512, False),     # at batch 32: 6.0e9
     (600, 4, 500, False),     # glample's at hidden 500: 3.6e9
+    (2 ** 20, 4, 1024, False),  # d_gx [2^20, 4096]: its parts past 2^31 elements (split_products.fits)
 ])
 def test_the_splits_pay_by_flops(rows, gates, hidden, pays):
     """``splits_pay``: from SPLIT_MIN_FLOP, eagerly as in a graph's capture (however few tiles
-    each weight gradient has)."""
+    each weight gradient has), for operands the split takes."""
     from rnnbench.ops.gradients import splits_pay
 
     assert splits_pay(rows, gates * hidden, hidden, hidden) is pays

@@ -142,8 +142,8 @@ def test_projecting_ahead_only_inside_a_graph_capture_and_for_the_gluon_kernel(m
 
 def test_strict_fp32_takes_the_split_products_from_their_limit(monkeypatch):
     """``input_projection`` in strict fp32 takes ``split_projection`` from SPLIT_MIN_FLOP's eager
-    limit (its result against float64 at the split products' accuracy), our tiles below it; in a
-    graph's capture the lower limit (``splits_pay``)."""
+    limit (its result against float64 at the split products' accuracy), our tiles below it and for
+    operands the split cannot take; in a graph's capture the lower limit (``splits_pay``)."""
     from rnnbench.ops import projection
 
     x, w = torch.randn(7, 3, 37), torch.randn(100, 37) * 37 ** -0.5
@@ -161,3 +161,7 @@ def test_strict_fp32_takes_the_split_products_from_their_limit(monkeypatch):
     assert projection.splits_pay(flop, captured=True) and not projection.splits_pay(flop, captured=False)
     projection.input_projection(x, w, "tf32", False)
     assert taken == ["split"]  # TF32 never
+    monkeypatch.setattr(projection, "SPLIT_MIN_FLOP", {"captured": flop - 1, "eager": flop})
+    monkeypatch.setattr(projection.split_products, "MAX_PART_ELEMENTS", 128 * 64)
+    projection.input_projection(x, w, "tf32x3", False)
+    assert taken == ["split"]  # operands the split cannot take: our tiles

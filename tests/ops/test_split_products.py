@@ -193,9 +193,11 @@ def test_calls_past_their_counts_or_across_splits_are_refused():
 
 
 def test_an_operand_too_large_for_32_bit_offsets_is_refused():
-    """An operand whose parts would reach 2^31 elements (the kernels' offsets inside one operand
-    are 32-bit) is refused before anything is allocated."""
+    """An operand whose parts would reach 2^31 elements, as stored or transposed (the kernels'
+    offsets inside one operand are 32-bit), does not ``fit``; split, it is refused before
+    anything is allocated."""
     from rnnbench.ops import split_products as sp
 
+    assert sp.fits(2 ** 16 - 128, 2 ** 15) and not sp.fits(2 ** 16, 2 ** 15) and not sp.fits(2 ** 15, 2 ** 16)
     with pytest.raises(ValueError, match="too large to split"):
         sp.split_all([(torch.ones(1, 1).expand(2 ** 16, 2 ** 15), False)])  # (one element, seen as 2^31)

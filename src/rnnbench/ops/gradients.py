@@ -227,8 +227,11 @@ def layer_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...], precisi
 
 def splits_pay(rows: int, gate_width: int, input_size: int, hidden_size: int) -> bool:
     """Whether strict fp32's gradients past the fused launch's limits take :func:`split_gradients`:
-    the three products' FLOPs (``2 rows G*H (2I + H)``) are at least :data:`SPLIT_MIN_FLOP`."""
-    return 2 * rows * gate_width * (2 * input_size + hidden_size) >= SPLIT_MIN_FLOP
+    the three products' FLOPs (``2 rows G*H (2I + H)``) are at least :data:`SPLIT_MIN_FLOP`, and
+    every operand fits the split (``split_products.fits``)."""
+    return (2 * rows * gate_width * (2 * input_size + hidden_size) >= SPLIT_MIN_FLOP
+            and all(split_products.fits(rows, n) for n in (gate_width, input_size, hidden_size))
+            and split_products.fits(gate_width, input_size))
 
 
 def split_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...]) -> LayerGradients:

@@ -109,7 +109,8 @@ def input_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast
     GH = w_ih.shape[0]
     flop = 2 * T * B * GH * I
     # (the capture asked only of a size that may take the splits: a call of host time pays it)
-    if precision == "tf32x3" and flop >= min(SPLIT_MIN_FLOP.values()) and splits_pay(flop, capturing(x)):
+    if (precision == "tf32x3" and flop >= min(SPLIT_MIN_FLOP.values()) and splits_pay(flop, capturing(x))
+            and split_products.fits(T * B, I) and split_products.fits(GH, I)):
         return split_projection(x, w_ih)
     whole = flop <= (STRICT_EVEN_MAX_FLOP if precision == "tf32x3" else EVEN_MAX_FLOP) and even(
         EVEN_TILES, T * B, GH, I, I)
@@ -157,7 +158,8 @@ def our_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast: 
 
 def splits_pay(flop: float, captured: bool) -> bool:
     """Whether a strict fp32 projection of ``flop`` FLOPs takes :func:`split_projection`, in a
-    graph's capture (``captured``) or eagerly: :data:`SPLIT_MIN_FLOP`."""
+    graph's capture (``captured``) or eagerly: :data:`SPLIT_MIN_FLOP` (:func:`input_projection`
+    also asks that both operands fit the split, ``split_products.fits``)."""
     return flop >= SPLIT_MIN_FLOP["captured" if captured else "eager"]
 
 

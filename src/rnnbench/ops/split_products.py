@@ -337,6 +337,13 @@ class _SplitPlan(NamedTuple):
     parts: tuple  # (at, scale_at, lines, width) of each operand
 
 
+def fits(rows: int, cols: int) -> bool:
+    """Whether an operand ``[rows, cols]`` can be split, as stored or transposed: its padded high
+    parts stay under :data:`MAX_PART_ELEMENTS` either way (callers take another path past it)."""
+    bm, bk = TILES.bm, TILES.bk
+    return max(cdiv(rows, bm) * bm * cdiv(cols, bk) * bk, cdiv(cols, bm) * bm * cdiv(rows, bk) * bk) < MAX_PART_ELEMENTS
+
+
 @functools.lru_cache(maxsize=256)
 def _split_plan(key: tuple) -> _SplitPlan:
     """The :class:`_SplitPlan` of ``key``, ``((rows, cols, transpose), ...)``: each operand's
@@ -344,7 +351,7 @@ def _split_plan(key: tuple) -> _SplitPlan:
     parts and scales laid after the operand's before it.
 
     Raises:
-        ValueError: an operand's padded high parts reach :data:`MAX_PART_ELEMENTS` elements.
+        ValueError: an operand does not :func:`fit <fits>`.
     """
     (tile_r, tile_c), bm, bk = SPLIT_TILE, TILES.bm, TILES.bk
     at = scale_at = partials = max_end = split_end = 0
@@ -352,7 +359,7 @@ def _split_plan(key: tuple) -> _SplitPlan:
     for rows, cols, transpose in key:
         lines, width = (cols, rows) if transpose else (rows, cols)
         padded = (cdiv(lines, bm) * bm, cdiv(width, bk) * bk)
-        if padded[0] * padded[1] >= MAX_PART_ELEMENTS:
+        if not fits(rows, cols):
             raise ValueError(f"[{rows}, {cols}] is too large to split: each of its parts would reach 2^31 elements")
         spans = cdiv(cdiv(width, tile_r if transpose else tile_c), MAX_SPAN_TILES)
         max_end += cdiv(lines, tile_c if transpose else tile_r) * spans
