@@ -158,7 +158,7 @@ def test_products_made_together_match_float64():
     from rnnbench.ops import split_products as sp
 
     gen = torch.Generator().manual_seed(9)
-    d, x, w = torch.randn(256, 128, generator=gen), torch.randn(256, 37, generator=gen), torch.randn(128, 5, generator=gen)
+    d, x, w = (torch.randn(*shape, generator=gen) for shape in ((256, 128), (256, 37), (128, 5)))
     d_rows, d_t, x_t, w_t = sp.split_all([(d, False), (d, True), (x, True), (w, True)])
     got = sp.products([(d_rows, w_t), (d_t, x_t), (d_t, d_t)])
     want = [d.double() @ w.double(), d.double().t() @ x.double(), d.double().t() @ d.double()]

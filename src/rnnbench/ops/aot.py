@@ -181,24 +181,24 @@ PRODUCT_VARIANTS = {"split-product": (False,), "split-product-even": (True,), "s
 
 def compile_split_products(capability: int = 90) -> dict:
     """Compile strict fp32's split products (``ops/split_products.py``) for ``sm_<capability>`` as
-    they launch (:data:`SPLIT_VARIANTS`, :data:`PRODUCT_VARIANTS`): the line maxima and the split
-    of several operands, and the products. Returns ``{label: compiled}``."""
+    they launch (:data:`SPLIT_VARIANTS`, :data:`PRODUCT_VARIANTS`; their compile-time arguments
+    from the module's own builders): the line maxima and the split of several operands, and the
+    products. Returns ``{label: compiled}``."""
     sp = split_products
     f16 = {"halves_ptr": "*fp16", "a_ptr": "*fp16", "b_ptr": "*fp16"}
-    tile = dict(BR=sp.SPLIT_TILE[0], BC=sp.SPLIT_TILE[1], SPAN=sp.MAX_SPAN_TILES)
+
+    def compile_with(fn, constexprs, pointers):
+        values = dict(constexprs.values)
+        warps, stages = values.pop("num_warps"), values.pop("num_stages", 3)
+        return _compile(fn, values, pointers, "*fp32", warps, stages, capability)
+
     kernels = {}
     for label, transposes in SPLIT_VARIANTS.items():
-        flags = dict(OPERANDS=len(transposes), **{f"T{k}": k < len(transposes) and transposes[k]
-                                                   for k in range(sp.MAX_OPERANDS)}, **tile)
-        kernels[f"line-max-{label}"] = _compile(sp.line_max_kernel, flags, {}, "*fp32", 4, 3, capability)
-        kernels[f"split-{label}"] = _compile(sp.split_kernel, dict(flags, BM=sp.TILES.bm, BK=sp.TILES.bk), f16,
-                                             "*fp32", 4, 3, capability)
-    tiles = sp.TILES
+        maxima, split = sp.split_constexprs_for(transposes)
+        kernels[f"line-max-{label}"] = compile_with(sp.line_max_kernel, maxima, {})
+        kernels[f"split-{label}"] = compile_with(sp.split_kernel, split, f16)
     for label, evens in PRODUCT_VARIANTS.items():
-        constexprs = dict(PRODUCTS=len(evens), **{f"E{k}": k < len(evens) and evens[k] for k in range(sp.MAX_PRODUCTS)},
-                          BM=tiles.bm, BN=tiles.bn, BK=tiles.bk, GROUP_M=sp.GROUP_M)
-        kernels[label] = _compile(sp.split_product_kernel, constexprs, f16, "*fp32", tiles.num_warps, tiles.num_stages,
-                                  capability)
+        kernels[label] = compile_with(sp.split_product_kernel, sp.product_constexprs_for(evens), f16)
     return kernels
 
 

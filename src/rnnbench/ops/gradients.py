@@ -252,14 +252,12 @@ def split_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...]) -> Laye
         if not same:
             wanted["d_gh_t"] = (d_gh, True)
         wanted["h"] = (h_prev, True)
-    names = {}
-    if wanted:
-        names = dict(zip(wanted, split_products.split_all(list(wanted.values()))))
+    parts = dict(zip(wanted, split_products.split_all(list(wanted.values())))) if wanted else {}
     pairs = {"dx": ("d_gx", "w_ih"), "dw_ih": ("d_gx_t", "x"), "dw_hh": ("d_gx_t" if same else "d_gh_t", "h")}
     asked = [name for name, wants in zip(pairs, need) if wants]
     made = {}
-    if asked:
-        made = dict(zip(asked, split_products.products([(names[a], names[b]) for a, b in map(pairs.get, asked)])))
+    if asked:  # (a call for the biases alone makes no product)
+        made = dict(zip(asked, split_products.products([(parts[a], parts[b]) for a, b in map(pairs.get, asked)])))
     sums = reference_gradients(d_gx, d_gh, x, h_prev, w_ih, (False, False, False, need[3], need[4]))
     return LayerGradients(made.get("dx"), made.get("dw_ih"), made.get("dw_hh"), sums.db_ih, sums.db_hh)
 

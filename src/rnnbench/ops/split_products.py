@@ -97,8 +97,8 @@ class Parts(NamedTuple):
 
     @property
     def padded(self) -> tuple[int, int]:
-        """``(lines, width)`` padded to whole tiles."""
-        return cdiv(self.lines, TILES.bm) * TILES.bm, cdiv(self.width, TILES.bk) * TILES.bk
+        """``(lines, width)`` padded to whole tiles (:func:`_padded`)."""
+        return _padded(self.lines, self.width)
 
     @property
     def hi(self) -> torch.Tensor:
@@ -337,11 +337,16 @@ class _SplitPlan(NamedTuple):
     parts: tuple  # (at, scale_at, lines, width) of each operand
 
 
+def _padded(lines: int, width: int) -> tuple[int, int]:
+    """An operand's parts' shape: its ``lines`` padded to the product's tile (``TILES.bm``, which
+    is ``TILES.bn``), its ``width`` to the tile's depth (``TILES.bk``)."""
+    return cdiv(lines, TILES.bm) * TILES.bm, cdiv(width, TILES.bk) * TILES.bk
+
+
 def fits(rows: int, cols: int) -> bool:
     """Whether an operand ``[rows, cols]`` can be split, as stored or transposed: its padded high
     parts stay under :data:`MAX_PART_ELEMENTS` either way (callers take another path past it)."""
-    bm, bk = TILES.bm, TILES.bk
-    return max(cdiv(rows, bm) * bm * cdiv(cols, bk) * bk, cdiv(cols, bm) * bm * cdiv(rows, bk) * bk) < MAX_PART_ELEMENTS
+    return max(a * b for a, b in (_padded(rows, cols), _padded(cols, rows))) < MAX_PART_ELEMENTS
 
 
 @functools.lru_cache(maxsize=256)
@@ -353,12 +358,12 @@ def _split_plan(key: tuple) -> _SplitPlan:
     Raises:
         ValueError: an operand does not :func:`fit <fits>`.
     """
-    (tile_r, tile_c), bm, bk = SPLIT_TILE, TILES.bm, TILES.bk
+    (tile_r, tile_c), bm = SPLIT_TILE, TILES.bm
     at = scale_at = partials = max_end = split_end = 0
     ends, offsets, parts = [], [], []
     for rows, cols, transpose in key:
         lines, width = (cols, rows) if transpose else (rows, cols)
-        padded = (cdiv(lines, bm) * bm, cdiv(width, bk) * bk)
+        padded = _padded(lines, width)
         if not fits(rows, cols):
             raise ValueError(f"[{rows}, {cols}] is too large to split: each of its parts would reach 2^31 elements")
         spans = cdiv(cdiv(width, tile_r if transpose else tile_c), MAX_SPAN_TILES)
@@ -377,10 +382,19 @@ def _split_plan(key: tuple) -> _SplitPlan:
     for _ in range(MAX_OPERANDS - len(key)):  # (the unused operands' programs: none, past the last end)
         max_ints += [0, 0, max_end, 0]
         split_ints += [0, 0, split_end, 0, 0, 0]
-    transposes = {f"T{k}": k < len(key) and key[k][2] for k in range(MAX_OPERANDS)}
-    common = dict(OPERANDS=len(key), **transposes, BR=tile_r, BC=tile_c, SPAN=MAX_SPAN_TILES, num_warps=4)
-    return _SplitPlan(at * BLOCK, scale_at * bm + partials, max_end, tuple(max_ints), Constexprs(common), split_end,
-                      tuple(split_ints), Constexprs(dict(common, BM=bm, BK=bk)), tuple(parts))
+    max_constexprs, split_constexprs = split_constexprs_for(tuple([t for _, _, t in key]))
+    return _SplitPlan(at * BLOCK, scale_at * bm + partials, max_end, tuple(max_ints), max_constexprs, split_end,
+                      tuple(split_ints), split_constexprs, tuple(parts))
+
+
+@functools.lru_cache(maxsize=64)
+def split_constexprs_for(transposes: tuple[bool, ...]) -> tuple[Constexprs, Constexprs]:
+    """:func:`line_max_kernel`'s and :func:`split_kernel`'s compile-time arguments for operands
+    split as stored or transposed (``transposes``, one an operand), made once each."""
+    flags = {f"T{k}": k < len(transposes) and transposes[k] for k in range(MAX_OPERANDS)}
+    common = dict(OPERANDS=len(transposes), **flags, BR=SPLIT_TILE[0], BC=SPLIT_TILE[1], SPAN=MAX_SPAN_TILES,
+                  num_warps=4)
+    return Constexprs(common), Constexprs(dict(common, BM=TILES.bm, BK=TILES.bk))
 
 
 def split_all(operands: Sequence[tuple[torch.Tensor, bool]]) -> list[Parts]:
@@ -436,23 +450,17 @@ def products(pairs: Sequence[tuple[Parts, Parts]]) -> list[torch.Tensor]:
     if end:
         unused = MAX_PRODUCTS - len(pairs)
         _PRODUCT((end,), (a0.halves, a0.scales, b0.halves, b0.scales, *outs, *outs[:1] * unused,
-                          *ints, *[0, 0, 0, 0, 0, 0, 0, end] * unused), _product_constexprs(tuple(evens)))
+                          *ints, *[0, 0, 0, 0, 0, 0, 0, end] * unused), product_constexprs_for(tuple(evens)))
     return outs
 
 
-_PRODUCT_CONSTEXPRS: dict[tuple, Constexprs] = {}
-
-
-def _product_constexprs(evens: tuple) -> Constexprs:
+@functools.lru_cache(maxsize=16)
+def product_constexprs_for(evens: tuple[bool, ...]) -> Constexprs:
     """:func:`split_product_kernel`'s compile-time arguments for products whose stores are whole
-    (``evens``), made once each."""
-    constexprs = _PRODUCT_CONSTEXPRS.get(evens)
-    if constexprs is None:
-        flags = {f"E{k}": k < len(evens) and evens[k] for k in range(MAX_PRODUCTS)}
-        constexprs = _PRODUCT_CONSTEXPRS[evens] = Constexprs(dict(
-            PRODUCTS=len(evens), **flags, BM=TILES.bm, BN=TILES.bn, BK=TILES.bk, GROUP_M=GROUP_M,
-            num_warps=TILES.num_warps, num_stages=TILES.num_stages))
-    return constexprs
+    or not (``evens``, one a product), made once each."""
+    flags = {f"E{k}": k < len(evens) and evens[k] for k in range(MAX_PRODUCTS)}
+    return Constexprs(dict(PRODUCTS=len(evens), **flags, BM=TILES.bm, BN=TILES.bn, BK=TILES.bk, GROUP_M=GROUP_M,
+                           num_warps=TILES.num_warps, num_stages=TILES.num_stages))
 
 
 def split(x: torch.Tensor, transpose: bool = False) -> Parts:
