@@ -104,7 +104,7 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
                       UPCAST=False, FAST_ACT=plan.fast_activations, SPLIT_ONCE=split_once_level(plan),
                       CHIP_SPLIT=chip_split_level(plan), SAVE=save, RELU=False,
                       HAS_BIAS=True, HAS_H0=True, HAS_C0=True, HAS_D_OUT=True, HAS_D_H_N=True, HAS_D_C_N=True,
-                      HAS_LENGTHS=lengths, CHAINS=FMA_CHAINS)
+                      HAS_LENGTHS=lengths, CHAINS=FMA_CHAINS, PDL=capability >= 90)
     if direction == "backward":  # (always: a constexpr left out would compile as a runtime argument)
         constexprs.update(gate_split_constexprs(plan, hidden_size))
     constexprs = {k: v for k, v in constexprs.items() if k in names}
@@ -142,7 +142,7 @@ def compile_gated_fma(cell: str, dtype: torch.dtype, hidden_size: int, plan: Pla
 
     fn = lstm_forward_fma_kernel if cell == "lstm" else gru_forward_fma_kernel
     gates = GATES[cell]
-    constexprs = dict(HAS_BIAS=True, HAS_H0=True, HAS_C0=True, SAVE=save, HAS_LENGTHS=lengths,
+    constexprs = dict(HAS_BIAS=True, HAS_H0=True, HAS_C0=True, SAVE=save, HAS_LENGTHS=lengths, PDL=capability >= 90,
                       **gluon_fma.constexprs(gates, hidden_size, plan.num_warps, fma_warps(hidden_size),
                                              plan.fast_activations, plan.half_weights))
     constexprs = {k: v for k, v in constexprs.items() if k in fn.arg_names}

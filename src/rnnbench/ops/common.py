@@ -24,11 +24,31 @@ import os
 
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 # Under TRITON_INTERPRET=1 programs run one after another on the CPU, so programs that wait for
 # each other would hang: there, one program owns all hidden units of its batch block.
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 _INTERPRET = tl.constexpr(INTERPRET)  # visible inside kernels
+
+
+@triton.jit
+def _wait_prior(PDL: tl.constexpr):
+    """Where the kernel was launched by programmatic dependent launch (``PDL``,
+    ``launch.dependent_launch``): wait until the launch ahead of it on the stream has finished and
+    its writes are visible (PTX ``griddepcontrol.wait``, CUDA's ``cudaGridDependencySynchronize``).
+    Before this a kernel reads only what that launch does not write, and writes nothing."""
+    if PDL:
+        gdc_wait()
+
+
+@triton.jit
+def _launch_dependents(PDL: tl.constexpr):
+    """Let a kernel launched after this one by programmatic dependent launch start once every
+    program of this one has come here (PTX ``griddepcontrol.launch_dependents``); it waits for this
+    launch's end itself (:func:`_wait_prior`) before it reads what this writes."""
+    if PDL:
+        gdc_launch_dependents()
 
 
 @triton.jit

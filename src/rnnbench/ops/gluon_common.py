@@ -97,6 +97,13 @@ if AVAILABLE:
         return gl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [x], dtype=gl.float32, is_pure=True, pack=1)
 
     @gluon.jit
+    def _wait_prior(PDL: gl.constexpr):
+        """``common._wait_prior`` in Gluon: with ``PDL``, wait for the launch ahead of this one
+        (``griddepcontrol.wait``) before reading anything it writes."""
+        if PDL:
+            gl.inline_asm_elementwise("griddepcontrol.wait; // $0", "=r", [], dtype=gl.int32, is_pure=False, pack=1)
+
+    @gluon.jit
     def _load_f32(ptr, offsets, mask):
         return gl.load(ptr + offsets, mask=mask, other=0.0).to(gl.float32)
 

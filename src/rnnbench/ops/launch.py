@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 
 import torch
 import triton
@@ -45,6 +46,11 @@ JIT_ONLY = False
 DIRECT_LAUNCH = True
 # The Triton versions whose C launcher takes the arguments _c_launcher gives it.
 C_LAUNCHER_VERSIONS = ("3.6.",)
+# Launch a forward on FMA units by programmatic dependent launch (CUDA's PDL, sm_90 on) after the
+# input projection, which lets it start while the projection's programs run: it loads its weights,
+# then waits (``griddepcontrol.wait``) before its first read of the projection (False: a plain
+# launch, for side-by-side measurements; see :func:`dependent_launch`).
+PDL = True
 
 
 # While a call is recorded (:func:`recording`): every launch made, in order, as ``(launcher, grid,
@@ -202,6 +208,21 @@ def _c_launcher(kernel) -> tuple | None:
     head = (kernel.function, run.launch_cooperative_grid, run.launch_pdl, None, None, kernel.packed_metadata,
             None, None, None)
     return run.launch, head
+
+
+def dependent_launch(device: torch.device) -> bool:
+    """Whether launches on ``device`` use programmatic dependent launch (:data:`PDL`): CUDA, compute
+    capability 9.0 or later (``griddepcontrol`` is sm_90's PTX), not the interpreter. A kernel
+    launched so may start before the launch ahead of it on the stream has finished; it must wait
+    (``common._wait_prior``) before it reads anything that launch writes, or writes anything it
+    reads. Everything older on the stream finished before that launch began, so it may read the
+    rest at once."""
+    return PDL and not INTERPRET and device.type == "cuda" and _capability(device.index) >= (9, 0)
+
+
+@functools.lru_cache(maxsize=None)
+def _capability(index: int | None) -> tuple[int, int]:
+    return torch.cuda.get_device_capability(index)
 
 
 def capturing(t: torch.Tensor) -> bool:

@@ -33,7 +33,8 @@ import triton
 import triton.language as tl
 
 from . import split_products
-from .launch import Constexprs, KernelLauncher, capturing, note_unrecorded
+from .common import _launch_dependents
+from .launch import Constexprs, KernelLauncher, capturing, dependent_launch, note_unrecorded
 from .plans import cdiv
 from .products import Tiles, _product_tile, even
 
@@ -86,10 +87,14 @@ EVEN_PRECISIONS = ("tf32x3", "tf32")
 
 @triton.jit(do_not_specialize=["ROWS", "I", "GH"])
 def input_projection_kernel(x_ptr, w_ih_ptr, out_ptr, ROWS, I, GH, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
-                            BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, EVEN: tl.constexpr = False):
+                            BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, EVEN: tl.constexpr = False,
+                            DEPENDENTS: tl.constexpr = False):
     """One program per ``[BM, BN]`` tile of ``out [ROWS, GH] = x [ROWS, I] @ W_ih^T`` (``W_ih``
     ``[GH, I]`` row-major, read as the transposed right operand); every tensor contiguous.
-    ``EVEN``: :func:`~rnnbench.ops.products.even` holds for ``ROWS, GH, I`` and the stride ``I``."""
+    ``EVEN``: :func:`~rnnbench.ops.products.even` holds for ``ROWS, GH, I`` and the stride ``I``.
+    ``DEPENDENTS``: a recurrence launched next by programmatic dependent launch may start as soon
+    as every tile's program has begun (``launch.dependent_launch``; it waits for ``out``)."""
+    _launch_dependents(DEPENDENTS)
     _product_tile(x_ptr, I, w_ih_ptr, I, out_ptr, ROWS, GH, I, tl.program_id(0), 1, out_ptr, out_ptr, out_ptr,
                   out_ptr, False, False, False, PRECISION, UPCAST, BM, BN, BK, True, False, EVEN)
 
@@ -152,7 +157,7 @@ def our_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast: 
     out = torch.empty(T, B, GH, device=x.device, dtype=w_ih.dtype)
     grid = (cdiv(rows, tiles.bm) * cdiv(GH, tiles.bn),)
     _PROJECTION(grid, (x.contiguous(), w_ih, out, rows, I, GH),
-                _constexprs(precision, upcast, tiles, even(tiles, rows, GH, I, I)))
+                _constexprs(precision, upcast, tiles, even(tiles, rows, GH, I, I), dependent_launch(x.device)))
     return out
 
 
@@ -173,10 +178,10 @@ def split_projection(x: torch.Tensor, w_ih: torch.Tensor) -> torch.Tensor:
 
 
 @functools.lru_cache(maxsize=64)
-def _constexprs(precision: str, upcast: bool, tiles: Tiles, is_even: bool) -> Constexprs:
+def _constexprs(precision: str, upcast: bool, tiles: Tiles, is_even: bool, dependents: bool = False) -> Constexprs:
     """The projection kernel's compile-time arguments (built once per combination)."""
     return Constexprs(dict(PRECISION=precision, UPCAST=upcast, BM=tiles.bm, BN=tiles.bn, BK=tiles.bk, EVEN=is_even,
-                           num_warps=tiles.num_warps, num_stages=tiles.num_stages))
+                           DEPENDENTS=dependents, num_warps=tiles.num_warps, num_stages=tiles.num_stages))
 
 
 # Projecting ahead (:func:`project_ahead`): the first chunk about this many rows (steps x batch),

@@ -42,7 +42,7 @@ from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_f
 from .launch import Constexprs, KernelLauncher
 from .launch import counted_counters as _counted_counters
 from .launch import counters as _counters  # (bound here: a test replaces the recurrences' counters alone)
-from .launch import launch_stream
+from .launch import dependent_launch, launch_stream
 from .lstm import fma as lstm_fma
 from .lstm import gluon as lstm_gluon
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
@@ -199,10 +199,13 @@ class _Launch:
         return self.backward.grid(self.batch_size, self.hidden_size)
 
     def forward_constexprs(self, has_bias: bool, has_h0: bool, save: bool, has_c0: bool,
-                           has_lengths: bool = False) -> Constexprs:
-        """The forward kernel's compile-time arguments with these flags (built once per flags)."""
-        return self._cached(("forward", has_bias, has_h0, save, has_c0, has_lengths), lambda: self._with_flags(
-            self.forward_meta, HAS_BIAS=has_bias, HAS_H0=has_h0, SAVE=save, HAS_C0=has_c0, HAS_LENGTHS=has_lengths))
+                           has_lengths: bool = False, pdl: bool = False) -> Constexprs:
+        """The forward kernel's compile-time arguments with these flags (built once per flags);
+        ``pdl``: a forward on FMA units launched by programmatic dependent launch
+        (``launch.dependent_launch``; the other forwards take no such flag)."""
+        return self._cached(("forward", has_bias, has_h0, save, has_c0, has_lengths, pdl), lambda: self._with_flags(
+            self.forward_meta, HAS_BIAS=has_bias, HAS_H0=has_h0, SAVE=save, HAS_C0=has_c0, HAS_LENGTHS=has_lengths,
+            **(_pdl_flags(pdl) if self.forward.fma else {})))
 
     def gluon_constexprs(self, has_bias: bool, has_h0: bool, save: bool, has_c0: bool, ahead: bool) -> Constexprs:
         """The Gluon forward's compile-time arguments (:attr:`Plan.gluon`) with these flags
@@ -283,6 +286,11 @@ class _Launch:
         return meta
 
 
+def _pdl_flags(pdl: bool) -> dict:
+    """An FMA forward's ``PDL`` flag, and Triton's launch option for it where set."""
+    return dict(PDL=True, launch_pdl=True) if pdl else dict(PDL=False)
+
+
 @functools.lru_cache(maxsize=1024)
 def _cached_launch(cell, batch_size, hidden_size, dtype, device, precision, override) -> _Launch:
     plans = [_cached_plan(cell, batch_size, hidden_size, dtype, device, precision, d, override)
@@ -319,7 +327,8 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     # Absent tensors are zeros inside the kernel; a buffer of ours stands in for their pointers.
     biases = (b_ih, b_hh) if b_ih is not None else (w_hh, w_hh)
     h0 = h_buf if h0 is None else h0
-    constexprs = launch.forward_constexprs(b_ih is not None, has_h0, save, has_c0, lengths is not None)
+    constexprs = launch.forward_constexprs(b_ih is not None, has_h0, save, has_c0, lengths is not None,
+                                           dependent_launch(dev))
     lengths = h_n if lengths is None else lengths
     f32 = dict(device=dev, dtype=torch.float32)
     # 3xTF32 with operands split once (Plan.split_once): W_hh's split copy [2, G*H, H] (each program

@@ -17,7 +17,7 @@ from __future__ import annotations
 from ..gluon_common import AVAILABLE
 
 if AVAILABLE:
-    from ..gluon_common import _bias_vector, gl, gluon
+    from ..gluon_common import _bias_vector, _wait_prior, gl, gluon
     from ..gluon_fma import _sigmoid, _tanh, gate_inputs, gate_products, publish_h, row_start, weights_on_chip
 
     @gluon.jit(do_not_specialize=["T", "B"])
@@ -26,12 +26,15 @@ if AVAILABLE:
         T, B,
         H: gl.constexpr, HAS_BIAS: gl.constexpr, HAS_H0: gl.constexpr, SAVE: gl.constexpr,
         HAS_LENGTHS: gl.constexpr, K_ROWS: gl.constexpr, K_PAD: gl.constexpr, K_SPLIT: gl.constexpr,
-        REG_CHUNKS: gl.constexpr, FAST_ACT: gl.constexpr, HALF_W: gl.constexpr, num_warps: gl.constexpr,
+        REG_CHUNKS: gl.constexpr, FAST_ACT: gl.constexpr, HALF_W: gl.constexpr, PDL: gl.constexpr,
+        num_warps: gl.constexpr,
     ):
         """Program ``program_id(1)`` runs batch row ``b`` through all ``T`` steps; grid ``(1, B)``,
         ``K_SPLIT * K_PAD = 32 * num_warps`` threads, one per unit (at least H) and part of k;
         ``REG_CHUNKS`` chunks of k of every gate in registers (``gluon_fma.weights_on_chip``);
-        ``HALF_W``: fp32 weights held as scaled fp16 (``Plan.half_weights``)."""
+        ``HALF_W``: fp32 weights held as scaled fp16 (``Plan.half_weights``); ``PDL``: launched by
+        programmatic dependent launch (``launch.dependent_launch``), waits for the projection after
+        loading its weights, biases and h0."""
         w_reg, w_smem, scales = weights_on_chip(w_hh_ptr, H, 3, K_ROWS, K_PAD, K_SPLIT, REG_CHUNKS, HALF_W,
                                                 num_warps)
         h_smem, units, mask, length, row, plane, h = row_start(h0_ptr, lengths_ptr, T, B, H, HAS_H0, HAS_LENGTHS,
@@ -40,6 +43,7 @@ if AVAILABLE:
         bias_z = _bias_vector(b_ih_ptr + H, b_hh_ptr + H, units, mask, HAS_BIAS, True)
         bias_xn = _bias_vector(b_ih_ptr + 2 * H, b_hh_ptr, units, mask, HAS_BIAS, False)  # b_in
         bias_hn = _bias_vector(b_hh_ptr + 2 * H, b_ih_ptr, units, mask, HAS_BIAS, False)  # b_hn
+        _wait_prior(PDL)
         if SAVE:
             gl.store(h_buf_ptr + row + units, h.to(h_buf_ptr.dtype.element_ty), mask=mask)
         h_smem.index(0).store(h)

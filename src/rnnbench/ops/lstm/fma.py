@@ -19,7 +19,7 @@ from __future__ import annotations
 from ..gluon_common import AVAILABLE
 
 if AVAILABLE:
-    from ..gluon_common import _bias_vector, _load_f32, gl, gluon
+    from ..gluon_common import _bias_vector, _load_f32, _wait_prior, gl, gluon
     from ..gluon_fma import _sigmoid, _tanh, gate_inputs, gate_products, publish_h, row_start, weights_on_chip
 
     @gluon.jit(do_not_specialize=["T", "B"])
@@ -29,12 +29,15 @@ if AVAILABLE:
         T, B,
         H: gl.constexpr, HAS_BIAS: gl.constexpr, HAS_H0: gl.constexpr, HAS_C0: gl.constexpr, SAVE: gl.constexpr,
         HAS_LENGTHS: gl.constexpr, K_ROWS: gl.constexpr, K_PAD: gl.constexpr, K_SPLIT: gl.constexpr,
-        REG_CHUNKS: gl.constexpr, FAST_ACT: gl.constexpr, HALF_W: gl.constexpr, num_warps: gl.constexpr,
+        REG_CHUNKS: gl.constexpr, FAST_ACT: gl.constexpr, HALF_W: gl.constexpr, PDL: gl.constexpr,
+        num_warps: gl.constexpr,
     ):
         """Program ``program_id(1)`` runs batch row ``b`` through all ``T`` steps; grid ``(1, B)``,
         ``K_SPLIT * K_PAD = 32 * num_warps`` threads, one per unit (at least H) and part of k;
         ``REG_CHUNKS`` chunks of k of every gate in registers (``gluon_fma.weights_on_chip``);
-        ``HALF_W``: fp32 weights held as scaled fp16 (``Plan.half_weights``)."""
+        ``HALF_W``: fp32 weights held as scaled fp16 (``Plan.half_weights``); ``PDL``: launched by
+        programmatic dependent launch (``launch.dependent_launch``), waits for the projection after
+        loading its weights, biases and h0."""
         w_reg, w_smem, scales = weights_on_chip(w_hh_ptr, H, 4, K_ROWS, K_PAD, K_SPLIT, REG_CHUNKS, HALF_W,
                                                 num_warps)
         h_smem, units, mask, length, row, plane, h = row_start(h0_ptr, lengths_ptr, T, B, H, HAS_H0, HAS_LENGTHS,
@@ -47,6 +50,7 @@ if AVAILABLE:
             c = _load_f32(c0_ptr + row, units, mask)
         else:
             c = gl.zeros_like(h)
+        _wait_prior(PDL)
         if SAVE:  # backward reads h_{t-1} and c_{t-1} of every step
             gl.store(h_buf_ptr + row + units, h.to(h_buf_ptr.dtype.element_ty), mask=mask)
             gl.store(c_buf_ptr + row + units, c, mask=mask)

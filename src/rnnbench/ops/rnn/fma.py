@@ -23,6 +23,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from ..common import _wait_prior
 from .kernels import _activation
 
 # Independent accumulators per dot product: each thread's row of W_hh is held as [CHAINS, K_PAD /
@@ -49,6 +50,7 @@ def rnn_forward_fma_kernel(
     T, B, w_stride_j, w_stride_k,
     H: tl.constexpr, RELU: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     HAS_LENGTHS: tl.constexpr, K_PAD: tl.constexpr, CHAINS: tl.constexpr, FAST_ACT: tl.constexpr,
+    PDL: tl.constexpr,
 ):
     """Program ``program_id(1)`` runs batch row ``b`` through all ``T`` steps. ``w_stride_j``,
     ``w_stride_k``: ``W_hh``'s strides (``H``, 1), passed at run time and never specialised on
@@ -56,7 +58,8 @@ def rnn_forward_fma_kernel(
     and every step's dot products become cross-thread reductions (96 shuffles in the kernel at
     hidden 100, sm_90); with them unknown it gives each thread a whole row (no shuffles), which is the
     layout wanted here, at the price of one uncoalesced load of the weights before the loop.
-    ``HAS_LENGTHS``: ``lengths [B]`` int32, as ``rnn_forward_kernel``."""
+    ``HAS_LENGTHS``: ``lengths [B]`` int32, as ``rnn_forward_kernel``. ``PDL``: launched by
+    programmatic dependent launch (``launch.dependent_launch``), waits for the projection."""
     KI: tl.constexpr = K_PAD // CHAINS
     b = tl.program_id(1)
     units = tl.arange(0, K_PAD)  # j: this step's units, one per thread
@@ -77,6 +80,7 @@ def rnn_forward_fma_kernel(
         h_k = tl.zeros([CHAINS, KI], dtype=tl.float32)
         h = tl.zeros([K_PAD], dtype=tl.float32)
     out_ty = h_buf_ptr.dtype.element_ty
+    _wait_prior(PDL)  # (the weights, biases and h0 read above; x_proj, the projection's, from here)
     if SAVE:
         tl.store(h_buf_ptr + row + units, h.to(out_ty), mask=unit_mask)
     x = tl.load(x_proj_ptr + row + units, mask=unit_mask, other=0.0).to(tl.float32)
