@@ -1152,6 +1152,28 @@ def test_gated_forward_on_fma_units(cell, dtype, hidden_size):
         recurrence.layer_launch(cell, 3, hidden_size, TORCH_DTYPE[dtype], torch.device("cuda"))
 
 
+@pytest.mark.parametrize("cell", ["rnn_tanh", "lstm", "gru"])
+def test_a_forward_on_fma_units_waits_for_a_long_projection(cell):
+    """A forward on FMA units launched by programmatic dependent launch starts while the input
+    projection's programs run (they let it: ``DEPENDENTS``) and must wait for them before it reads
+    ``x_proj``: here a projection long enough (input 4096 at batch 32, 30 steps: 90 tiles of our
+    3xTF32 kernel, each 4096 deep) that a read before its end reads another call's ``x_proj`` or
+    none. Fresh inputs each call; output, final states and gradients against float64; the forward
+    was launched so (its compiled kernel's ``launch_pdl``)."""
+    from rnnbench.ops import gluon_common, launch, recurrence
+
+    if cell != "rnn_tanh" and not gluon_common.AVAILABLE:
+        pytest.skip("Gluon kernels need Triton 3.6")
+    if not launch.dependent_launch(torch.device("cuda")):
+        pytest.skip("programmatic dependent launch needs sm_90")
+    assert recurrence.layer_launch(cell, 32, 128, torch.float32, torch.device("cuda")).forward.fma
+    for seed in range(3):
+        check_layer(cell, "fp32", _layer(cell, 32, 30, 4096, 128, seed=seed))
+    forward = {"rnn_tanh": recurrence._RNN_FORWARD_FMA, "lstm": recurrence._LSTM_FORWARD_FMA,
+               "gru": recurrence._GRU_FORWARD_FMA}[cell]
+    assert forward._compiled and all(kernel.metadata.launch_pdl for kernel, _, _ in forward._compiled.values())
+
+
 @pytest.mark.parametrize("scaled", ["drawn", "large", "small"])
 @pytest.mark.parametrize("hidden_size", [37, 100, 128])
 @pytest.mark.parametrize("cell", ["lstm", "gru"])

@@ -81,6 +81,31 @@ def test_every_launch_gives_every_constexpr_its_kernel_takes(cell, fields, inter
         assert set(wanted) <= set(constexprs.values), (fn.__name__, set(wanted) - set(constexprs.values))
 
 
+@pytest.mark.parametrize("fma", [True, False], ids=["fma", "tensor_cores"])
+def test_only_a_forward_on_fma_units_is_launched_dependent(fma, monkeypatch):
+    """Where programmatic dependent launch is taken (``launch.dependent_launch``, made to say yes
+    here; off CUDA it never does), the forward on FMA units is launched by it (``PDL`` and Triton's
+    ``launch_pdl`` option) after a projection that lets it start early (``DEPENDENTS``, which lets
+    a kernel launched plainly start no earlier); a forward on tensor cores is launched plainly (its
+    kernels have no wait)."""
+    from rnnbench.ops import launch, projection
+
+    assert not launch.dependent_launch(torch.device("cpu"))
+    launched = []
+    monkeypatch.setattr(KernelLauncher, "__call__", lambda self, grid, args, constexprs, stream=None, keyed=None:
+                        launched.append((self.fn.__name__, constexprs.values)))
+    monkeypatch.setattr(recurrence, "dependent_launch", lambda device: True)
+    monkeypatch.setattr(projection, "dependent_launch", lambda device: True)
+    x, w_ih, w_hh = torch.randn(2, 3, 5), torch.randn(8, 5), torch.randn(8, 8)
+    with recurrence.plan_override(fma=fma):
+        recurrence.recurrent_layer("rnn_tanh", x, None, None, w_ih, w_hh)
+    (name, values), = [(n, v) for n, v in launched if "forward" in n]
+    assert ("fma" in name) == fma
+    assert (values.get("PDL"), values.get("launch_pdl")) == ((True, True) if fma else (None, None))
+    (dependents, ), = [(v["DEPENDENTS"], ) for n, v in launched if n == "input_projection_kernel"]
+    assert dependents
+
+
 def test_constexprs_are_numbered_by_value():
     """The launch key holds a Constexprs' number: equal values (in any order) must share it and
     different values must not (a number shared by two plans would launch one plan's variant for
