@@ -1017,7 +1017,8 @@ def test_a_captured_projection_of_whole_tiles_is_ours(monkeypatch, dtype, batch,
     w = (torch.randn(2048, 512, device="cuda") * 512 ** -0.5).to(TORCH_DTYPE[dtype])
     flop = 2 * x.numel() * w.shape[0]
     assert (flop > projection.EVEN_MAX_FLOP) is (batch == 128)
-    ours = {c: "split" if dtype == "fp32" and projection.splits_pay(flop, c) else "tiles" for c in (False, True)}
+    ours = {c: "split" if dtype == "fp32" and projection.splits_pay(30 * batch, 2048, 512, c) else "tiles"
+            for c in (False, True)}
     assert ours[True] == ("split" if (dtype, batch) == ("fp32", 128) else "tiles")
     reference = x.double() @ w.double().t()
     with matmul_mode(dtype):
@@ -1047,7 +1048,7 @@ def test_strict_fp32_projection_from_split_operands(seq, batch, inputs, width):
     assert relative_error(got, reference) <= SPLIT_TOLERANCE
     (captured,) = graphed(lambda: (projection.split_projection(x, w),))()
     assert torch.equal(captured, got)
-    if projection.splits_pay(2 * x.numel() * width, captured=False):
+    if projection.splits_pay(seq * batch, width, x.shape[-1], captured=False):
         assert torch.equal(projection.input_projection(x, w, "tf32x3", False), got)
 
 

@@ -140,6 +140,19 @@ def test_projecting_ahead_only_inside_a_graph_capture_and_for_the_gluon_kernel(m
                                launch, False, ready=ready)
 
 
+@pytest.mark.parametrize("rows, gate_width, pays", [(3, 100, True), (300, 100, False), (3, 300, False)],
+                         ids=["both_fit", "x_too_large", "w_ih_too_large"])
+def test_the_projection_splits_only_operands_that_fit(rows, gate_width, pays, monkeypatch):
+    """``splits_pay`` past its FLOP limit asks both operands, ``x [rows, I]`` and ``W_ih [G*H,
+    I]``, to fit the split (``split_products.fits``, here under a limit of 16,385 elements a part,
+    either way round: 3, 37 and 100 pad to at most 128, 300 to 384)."""
+    from rnnbench.ops import projection
+
+    monkeypatch.setattr(projection, "SPLIT_MIN_FLOP", {"captured": 0, "eager": 0})
+    monkeypatch.setattr(projection.split_products, "MAX_PART_ELEMENTS", 128 * 128 + 1)
+    assert projection.splits_pay(rows, gate_width, 37, captured=False) is pays
+
+
 def test_strict_fp32_takes_the_split_products_from_their_limit(monkeypatch):
     """``input_projection`` in strict fp32 takes ``split_projection`` from SPLIT_MIN_FLOP's eager
     limit (its result against float64 at the split products' accuracy), our tiles below it and for
@@ -158,7 +171,7 @@ def test_strict_fp32_takes_the_split_products_from_their_limit(monkeypatch):
     monkeypatch.setattr(projection, "SPLIT_MIN_FLOP", {"captured": flop, "eager": flop + 1})
     projection.input_projection(x, w, "tf32x3", False)
     assert taken == ["split"]  # below the eager limit: our tiles
-    assert projection.splits_pay(flop, captured=True) and not projection.splits_pay(flop, captured=False)
+    assert projection.splits_pay(21, 100, 37, captured=True) and not projection.splits_pay(21, 100, 37, captured=False)
     projection.input_projection(x, w, "tf32", False)
     assert taken == ["split"]  # TF32 never
     monkeypatch.setattr(projection, "SPLIT_MIN_FLOP", {"captured": flop - 1, "eager": flop})

@@ -114,8 +114,7 @@ def input_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast
     GH = w_ih.shape[0]
     flop = 2 * T * B * GH * I
     # (the capture asked only of a size that may take the splits: a call of host time pays it)
-    if (precision == "tf32x3" and flop >= min(SPLIT_MIN_FLOP.values()) and splits_pay(flop, capturing(x))
-            and split_products.fits(T * B, I) and split_products.fits(GH, I)):
+    if precision == "tf32x3" and flop >= min(SPLIT_MIN_FLOP.values()) and splits_pay(T * B, GH, I, capturing(x)):
         return split_projection(x, w_ih)
     whole = flop <= (STRICT_EVEN_MAX_FLOP if precision == "tf32x3" else EVEN_MAX_FLOP) and even(
         EVEN_TILES, T * B, GH, I, I)
@@ -161,11 +160,13 @@ def our_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast: 
     return out
 
 
-def splits_pay(flop: float, captured: bool) -> bool:
-    """Whether a strict fp32 projection of ``flop`` FLOPs takes :func:`split_projection`, in a
-    graph's capture (``captured``) or eagerly: :data:`SPLIT_MIN_FLOP` (:func:`input_projection`
-    also asks that both operands fit the split, ``split_products.fits``)."""
-    return flop >= SPLIT_MIN_FLOP["captured" if captured else "eager"]
+def splits_pay(rows: int, gate_width: int, input_size: int, captured: bool) -> bool:
+    """Whether strict fp32's projection of ``rows`` (T B) rows of ``input_size`` onto
+    ``gate_width`` (G H) takes :func:`split_projection`, in a graph's capture (``captured``) or
+    eagerly: its FLOPs (``2 rows G*H I``) are at least :data:`SPLIT_MIN_FLOP`'s, and both operands
+    fit the split (``split_products.fits``), as ``gradients.splits_pay`` asks of the gradients'."""
+    return (2 * rows * gate_width * input_size >= SPLIT_MIN_FLOP["captured" if captured else "eager"]
+            and split_products.fits(rows, input_size) and split_products.fits(gate_width, input_size))
 
 
 def split_projection(x: torch.Tensor, w_ih: torch.Tensor) -> torch.Tensor:
