@@ -201,6 +201,26 @@ def test_split_gradients_match_float64(shape, need):
             assert relative_error(value, getattr(ref, field)) <= TOLERANCE["fp32"], field
 
 
+@pytest.mark.parametrize("shape", [SHAPES[3], SHAPES[4]], ids=["one-gate-tensor", "two"])
+def test_split_gradients_sum_the_biases_in_the_split(shape, monkeypatch):
+    """Where a weight gradient splits ``d_g^T``, the biases' sums come from that split (torch's
+    sums are asked for neither bias), match float64, and are two tensors of their own even where
+    both are one sum (the LSTM's: one gate-gradient tensor)."""
+    from rnnbench.ops import gradients
+
+    asked = []
+    real = gradients.reference_gradients
+    monkeypatch.setattr(gradients, "reference_gradients", lambda *a: (asked.append(a[-1][3:]), real(*a))[1])
+    tensors = _inputs(*shape, torch.float32)
+    got = gradients.split_gradients(*tensors, (True,) * 5)
+    assert asked == [(False, False)]
+    ref = real(*_widened(tensors), (False, False, False, True, True))
+    assert relative_error(got.db_ih, ref.db_ih) <= TOLERANCE["fp32"]
+    assert relative_error(got.db_hh, ref.db_hh) <= TOLERANCE["fp32"]
+    got.db_ih.zero_()
+    assert relative_error(got.db_hh, ref.db_hh) <= TOLERANCE["fp32"]  # (not the same memory)
+
+
 @pytest.mark.parametrize("precision, rows, hidden, path", [
     ("tf32x3", 960, 1024, "splits"),   # theano's LSTM at batch 32, hidden 1024: 2.4e10 FLOP
     ("tf32x3", 3840, 512, "splits"),   # at batch 128, hidden 512: 2.4e10 (64 tiles of each weight gradient)

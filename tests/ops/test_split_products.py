@@ -151,6 +151,31 @@ def test_operands_split_together_are_each_split_alone():
             assert torch.equal(got.scale[:got.lines], alone.scale[:alone.lines])
 
 
+def test_line_sums_come_with_the_split():
+    """``split_all`` gives each line's sum of the operands asked (``(x, transpose, True)``: a bias
+    gradient, from the loads that find the lines' maxima), as stored and transposed, over one span
+    of ``line_max_kernel`` and several (1,100 rows transposed: three), and zeros over no width;
+    against float64 to fp32's rounding. The parts are still each operand's split alone, bit for
+    bit, and the operands not asked have no sums."""
+    from rnnbench.ops import split_products as sp
+
+    operands = [(torch.randn(1100, 37), True, True), (_spread(37, 130, seed=5), False),
+                (torch.randn(3, 600), False, True), (torch.randn(0, 5), True, True), (torch.randn(128, 64), True, True),
+                (torch.randn(9, 0), False, True)]
+    together = sp.split_all(operands)
+    for (x, transpose, *asked), got in zip(operands, together):
+        alone = sp.split(x, transpose)
+        if got.width:
+            assert torch.equal(got.hi, alone.hi) and torch.equal(got.lo, alone.lo)
+            assert torch.equal(got.scale[:got.lines], alone.scale[:alone.lines])
+        if not asked:
+            assert got.sums is None
+            continue
+        want = (x.t() if transpose else x).double().sum(1)
+        assert got.sums.shape == (got.lines,) and got.sums.dtype == torch.float32
+        assert (got.sums.double() - want).abs().max() <= 1e-6 * (1 + want.abs().max())
+
+
 def test_products_made_together_match_float64():
     """``products`` makes up to three products in one launch, whole tiles (their stores unmasked)
     beside partial ones, from operands of one split call, and from ``a``s of one call and ``b``s of

@@ -171,10 +171,12 @@ def compile_gradients(dtype: torch.dtype, precision: str, gates: int = 4, capabi
 
 
 # The split products' launches, the widest their callers make: the operands' transposes of a split
-# (the projection's x and W_ih; a GRU layer's gradients: d_gx, W_ih^T, d_gx^T, x^T, d_gh^T, h^T; an
-# LSTM's or a call for fewer gradients launches fewer operands), and the products' whole stores
-# (one masked, one whole, a layer's three gradients whole and masked).
-SPLIT_VARIANTS = {"projection": (False, False), "gradients": (False, True, True, True, True, True)}
+# and which of them are summed too (the projection's x and W_ih; a GRU layer's gradients: d_gx,
+# W_ih^T, d_gx^T, x^T, d_gh^T, h^T, the biases' sums from d_gx^T and d_gh^T; an LSTM's or a call
+# for fewer gradients launches fewer operands), and the products' whole stores (one masked, one
+# whole, a layer's three gradients whole and masked).
+SPLIT_VARIANTS = {"projection": ((False, False), ()),
+                  "gradients": ((False, True, True, True, True, True), (False, False, True, False, True, False))}
 PRODUCT_VARIANTS = {"split-product": (False,), "split-product-even": (True,), "split-products-even": (True,) * 3,
                     "split-products": (False,) * 3}
 
@@ -193,8 +195,8 @@ def compile_split_products(capability: int = 90) -> dict:
         return _compile(fn, values, pointers, "*fp32", warps, stages, capability)
 
     kernels = {}
-    for label, transposes in SPLIT_VARIANTS.items():
-        maxima, split = sp.split_constexprs_for(transposes)
+    for label, (transposes, sums) in SPLIT_VARIANTS.items():
+        maxima, split = sp.split_constexprs_for(transposes, sums)
         kernels[f"line-max-{label}"] = compile_with(sp.line_max_kernel, maxima, {})
         kernels[f"split-{label}"] = compile_with(sp.split_kernel, split, f16)
     for label, evens in PRODUCT_VARIANTS.items():

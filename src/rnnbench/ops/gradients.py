@@ -237,20 +237,24 @@ def splits_pay(rows: int, gate_width: int, input_size: int, hidden_size: int) ->
 def split_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...]) -> LayerGradients:
     """:func:`reference_gradients` for fp32 tensors, the three products by 3xFP16 from operands
     split once (``ops/split_products.py``: every operand in one split call, the products in one
-    launch; the biases' sums as there): ``dx = d_gx W_ih`` from ``d_gx`` and ``W_ih^T``, ``dW =
-    d_g^T x`` from ``d_g^T`` and ``x^T`` (each operand laid out with the reduction contiguous)."""
+    launch): ``dx = d_gx W_ih`` from ``d_gx`` and ``W_ih^T``, ``dW = d_g^T x`` from ``d_g^T`` and
+    ``x^T`` (each operand laid out with the reduction contiguous). The biases' sums come with the
+    split of ``d_g^T`` (its lines summed by the pass that finds their largest values: one read of
+    ``d_g`` fewer than torch's sums), where a weight gradient splits it, else torch's; they are
+    views of the split's small fp32 buffer (scales and partials)."""
     same = d_gh is d_gx
-    # (operand name: tensor, transposed), each split once however many products read it
+    # (operand name: tensor, transposed[, its lines' sums wanted]), each split once however many
+    # products read it
     wanted = {}
     if need[0]:
         wanted.update(d_gx=(d_gx, False), w_ih=(w_ih, True))
     if need[1] or (need[2] and same):
-        wanted["d_gx_t"] = (d_gx, True)
+        wanted["d_gx_t"] = (d_gx, True, need[3] or (need[4] and same))
     if need[1]:
         wanted["x"] = (x, True)
     if need[2]:
         if not same:
-            wanted["d_gh_t"] = (d_gh, True)
+            wanted["d_gh_t"] = (d_gh, True, need[4])
         wanted["h"] = (h_prev, True)
     parts = dict(zip(wanted, split_products.split_all(list(wanted.values())))) if wanted else {}
     pairs = {"dx": ("d_gx", "w_ih"), "dw_ih": ("d_gx_t", "x"), "dw_hh": ("d_gx_t" if same else "d_gh_t", "h")}
@@ -258,8 +262,17 @@ def split_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...]) -> Laye
     made = {}
     if asked:  # (a call for the biases alone makes no product)
         made = dict(zip(asked, split_products.products([(parts[a], parts[b]) for a, b in map(pairs.get, asked)])))
-    sums = reference_gradients(d_gx, d_gh, x, h_prev, w_ih, (False, False, False, need[3], need[4]))
-    return LayerGradients(made.get("dx"), made.get("dw_ih"), made.get("dw_hh"), sums.db_ih, sums.db_hh)
+    # The biases' sums where a split made them: d_gx^T's lines are db_ih's, and db_hh's where both
+    # sides' gate gradients are one tensor (the LSTM's, the RNN's), else d_gh^T's.
+    summed = "d_gx_t" if same else "d_gh_t"
+    db_ih = parts["d_gx_t"].sums if need[3] and "d_gx_t" in parts else None
+    db_hh = parts[summed].sums if need[4] and summed in parts else None
+    if same and db_ih is not None and db_hh is not None:
+        db_hh = db_ih.clone()  # (one sum, two gradients: each its own tensor, as torch.nn gives them)
+    rest = reference_gradients(d_gx, d_gh, x, h_prev, w_ih,
+                               (False, False, False, need[3] and db_ih is None, need[4] and db_hh is None))
+    return LayerGradients(made.get("dx"), made.get("dw_ih"), made.get("dw_hh"),
+                          rest.db_ih if db_ih is None else db_ih, rest.db_hh if db_hh is None else db_hh)
 
 
 @functools.lru_cache(maxsize=256)

@@ -86,7 +86,8 @@ class Parts(NamedTuple):
     two). They live in buffers a :func:`split_all` call shares among its operands: ``hi`` at
     ``halves[at * BLOCK:]``, ``lo`` right after it, ``scale`` at ``scales[scale_at * TILES.bm:]``.
     An operand of no width has no parts and its scales are left unwritten (a product over nothing
-    is zeros, :func:`products`, without reading them)."""
+    is zeros, :func:`products`, without reading them). Split with its sums (:func:`split_all`),
+    each line's sum over its width in fp32 lies at ``scales[sum_at:]`` (:attr:`sums`)."""
 
     halves: torch.Tensor
     scales: torch.Tensor
@@ -94,6 +95,7 @@ class Parts(NamedTuple):
     scale_at: int
     lines: int
     width: int
+    sum_at: int = -1
 
     @property
     def padded(self) -> tuple[int, int]:
@@ -117,14 +119,22 @@ class Parts(NamedTuple):
         """Each line's power of two, ``[lines padded]``, fp32: a view of ``scales``."""
         return self.scales[self.scale_at * TILES.bm:self.scale_at * TILES.bm + self.padded[0]]
 
+    @property
+    def sums(self) -> torch.Tensor | None:
+        """Each line's sum over the operand's width (the fp32 values as given, not split), ``[lines]``,
+        fp32: a view of ``scales``; None unless split with its sums."""
+        return None if self.sum_at < 0 else self.scales[self.sum_at:self.sum_at + self.lines]
+
 
 @triton.jit
 def _line_max(x_ptr, part_ptr, q, ROWS, COLS, TRANSPOSE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr,
-              SPAN: tl.constexpr):
+              SPAN: tl.constexpr, SUM: tl.constexpr):
     """Program ``q`` of one operand's line maxima: the largest ``|x|`` of each of a block of lines
     of ``x [ROWS, COLS]`` (row-major, contiguous; the lines are its rows, or with ``TRANSPOSE`` its
     columns) over a span of ``SPAN`` tiles along them, stored at ``part_ptr + span * LINES + line``
-    (``LINES`` = ``ROWS`` or ``COLS``). The blocks of lines go first, then the spans."""
+    (``LINES`` = ``ROWS`` or ``COLS``). The blocks of lines go first, then the spans. ``SUM``: the
+    lines' sums over the span too, from the same loads, stored ``SPANS * LINES`` further (``SPANS``
+    the spans of a line: a bias gradient's partial sums, :func:`_split` adds them up)."""
     LINE: tl.constexpr = BC if TRANSPOSE else BR
     ALONG: tl.constexpr = BR if TRANSPOSE else BC
     LINES = COLS if TRANSPOSE else ROWS
@@ -132,12 +142,18 @@ def _line_max(x_ptr, part_ptr, q, ROWS, COLS, TRANSPOSE: tl.constexpr, BR: tl.co
     lines = (q % blocks) * LINE + tl.arange(0, LINE)
     span = q // blocks
     m = tl.zeros([LINE], dtype=tl.float32)
+    total = tl.zeros([LINE], dtype=tl.float32)
     for t in range(SPAN):
         along = (span * SPAN + t) * ALONG + tl.arange(0, ALONG)
         r, c = (along[:, None], lines[None, :]) if TRANSPOSE else (lines[:, None], along[None, :])
         x = tl.load(x_ptr + r * COLS + c, mask=(r < ROWS) & (c < COLS), other=0.0)
         m = tl.maximum(m, tl.max(tl.abs(x), axis=0 if TRANSPOSE else 1))
+        if SUM:
+            total += tl.sum(x, axis=0 if TRANSPOSE else 1)
     tl.store(part_ptr + span * LINES + lines, m, mask=lines < LINES)
+    if SUM:
+        spans = tl.cdiv(tl.cdiv(ROWS if TRANSPOSE else COLS, ALONG), SPAN)
+        tl.store(part_ptr + (spans + span) * LINES + lines, total, mask=lines < LINES)
 
 
 @triton.jit(do_not_specialize=["R0", "C0", "Q0", "P0", "R1", "C1", "Q1", "P1", "R2", "C2", "Q2", "P2", "R3", "C3",
@@ -145,28 +161,31 @@ def _line_max(x_ptr, part_ptr, q, ROWS, COLS, TRANSPOSE: tl.constexpr, BR: tl.co
 def line_max_kernel(x0_ptr, x1_ptr, x2_ptr, x3_ptr, x4_ptr, x5_ptr, part_ptr,
                     R0, C0, Q0, P0, R1, C1, Q1, P1, R2, C2, Q2, P2, R3, C3, Q3, P3, R4, C4, Q4, P4, R5, C5, Q5, P5,
                     OPERANDS: tl.constexpr, T0: tl.constexpr, T1: tl.constexpr, T2: tl.constexpr, T3: tl.constexpr,
-                    T4: tl.constexpr, T5: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr, SPAN: tl.constexpr):
+                    T4: tl.constexpr, T5: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr, SPAN: tl.constexpr,
+                    U0: tl.constexpr = False, U1: tl.constexpr = False, U2: tl.constexpr = False,
+                    U3: tl.constexpr = False, U4: tl.constexpr = False, U5: tl.constexpr = False):
     """:func:`_line_max` of up to six operands in one launch: operand ``k`` (``x{k}_ptr``, ``[R{k},
-    C{k}]``, lines transposed where ``T{k}``) takes programs ``Q{k-1} .. Q{k}`` (``Q{-1}`` = 0) and
-    stores its partials from ``part_ptr + P{k}``; ``OPERANDS`` of them are given."""
+    C{k}]``, lines transposed where ``T{k}``, their sums too where ``U{k}``) takes programs
+    ``Q{k-1} .. Q{k}`` (``Q{-1}`` = 0) and stores its partials from ``part_ptr + P{k}``;
+    ``OPERANDS`` of them are given."""
     pid = tl.program_id(0)
     if pid < Q0:
-        _line_max(x0_ptr, part_ptr + P0, pid, R0, C0, T0, BR, BC, SPAN)
+        _line_max(x0_ptr, part_ptr + P0, pid, R0, C0, T0, BR, BC, SPAN, U0)
     if OPERANDS > 1:
         if (pid >= Q0) & (pid < Q1):
-            _line_max(x1_ptr, part_ptr + P1, pid - Q0, R1, C1, T1, BR, BC, SPAN)
+            _line_max(x1_ptr, part_ptr + P1, pid - Q0, R1, C1, T1, BR, BC, SPAN, U1)
     if OPERANDS > 2:
         if (pid >= Q1) & (pid < Q2):
-            _line_max(x2_ptr, part_ptr + P2, pid - Q1, R2, C2, T2, BR, BC, SPAN)
+            _line_max(x2_ptr, part_ptr + P2, pid - Q1, R2, C2, T2, BR, BC, SPAN, U2)
     if OPERANDS > 3:
         if (pid >= Q2) & (pid < Q3):
-            _line_max(x3_ptr, part_ptr + P3, pid - Q2, R3, C3, T3, BR, BC, SPAN)
+            _line_max(x3_ptr, part_ptr + P3, pid - Q2, R3, C3, T3, BR, BC, SPAN, U3)
     if OPERANDS > 4:
         if (pid >= Q3) & (pid < Q4):
-            _line_max(x4_ptr, part_ptr + P4, pid - Q3, R4, C4, T4, BR, BC, SPAN)
+            _line_max(x4_ptr, part_ptr + P4, pid - Q3, R4, C4, T4, BR, BC, SPAN, U4)
     if OPERANDS > 5:
         if (pid >= Q4) & (pid < Q5):
-            _line_max(x5_ptr, part_ptr + P5, pid - Q4, R5, C5, T5, BR, BC, SPAN)
+            _line_max(x5_ptr, part_ptr + P5, pid - Q4, R5, C5, T5, BR, BC, SPAN, U5)
 
 
 @triton.jit
@@ -180,15 +199,27 @@ def _line_scales(part_ptr, lines, LINES, PARTS):
 
 
 @triton.jit
+def _line_sums(part_ptr, lines, LINES, PARTS):
+    """The sums of ``lines`` from their ``PARTS`` partial sums (:func:`_line_max` with ``SUM``,
+    ``PARTS * LINES`` past the partial maxima), added in span order."""
+    total = tl.zeros(lines.shape, dtype=tl.float32)
+    for j in range(PARTS):
+        total += tl.load(part_ptr + (PARTS + j) * LINES + lines, mask=lines < LINES, other=0.0)
+    return total
+
+
+@triton.jit
 def _split(x_ptr, part_ptr, halves_ptr, at, scales_ptr, scale_at, q, ROWS, COLS, TRANSPOSE: tl.constexpr,
-           BR: tl.constexpr, BC: tl.constexpr, SPAN: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr):
+           BR: tl.constexpr, BC: tl.constexpr, SPAN: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr,
+           SUM: tl.constexpr):
     """Program ``q`` of one operand's split: ``hi`` and ``lo`` of a ``[BR, BC]`` tile of ``x [ROWS,
     COLS]`` (row-major, contiguous; zeros past its edges, for the parts' padding) under its lines'
     powers of two (:func:`_line_scales` of the partials at ``part_ptr``), stored from ``halves_ptr +
     at * BM * BK`` as ``x`` is, or (``TRANSPOSE``) as its transpose, in rows padded to ``BK`` (``lo``
     after the ``hi`` of all lines padded to ``BM``); the programs of the first tile along the lines
-    store their scales from ``scales_ptr + scale_at * BM``. The tiles go down ``x``'s padded rows
-    first. (Offsets into the shared buffers in 64 bits: a call's parts may pass 2^31 elements.)"""
+    store their scales from ``scales_ptr + scale_at * BM``, and with ``SUM`` the lines' sums
+    (:func:`_line_sums`) ``2 * SPANS * LINES`` past the partials. The tiles go down ``x``'s padded
+    rows first. (Offsets into the shared buffers in 64 bits: a call's parts may pass 2^31 elements.)"""
     hi_ptr = halves_ptr + at.to(tl.int64) * (BM * BK)
     scale_ptr = scales_ptr + scale_at * BM
     LINES = COLS if TRANSPOSE else ROWS
@@ -206,12 +237,16 @@ def _split(x_ptr, part_ptr, halves_ptr, at, scales_ptr, scale_at, q, ROWS, COLS,
         out = c[None, :] * ld + r[:, None]
         if q % tiles_down == 0:
             tl.store(scale_ptr + c, scale)
+            if SUM:
+                tl.store(part_ptr + 2 * parts * COLS + c, _line_sums(part_ptr, c, COLS, parts), mask=c < COLS)
     else:
         scale, inv = _line_scales(part_ptr, r, ROWS, parts)
         hi, lo = _split_half(x * inv[:, None], True, False)
         out = r[:, None] * ld + c[None, :]
         if q // tiles_down == 0:
             tl.store(scale_ptr + r, scale)
+            if SUM:
+                tl.store(part_ptr + 2 * parts * ROWS + r, _line_sums(part_ptr, r, ROWS, parts), mask=r < ROWS)
     tl.store(hi_ptr + out, hi)
     tl.store(hi_ptr + lines_padded.to(tl.int64) * ld + out, lo)
 
@@ -224,29 +259,37 @@ def split_kernel(x0_ptr, x1_ptr, x2_ptr, x3_ptr, x4_ptr, x5_ptr, part_ptr, halve
                  R3, C3, Q3, P3, A3, S3, R4, C4, Q4, P4, A4, S4, R5, C5, Q5, P5, A5, S5,
                  OPERANDS: tl.constexpr, T0: tl.constexpr, T1: tl.constexpr, T2: tl.constexpr, T3: tl.constexpr,
                  T4: tl.constexpr, T5: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr, SPAN: tl.constexpr,
-                 BM: tl.constexpr, BK: tl.constexpr):
+                 BM: tl.constexpr, BK: tl.constexpr, U0: tl.constexpr = False, U1: tl.constexpr = False,
+                 U2: tl.constexpr = False, U3: tl.constexpr = False, U4: tl.constexpr = False,
+                 U5: tl.constexpr = False):
     """:func:`_split` of up to six operands in one launch, as :func:`line_max_kernel` shares its
     programs out: operand ``k`` reads its partials from ``part_ptr + P{k}`` and stores its parts
     from ``halves_ptr + A{k} * BM * BK`` and its scales from ``scales_ptr + S{k} * BM`` (offsets
-    in whole padded tiles, so that the compiler knows their alignment)."""
+    in whole padded tiles, so that the compiler knows their alignment), its lines' sums where
+    ``U{k}``."""
     pid = tl.program_id(0)
     if pid < Q0:
-        _split(x0_ptr, part_ptr + P0, halves_ptr, A0, scales_ptr, S0, pid, R0, C0, T0, BR, BC, SPAN, BM, BK)
+        _split(x0_ptr, part_ptr + P0, halves_ptr, A0, scales_ptr, S0, pid, R0, C0, T0, BR, BC, SPAN, BM, BK, U0)
     if OPERANDS > 1:
         if (pid >= Q0) & (pid < Q1):
-            _split(x1_ptr, part_ptr + P1, halves_ptr, A1, scales_ptr, S1, pid - Q0, R1, C1, T1, BR, BC, SPAN, BM, BK)
+            _split(x1_ptr, part_ptr + P1, halves_ptr, A1, scales_ptr, S1, pid - Q0, R1, C1, T1, BR, BC, SPAN,
+                   BM, BK, U1)
     if OPERANDS > 2:
         if (pid >= Q1) & (pid < Q2):
-            _split(x2_ptr, part_ptr + P2, halves_ptr, A2, scales_ptr, S2, pid - Q1, R2, C2, T2, BR, BC, SPAN, BM, BK)
+            _split(x2_ptr, part_ptr + P2, halves_ptr, A2, scales_ptr, S2, pid - Q1, R2, C2, T2, BR, BC, SPAN,
+                   BM, BK, U2)
     if OPERANDS > 3:
         if (pid >= Q2) & (pid < Q3):
-            _split(x3_ptr, part_ptr + P3, halves_ptr, A3, scales_ptr, S3, pid - Q2, R3, C3, T3, BR, BC, SPAN, BM, BK)
+            _split(x3_ptr, part_ptr + P3, halves_ptr, A3, scales_ptr, S3, pid - Q2, R3, C3, T3, BR, BC, SPAN,
+                   BM, BK, U3)
     if OPERANDS > 4:
         if (pid >= Q3) & (pid < Q4):
-            _split(x4_ptr, part_ptr + P4, halves_ptr, A4, scales_ptr, S4, pid - Q3, R4, C4, T4, BR, BC, SPAN, BM, BK)
+            _split(x4_ptr, part_ptr + P4, halves_ptr, A4, scales_ptr, S4, pid - Q3, R4, C4, T4, BR, BC, SPAN,
+                   BM, BK, U4)
     if OPERANDS > 5:
         if (pid >= Q4) & (pid < Q5):
-            _split(x5_ptr, part_ptr + P5, halves_ptr, A5, scales_ptr, S5, pid - Q4, R5, C5, T5, BR, BC, SPAN, BM, BK)
+            _split(x5_ptr, part_ptr + P5, halves_ptr, A5, scales_ptr, S5, pid - Q4, R5, C5, T5, BR, BC, SPAN,
+                   BM, BK, U5)
 
 
 @triton.jit
@@ -351,17 +394,19 @@ def fits(rows: int, cols: int) -> bool:
 
 @functools.lru_cache(maxsize=256)
 def _split_plan(key: tuple) -> _SplitPlan:
-    """The :class:`_SplitPlan` of ``key``, ``((rows, cols, transpose), ...)``: each operand's
-    lines in blocks of a split tile, their spans of :data:`MAX_SPAN_TILES` tiles, its padded
-    parts and scales laid after the operand's before it.
+    """The :class:`_SplitPlan` of ``key``, ``((rows, cols, transpose, sums), ...)``: each
+    operand's lines in blocks of a split tile, their spans of :data:`MAX_SPAN_TILES` tiles, its
+    padded parts and scales laid after the operand's before it; in the fp32 buffer the scales of
+    all, then each operand's partial maxima (``spans * lines``) and, with ``sums``, its partial
+    sums (as many) and sums (``lines``).
 
     Raises:
         ValueError: an operand does not :func:`fit <fits>`.
     """
     (tile_r, tile_c), bm = SPLIT_TILE, TILES.bm
     at = scale_at = partials = max_end = split_end = 0
-    ends, offsets, parts = [], [], []
-    for rows, cols, transpose in key:
+    ends, offsets, parts, sums_at = [], [], [], []
+    for rows, cols, transpose, sums in key:
         lines, width = (cols, rows) if transpose else (rows, cols)
         padded = _padded(lines, width)
         if not fits(rows, cols):
@@ -372,35 +417,43 @@ def _split_plan(key: tuple) -> _SplitPlan:
         ends.append((max_end, split_end))
         offsets.append(partials)
         parts.append((at, scale_at, lines, width))
-        partials += spans * lines
+        sums_at.append(partials + 2 * spans * lines if sums else -1)
+        partials += (2 * spans + 1) * lines if sums else spans * lines
         at += 2 * padded[0] * padded[1] // BLOCK
         scale_at += padded[0] // bm
     max_ints, split_ints = [], []
-    for (rows, cols, _), (max_q, split_q), part, (a, s, _, _) in zip(key, ends, offsets, parts):
+    for (rows, cols, _, _), (max_q, split_q), part, (a, s, _, _) in zip(key, ends, offsets, parts):
         max_ints += [rows, cols, max_q, scale_at * bm + part]
         split_ints += [rows, cols, split_q, scale_at * bm + part, a, s]
     for _ in range(MAX_OPERANDS - len(key)):  # (the unused operands' programs: none, past the last end)
         max_ints += [0, 0, max_end, 0]
         split_ints += [0, 0, split_end, 0, 0, 0]
-    max_constexprs, split_constexprs = split_constexprs_for(tuple([t for _, _, t in key]))
+    max_constexprs, split_constexprs = split_constexprs_for(tuple([t for _, _, t, _ in key]),
+                                                            tuple([u for _, _, _, u in key]))
+    parts = [(*part, -1 if at_ < 0 else scale_at * bm + at_) for part, at_ in zip(parts, sums_at)]
     return _SplitPlan(at * BLOCK, scale_at * bm + partials, max_end, tuple(max_ints), max_constexprs, split_end,
                       tuple(split_ints), split_constexprs, tuple(parts))
 
 
 @functools.lru_cache(maxsize=64)
-def split_constexprs_for(transposes: tuple[bool, ...]) -> tuple[Constexprs, Constexprs]:
+def split_constexprs_for(transposes: tuple[bool, ...],
+                         sums: tuple[bool, ...] = ()) -> tuple[Constexprs, Constexprs]:
     """:func:`line_max_kernel`'s and :func:`split_kernel`'s compile-time arguments for operands
-    split as stored or transposed (``transposes``, one an operand), made once each."""
+    split as stored or transposed (``transposes``, one an operand), with their lines' sums where
+    ``sums`` says (none where it is shorter), made once each."""
     flags = {f"T{k}": k < len(transposes) and transposes[k] for k in range(MAX_OPERANDS)}
+    flags.update({f"U{k}": k < len(sums) and sums[k] for k in range(MAX_OPERANDS)})
     common = dict(OPERANDS=len(transposes), **flags, BR=SPLIT_TILE[0], BC=SPLIT_TILE[1], SPAN=MAX_SPAN_TILES,
                   num_warps=4)
     return Constexprs(common), Constexprs(dict(common, BM=TILES.bm, BK=TILES.bk))
 
 
-def split_all(operands: Sequence[tuple[torch.Tensor, bool]]) -> list[Parts]:
-    """The :class:`Parts` of each 2-D fp32 operand ``(x, transpose)`` (the module docstring): the
-    rows of ``x``, or (``transpose``) of its transpose, each under its own power of two, padded
-    with zeros; all in two launches and two allocations.
+def split_all(operands: Sequence[tuple]) -> list[Parts]:
+    """The :class:`Parts` of each 2-D fp32 operand ``(x, transpose)`` or ``(x, transpose, sums)``
+    (the module docstring): the rows of ``x``, or (``transpose``) of its transpose, each under its
+    own power of two, padded with zeros, and with ``sums`` each of those rows' sum in fp32
+    (:attr:`Parts.sums`: a bias gradient, ``d_g^T`` summed over its batch rows, from the loads
+    that find the rows' largest values); all in two launches and two allocations.
 
     Raises:
         ValueError: no operands, or more than :data:`MAX_OPERANDS`; an operand too large
@@ -408,8 +461,8 @@ def split_all(operands: Sequence[tuple[torch.Tensor, bool]]) -> list[Parts]:
     """
     if not 0 < len(operands) <= MAX_OPERANDS:
         raise ValueError(f"{len(operands)} operands to split: 1 to {MAX_OPERANDS} a call")
-    plan = _split_plan(tuple([(x.shape[0], x.shape[1], t) for x, t in operands]))
-    xs = [x.contiguous() for x, _ in operands]
+    plan = _split_plan(tuple([(o[0].shape[0], o[0].shape[1], o[1], len(o) > 2 and bool(o[2])) for o in operands]))
+    xs = [o[0].contiguous() for o in operands]
     device = xs[0].device
     halves = torch.empty(plan.halves, device=device, dtype=torch.float16)
     scales = torch.empty(plan.scales, device=device, dtype=torch.float32)
@@ -418,7 +471,11 @@ def split_all(operands: Sequence[tuple[torch.Tensor, bool]]) -> list[Parts]:
         _LINE_MAX((plan.max_programs,), (*xs, scales, *plan.max_ints), plan.max_constexprs)
     if plan.split_programs:
         _SPLIT((plan.split_programs,), (*xs, scales, halves, scales, *plan.split_ints), plan.split_constexprs)
-    return [Parts(halves, scales, *part) for part in plan.parts]
+    parts = [Parts(halves, scales, *part) for part in plan.parts]
+    for p in parts:
+        if p.sum_at >= 0 and p.width == 0:
+            p.sums.zero_()  # (sums over nothing: no program of the split ran for them)
+    return parts
 
 
 def products(pairs: Sequence[tuple[Parts, Parts]]) -> list[torch.Tensor]:
