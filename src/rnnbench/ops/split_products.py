@@ -30,8 +30,10 @@ reduction the sum's error grew with the reduction's length: 3xTF32's 1.2e-6 at 5
 4096, ``split-products/speed-d21fcb2``, the tensor core's fp32 accumulation not being IEEE's), and
 multiply each row and column of the result by their powers of two after the last chunk (exact).
 The weight gradients' operands (``d_gx^T x``: both reduced over the rows) are split transposed,
-their scales per column of the stored tensor. The parts cost memory: each operand's size again
-(``d_gx`` split twice, as it is and transposed), held while the products run.
+their scales per column of the stored tensor; the pass that finds the largest value of each of
+``d_g^T``'s lines sums them too (the biases' gradients, :attr:`Parts.sums`). The parts cost memory:
+each operand's size again (``d_gx`` split twice, as it is and transposed), held while the products
+run.
 
 :func:`reference_product` is the product in float64, for the tests.
 """
