@@ -264,7 +264,7 @@ def split_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...]) -> Laye
         made = dict(zip(asked, split_products.products([(parts[a], parts[b]) for a, b in map(pairs.get, asked)])))
     # The biases' sums where a split made them: d_gx^T's lines are db_ih's, and db_hh's where both
     # sides' gate gradients are one tensor (the LSTM's, the RNN's), else d_gh^T's.
-    summed = "d_gx_t" if same else "d_gh_t"
+    summed = pairs["dw_hh"][0]
     db_ih = parts["d_gx_t"].sums if need[3] and "d_gx_t" in parts else None
     db_hh = parts[summed].sums if need[4] and summed in parts else None
     if same and db_ih is not None and db_hh is not None:

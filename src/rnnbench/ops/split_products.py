@@ -129,6 +129,13 @@ class Parts(NamedTuple):
 
 
 @triton.jit
+def _spans(along, ALONG: tl.constexpr, SPAN: tl.constexpr):
+    """How many spans of ``SPAN`` tiles ``ALONG`` long a line of ``along`` values takes (as
+    :func:`_split_plan` counts them)."""
+    return tl.cdiv(tl.cdiv(along, ALONG), SPAN)
+
+
+@triton.jit
 def _line_max(x_ptr, part_ptr, q, ROWS, COLS, TRANSPOSE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr,
               SPAN: tl.constexpr, SUM: tl.constexpr):
     """Program ``q`` of one operand's line maxima: the largest ``|x|`` of each of a block of lines
@@ -154,7 +161,7 @@ def _line_max(x_ptr, part_ptr, q, ROWS, COLS, TRANSPOSE: tl.constexpr, BR: tl.co
             total += tl.sum(x, axis=0 if TRANSPOSE else 1)
     tl.store(part_ptr + span * LINES + lines, m, mask=lines < LINES)
     if SUM:
-        spans = tl.cdiv(tl.cdiv(ROWS if TRANSPOSE else COLS, ALONG), SPAN)
+        spans = _spans(ROWS if TRANSPOSE else COLS, ALONG, SPAN)
         tl.store(part_ptr + (spans + span) * LINES + lines, total, mask=lines < LINES)
 
 
@@ -164,8 +171,8 @@ def line_max_kernel(x0_ptr, x1_ptr, x2_ptr, x3_ptr, x4_ptr, x5_ptr, part_ptr,
                     R0, C0, Q0, P0, R1, C1, Q1, P1, R2, C2, Q2, P2, R3, C3, Q3, P3, R4, C4, Q4, P4, R5, C5, Q5, P5,
                     OPERANDS: tl.constexpr, T0: tl.constexpr, T1: tl.constexpr, T2: tl.constexpr, T3: tl.constexpr,
                     T4: tl.constexpr, T5: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr, SPAN: tl.constexpr,
-                    U0: tl.constexpr = False, U1: tl.constexpr = False, U2: tl.constexpr = False,
-                    U3: tl.constexpr = False, U4: tl.constexpr = False, U5: tl.constexpr = False):
+                    U0: tl.constexpr, U1: tl.constexpr, U2: tl.constexpr, U3: tl.constexpr, U4: tl.constexpr,
+                    U5: tl.constexpr):
     """:func:`_line_max` of up to six operands in one launch: operand ``k`` (``x{k}_ptr``, ``[R{k},
     C{k}]``, lines transposed where ``T{k}``, their sums too where ``U{k}``) takes programs
     ``Q{k-1} .. Q{k}`` (``Q{-1}`` = 0) and stores its partials from ``part_ptr + P{k}``;
@@ -228,7 +235,7 @@ def _split(x_ptr, part_ptr, halves_ptr, at, scales_ptr, scale_at, q, ROWS, COLS,
     WIDTH = ROWS if TRANSPOSE else COLS
     lines_padded = tl.cdiv(LINES, BM) * BM
     ld = tl.cdiv(WIDTH, BK) * BK  # (a multiple of BK: the compiler sees each row's alignment)
-    parts = tl.cdiv(tl.cdiv(WIDTH, BR if TRANSPOSE else BC), SPAN)
+    parts = _spans(WIDTH, BR if TRANSPOSE else BC, SPAN)
     tiles_down = (ld if TRANSPOSE else lines_padded) // BR
     r = (q % tiles_down) * BR + tl.arange(0, BR)
     c = (q // tiles_down) * BC + tl.arange(0, BC)
@@ -261,9 +268,8 @@ def split_kernel(x0_ptr, x1_ptr, x2_ptr, x3_ptr, x4_ptr, x5_ptr, part_ptr, halve
                  R3, C3, Q3, P3, A3, S3, R4, C4, Q4, P4, A4, S4, R5, C5, Q5, P5, A5, S5,
                  OPERANDS: tl.constexpr, T0: tl.constexpr, T1: tl.constexpr, T2: tl.constexpr, T3: tl.constexpr,
                  T4: tl.constexpr, T5: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr, SPAN: tl.constexpr,
-                 BM: tl.constexpr, BK: tl.constexpr, U0: tl.constexpr = False, U1: tl.constexpr = False,
-                 U2: tl.constexpr = False, U3: tl.constexpr = False, U4: tl.constexpr = False,
-                 U5: tl.constexpr = False):
+                 BM: tl.constexpr, BK: tl.constexpr, U0: tl.constexpr, U1: tl.constexpr, U2: tl.constexpr,
+                 U3: tl.constexpr, U4: tl.constexpr, U5: tl.constexpr):
     """:func:`_split` of up to six operands in one launch, as :func:`line_max_kernel` shares its
     programs out: operand ``k`` reads its partials from ``part_ptr + P{k}`` and stores its parts
     from ``halves_ptr + A{k} * BM * BK`` and its scales from ``scales_ptr + S{k} * BM`` (offsets
