@@ -1167,12 +1167,40 @@ def test_a_forward_on_fma_units_waits_for_a_long_projection(cell):
         pytest.skip("Gluon kernels need Triton 3.6")
     if not launch.dependent_launch(torch.device("cuda")):
         pytest.skip("programmatic dependent launch needs sm_90")
-    assert recurrence.layer_launch(cell, 32, 128, torch.float32, torch.device("cuda")).forward.fma
-    for seed in range(3):
-        check_layer(cell, "fp32", _layer(cell, 32, 30, 4096, 128, seed=seed))
     forward = {"rnn_tanh": recurrence._RNN_FORWARD_FMA, "lstm": recurrence._LSTM_FORWARD_FMA,
                "gru": recurrence._GRU_FORWARD_FMA}[cell]
+    forward._compiled.clear()  # (the RNN's producing forward, launched plainly, compiled by other tests)
+    with plan_override(forward_produce=False):  # (the RNN's default projects in its own launch)
+        assert recurrence.layer_launch(cell, 32, 128, torch.float32, torch.device("cuda")).forward.fma
+        for seed in range(3):
+            check_layer(cell, "fp32", _layer(cell, 32, 30, 4096, 128, seed=seed))
     assert forward._compiled and all(kernel.metadata.launch_pdl for kernel, _, _ in forward._compiled.values())
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "tf32", "bf16"])
+def test_the_rnns_forward_waits_for_its_own_producers(dtype):
+    """The RNN's forward with its projection computed in its own launch (``Plan.produce``, the
+    default at batch 32, hidden 128) on the GPU, where producers and rows run at once: the rows
+    must wait for the producers' count before they read ``x_proj``. A projection long enough (input
+    4096, 30 steps: 30 tiles of 64 x 64, each 4096 deep) that a read before its end reads the
+    scratch of another call; fresh inputs each call; output, final states and gradients against
+    float64; the counters left at zero (or the next call's rows would not wait); and the forward's
+    outputs bit for bit those of the projection launched before it (the same tiles)."""
+    from rnnbench.ops import recurrence
+
+    with matmul_mode(dtype):
+        assert recurrence.layer_launch("rnn_tanh", 32, 128, TORCH_DTYPE[dtype], torch.device("cuda")).forward.produce
+    for seed in range(3):
+        check_layer("rnn_tanh", dtype, _layer("rnn_tanh", 32, 30, 4096, 128, seed=seed))
+    torch.cuda.synchronize()
+    assert all(not buf.any() for buf in COUNTERS.values())
+    x, h0, _, *weights = [None if t is None else t.cuda().to(TORCH_DTYPE[dtype])
+                          for t in _layer("rnn_tanh", 32, 30, 4096, 128, seed=3)]
+    got = {}
+    for produce in (True, False):
+        with matmul_mode(dtype), plan_override(forward_produce=produce), torch.no_grad():
+            got[produce] = recurrent_layer("rnn_tanh", x, h0, None, *weights)
+    assert all(torch.equal(a, b) for a, b in zip(got[True], got[False]) if a is not None)
 
 
 @pytest.mark.parametrize("scaled", ["drawn", "large", "small"])

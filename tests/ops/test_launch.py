@@ -143,6 +143,30 @@ def test_the_forward_keys_every_tensor_its_caller_gives(cell, monkeypatch):
     assert not any(a is g for a in rest for g in given)
 
 
+@pytest.mark.parametrize("produce", [False, True])
+def test_the_rnns_fma_forward_keys_every_tensor_its_caller_gives(produce, monkeypatch):
+    """As above, for the RNN's forward on FMA units, with its projection launched before it and
+    computed in its own launch (``Plan.produce``: x and W_ih are the caller's too)."""
+    seen = {}
+
+    def spy(self, grid, args, constexprs, stream=None, keyed=None):
+        seen.update(args=args, keyed=keyed)
+
+    monkeypatch.setattr(KernelLauncher, "__call__", spy)
+    torch.manual_seed(0)
+    t, b, i, h = 3, 2, 5, 8
+    x, w_ih, w_hh = torch.randn(t, b, i), torch.randn(h, i), torch.randn(h, h)
+    x_proj, b_ih, b_hh, h0 = torch.randn(t, b, h), torch.randn(h), torch.randn(h), torch.randn(b, h)
+    with recurrence.plan_override(fma=True, forward_produce=produce):
+        launch = recurrence.layer_launch("rnn_tanh", b, h, torch.float32, torch.device("cpu"))
+        recurrence.recurrence_forward("rnn_tanh", None if produce else x_proj, w_hh, b_ih, b_hh, h0, None, launch,
+                                      True, x=x if produce else None, w_ih=w_ih if produce else None)
+    given = [w_hh, b_ih, b_hh, h0] + ([x, w_ih] if produce else [x_proj])
+    keyed, rest = seen["args"][:seen["keyed"]], seen["args"][seen["keyed"]:]
+    assert all(any(g is k for k in keyed) for g in given)
+    assert not any(a is g for a in rest for g in given)
+
+
 class _Param:
     def __init__(self, name, do_not_specialize):
         self.name, self.do_not_specialize = name, do_not_specialize

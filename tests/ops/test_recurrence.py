@@ -201,6 +201,65 @@ def test_fma_half_precision(cell, dtype):
         check_layer(cell, make_layer(cell, (3, 7, 5, 37)), dtype, tolerance(cell, dtype))
 
 
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("cell", ["rnn_tanh", "rnn_relu"])
+def test_rnn_forward_projects_in_its_own_launch(cell, dtype):
+    """The RNN's FMA forward with its projection computed by programs of its own launch
+    (``Plan.produce``, asked for): one launch a forward, producers first (the interpreter runs them
+    before the rows that wait for them), none of the projection kernel's; everything the layer
+    returns against float64 with initial states and without, without biases, with lengths, and at
+    more tiles than one (the rows of 40 steps at batch 3); the forward's outputs bit for bit those
+    of the two launches (the same tiles, so the same sums)."""
+    from rnnbench.ops import launch as launches
+    from rnnbench.ops import recurrence
+    from rnnbench.ops.recurrence import plan_override
+
+    tol = FP32_TOLERANCE if dtype == "fp32" else tolerance(cell, dtype)
+    layer = make_layer(cell, (3, 40, 5, 37))
+    with plan_override(fma=True, forward_produce=True):
+        launch = recurrence.layer_launch(cell, 3, 37, DTYPES[dtype], torch.device("cpu"))
+        assert launch.forward.produce and not launch.backward.produce
+        with launches.recording() as launched:
+            produced = recurrence.recurrent_layer(cell, *[None if t is None else t.to(DTYPES[dtype]) for t in layer])
+        (fn, grid, *_), = launched
+        # (120 rows of 37 columns: four tiles of 32 x 64, so four producers before the 3 rows)
+        assert fn.fn.__name__ == "rnn_forward_fma_kernel" and grid == (1, 4 + 3)
+        check_layer(cell, layer, dtype, tol)
+        check_layer(cell, make_layer(cell, (1, 7, 100, 100)), dtype, tol)
+        check_layer(cell, make_layer(cell, (3, 7, 5, 37), bias=False), dtype, tol)
+        check_layer(cell, make_layer(cell, (3, 9, 5, 37)), dtype, tol, lengths=torch.tensor([4, 9, 0]))
+        x, h0, _, *weights = [None if t is None else t.to(DTYPES[dtype]) for t in layer]
+        zeros = recurrence.recurrent_layer(cell, x, torch.zeros_like(h0), None, *weights)
+        assert all(torch.equal(a, b) for a, b in zip(recurrence.recurrent_layer(cell, x, None, None, *weights), zeros)
+                   if a is not None)  # (no h0: zeros in the kernel)
+    with plan_override(fma=True, forward_produce=False):
+        plain = recurrence.recurrent_layer(cell, *[None if t is None else t.to(DTYPES[dtype]) for t in layer])
+    assert all(torch.equal(a, b) for a, b in zip(produced, plain) if a is not None)
+
+
+def test_only_the_rnns_forward_on_fma_units_produces():
+    """``Plan.produce`` by default: the RNN's forward on FMA units at 4 warps (hidden 65-128), where
+    at least ``PRODUCE_MIN_PROGRAMS`` multiprocessors are left beside the rows' programs; asked for
+    elsewhere, refused; the producers one a tile up to the multiprocessors left."""
+    from rnnbench.ops import plans
+
+    def plan(batch, hidden, gates=1, direction="forward", **override):
+        return plans.choose_plan(batch, hidden, gates, torch.float32, torch.device("cuda"), direction=direction,
+                                 multiprocessors=132, **override)
+
+    assert plan(20, 100).produce and plan(124, 128).produce
+    assert not plan(125, 128).produce  # 7 left
+    assert not plan(20, 64).produce  # 2 warps
+    assert not plan(20, 100, direction="backward").produce
+    assert not plan(20, 100, 4).produce and not plan(20, 100, fma=False).produce
+    with pytest.raises(ValueError, match="produce is the RNN's forward"):
+        plan(20, 100, 3, produce=True)
+    with pytest.raises(ValueError, match="beside the 132 batch rows"):
+        plan(132, 100, produce=True)
+    assert plans.producers(38, 20, 132) == 38 and plans.producers(200, 20, 132) == 112
+    assert plans.producers(200, 131, 132) == 1 and plans.producers(200, 20, None) == 200
+
+
 def test_fma_kernels_take_no_barrier_counters(monkeypatch):
     """The FMA RNN (no barrier) runs both directions without asking for the shared counters, which
     the barrier kernels take (and grow: launch.counters)."""

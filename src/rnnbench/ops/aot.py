@@ -33,7 +33,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from . import gradients, split_products
+from . import gradients, projection, split_products
 from .plans import (Plan, backward_precision, chip_split_level, choose_plan, fma_warps, gate_split_constexprs, k_chunks,
                     k_padded, split_k_pieces, split_once_level)
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
@@ -107,12 +107,17 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
                       HAS_LENGTHS=lengths, CHAINS=FMA_CHAINS, PDL=capability >= 90)
     if direction == "backward":  # (always: a constexpr left out would compile as a runtime argument)
         constexprs.update(gate_split_constexprs(plan, hidden_size))
+    stages = plan.num_stages
+    if fn is rnn_forward_fma_kernel:  # (the producing forward's tiles, Plan.produce: the masked ones)
+        produced = projection.produced_constexprs(precision, False, projection.TILES, False)
+        stages = produced.pop("num_stages") if plan.produce else stages
+        constexprs.update(produced, PRODUCE=plan.produce)
     constexprs = {k: v for k, v in constexprs.items() if k in names}
     f32 = F32_POINTERS - ({"partials_ptr"} if plan.half_partials else set())
     pointers = {"counters_ptr": "*i32", "lengths_ptr": "*i32", **{name: "*fp32" for name in f32}}
     if split_once_level(plan) >= 3 and direction == "forward":  # (fp16 copies of W_hh and h: recurrence_forward)
         pointers.update(w_split_ptr="*fp16", h_split_ptr="*fp16")
-    return _compile(fn, constexprs, pointers, POINTER[dtype], plan.num_warps, plan.num_stages, capability)
+    return _compile(fn, constexprs, pointers, POINTER[dtype], plan.num_warps, stages, capability)
 
 
 def _compile(fn, constexprs: dict, pointers: dict[str, str], pointer: str, num_warps: int, num_stages: int,

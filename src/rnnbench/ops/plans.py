@@ -276,6 +276,11 @@ class Plan:
             forward only (``ops/lstm/fma.py``, ``ops/gru/fma.py``, Gluon): ``W_hh^T`` partly in
             registers, the rest in shared memory (see :func:`gated_fma_fits`,
             :func:`gated_fma_default`); their backward stays on tensor cores.
+        produce: with ``fma``, the RNN's forward: the input projection is computed by programs of
+            the recurrence's own launch (``ops/rnn/fma.py``), not by a launch of its own before it:
+            one launch a forward instead of two (host time, where an eager call is bound by it),
+            and the rows' programs load their weights while the projection runs. See
+            :func:`produce_default` and :func:`producers`.
         gate_split: the LSTM's and GRU's transpose backward with streamed weights (0: off; else the
             cell's gates, 4 or 3): its programs in groups of that many consecutive unit blocks (the
             grid rounded up to whole groups), each program multiplying one gate's gradients of
@@ -327,6 +332,7 @@ class Plan:
     gluon: bool = False
     input_ahead: bool = False
     fma: bool = False
+    produce: bool = False
     gate_split: int = 0
     half_operands: bool = False
     reg_weights: bool = False
@@ -421,6 +427,11 @@ def _limits(device: torch.device, multiprocessors: int | None) -> tuple[int, int
     if multiprocessors is not None:
         return multiprocessors, H100_SHARED_MEMORY
     return _device_limits(device.index if device.index is not None else torch.cuda.current_device())
+
+
+def multiprocessors(device: torch.device) -> int:
+    """The CUDA ``device``'s multiprocessors."""
+    return _limits(device, None)[0]
 
 
 def on_chip_bytes(block_b: int, hidden_size: int, num_gates: int, element: int, direction: str) -> int:
@@ -539,6 +550,30 @@ def fma_default(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     512, hidden 128, 0.49x and 0.80x (tensor cores in bf16 gain most from more rows)."""
     rows = slots * (FMA_FP32_ROWS_PER_SM if dtype == torch.float32 else 1) if slots is not None else 0
     return num_gates == 1 and k_padded(hidden_size) <= FMA_MAX_K and batch_size <= rows
+
+
+# Programs that compute the projection in a producing forward's launch (Plan.produce): at least this
+# many beside the batch rows' for the plan to produce by default (fewer would leave the rows waiting
+# on a product spread over too few multiprocessors).
+PRODUCE_MIN_PROGRAMS = 8
+
+
+def produce_default(direction: str, num_gates: int, fma: bool, hidden_size: int, batch_size: int,
+                    slots: int | None) -> bool:
+    """Whether the default plan computes the projection in the recurrence's launch
+    (:attr:`Plan.produce`): the RNN's forward on FMA units on CUDA at 4 warps (hidden 65-128: the
+    projection's own tiles take 4; at 1-2 warps its strict fp32 tiles spilled, sm_90), where at
+    least :data:`PRODUCE_MIN_PROGRAMS` multiprocessors (``slots``) are left beside the batch rows'."""
+    return (fma and direction == "forward" and num_gates == 1 and slots is not None and fma_warps(hidden_size) == 4
+            and slots - batch_size >= PRODUCE_MIN_PROGRAMS)
+
+
+def producers(tiles: int, batch_size: int, slots: int | None) -> int:
+    """The producing programs of a launch (:attr:`Plan.produce`) whose projection has ``tiles``
+    tiles: one per tile, at most the multiprocessors (``slots``; None: under the interpreter, no
+    limit) beside the ``batch_size`` rows' programs, so that every program of the launch is
+    resident at once (a row's program waits for the tiles; a producer waits for nothing)."""
+    return tiles if slots is None else max(1, min(tiles, slots - batch_size))
 
 
 # The Gluon forwards where h is more than one piece (their gain is one wait for the step's product
@@ -676,7 +711,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     one_way = {prefix: {k.removeprefix(prefix): override.pop(k) for k in list(override) if k.startswith(prefix)}
                for prefix in ("forward_", "backward_")}
     for field in ("split_k", "gate_split") if direction == "forward" else ("split_once", "split_fp16", "on_chip_split",
-                                                                          "half_operands", "half_weights"):
+                                                                          "half_operands", "half_weights", "produce"):
         override.pop(field, None)  # one direction's fields
     override.update(one_way[f"{direction}_"])
     tensor_cores = dtype != torch.float32 or precision in ("tf32", "tf32x3")
@@ -770,7 +805,8 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     fields = {"block_b": bb, "block_h": bh, "w_resident": resident, "num_warps": warps, "block_k": block_k,
               "num_stages": stages, "h_on_chip": on_chip, "fast_activations": fast, "split_once": x3_streamed,
               "split_w_once": split_w_once, "split_fp16": split_fp16, "on_chip_split": chip_split, "fma": fma,
-              "half_weights": half_weights}
+              "half_weights": half_weights,
+              "produce": produce_default(direction, num_gates, fma, hidden_size, batch_size, slots)}
     split_default = (device.type == "cuda" and num_gates in (3, 4) and tensor_cores and not on_chip
                      and hidden_size <= (SPLIT_K_16BIT_MAX_HIDDEN if element == 2 else SPLIT_K_MAX_HIDDEN))
     gate_default = (direction == "backward" and device.type == "cuda" and num_gates in (3, 4) and tensor_cores
@@ -857,6 +893,10 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     if plan.half_weights and not (plan.fma and num_gates > 1 and dtype == torch.float32 and direction == "forward"
                                   and (device.type != "cuda" or precision == "tf32")):
         raise ValueError("half_weights is the LSTM's and GRU's forward on FMA units with float32 weights, TF32 on CUDA")
+    if plan.produce and not (plan.fma and num_gates == 1 and direction == "forward"):
+        raise ValueError("produce is the RNN's forward on FMA units (fma)")
+    if plan.produce and slots is not None and slots - batch_size < 1:
+        raise ValueError(f"produce needs a multiprocessor beside the {batch_size} batch rows' programs ({slots})")
     if plan.fma and batch_size > MAX_GRID_Y:
         raise ValueError(f"fma runs a program per batch row: at most {MAX_GRID_Y} rows (CUDA's grid), got {batch_size}")
     if plan.split_k and plan.h_on_chip:

@@ -33,7 +33,7 @@ import triton
 import triton.language as tl
 
 from . import split_products
-from .common import _launch_dependents
+from .common import _arrive, _launch_dependents
 from .launch import Constexprs, KernelLauncher, capturing, dependent_launch, note_unrecorded
 from .plans import cdiv
 from .products import Tiles, _product_tile, even
@@ -102,6 +102,21 @@ def input_projection_kernel(x_ptr, w_ih_ptr, out_ptr, ROWS, I, GH, PRECISION: tl
 _PROJECTION = KernelLauncher(input_projection_kernel)
 
 
+@triton.jit
+def _project_tiles(x_ptr, w_ih_ptr, out_ptr, counter_ptr, ROWS, I, GH, producer, PRODUCERS, PRECISION: tl.constexpr,
+                   UPCAST: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, EVEN: tl.constexpr):
+    """:func:`input_projection_kernel`'s tiles ``producer``, ``producer + PRODUCERS``, ... (row-major,
+    so the first steps' rows come first) by one program of a recurrence's launch
+    (:attr:`~rnnbench.ops.plans.Plan.produce`), each counted at ``counter_ptr`` once stored
+    (``common._arrive``: the stores published first). The same tiles as the projection's launch
+    with these arguments, so the same sums."""
+    tiles = tl.cdiv(ROWS, BM) * tl.cdiv(GH, BN)
+    for tile in range(producer, tiles, PRODUCERS):
+        _product_tile(x_ptr, I, w_ih_ptr, I, out_ptr, ROWS, GH, I, tile, 1, out_ptr, out_ptr, out_ptr, out_ptr, False,
+                      False, False, PRECISION, UPCAST, BM, BN, BK, True, False, EVEN)
+        _arrive(counter_ptr)
+
+
 def input_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast: bool) -> torch.Tensor:
     """``x W_ih^T`` as ``[T, B, G*H]``, contiguous: our launch or F.linear (the module docstring).
 
@@ -158,6 +173,23 @@ def our_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast: 
     _PROJECTION(grid, (x.contiguous(), w_ih, out, rows, I, GH),
                 _constexprs(precision, upcast, tiles, even(tiles, rows, GH, I, I), dependent_launch(x.device)))
     return out
+
+
+def produced_tiles(rows: int, gate_width: int, input_size: int) -> tuple[Tiles, bool, int]:
+    """``(tiles, is_even, count)`` of a projection of ``rows`` (T B) rows of ``input_size`` onto
+    ``gate_width`` (G H) computed inside a recurrence's launch (``projection._project_tiles``,
+    :attr:`~rnnbench.ops.plans.Plan.produce`): the tiles :func:`our_projection` would take, whether
+    they run unmasked, and how many there are."""
+    tiles = EVEN_TILES if even(EVEN_TILES, rows, gate_width, input_size, input_size) else TILES
+    return tiles, even(tiles, rows, gate_width, input_size, input_size), cdiv(rows, tiles.bm) * cdiv(gate_width,
+                                                                                                      tiles.bn)
+
+
+def produced_constexprs(precision: str, upcast: bool, tiles: Tiles, is_even: bool) -> dict:
+    """A producing recurrence's compile-time arguments for its tiles (``PRODUCE`` and the
+    projection kernel's own; the launch's stages the tiles')."""
+    return dict(PRODUCE=True, PRECISION=precision, UPCAST=upcast, BM=tiles.bm, BN=tiles.bn, BK=tiles.bk, EVEN=is_even,
+                num_stages=tiles.num_stages)
 
 
 def splits_pay(rows: int, gate_width: int, input_size: int, captured: bool) -> bool:

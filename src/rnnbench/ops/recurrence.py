@@ -47,9 +47,9 @@ from .lstm import fma as lstm_fma
 from .lstm import gluon as lstm_gluon
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .plans import (AHEAD_MIN_STEPS, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, chip_split_level,
-                    choose_plan, dot_precision, fma_warps, gate_split_constexprs, k_chunks, k_padded, reg_weights_kernel,
-                    split_k_pieces, split_once_level, upcast_dot)
-from .projection import input_projection, project_ahead
+                    choose_plan, dot_precision, fma_warps, gate_split_constexprs, k_chunks, k_padded, multiprocessors,
+                    producers, reg_weights_kernel, split_k_pieces, split_once_level, upcast_dot)
+from .projection import EVEN_MAX_FLOP, input_projection, produced_constexprs, produced_tiles, project_ahead
 from .rnn.fma import CHAINS as FMA_CHAINS
 from .rnn.fma import rnn_backward_fma_kernel, rnn_forward_fma_kernel
 from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
@@ -178,6 +178,7 @@ class _Launch:
     hidden_size: int
     cell: str
     batch_size: int
+    slots: int | None = None  # the CUDA device's multiprocessors (None under the interpreter)
 
     @property
     def num_gates(self) -> int:
@@ -199,13 +200,17 @@ class _Launch:
         return self.backward.grid(self.batch_size, self.hidden_size)
 
     def forward_constexprs(self, has_bias: bool, has_h0: bool, save: bool, has_c0: bool,
-                           has_lengths: bool = False, pdl: bool = False) -> Constexprs:
+                           has_lengths: bool = False, pdl: bool = False, produce: tuple | None = None) -> Constexprs:
         """The forward kernel's compile-time arguments with these flags (built once per flags);
         ``pdl``: a forward on FMA units launched by programmatic dependent launch
-        (``launch.dependent_launch``; the other forwards take no such flag)."""
-        return self._cached(("forward", has_bias, has_h0, save, has_c0, has_lengths, pdl), lambda: self._with_flags(
+        (``launch.dependent_launch``; the other forwards take no such flag); ``produce``: the
+        producing RNN forward's ``(tiles, is_even)`` (:attr:`Plan.produce`,
+        ``projection.produced_tiles``), None for none."""
+        key = ("forward", has_bias, has_h0, save, has_c0, has_lengths, pdl, produce)
+        return self._cached(key, lambda: self._with_flags(
             self.forward_meta, HAS_BIAS=has_bias, HAS_H0=has_h0, SAVE=save, HAS_C0=has_c0, HAS_LENGTHS=has_lengths,
-            **(_pdl_flags(pdl) if self.forward.fma else {})))
+            **(_pdl_flags(pdl) if self.forward.fma else {}),
+            **(produced_constexprs(self.precision, self.upcast, *produce) if produce else {})))
 
     def gluon_constexprs(self, has_bias: bool, has_h0: bool, save: bool, has_c0: bool, ahead: bool) -> Constexprs:
         """The Gluon forward's compile-time arguments (:attr:`Plan.gluon`) with these flags
@@ -295,12 +300,15 @@ def _pdl_flags(pdl: bool) -> dict:
 def _cached_launch(cell, batch_size, hidden_size, dtype, device, precision, override) -> _Launch:
     plans = [_cached_plan(cell, batch_size, hidden_size, dtype, device, precision, d, override)
              for d in ("forward", "backward")]
-    return _Launch(*plans, precision, upcast_dot(dtype), hidden_size, cell, batch_size)
+    slots = multiprocessors(device) if device.type == "cuda" else None
+    return _Launch(*plans, precision, upcast_dot(dtype), hidden_size, cell, batch_size, slots)
 
 
 def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Launch, save: bool, lengths=None,
-                       ready=None):
-    """Run the forward kernel. ``x_proj [T, B, G*H]`` (no bias), ``h0``/``c0`` ``[B, H]`` or
+                       ready=None, x=None, w_ih=None):
+    """Run the forward kernel. ``x_proj [T, B, G*H]`` (no bias), or None with ``x [T, B, I]`` and
+    ``w_ih [G*H, I]`` given (contiguous; the producing forward, :attr:`Plan.produce`, which
+    projects in its own launch), ``h0``/``c0`` ``[B, H]`` or
     ``[1, B, H]`` (contiguous) or None (zeros), biases ``[G*H]`` or None, ``lengths`` None or
     int32 ``[B]`` on the device (a variable-length batch: past its own length a sequence keeps
     its state and its output is zero, as ``rnnbench.reference.reference_forward``). ``ready``:
@@ -313,8 +321,11 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     (``c_n`` None unless LSTM), ``saved`` the fp32 gate activations and ``c_buf`` LSTM's fp32 cell
     states ``[T+1, B, H]`` (both None unless ``save``).
     """
-    T, B, H = x_proj.shape[0], launch.batch_size, launch.hidden_size
-    dev, dtype = x_proj.device, w_hh.dtype
+    B, H = launch.batch_size, launch.hidden_size
+    dtype = w_hh.dtype
+    if x_proj is None:
+        return _produced_forward(cell, x, w_ih, w_hh, b_ih, b_hh, h0, launch, save, lengths)
+    T, dev = x_proj.shape[0], x_proj.device
     grid = launch.forward_grid
     gluon = gluon_runs(launch.forward, lengths is not None, h0)
     # The shared barrier counters for the tl kernels that meet at a barrier; the Gluon forwards take
@@ -365,9 +376,10 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     elif launch.forward.fma and cell == "gru":  # (ops/gru/fma.py)
         args = (x_proj, w_hh, *biases, h0, lengths, h_buf, h_n, saved, T, B)
         _GRU_FORWARD_FMA(grid, args, constexprs, stream, keyed=6)
-    elif launch.forward.fma:
-        args = (x_proj, w_hh, *biases, h0, lengths, h_buf, h_n, saved, T, B, *w_hh.stride())
-        _RNN_FORWARD_FMA(grid, args, constexprs, stream, keyed=6)
+    elif launch.forward.fma:  # (ops/rnn/fma.py, its projection launched before it)
+        args = (x_proj, w_hh, *biases, h0, lengths, x_proj, x_proj, h_buf, h_n, saved, h_n, T, B, *w_hh.stride(),
+                0, 0)  # (x_proj again for x and W_ih, h_n for the counters: none of them read)
+        _RNN_FORWARD_FMA(grid, args, constexprs, stream, keyed=8)
     elif lstm:
         args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, lengths, h_buf, h_n, c_n, c_buf, saved,
                 w_split, h_split, counters, T, B)
@@ -378,6 +390,39 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     if not save:
         c_buf = saved = None
     return h_buf, h_n, c_n, saved, c_buf
+
+
+def _produced_forward(cell: str, x, w_ih, w_hh, b_ih, b_hh, h0, launch: _Launch, save: bool, lengths):
+    """:func:`recurrence_forward` of the RNN on FMA units projecting in its own launch
+    (:attr:`Plan.produce`): the first programs compute ``x_proj`` (allocated here, the
+    projection's tiles, ``projection.produced_tiles``), the rest run the batch rows."""
+    T, B, I = x.shape
+    H, dev, dtype = launch.hidden_size, x.device, w_hh.dtype
+    tiles, is_even, count = produced_tiles(T * B, H, I)
+    producing = producers(count, B, launch.slots)
+    counters, stream = _counters(2, dev)
+    x_proj = torch.empty(T, B, H, device=dev, dtype=dtype)
+    h_buf = torch.empty(T + 1, B, H, device=dev, dtype=dtype)
+    h_n = torch.empty(1, B, H, device=dev, dtype=dtype)
+    saved = torch.empty(T, B, H, device=dev, dtype=torch.float32) if save else h_n
+    biases = (b_ih, b_hh) if b_ih is not None else (w_hh, w_hh)
+    constexprs = launch.forward_constexprs(b_ih is not None, h0 is not None, save, False, lengths is not None, False,
+                                           (tiles, is_even))
+    args = (x_proj, w_hh, *biases, h_buf if h0 is None else h0, h_n if lengths is None else lengths, x, w_ih, h_buf,
+            h_n, saved, counters, T, B, *w_hh.stride(), I, producing)
+    # (keyed: the caller's tensors, x and W_ih among them, decide the specialisation; the rest are ours)
+    _RNN_FORWARD_FMA((1, producing + B), args, constexprs, stream, keyed=8)
+    return h_buf, h_n, None, saved if save else None, None
+
+
+def produces(launch: _Launch, x) -> bool:
+    """Whether a layer's forward projects in the recurrence's launch (:attr:`Plan.produce`): its
+    plan says so and the product is one our tiles take eagerly (at most ``projection.EVEN_MAX_FLOP``;
+    past it cuBLAS' kernel is the faster, ``ops/projection.py``)."""
+    if not launch.forward.produce:
+        return False
+    T, B, I = x.shape
+    return 2 * T * B * I * launch.hidden_size <= EVEN_MAX_FLOP
 
 
 def gluon_runs(plan: Plan, has_lengths: bool, h0) -> bool:
@@ -474,6 +519,10 @@ def _layer_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save, length
     """The input projection and the forward kernel: ``(output, h_n, c_n, h_buf, saved, c_buf)``;
     the projection ahead, overlapping the kernel, where :func:`projects_ahead`."""
     ready = finish = None
+    if produces(launch, x):
+        h_buf, h_n, c_n, saved, c_buf = recurrence_forward(cell, None, w_hh, b_ih, b_hh, h0, c0, launch, save, lengths,
+                                                           x=x.contiguous(), w_ih=w_ih)
+        return h_buf[1:], h_n, c_n, h_buf, saved, c_buf
     if projects_ahead(launch.forward, x, lengths, h0):
         x_proj, ready, finish = project_ahead(x, w_ih)
     else:

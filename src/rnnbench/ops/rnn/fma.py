@@ -23,7 +23,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import _wait_prior
+from ..common import _wait, _wait_prior
+from ..projection import _project_tiles
 from .kernels import _activation
 
 # Independent accumulators per dot product: each thread's row of W_hh is held as [CHAINS, K_PAD /
@@ -44,13 +45,14 @@ def _row_setup(lengths_ptr, b, T, B, H: tl.constexpr, HAS_LENGTHS: tl.constexpr)
     return length, b.to(tl.int64) * H, B.to(tl.int64) * H
 
 
-@triton.jit(do_not_specialize=["T", "B", "w_stride_j", "w_stride_k"])
+@triton.jit(do_not_specialize=["T", "B", "w_stride_j", "w_stride_k", "I", "PRODUCERS"])
 def rnn_forward_fma_kernel(
-    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, lengths_ptr, h_buf_ptr, h_n_ptr, saved_ptr,
-    T, B, w_stride_j, w_stride_k,
+    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, lengths_ptr, x_ptr, w_ih_ptr, h_buf_ptr, h_n_ptr, saved_ptr,
+    counters_ptr, T, B, w_stride_j, w_stride_k, I, PRODUCERS,
     H: tl.constexpr, RELU: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     HAS_LENGTHS: tl.constexpr, K_PAD: tl.constexpr, CHAINS: tl.constexpr, FAST_ACT: tl.constexpr,
-    PDL: tl.constexpr,
+    PDL: tl.constexpr, PRODUCE: tl.constexpr = False, PRECISION: tl.constexpr = "ieee", UPCAST: tl.constexpr = False,
+    BM: tl.constexpr = 32, BN: tl.constexpr = 64, BK: tl.constexpr = 32, EVEN: tl.constexpr = False,
 ):
     """Program ``program_id(1)`` runs batch row ``b`` through all ``T`` steps. ``w_stride_j``,
     ``w_stride_k``: ``W_hh``'s strides (``H``, 1), passed at run time and never specialised on
@@ -59,9 +61,42 @@ def rnn_forward_fma_kernel(
     hidden 100, sm_90); with them unknown it gives each thread a whole row (no shuffles), which is the
     layout wanted here, at the price of one uncoalesced load of the weights before the loop.
     ``HAS_LENGTHS``: ``lengths [B]`` int32, as ``rnn_forward_kernel``. ``PDL``: launched by
-    programmatic dependent launch (``launch.dependent_launch``), waits for the projection."""
+    programmatic dependent launch (``launch.dependent_launch``), waits for the projection.
+
+    ``PRODUCE`` (:attr:`~rnnbench.ops.plans.Plan.produce`): the projection is this launch's own.
+    The first ``PRODUCERS`` programs compute ``x_proj = x W_ih^T`` (``x [T, B, I]`` and ``W_ih
+    [H, I]`` contiguous) as the projection kernel's tiles (``projection._project_tiles``: ``PRECISION``,
+    ``UPCAST``, ``BM``, ``BN``, ``BK``, ``EVEN`` as its), counting each tile done on
+    ``counters_ptr[0]``; program ``PRODUCERS + b`` runs batch row ``b``, reading ``x_proj`` once
+    every tile is counted, and the last row out sets both counters (``[1]``: rows out) back to
+    zero. Producers come first because the interpreter runs programs in order; on the GPU every
+    program is resident at once (the launch's ``PRODUCERS + B`` at most the multiprocessors), so
+    none waits for a program not yet started. Otherwise ``x_ptr``, ``w_ih_ptr``, ``counters_ptr``,
+    ``I`` and ``PRODUCERS`` are not read (``PRODUCERS`` 0)."""
+    pid = tl.program_id(1)
+    if PRODUCE:  # (a constexpr first: without it no producer's code is compiled, nor its registers taken)
+        if pid < PRODUCERS:
+            _project_tiles(x_ptr, w_ih_ptr, x_proj_ptr, counters_ptr, T * B, I, H, pid, PRODUCERS, PRECISION, UPCAST,
+                           BM, BN, BK, EVEN)
+        else:
+            _rnn_row(x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, lengths_ptr, h_buf_ptr, h_n_ptr, saved_ptr,
+                     counters_ptr, T, B, w_stride_j, w_stride_k, pid - PRODUCERS, H, RELU, HAS_BIAS, HAS_H0, SAVE,
+                     HAS_LENGTHS, K_PAD, CHAINS, FAST_ACT, PDL, True, tl.cdiv(T * B, BM) * tl.cdiv(H, BN))
+    else:
+        _rnn_row(x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, lengths_ptr, h_buf_ptr, h_n_ptr, saved_ptr,
+                 counters_ptr, T, B, w_stride_j, w_stride_k, pid, H, RELU, HAS_BIAS, HAS_H0, SAVE, HAS_LENGTHS, K_PAD,
+                 CHAINS, FAST_ACT, PDL, False, 0)
+
+
+@triton.jit
+def _rnn_row(x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, lengths_ptr, h_buf_ptr, h_n_ptr, saved_ptr,
+             counters_ptr, T, B, w_stride_j, w_stride_k, b, H: tl.constexpr, RELU: tl.constexpr,
+             HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr, HAS_LENGTHS: tl.constexpr,
+             K_PAD: tl.constexpr, CHAINS: tl.constexpr, FAST_ACT: tl.constexpr, PDL: tl.constexpr,
+             PRODUCE: tl.constexpr, tiles):
+    """:func:`rnn_forward_fma_kernel`'s batch row ``b`` through all ``T`` steps (with ``PRODUCE``,
+    after the ``tiles`` of ``x_proj`` are counted at ``counters_ptr``)."""
     KI: tl.constexpr = K_PAD // CHAINS
-    b = tl.program_id(1)
     units = tl.arange(0, K_PAD)  # j: this step's units, one per thread
     unit_mask = units < H
     # k, as [CHAINS, KI]: the reduction index of the weights and of h_{t-1} as every thread reads it
@@ -81,15 +116,17 @@ def rnn_forward_fma_kernel(
         h = tl.zeros([K_PAD], dtype=tl.float32)
     out_ty = h_buf_ptr.dtype.element_ty
     _wait_prior(PDL)  # (the weights, biases and h0 read above; x_proj, the projection's, from here)
+    if PRODUCE:
+        _wait(counters_ptr, tiles)
     if SAVE:
         tl.store(h_buf_ptr + row + units, h.to(out_ty), mask=unit_mask)
-    x = tl.load(x_proj_ptr + row + units, mask=unit_mask, other=0.0).to(tl.float32)
-    x_next = tl.load(x_proj_ptr + tl.minimum(1, T - 1) * plane + row + units, mask=unit_mask, other=0.0)
+    x = _load_input(x_proj_ptr + row + units, unit_mask, PRODUCE).to(tl.float32)
+    x_next = _load_input(x_proj_ptr + tl.minimum(1, T - 1) * plane + row + units, unit_mask, PRODUCE)
     t = 0
     while t < T:
         # The input two steps ahead (past the end: the last step's again). One step ahead, the
         # loop's end waited for it (the carried register's copy), a trip to L2 in every step.
-        x_after = tl.load(x_proj_ptr + tl.minimum(t + 2, T - 1) * plane + row + units, mask=unit_mask, other=0.0)
+        x_after = _load_input(x_proj_ptr + tl.minimum(t + 2, T - 1) * plane + row + units, unit_mask, PRODUCE)
         a = tl.sum(tl.sum(w * h_k[None, :, :], axis=2), axis=1)
         h_new = _activation(a + x + bias, RELU, FAST_ACT)
         running = t < length
@@ -101,6 +138,26 @@ def rnn_forward_fma_kernel(
         x, x_next = x_next.to(tl.float32), x_after
         t += 1
     tl.store(h_n_ptr + row + units, h.to(h_n_ptr.dtype.element_ty), mask=unit_mask)
+    if PRODUCE:
+        _rows_out(counters_ptr, B)
+
+
+@triton.jit
+def _load_input(ptrs, mask, PRODUCE: tl.constexpr):
+    """A step's input terms; with ``PRODUCE`` written by other programs of this launch, so read
+    through L2 (``.cg``), never from a line this multiprocessor's L1 might hold."""
+    if PRODUCE:
+        return tl.load(ptrs, mask=mask, other=0.0, cache_modifier=".cg")
+    return tl.load(ptrs, mask=mask, other=0.0)
+
+
+@triton.jit
+def _rows_out(counters_ptr, rows):
+    """Count this batch row out (``counters_ptr[1]``); the last of ``rows`` sets the tiles' count
+    (``[0]``) and its own back to zero for the next launch (every row has read every tile by then)."""
+    if tl.atomic_add(counters_ptr + 1, 1, sem="acq_rel", scope="gpu") == rows - 1:
+        tl.atomic_xchg(counters_ptr, 0, sem="relaxed", scope="gpu")
+        tl.atomic_xchg(counters_ptr + 1, 0, sem="relaxed", scope="gpu")
 
 
 @triton.jit
