@@ -167,6 +167,24 @@ def test_the_rnns_fma_forward_keys_every_tensor_its_caller_gives(produce, monkey
     assert not any(a is g for a in rest for g in given)
 
 
+@pytest.mark.parametrize("produce", [False, True])
+def test_the_rnns_fma_forward_gets_every_constexpr_by_value(produce):
+    """A cached launch passes a kernel's compile-time arguments by name from its Constexprs
+    (``KernelLauncher``: none may be left to a default, or the first launch of the variant on the
+    GPU fails): the RNN's FMA forward names every one, producing (``Plan.produce``) or not."""
+    from rnnbench.ops.projection import produced_tiles
+    from rnnbench.ops.rnn.fma import rnn_forward_fma_kernel
+
+    params = inspect.signature(getattr(rnn_forward_fma_kernel, "fn", rnn_forward_fma_kernel)).parameters
+    constexprs = {n for n, p in params.items() if p.annotation in ("tl.constexpr", tl.constexpr)}
+    with recurrence.plan_override(fma=True, forward_produce=produce):
+        launch = recurrence.layer_launch("rnn_tanh", 3, 37, torch.float32, torch.device("cpu"))
+        values = launch.forward_constexprs(True, True, False, False, False, False,
+                                           produced_tiles(21, 37, 5)[:2] if produce else None).values
+    assert len(constexprs) > 10 and constexprs <= set(values)
+    assert values["PRODUCE"] == produce
+
+
 class _Param:
     def __init__(self, name, do_not_specialize):
         self.name, self.do_not_specialize = name, do_not_specialize

@@ -111,7 +111,7 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
     if fn is rnn_forward_fma_kernel:  # (the producing forward's tiles, Plan.produce: the masked ones)
         produced = projection.produced_constexprs(precision, False, projection.TILES, False)
         stages = produced.pop("num_stages") if plan.produce else stages
-        constexprs.update(produced, PRODUCE=plan.produce)
+        constexprs.update(produced if plan.produce else projection.UNPRODUCED)
     constexprs = {k: v for k, v in constexprs.items() if k in names}
     f32 = F32_POINTERS - ({"partials_ptr"} if plan.half_partials else set())
     pointers = {"counters_ptr": "*i32", "lengths_ptr": "*i32", **{name: "*fp32" for name in f32}}

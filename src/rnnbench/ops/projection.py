@@ -192,6 +192,11 @@ def produced_constexprs(precision: str, upcast: bool, tiles: Tiles, is_even: boo
                 num_stages=tiles.num_stages)
 
 
+# The same arguments of a recurrence that does not produce (none of them read; every constexpr is
+# passed by value, as the cached launch passes them all).
+UNPRODUCED = dict(PRODUCE=False, PRECISION="ieee", UPCAST=False, BM=TILES.bm, BN=TILES.bn, BK=TILES.bk, EVEN=False)
+
+
 def splits_pay(rows: int, gate_width: int, input_size: int, captured: bool) -> bool:
     """Whether strict fp32's projection of ``rows`` (T B) rows of ``input_size`` onto
     ``gate_width`` (G H) takes :func:`split_projection`, in a graph's capture (``captured``) or

@@ -49,7 +49,7 @@ from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, ls
 from .plans import (AHEAD_MIN_STEPS, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, chip_split_level,
                     choose_plan, dot_precision, fma_warps, gate_split_constexprs, k_chunks, k_padded, multiprocessors,
                     producers, reg_weights_kernel, split_k_pieces, split_once_level, upcast_dot)
-from .projection import EVEN_MAX_FLOP, input_projection, produced_constexprs, produced_tiles, project_ahead
+from .projection import EVEN_MAX_FLOP, UNPRODUCED, input_projection, produced_constexprs, produced_tiles, project_ahead
 from .rnn.fma import CHAINS as FMA_CHAINS
 from .rnn.fma import rnn_backward_fma_kernel, rnn_forward_fma_kernel
 from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
@@ -208,9 +208,9 @@ class _Launch:
         ``projection.produced_tiles``), None for none."""
         key = ("forward", has_bias, has_h0, save, has_c0, has_lengths, pdl, produce)
         return self._cached(key, lambda: self._with_flags(
-            self.forward_meta, HAS_BIAS=has_bias, HAS_H0=has_h0, SAVE=save, HAS_C0=has_c0, HAS_LENGTHS=has_lengths,
-            **(_pdl_flags(pdl) if self.forward.fma else {}),
-            **(produced_constexprs(self.precision, self.upcast, *produce) if produce else {})))
+            {**self.forward_meta, **(produced_constexprs(self.precision, self.upcast, *produce) if produce else {})},
+            HAS_BIAS=has_bias, HAS_H0=has_h0, SAVE=save, HAS_C0=has_c0, HAS_LENGTHS=has_lengths,
+            **(_pdl_flags(pdl) if self.forward.fma else {})))
 
     def gluon_constexprs(self, has_bias: bool, has_h0: bool, save: bool, has_c0: bool, ahead: bool) -> Constexprs:
         """The Gluon forward's compile-time arguments (:attr:`Plan.gluon`) with these flags
@@ -272,7 +272,7 @@ class _Launch:
         if plan.fma:  # (ops/rnn/fma.py: FMA units, no tiles, no precision)
             meta = dict(H=self.hidden_size, K_PAD=k_padded(self.hidden_size), CHAINS=FMA_CHAINS,
                         num_warps=plan.num_warps)
-            return {**meta, "FAST_ACT": plan.fast_activations} if forward else meta
+            return {**meta, **UNPRODUCED, "FAST_ACT": plan.fast_activations} if forward else meta
         if plan.split_k and not forward:
             return dict(H=self.hidden_size, BLOCK_B=plan.block_b, BLOCK_H=plan.block_h, BLOCK_K=plan.block_k,
                         CHUNKS=split_k_pieces(self.hidden_size, plan.block_k), W_RESIDENT=plan.w_resident,

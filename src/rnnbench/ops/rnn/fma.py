@@ -51,8 +51,8 @@ def rnn_forward_fma_kernel(
     counters_ptr, T, B, w_stride_j, w_stride_k, I, PRODUCERS,
     H: tl.constexpr, RELU: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     HAS_LENGTHS: tl.constexpr, K_PAD: tl.constexpr, CHAINS: tl.constexpr, FAST_ACT: tl.constexpr,
-    PDL: tl.constexpr, PRODUCE: tl.constexpr = False, PRECISION: tl.constexpr = "ieee", UPCAST: tl.constexpr = False,
-    BM: tl.constexpr = 32, BN: tl.constexpr = 64, BK: tl.constexpr = 32, EVEN: tl.constexpr = False,
+    PDL: tl.constexpr, PRODUCE: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr, BM: tl.constexpr,
+    BN: tl.constexpr, BK: tl.constexpr, EVEN: tl.constexpr,
 ):
     """Program ``program_id(1)`` runs batch row ``b`` through all ``T`` steps. ``w_stride_j``,
     ``w_stride_k``: ``W_hh``'s strides (``H``, 1), passed at run time and never specialised on
