@@ -260,6 +260,30 @@ def test_only_the_rnns_forward_on_fma_units_produces():
     assert plans.producers(200, 131, 132) == 1 and plans.producers(200, 20, None) == 200
 
 
+def test_a_forward_produces_eagerly_with_a_producer_a_tile(monkeypatch):
+    """``recurrence.produces``: a plan that produces projects in its own launch only where every
+    tile of the projection has a producer beside the rows (here 4 tiles at batch 3: 7 programs
+    at least) and no CUDA graph is being captured (there the projection's own launch was the
+    faster); never where the plan does not produce."""
+    import dataclasses
+
+    from rnnbench.ops import recurrence
+    from rnnbench.ops.recurrence import plan_override
+
+    x = torch.randn(40, 3, 5)  # 120 rows of 37 columns: 4 tiles of 32 x 64
+    with plan_override(fma=True, forward_produce=True):
+        launch = recurrence.layer_launch("rnn_tanh", 3, 37, torch.float32, torch.device("cpu"))
+    assert recurrence.produces(launch, x)  # (the interpreter: a producer for every tile)
+    assert recurrence.produces(dataclasses.replace(launch, slots=7), x)
+    assert not recurrence.produces(dataclasses.replace(launch, slots=6), x)
+    monkeypatch.setattr(recurrence, "capturing", lambda t: True)
+    assert not recurrence.produces(launch, x)
+    monkeypatch.undo()
+    with plan_override(fma=True, forward_produce=False):
+        assert not recurrence.produces(recurrence.layer_launch("rnn_tanh", 3, 37, torch.float32,
+                                                               torch.device("cpu")), x)
+
+
 def test_fma_kernels_take_no_barrier_counters(monkeypatch):
     """The FMA RNN (no barrier) runs both directions without asking for the shared counters, which
     the barrier kernels take (and grow: launch.counters)."""
