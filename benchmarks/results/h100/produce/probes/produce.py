@@ -15,14 +15,19 @@ Per case, medians over 4 rounds (forms A B C C B A) of 100 calls: ``call`` as th
 call (events around it, synchronised after), ``graph`` a step of the replayed graph."""
 import json
 import sys
+from pathlib import Path
 
 import torch
 
-from rnnbench.cases import Case
-from rnnbench.lanes.registry import get_lane
-from rnnbench.ops.recurrence import layer_launch, plan_override
-from rnnbench.precision import TORCH_DTYPE, matmul_mode
-from rnnbench.workload import make_inputs, module_call
+# The timing helpers of the dependent launch's probe, which this one follows form for form.
+sys.path.insert(0, str(Path(__file__).parents[2] / "pdl" / "probes"))
+from pdl import graph_of, median, timed  # noqa: E402
+
+from rnnbench.cases import Case  # noqa: E402
+from rnnbench.lanes.registry import get_lane  # noqa: E402
+from rnnbench.ops.recurrence import layer_launch, plan_override  # noqa: E402
+from rnnbench.precision import TORCH_DTYPE, matmul_mode  # noqa: E402
+from rnnbench.workload import make_inputs, module_call  # noqa: E402
 
 CASES = [dict(batch_size=20, input_size=100, hidden_size=100, seq_len=30, loss="last_step", dtype=d)
          for d in ("fp32", "tf32", "bf16")]
@@ -30,41 +35,6 @@ CASES += [dict(batch_size=b, input_size=128, hidden_size=128, seq_len=30, loss="
           for d in ("fp32", "tf32") for b in (32, 100)]
 CASES += [dict(batch_size=20, input_size=100, hidden_size=100, seq_len=300, loss="last_step", dtype="fp32")]
 FORMS = {"produce": True, "two": False, "torch-nn": None}
-
-
-def timed(fn, calls=100):
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    samples = []
-    for _ in range(calls):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) * 1e3)
-    samples.sort()
-    return samples[len(samples) // 2]
-
-
-def graph_of(fn, steps=20):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(steps):
-            fn()
-
-    def run():
-        g.replay()
-    return run, steps
-
-
-def median(xs):
-    xs = sorted(xs)
-    return xs[len(xs) // 2]
 
 
 def main(out):
