@@ -159,8 +159,11 @@ def test_the_rnns_fma_forward_keys_every_tensor_its_caller_gives(produce, monkey
     x_proj, b_ih, b_hh, h0 = torch.randn(t, b, h), torch.randn(h), torch.randn(h), torch.randn(b, h)
     with recurrence.plan_override(fma=True, forward_produce=produce):
         launch = recurrence.layer_launch("rnn_tanh", b, h, torch.float32, torch.device("cpu"))
+        produced = recurrence.produces(launch, x)
+        assert (produced is not None) == produce
         recurrence.recurrence_forward("rnn_tanh", None if produce else x_proj, w_hh, b_ih, b_hh, h0, None, launch,
-                                      True, x=x if produce else None, w_ih=w_ih if produce else None)
+                                      True, x=x if produce else None, w_ih=w_ih if produce else None,
+                                      produced=produced)
     given = [w_hh, b_ih, b_hh, h0] + ([x, w_ih] if produce else [x_proj])
     keyed, rest = seen["args"][:seen["keyed"]], seen["args"][seen["keyed"]:]
     assert all(any(g is k for k in keyed) for g in given)

@@ -30,6 +30,7 @@ import contextlib
 import contextvars
 import functools
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
@@ -49,6 +50,7 @@ from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, ls
 from .plans import (AHEAD_MIN_STEPS, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, chip_split_level,
                     choose_plan, dot_precision, fma_warps, gate_split_constexprs, k_chunks, k_padded, multiprocessors,
                     producers, reg_weights_kernel, split_k_pieces, split_once_level, upcast_dot)
+from .products import Tiles
 from .projection import EVEN_MAX_FLOP, UNPRODUCED, input_projection, produced_constexprs, produced_tiles, project_ahead
 from .rnn.fma import CHAINS as FMA_CHAINS
 from .rnn.fma import rnn_backward_fma_kernel, rnn_forward_fma_kernel
@@ -164,6 +166,15 @@ def plan(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtype, devic
 def _cached_plan(cell, batch_size, hidden_size, dtype, device, precision, direction, override) -> Plan:
     return choose_plan(batch_size, hidden_size, NUM_GATES[cell], dtype, device, precision=precision,
                        direction=direction, bounded=cell != "rnn_relu", **dict(override))
+
+
+class Produced(NamedTuple):
+    """How a forward projects in its own launch (:func:`produces`): the projection's tiles, whether
+    they run unmasked (``projection.produced_tiles``), and the producing programs."""
+
+    tiles: Tiles
+    is_even: bool
+    programs: int
 
 
 @dataclass(frozen=True)
@@ -305,10 +316,10 @@ def _cached_launch(cell, batch_size, hidden_size, dtype, device, precision, over
 
 
 def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Launch, save: bool, lengths=None,
-                       ready=None, x=None, w_ih=None):
+                       ready=None, x=None, w_ih=None, produced: Produced | None = None):
     """Run the forward kernel. ``x_proj [T, B, G*H]`` (no bias), or None with ``x [T, B, I]`` and
-    ``w_ih [G*H, I]`` given (contiguous; the producing forward, :attr:`Plan.produce`, which
-    projects in its own launch), ``h0``/``c0`` ``[B, H]`` or
+    ``w_ih [G*H, I]`` given (contiguous) and ``produced`` (:func:`produces`': the RNN's forward on
+    FMA units, :attr:`Plan.produce`, which projects in its own launch), ``h0``/``c0`` ``[B, H]`` or
     ``[1, B, H]`` (contiguous) or None (zeros), biases ``[G*H]`` or None, ``lengths`` None or
     int32 ``[B]`` on the device (a variable-length batch: past its own length a sequence keeps
     its state and its output is zero, as ``rnnbench.reference.reference_forward``). ``ready``:
@@ -323,14 +334,20 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     """
     B, H = launch.batch_size, launch.hidden_size
     dtype = w_hh.dtype
-    if x_proj is None:
-        return _produced_forward(cell, x, w_ih, w_hh, b_ih, b_hh, h0, launch, save, lengths)
+    if x_proj is None:  # (written by the launch's producers)
+        x_proj = torch.empty(*x.shape[:2], H, device=x.device, dtype=dtype)
     T, dev = x_proj.shape[0], x_proj.device
     grid = launch.forward_grid
     gluon = gluon_runs(launch.forward, lengths is not None, h0)
-    # The shared barrier counters for the tl kernels that meet at a barrier; the Gluon forwards take
-    # counted ones of their own (below), the FMA forward none.
-    counters, stream = (None, launch_stream(dev)) if gluon or launch.forward.fma else _counters(2 * grid[1], dev)
+    # The shared barrier counters for the tl kernels that meet at a barrier, and for the producing
+    # forward's count of tiles done; the Gluon forwards take counted ones of their own (below), the
+    # other FMA forwards none.
+    if produced is not None:
+        counters, stream = _counters(2, dev)
+    elif gluon or launch.forward.fma:
+        counters, stream = None, launch_stream(dev)
+    else:
+        counters, stream = _counters(2 * grid[1], dev)
     h_buf = torch.empty(T + 1, B, H, device=dev, dtype=dtype)
     h_n = torch.empty(1, B, H, device=dev, dtype=dtype)
     lstm = cell == "lstm"
@@ -338,8 +355,10 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     # Absent tensors are zeros inside the kernel; a buffer of ours stands in for their pointers.
     biases = (b_ih, b_hh) if b_ih is not None else (w_hh, w_hh)
     h0 = h_buf if h0 is None else h0
+    # (no dependent launch with producers: they read x, which the launch before may be writing)
     constexprs = launch.forward_constexprs(b_ih is not None, has_h0, save, has_c0, lengths is not None,
-                                           dependent_launch(dev))
+                                           produced is None and dependent_launch(dev),
+                                           None if produced is None else (produced.tiles, produced.is_even))
     lengths = h_n if lengths is None else lengths
     f32 = dict(device=dev, dtype=torch.float32)
     # 3xTF32 with operands split once (Plan.split_once): W_hh's split copy [2, G*H, H] (each program
@@ -376,6 +395,11 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     elif launch.forward.fma and cell == "gru":  # (ops/gru/fma.py)
         args = (x_proj, w_hh, *biases, h0, lengths, h_buf, h_n, saved, T, B)
         _GRU_FORWARD_FMA(grid, args, constexprs, stream, keyed=6)
+    elif launch.forward.fma and produced is not None:  # (ops/rnn/fma.py: producers, then the rows)
+        args = (x_proj, w_hh, *biases, h0, lengths, x, w_ih, h_buf, h_n, saved, counters, T, B, *w_hh.stride(),
+                x.shape[2], produced.programs)
+        # (keyed: the caller's tensors, x and W_ih among them, decide the specialisation)
+        _RNN_FORWARD_FMA((1, produced.programs + B), args, constexprs, stream, keyed=8)
     elif launch.forward.fma:  # (ops/rnn/fma.py, its projection launched before it)
         args = (x_proj, w_hh, *biases, h0, lengths, x_proj, x_proj, h_buf, h_n, saved, h_n, T, B, *w_hh.stride(),
                 0, 0)  # (x_proj again for x and W_ih, h_n for the counters: none of them read)
@@ -392,35 +416,12 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     return h_buf, h_n, c_n, saved, c_buf
 
 
-def _produced_forward(cell: str, x, w_ih, w_hh, b_ih, b_hh, h0, launch: _Launch, save: bool, lengths):
-    """:func:`recurrence_forward` of the RNN on FMA units projecting in its own launch
-    (:attr:`Plan.produce`): the first programs compute ``x_proj`` (allocated here, the
-    projection's tiles, ``projection.produced_tiles``), the rest run the batch rows."""
-    T, B, I = x.shape
-    H, dev, dtype = launch.hidden_size, x.device, w_hh.dtype
-    tiles, is_even, count = produced_tiles(T * B, H, I)
-    producing = producers(count, B, launch.slots)
-    counters, stream = _counters(2, dev)
-    x_proj = torch.empty(T, B, H, device=dev, dtype=dtype)
-    h_buf = torch.empty(T + 1, B, H, device=dev, dtype=dtype)
-    h_n = torch.empty(1, B, H, device=dev, dtype=dtype)
-    saved = torch.empty(T, B, H, device=dev, dtype=torch.float32) if save else h_n
-    biases = (b_ih, b_hh) if b_ih is not None else (w_hh, w_hh)
-    constexprs = launch.forward_constexprs(b_ih is not None, h0 is not None, save, False, lengths is not None, False,
-                                           (tiles, is_even))
-    args = (x_proj, w_hh, *biases, h_buf if h0 is None else h0, h_n if lengths is None else lengths, x, w_ih, h_buf,
-            h_n, saved, counters, T, B, *w_hh.stride(), I, producing)
-    # (keyed: the caller's tensors, x and W_ih among them, decide the specialisation; the rest are ours)
-    _RNN_FORWARD_FMA((1, producing + B), args, constexprs, stream, keyed=8)
-    return h_buf, h_n, None, saved if save else None, None
-
-
-def produces(launch: _Launch, x) -> bool:
-    """Whether a layer's forward projects in the recurrence's launch (:attr:`Plan.produce`): its
-    plan says so, no CUDA graph is being captured, the product is one our tiles take eagerly (at
-    most ``projection.EVEN_MAX_FLOP``; past it cuBLAS' kernel is the faster), and every tile
-    (``projection.produced_tiles``) has a producer of its own, so the rows wait for one tile's
-    time, not for rounds of them.
+def produces(launch: _Launch, x) -> Produced | None:
+    """How a layer's forward projects in the recurrence's launch (:attr:`Plan.produce`), or None
+    where it does not: where its plan says so, no CUDA graph is being captured, the product is one
+    our tiles take eagerly (at most ``projection.EVEN_MAX_FLOP``; past it cuBLAS' kernel is the
+    faster), and every tile (``projection.produced_tiles``) has a producer of its own, so the rows
+    wait for one tile's time, not for rounds of them.
 
     Measured on the H100 against the projection launched before it (``results/h100/produce``,
     RNN on FMA units, bit for bit the same outputs): eager forwards at batch 20, hidden 100, 30
@@ -429,10 +430,13 @@ def produces(launch: _Launch, x) -> bool:
     took rounds (188 tiles on 32 producers at batch 100; 376 on 112 at 300 steps) 0.74-0.97x as
     fast graphed and 0.92-1.13x eagerly."""
     if not launch.forward.produce or capturing(x):
-        return False
+        return None
     T, B, I = x.shape
-    count = produced_tiles(T * B, launch.hidden_size, I)[2]
-    return 2 * T * B * I * launch.hidden_size <= EVEN_MAX_FLOP and count <= producers(count, B, launch.slots)
+    if 2 * T * B * I * launch.hidden_size > EVEN_MAX_FLOP:
+        return None
+    tiles, is_even, count = produced_tiles(T * B, launch.hidden_size, I)
+    programs = producers(count, B, launch.slots)
+    return Produced(tiles, is_even, programs) if count <= programs else None
 
 
 def gluon_runs(plan: Plan, has_lengths: bool, h0) -> bool:
@@ -529,9 +533,10 @@ def _layer_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save, length
     """The input projection and the forward kernel: ``(output, h_n, c_n, h_buf, saved, c_buf)``;
     the projection ahead, overlapping the kernel, where :func:`projects_ahead`."""
     ready = finish = None
-    if produces(launch, x):
+    produced = produces(launch, x)
+    if produced is not None:
         h_buf, h_n, c_n, saved, c_buf = recurrence_forward(cell, None, w_hh, b_ih, b_hh, h0, c0, launch, save, lengths,
-                                                           x=x.contiguous(), w_ih=w_ih)
+                                                           x=x.contiguous(), w_ih=w_ih, produced=produced)
         return h_buf[1:], h_n, c_n, h_buf, saved, c_buf
     if projects_ahead(launch.forward, x, lengths, h0):
         x_proj, ready, finish = project_ahead(x, w_ih)
