@@ -421,6 +421,53 @@ def _check_training_replay(cell, batch, hidden, input_size, dtype, states, bias,
         assert torch.equal(g, w) and g.shape == w.shape and g.stride() == w.stride()
 
 
+@pytest.mark.parametrize("train", [False, True])
+@pytest.mark.parametrize("cell", ["rnn_tanh", "lstm"])
+def test_replays_take_back_outputs_let_go_of_and_never_those_held(cell, train):
+    """``replay.REUSE`` on the GPU, for eager forwards under no_grad and for training steps, each
+    call on new inputs: one call's results held through six more calls keep their values and
+    their memory is never another call's; the others are let go of, and their tensors must come
+    back as later calls' outputs (the same objects: memory the allocator recycles would be new
+    tensors), or this would test nothing. Every call's results equal the normal path's on the same
+    inputs, bit for bit."""
+    import weakref
+
+    from rnnbench.ops import replay as replays
+
+    module = _module(cell, 100, 100, True, "fp32")
+
+    def call(seed):
+        x, hx = _call_inputs(cell, 20, 100, 100, "fp32", True, seed)
+        if not train:
+            with torch.no_grad():
+                return _flat(module(x, hx))
+        for t in (x, *(hx if isinstance(hx, tuple) else (hx,))):
+            t.requires_grad_(True)
+        outputs, grads = _training_step(module, x, hx, "all")
+        return [*outputs, *grads]
+
+    call(0)  # recorded
+    held = call(1)
+    kept = [t.clone() for t in held]
+    where = {t.untyped_storage().data_ptr() for t in held}
+    returned, came_back = [], 0
+    for seed in range(2, 8):
+        got = call(seed)
+        came_back += sum(any(r() is t for r in returned) for t in got)
+        returned += [weakref.ref(t) for t in got]
+        assert not where & {t.untyped_storage().data_ptr() for t in got}, "a held output's memory was taken"
+        replays.ENABLED = False  # the normal path on the same inputs
+        try:
+            want = call(seed)
+        finally:
+            replays.ENABLED = True
+        assert all(torch.equal(g, w) for g, w in zip(got, want))
+        del got, want
+    torch.cuda.synchronize()
+    assert came_back, "no output let go of came back"
+    assert all(torch.equal(t, k) for t, k in zip(held, kept)), "a held output was written"
+
+
 GLUON_DTYPES = [d for d in ("bf16", "fp16") if d in DTYPES]
 GLUON_CELLS = ("lstm", "gru")  # the cells with a Gluon forward (Plan.gluon, ops/<cell>/gluon.py)
 NO_GLUON = "no Gluon forward here (another GPU or Triton): plans.gluon_forward"

@@ -183,7 +183,11 @@ def _count_allocations(monkeypatch, events: list) -> None:
 
 def test_a_replay_launches_before_it_allocates_what_later_launches_take(monkeypatch):
     """Each allocation is made just before the first launch that takes it: with the scratch kept,
-    the first launch leaves before any torch.empty of the call."""
+    the first launch leaves before any torch.empty of the call (no reuse of earlier outputs here:
+    the first call's, let go of, would be taken instead)."""
+    from rnnbench.ops import replay as module
+
+    monkeypatch.setattr(module, "REUSE", False)
     replay, _, _ = _replayed_twice()
     events = []
     scale = SCALE.body
@@ -207,11 +211,14 @@ def _events_of_a_third_call(monkeypatch) -> list[str]:
 
 def test_a_replay_makes_the_next_calls_outputs_after_its_launches(monkeypatch):
     """With ``ALLOCATE_AHEAD`` a warm call launches both kernels back to back and then makes the next
-    call's two outputs; without it, the outputs are made between the launches."""
+    call's two outputs; without it, the outputs are made between the launches (no reuse of earlier
+    outputs in either)."""
     from rnnbench.ops import replay as module
 
+    monkeypatch.setattr(module, "REUSE", False)
     assert _events_of_a_third_call(monkeypatch) == ["launch", "launch", "empty", "empty"]
     monkeypatch.undo()
+    monkeypatch.setattr(module, "REUSE", False)
     monkeypatch.setattr(module, "ALLOCATE_AHEAD", False)
     assert _events_of_a_third_call(monkeypatch) == ["launch", "empty", "empty", "launch"]
 
@@ -242,6 +249,63 @@ def test_outputs_made_ahead_are_each_calls_own(monkeypatch):
     assert len(set(storages)) == len(storages), "two calls' outputs share storage"
     for outputs in seen[2:]:
         for g, e in zip(outputs, _call(*inputs)):
+            assert torch.equal(g, e)
+
+
+def _storage(t) -> int:
+    return t.untyped_storage().data_ptr()
+
+
+# Ways a caller holds a call's outputs (``_call``'s ``(h_buf[1:], h_n)``): what each keeps, and
+# which outputs' memory it keeps.
+def _hold_the_object(outputs):  # h_n, returned as the replay's own tensor
+    return outputs[1], (1,)
+
+
+def _hold_a_view(outputs):  # a slice of h_buf[1:], itself a view of the allocation
+    return outputs[0][2:], (0,)
+
+
+def _hold_an_alias(outputs):  # another tensor on each output's memory, the outputs let go of
+    return [torch.empty(0).set_(t.untyped_storage(), t.storage_offset(), t.shape, t.stride()) for t in outputs], (0, 1)
+
+
+def _hold_through_autograd(outputs):  # saved by autograd for a backward (C++ holds the tensor)
+    w = torch.ones(3, requires_grad=True)
+    return w * outputs[1], (1,)
+
+
+@pytest.mark.parametrize("hold", [None, _hold_the_object, _hold_a_view, _hold_an_alias, _hold_through_autograd])
+def test_a_replay_reuses_an_earlier_calls_outputs_only_once_let_go(hold):
+    """With ``REUSE`` the outputs made ahead are an earlier call's where nothing but the replay
+    refers to them or to their memory: a call's outputs let go of come back two calls later; held in
+    any way (the tensor, a view, another tensor on the memory, autograd's saved tensors), never, and
+    what is held keeps its values. Every call's results right."""
+    replay, _, _ = _replayed_twice()
+    inputs = [(torch.randn(5, 3), torch.tensor([float(n + 1)]), torch.randn(3)) for n in range(3)]
+    first = replay(inputs[0])
+    where = [_storage(t) for t in first]
+    values = [t.clone() for t in first]
+    held, kept = hold(first) if hold else (None, ())
+    del first
+    second = replay(inputs[1])
+    third = replay(inputs[2])
+    got = [_storage(t) for t in third]
+    for k in range(2):
+        if k in kept:
+            assert got[k] not in where and got[k] != _storage(second[k]), "a held output was written again"
+        else:
+            assert got[k] == where[k], "let go of, the first call's output was not reused"
+    if hold is _hold_the_object:
+        assert torch.equal(held, values[1])
+    elif hold is _hold_a_view:
+        assert torch.equal(held, values[0][2:])
+    elif hold is _hold_an_alias:
+        assert all(torch.equal(a, v) for a, v in zip(held, values))
+    elif hold is _hold_through_autograd:
+        assert torch.equal(held, values[1])  # (w is ones)
+    for outputs, inp in zip((second, third), inputs[1:]):
+        for g, e in zip(outputs, _call(*inp)):
             assert torch.equal(g, e)
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import math
 import operator
+import sys
 import threading
 
 import torch
@@ -45,6 +46,13 @@ ENABLED = True
 # host then only launches (False: each made just before the first launch that takes it, for
 # side-by-side measurements).
 ALLOCATE_AHEAD = True
+# Take those next outputs from an earlier call's where its caller has let go of them (nothing but the
+# replay refers to the tensor or its memory: :func:`_unheld`), rather than from the allocator (False:
+# each made afresh, for side-by-side measurements). Reused tensors are never freed, so an eager
+# training step, whose host time every allocation and free adds to, skips both: with every
+# allocation of its replays from a ring (an unsafe upper bound), training steps took 0.82-0.89x the
+# time on the H100 (results/h100/bounds/bounds-13578a5).
+REUSE = True
 
 
 class Replay:
@@ -65,14 +73,18 @@ class Replay:
     its own). The rest are scratch (the input projection): up to :data:`SCRATCH_KEPT_BYTES` each,
     kept and reused by the next call from the same thread on the same stream, whose launches the
     stream orders after the last call's, and allocated afresh for any other (or every call, if
-    larger). Each allocation not made ahead or kept is made just before the first launch that takes
+    larger). With :data:`REUSE` the outputs made ahead are, where they can be, the two calls before's
+    whose caller has let them go (:func:`_unheld`: no reference to the tensor but the replay's, no
+    other tensor on its memory); the stream orders the new call's writes after whatever the caller
+    queued on them. (A caller that hands an output to another stream must keep it until that stream
+    is done with it: ``record_stream`` alone is the caching allocator's, which these never return to.) Each allocation not made ahead or kept is made just before the first launch that takes
     it, so the first launch leaves while the host allocates the rest (on the H100 a ``torch.empty``
     took 4-7 µs of host time, a launch 8).
 
     Build with :meth:`build`."""
 
-    __slots__ = ("launches", "allocations", "slots", "outputs", "scratch", "scratch_places", "ahead", "cuda",
-                 "stream", "constants", "_kept")
+    __slots__ = ("launches", "allocations", "slots", "outputs", "scratch", "scratch_places", "ahead", "ahead_places",
+                 "cuda", "stream", "constants", "_kept")
 
     def __init__(self, launches, allocations, slots, outputs, scratch_places, stream, constants, cuda):
         # per launch: (c_launch, grid3, head, take, tail, fresh, views) with ``take(values)`` its
@@ -88,11 +100,13 @@ class Replay:
         self.scratch = tuple(a for _, a in scratch_places)  # (shape, stride, dtype, device) of each
         # (shape, stride, dtype, device) of each allocation made ahead, in the order ``fresh`` numbers them
         self.ahead = tuple(a[1:5] for launch in launches for a in launch[5] if a[5] >= 0)
+        self.ahead_places = tuple(a[0] for launch in launches for a in launch[5] if a[5] >= 0)  # (values index)
         self.cuda = cuda  # (launches on the current stream, tensors handed over as addresses)
         self.stream = stream  # the stream its constants belong to (None: any)
         self.constants = constants  # (the buffers themselves, kept alive: the slots may hold their addresses)
-        # (the (thread, stream) of the last call, its scratch, the outputs made ahead for its next)
-        self._kept = (None, (), ())
+        # (the (thread, stream) of the last call, its scratch, the outputs made ahead for its next, and
+        # the outputs of the last two calls, [tensor or None] per place in ``ahead``, newest first)
+        self._kept = (None, (), (), ())
 
     @staticmethod
     def build(recorded: Recording, inputs: tuple, outputs: tuple) -> Replay | None:
@@ -206,8 +220,9 @@ class Replay:
         tensors = [*inputs, *self.slots]  # (the allocations' places filled below; then the numbers)
         values = [*[0 if t is None else t.data_ptr() for t in inputs], *self.slots] if cuda else tensors
         owner = (threading.get_ident(), stream)
-        kept_owner, scratch, made = self._kept  # (one read: another thread may replace it meanwhile)
+        kept_owner, scratch, made, earlier = self._kept  # (one read: another thread may replace it meanwhile)
         if kept_owner != owner:  # a new thread or stream: scratch of its own, nothing made ahead
+            earlier = ()
             scratch = tuple([torch.empty_strided(shape, stride, dtype=dtype, device=device)
                              for shape, stride, dtype, device in self.scratch])
             made = ()
@@ -223,10 +238,53 @@ class Replay:
                 values[k] = values[root] + offset if cuda else _view_of(tensors[root], *strided)
             c_launch(gx, gy, gz, stream, *head, *take(values), *tail)
         # (the next call's outputs, while the device runs this one's; each made is this call's only)
-        self._kept = owner, scratch, (tuple([torch.empty_strided(shape, stride, dtype=dtype, device=device)
-                                             for shape, stride, dtype, device in self.ahead]) if ALLOCATE_AHEAD else ())
+        if ALLOCATE_AHEAD:
+            made = self._next_outputs(earlier)
+            earlier = ([tensors[k] for k in self.ahead_places], *earlier[:1]) if REUSE else ()
+        else:
+            made = earlier = ()
+        self._kept = owner, scratch, made, earlier
         return tuple(None if o is None else tensors[o[0]] if o[1] is None else tensors[o[0]].as_strided(*o[1])
                      for o in self.outputs)
+
+
+    def _next_outputs(self, earlier: tuple) -> tuple:
+        """The next call's output allocations, one per place in ``ahead``: where :data:`REUSE`, an
+        earlier call's (``earlier``, the oldest first) that :func:`_unheld` finds let go of, taken
+        out of ``earlier``; else a new one."""
+        made = []
+        for j, (shape, stride, dtype, device) in enumerate(self.ahead):
+            for outputs in reversed(earlier):
+                if outputs[j] is not None and _unheld(outputs, j):
+                    made.append(outputs[j])
+                    outputs[j] = None
+                    break
+            else:
+                made.append(torch.empty_strided(shape, stride, dtype=dtype, device=device))
+        return tuple(made)
+
+
+def _references(tensors: list, j: int) -> int:
+    """The references to ``tensors[j]`` as :func:`_unheld` counts them."""
+    t = tensors[j]
+    return sys.getrefcount(t)
+
+
+# What :func:`_references` counts for a tensor nothing but its list refers to (the list, the local
+# name, the argument): measured, not assumed, as each Python version counts its own.
+_UNHELD_REFERENCES = _references([torch.empty(0)], 0)
+_storage_use_count = torch._C._storage_Use_Count
+
+
+def _unheld(tensors: list, j: int) -> bool:
+    """Whether nothing but ``tensors`` refers to ``tensors[j]`` or to its memory: no reference to the
+    object but the list's (a caller's, or any C++ owner's of the tensor, such as autograd's saved
+    tensors or a DLPack capsule: PyTorch keeps the Python object of a tensor C++ still holds, and
+    its count with it), and no other tensor on its storage (a view, an alias, the data autograd
+    saves of an output: the storage's one owner is the tensor itself, beside the storage object
+    this check makes)."""
+    return (_references(tensors, j) == _UNHELD_REFERENCES
+            and _storage_use_count(tensors[j].untyped_storage()._cdata) == 2)
 
 
 def _view_of(root: torch.Tensor, size, stride, offset) -> torch.Tensor:
