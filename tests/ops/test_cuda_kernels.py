@@ -436,29 +436,33 @@ def test_replays_take_back_outputs_let_go_of_and_never_those_held(cell, train):
 
     module = _module(cell, 100, 100, True, "fp32")
 
-    def call(seed):
+    def inputs(seed):
         x, hx = _call_inputs(cell, 20, 100, 100, "fp32", True, seed)
+        for t in (x, *(hx if isinstance(hx, tuple) else (hx,))) if train else ():
+            t.requires_grad_(True)
+        return x, hx
+
+    def call(x, hx):
         if not train:
             with torch.no_grad():
                 return _flat(module(x, hx))
-        for t in (x, *(hx if isinstance(hx, tuple) else (hx,))):
-            t.requires_grad_(True)
         outputs, grads = _training_step(module, x, hx, "all")
         return [*outputs, *grads]
 
-    call(0)  # recorded
-    held = call(1)
+    call(*inputs(0))  # recorded
+    held = call(*inputs(1))
     kept = [t.clone() for t in held]
     where = {t.untyped_storage().data_ptr() for t in held}
     returned, came_back = [], 0
     for seed in range(2, 8):
-        got = call(seed)
+        x, hx = inputs(seed)
+        got = call(x, hx)
         came_back += sum(any(r() is t for r in returned) for t in got)
         returned += [weakref.ref(t) for t in got]
         assert not where & {t.untyped_storage().data_ptr() for t in got}, "a held output's memory was taken"
         replays.ENABLED = False  # the normal path on the same inputs
         try:
-            want = call(seed)
+            want = call(x, hx)
         finally:
             replays.ENABLED = True
         assert all(torch.equal(g, w) for g, w in zip(got, want))
