@@ -309,6 +309,38 @@ def test_a_replay_reuses_an_earlier_calls_outputs_only_once_let_go(hold):
             assert torch.equal(g, e)
 
 
+@pytest.mark.parametrize("apart", [(), (1,)])
+def test_an_output_an_autograd_function_returns_whole_is_never_kept(apart):
+    """``Replay.build``'s ``apart``: an output that a Function returns whole takes that call's
+    autograd history; kept for reuse after its caller let go of it, it would keep the call's graph
+    (and the leaves the graph reaches) alive. Given as apart, it is never kept, and every call's
+    graph goes with its outputs; not given (as this test must see fail), graphs outlive them."""
+    import weakref
+
+    x, w, h0 = torch.randn(5, 3), torch.tensor([0.5]), torch.randn(3)
+    records, first = _recorded(x, w, h0)
+    replay = Replay.build(records, (x, w, h0), first, apart)
+
+    class Layer(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w, h0):
+            return replay((x, w, h0))  # (h_buf[1:], h_n)
+
+        @staticmethod
+        def backward(ctx, d_out, d_h_n):
+            return d_out.sum(0), None, None
+
+    graphs = []
+    for _ in range(4):
+        leaf = torch.randn(5, 3, requires_grad=True)
+        out, h_n = Layer.apply(leaf, w, h0)
+        assert torch.equal(h_n, _call(leaf.detach(), w, h0)[1])
+        graphs.append(weakref.ref(h_n.grad_fn))
+        del out, h_n, leaf
+    alive = [g() is not None for g in graphs]
+    assert not any(alive) if apart else any(alive), alive
+
+
 def test_a_replay_makes_nothing_ahead_past_the_limit(monkeypatch):
     """An output larger than ``SCRATCH_KEPT_BYTES`` is made by its call, not ahead."""
     from rnnbench.ops import replay as module

@@ -86,7 +86,7 @@ class Replay:
     __slots__ = ("launches", "allocations", "slots", "outputs", "scratch", "scratch_places", "ahead", "ahead_places",
                  "cuda", "stream", "constants", "_kept")
 
-    def __init__(self, launches, allocations, slots, outputs, scratch_places, stream, constants, cuda):
+    def __init__(self, launches, allocations, slots, outputs, scratch_places, stream, constants, cuda, unpooled=()):
         # per launch: (c_launch, grid3, head, take, tail, fresh, views) with ``take(values)`` its
         # arguments from ``values`` (the inputs, then ``slots``), ``fresh`` the allocations it needs
         # first, (values index, shape, stride, dtype, device, index in ``ahead`` or -1), and ``views`` the
@@ -100,7 +100,9 @@ class Replay:
         self.scratch = tuple(a for _, a in scratch_places)  # (shape, stride, dtype, device) of each
         # (shape, stride, dtype, device) of each allocation made ahead, in the order ``fresh`` numbers them
         self.ahead = tuple(a[1:5] for launch in launches for a in launch[5] if a[5] >= 0)
-        self.ahead_places = tuple(a[0] for launch in launches for a in launch[5] if a[5] >= 0)  # (values index)
+        # (the values index of each, None where it is never reused: ``unpooled``, Replay.build's ``apart``)
+        self.ahead_places = tuple(None if a[0] in unpooled else a[0] for launch in launches for a in launch[5]
+                                  if a[5] >= 0)
         self.cuda = cuda  # (launches on the current stream, tensors handed over as addresses)
         self.stream = stream  # the stream its constants belong to (None: any)
         self.constants = constants  # (the buffers themselves, kept alive: the slots may hold their addresses)
@@ -109,9 +111,12 @@ class Replay:
         self._kept = (None, (), (), ())
 
     @staticmethod
-    def build(recorded: Recording, inputs: tuple, outputs: tuple) -> Replay | None:
+    def build(recorded: Recording, inputs: tuple, outputs: tuple, apart: tuple[int, ...] = ()) -> Replay | None:
         """A replay of the call that ``recorded`` (:func:`recording`) with ``inputs`` (the caller's
-        tensors, or None) and returned ``outputs`` (tensors, or None); None where it cannot be
+        tensors, or None) and returned ``outputs`` (tensors, or None); ``apart``: the outputs (by
+        index) that become an autograd Function's outputs whole, whose tensors are never reused
+        (:data:`REUSE`: each would carry its call's autograd history, and with it the graph and the
+        leaves it reaches, for as long as the replay kept it). None where it cannot be
         replayed from its launches alone: work outside a launcher (any tensor operation but
         allocations and views), a launch without a direct launcher, a tensor neither an input, an
         allocation of the call (whole, contiguous), a view of one, nor barrier counters; an
@@ -205,8 +210,9 @@ class Replay:
         slots = [None] * (len(allocations) + len(views)) + [c.data_ptr() if cuda else c for c in constants] + numbers
         outputs_at = tuple(None if o is None else (place("allocation", o[0]), o[1]) for o in shapes)
         scratch = tuple((place("allocation", k), allocations[k]) for k in sorted(kept))
+        unpooled = {outputs_at[i][0] for i in apart if outputs_at[i] is not None}
         return Replay(built, allocations, slots, outputs_at, scratch, next(iter(streams)) if streams else None,
-                      tuple(constants), cuda)
+                      tuple(constants), cuda, unpooled)
 
     def __call__(self, inputs: tuple) -> tuple | None:
         """Allocate, launch on the current stream, and return the outputs (see the class). On CUDA
@@ -240,7 +246,7 @@ class Replay:
         # (the next call's outputs, while the device runs this one's; each made is this call's only)
         if ALLOCATE_AHEAD:
             made = self._next_outputs(earlier)
-            earlier = ([tensors[k] for k in self.ahead_places], *earlier[:1]) if REUSE else ()
+            earlier = ([None if k is None else tensors[k] for k in self.ahead_places], *earlier[:1]) if REUSE else ()
         else:
             made = earlier = ()
         self._kept = owner, scratch, made, earlier
