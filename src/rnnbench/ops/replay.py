@@ -66,18 +66,19 @@ class Replay:
     current stream's barrier counters (:func:`~rnnbench.ops.launch.counters`, which every kernel
     leaves at zero: the replay keeps the buffer it recorded and runs only on that stream).
 
-    The call's allocations are of two kinds. Those an output is made of are fresh every call (a
+    The call's allocations are of two kinds. Those an output is made of are the call's own (a
     caller may keep its outputs): up to :data:`SCRATCH_KEPT_BYTES` each, they are allocated at the
     end of the call before (:data:`ALLOCATE_AHEAD`), after its launches, while the device runs
     them, and taken by the next call from the same thread on the same stream (any other allocates
     its own). The rest are scratch (the input projection): up to :data:`SCRATCH_KEPT_BYTES` each,
     kept and reused by the next call from the same thread on the same stream, whose launches the
     stream orders after the last call's, and allocated afresh for any other (or every call, if
-    larger). With :data:`REUSE` the outputs made ahead are, where they can be, the two calls before's
-    whose caller has let them go (:func:`_unheld`: no reference to the tensor but the replay's, no
-    other tensor on its memory); the stream orders the new call's writes after whatever the caller
+    larger). With :data:`REUSE` the outputs made ahead are, where they can be, outputs of the two
+    calls before that their caller has let go of (:func:`_unheld`: no reference to the tensor but
+    the replay's, no other tensor on its memory); the stream orders the new call's writes after whatever the caller
     queued on them. (A caller that hands an output to another stream must keep it until that stream
-    is done with it: ``record_stream`` alone is the caching allocator's, which these never return to.) Each allocation not made ahead or kept is made just before the first launch that takes
+    is done with it: ``record_stream`` alone is the caching allocator's, which these never return
+    to.) Each allocation not made ahead or kept is made just before the first launch that takes
     it, so the first launch leaves while the host allocates the rest (on the H100 a ``torch.empty``
     took 4-7 µs of host time, a launch 8).
 
@@ -253,11 +254,10 @@ class Replay:
         return tuple(None if o is None else tensors[o[0]] if o[1] is None else tensors[o[0]].as_strided(*o[1])
                      for o in self.outputs)
 
-
     def _next_outputs(self, earlier: tuple) -> tuple:
-        """The next call's output allocations, one per place in ``ahead``: where :data:`REUSE`, an
-        earlier call's (``earlier``, the oldest first) that :func:`_unheld` finds let go of, taken
-        out of ``earlier``; else a new one."""
+        """The next call's output allocations, one per place in ``ahead``: where :data:`REUSE`, one
+        of ``earlier``'s (the older call's first) that :func:`_unheld` finds let go of, taken out of
+        it; else a new one."""
         made = []
         for j, (shape, stride, dtype, device) in enumerate(self.ahead):
             for outputs in reversed(earlier):
