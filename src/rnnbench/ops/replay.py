@@ -51,7 +51,10 @@ ALLOCATE_AHEAD = True
 # each made afresh, for side-by-side measurements). Reused tensors are never freed, so an eager
 # training step, whose host time every allocation and free adds to, skips both: with every
 # allocation of its replays from a ring (an unsafe upper bound), training steps took 0.82-0.89x the
-# time on the H100 (results/h100/bounds/bounds-13578a5).
+# time on the H100 (results/h100/bounds/bounds-13578a5), this 0.79-0.94x on the H200
+# (results/h200/reuse). The price: a replay may hold two calls' outputs beyond those made ahead (each
+# at most SCRATCH_KEPT_BYTES), allocated memory to PyTorch, which torch.cuda.empty_cache() cannot
+# return while the module keeps its replays; the allocator would have cached most of it anyway.
 REUSE = True
 
 
