@@ -11,7 +11,7 @@ import torch
 from torch.utils._python_dispatch import _disable_current_modes
 
 from rnnbench.ops.launch import note_launch
-from rnnbench.ops.replay import Recording, Replay, recording
+from rnnbench.ops.replay import Recording, Replay, _storage, recording
 
 
 class _Launcher:
@@ -250,10 +250,6 @@ def test_outputs_made_ahead_are_each_calls_own(monkeypatch):
     for outputs in seen[2:]:
         for g, e in zip(outputs, _call(*inputs)):
             assert torch.equal(g, e)
-
-
-def _storage(t) -> int:
-    return t.untyped_storage().data_ptr()
 
 
 # Ways a caller holds a call's outputs (``_call``'s ``(h_buf[1:], h_n)``): what each keeps, and
