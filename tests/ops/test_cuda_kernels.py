@@ -426,12 +426,14 @@ def _check_training_replay(cell, batch, hidden, input_size, dtype, states, bias,
 def test_replays_take_back_outputs_let_go_of_and_never_those_held(cell, train):
     """``replay.REUSE`` on the GPU, for eager forwards under no_grad and for training steps, each
     call on new inputs: one call's results held through six more calls keep their values and
-    their memory is never another call's; the others are let go of, and their tensors must come
-    back as later calls' outputs (the same objects: memory the allocator recycles would be new
-    tensors), or this would test nothing. Every call's results equal the normal path's on the same
-    inputs, bit for bit."""
+    their memory is never another call's; the others are let go of, and their memory must come
+    back as later calls' (the replay's own allocation taking a second call: memory the allocator
+    recycles would be a new allocation), or this would test nothing. Every call's results equal the
+    normal path's on the same inputs, bit for bit, and nothing the replay keeps carries a call's
+    autograd history (the training forward's h_n and c_n are the Function's outputs whole)."""
     import weakref
 
+    from rnnbench import nn as module_path
     from rnnbench.ops import replay as replays
 
     module = _module(cell, 100, 100, True, "fp32")
@@ -449,16 +451,26 @@ def test_replays_take_back_outputs_let_go_of_and_never_those_held(cell, train):
         outputs, grads = _training_step(module, x, hx, "all")
         return [*outputs, *grads]
 
+    def forwards():
+        return [layer.forward for _, _, layer in module_path._REPLAYS[module].values() if layer.forward is not None]
+
+    def used():  # (the replay's own allocations the last call took)
+        return [a[0] for found in forwards() for a in found._kept[3][0]]
+
+    def kept():  # (all its own allocations: of the last two calls, and made ahead for the next)
+        return [a for found in forwards() for owned in (*found._kept[3], found._kept[2]) for a in owned if a is not None]
+
     call(*inputs(0))  # recorded
     held = call(*inputs(1))
-    kept = [t.clone() for t in held]
+    values = [t.clone() for t in held]
     where = {t.untyped_storage().data_ptr() for t in held}
-    returned, came_back = [], 0
+    served, came_back = [], 0
     for seed in range(2, 8):
         x, hx = inputs(seed)
         got = call(x, hx)
-        came_back += sum(any(r() is t for r in returned) for t in got)
-        returned += [weakref.ref(t) for t in got]
+        now = used()
+        came_back += sum(any(r() is t for r in served) for t in now)
+        served += [weakref.ref(t) for t in now]
         assert not where & {t.untyped_storage().data_ptr() for t in got}, "a held output's memory was taken"
         replays.ENABLED = False  # the normal path on the same inputs
         try:
@@ -469,14 +481,9 @@ def test_replays_take_back_outputs_let_go_of_and_never_those_held(cell, train):
         del got, want
     torch.cuda.synchronize()
     assert came_back, "no output let go of came back"
-    assert all(torch.equal(t, k) for t, k in zip(held, kept)), "a held output was written"
-    # (the training forward's h_n and c_n are the Function's outputs: kept, they would keep their
-    # call's graph alive; Replay.build's apart)
-    from rnnbench import nn as module_path
-
-    for _, _, layer in module_path._REPLAYS[module].values():
-        kept_outputs = [t for outputs in layer.forward._kept[3] for t in outputs if t is not None]
-        assert kept_outputs and all(t.grad_fn is None for t in kept_outputs)
+    assert all(torch.equal(t, k) for t, k in zip(held, values)), "a held output was written"
+    own = [t for a in kept() for t in (a[0], *a[4])]
+    assert own and all(t.grad_fn is None and not t.requires_grad for t in own)
 
 
 GLUON_DTYPES = [d for d in ("bf16", "fp16") if d in DTYPES]

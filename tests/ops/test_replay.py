@@ -69,7 +69,7 @@ def _recorded(x, w, h0):
 
 def test_a_replay_computes_what_the_call_computes_on_new_tensors():
     """Replayed with other inputs: the same results as the call itself on them, in fresh tensors
-    (the first call's outputs untouched), views made as the call made them."""
+    (the first call's outputs untouched), laid on their memory as the call laid them."""
     x, w, h0 = torch.randn(5, 3), torch.tensor([0.5]), torch.randn(3)
     records, first = _recorded(x, w, h0)
     kept = [t.clone() for t in first]
@@ -80,7 +80,8 @@ def test_a_replay_computes_what_the_call_computes_on_new_tensors():
     want = _call(x2, w2, h2)
     for g, e in zip(got, want):
         assert torch.equal(g, e) and g.shape == e.shape and g.stride() == e.stride()
-    assert got[0]._base is not None and got[0].storage_offset() == 3  # h_buf[1:] of a fresh h_buf
+    # h_buf[1:] of a fresh h_buf
+    assert got[0].storage_offset() == 3 and got[0].untyped_storage().nbytes() == 6 * 3 * 4
     for f, k in zip(first, kept):
         assert torch.equal(f, k), "a replay wrote the recorded call's tensors"
     again = replay((x2, w2, h2))
@@ -233,7 +234,7 @@ def test_outputs_made_ahead_are_each_calls_own(monkeypatch):
 
     replay, a, b = _replayed_twice()
     seen = [a, b]
-    made = [t.data_ptr() for t in replay._kept[2]]
+    made = [a[0].data_ptr() for a in replay._kept[2]]  # (the replay's own tensors)
     assert len(made) == 2 and {t.untyped_storage().data_ptr() for t in b}.isdisjoint(made)
     inputs = torch.randn(5, 3), torch.tensor([2.0]), torch.randn(3)
     elsewhere = []
@@ -305,17 +306,37 @@ def test_a_replay_reuses_an_earlier_calls_outputs_only_once_let_go(hold):
             assert torch.equal(g, e)
 
 
-@pytest.mark.parametrize("apart", [(), (1,)])
-def test_an_output_an_autograd_function_returns_whole_is_never_kept(apart):
-    """``Replay.build``'s ``apart``: an output that a Function returns whole takes that call's
-    autograd history; kept for reuse after its caller let go of it, it would keep the call's graph
-    (and the leaves the graph reaches) alive. Given as apart, it is never kept, and every call's
-    graph goes with its outputs; not given (as this test must see fail), graphs outlive them."""
+def test_what_a_caller_did_to_an_output_it_let_go_of_never_reaches_a_later_call():
+    """A replay hands every call tensors of its own, whatever the caller did to an earlier call's
+    before letting go of them (its shape changed in place, gradients asked of it, an attribute
+    set): a later call on the same memory returns outputs as the call itself would."""
+    replay, _, _ = _replayed_twice()
+    inputs = [(torch.randn(5, 3), torch.tensor([float(n + 1)]), torch.randn(3)) for n in range(3)]
+    first = replay(inputs[0])
+    where = [_storage(t) for t in first]
+    first[0].squeeze_(1).unsqueeze_(0)  # [1, 5, 3]
+    first[1].unsqueeze_(0).requires_grad_()
+    first[1].grad = torch.ones(1, 3)
+    first[1].note = "the caller's"
+    del first
+    replay(inputs[1])
+    third = replay(inputs[2])
+    assert [_storage(t) for t in third] == where, "let go of, the first call's memory was not reused"
+    for got, want in zip(third, _call(*inputs[2])):
+        assert got.shape == want.shape and got.stride() == want.stride() and torch.equal(got, want)
+        assert not got.requires_grad and got.grad is None and not hasattr(got, "note")
+
+
+def test_a_replay_keeps_nothing_it_handed_out():
+    """An output an autograd Function returns whole takes that call's autograd history; were the
+    replay to keep the tensor it handed out (for reuse once let go of), it would keep the call's
+    graph, and the leaves the graph reaches, alive. Every call's graph goes with its outputs, and
+    the memory still comes back."""
     import weakref
 
     x, w, h0 = torch.randn(5, 3), torch.tensor([0.5]), torch.randn(3)
     records, first = _recorded(x, w, h0)
-    replay = Replay.build(records, (x, w, h0), first, apart)
+    replay = Replay.build(records, (x, w, h0), first)
 
     class Layer(torch.autograd.Function):
         @staticmethod
@@ -326,15 +347,16 @@ def test_an_output_an_autograd_function_returns_whole_is_never_kept(apart):
         def backward(ctx, d_out, d_h_n):
             return d_out.sum(0), None, None
 
-    graphs = []
+    graphs, where = [], []
     for _ in range(4):
         leaf = torch.randn(5, 3, requires_grad=True)
         out, h_n = Layer.apply(leaf, w, h0)
         assert torch.equal(h_n, _call(leaf.detach(), w, h0)[1])
         graphs.append(weakref.ref(h_n.grad_fn))
+        where.append(_storage(h_n))
         del out, h_n, leaf
-    alive = [g() is not None for g in graphs]
-    assert not any(alive) if apart else any(alive), alive
+    assert not any(g() is not None for g in graphs)
+    assert where[2] == where[0] and where[3] == where[1], "let go of, the outputs' memory was not reused"
 
 
 def test_a_replay_makes_nothing_ahead_past_the_limit(monkeypatch):
@@ -443,4 +465,4 @@ def test_a_replays_allocations_are_laid_out_as_the_calls_were(monkeypatch):
         expected = _call(torch.randn(5, 3), torch.tensor([0.5]), torch.randn(3))
         for g, e in zip(got, expected):
             assert g.shape == e.shape and g.stride() == e.stride() and g.storage_offset() == e.storage_offset()
-        assert all(t.is_contiguous() for t in (*replay._kept[1], *replay._kept[2]))
+        assert all(t.is_contiguous() for t in (*replay._kept[1], *(a[0] for a in replay._kept[2])))

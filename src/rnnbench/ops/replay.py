@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import math
 import operator
-import sys
 import threading
 
 import torch
@@ -46,9 +45,9 @@ ENABLED = True
 # host then only launches (False: each made just before the first launch that takes it, for
 # side-by-side measurements).
 ALLOCATE_AHEAD = True
-# Take those next outputs from an earlier call's where its caller has let go of them (nothing but the
-# replay refers to the tensor or its memory: :func:`_unheld`), rather than from the allocator (False:
-# each made afresh, for side-by-side measurements). Reused tensors are never freed, so an eager
+# Take those next outputs from an earlier call's where its caller has let go of them (no tensor but
+# the replay's own is on their memory: :func:`_unheld`), rather than from the allocator (False:
+# each made afresh, for side-by-side measurements). Reused memory is never freed, so an eager
 # training step, whose host time every allocation and free adds to, skips both: with every
 # allocation of its replays from a ring (an unsafe upper bound), training steps took 0.82-0.89x the
 # time on the H100 (results/h100/bounds/bounds-13578a5), this 0.79-0.94x on the H200
@@ -77,20 +76,24 @@ class Replay:
     kept and reused by the next call from the same thread on the same stream, whose launches the
     stream orders after the last call's, and allocated afresh for any other (or every call, if
     larger). With :data:`REUSE` the outputs made ahead are, where they can be, outputs of the two
-    calls before that their caller has let go of (:func:`_unheld`: no reference to the tensor but
-    the replay's, no other tensor on its memory); the stream orders the new call's writes after whatever the caller
-    queued on them. (A caller that hands an output to another stream must keep it until that stream
-    is done with it: ``record_stream`` alone is the caching allocator's, which these never return
-    to.) Each allocation not made ahead or kept is made just before the first launch that takes
-    it, so the first launch leaves while the host allocates the rest (on the H100 a ``torch.empty``
-    took 4-7 µs of host time, a launch 8).
+    calls before that their caller has let go of (:func:`_unheld`: no tensor on their memory but the
+    replay's own); the stream orders the new call's writes after whatever the caller queued on them.
+    (A caller that hands an output to another stream must keep it until that stream is done with it:
+    ``record_stream`` alone is the caching allocator's, which these never return to.) The tensors
+    a caller gets are never the replay's own: each output made ahead is a new tensor on the replay's
+    memory (``detach()`` of its own, 0.34 µs of host time on this CPU against ``as_strided``'s 1.1), so
+    nothing a caller does to one (a shape changed in place, ``requires_grad_``, an autograd history)
+    reaches a later call, and the replay holds nothing a caller was given. Each allocation not made
+    ahead or kept is made just before the first launch that takes it, so the first launch leaves
+    while the host allocates the rest (on the H100 a ``torch.empty`` took 4-7 µs of host time, a
+    launch 8).
 
     Build with :meth:`build`."""
 
-    __slots__ = ("launches", "allocations", "slots", "outputs", "scratch", "scratch_places", "ahead", "ahead_places",
-                 "cuda", "stream", "constants", "_kept")
+    __slots__ = ("launches", "allocations", "slots", "outputs", "returns", "scratch", "scratch_places", "ahead",
+                 "ahead_views", "cuda", "stream", "constants", "_kept")
 
-    def __init__(self, launches, allocations, slots, outputs, scratch_places, stream, constants, cuda, unpooled=()):
+    def __init__(self, launches, allocations, slots, outputs, scratch_places, stream, constants, cuda):
         # per launch: (c_launch, grid3, head, take, tail, fresh, views) with ``take(values)`` its
         # arguments from ``values`` (the inputs, then ``slots``), ``fresh`` the allocations it needs
         # first, (values index, shape, stride, dtype, device, index in ``ahead`` or -1), and ``views`` the
@@ -102,25 +105,28 @@ class Replay:
         self.outputs = outputs  # per output: None, or (values index, (size, stride, offset) or None where whole)
         self.scratch_places = tuple(k for k, _ in scratch_places)  # values index of each scratch tensor
         self.scratch = tuple(a for _, a in scratch_places)  # (shape, stride, dtype, device) of each
-        # (shape, stride, dtype, device) of each allocation made ahead, in the order ``fresh`` numbers them
-        self.ahead = tuple(a[1:5] for launch in launches for a in launch[5] if a[5] >= 0)
-        # (the values index of each, None where it is never reused: ``unpooled``, Replay.build's ``apart``)
-        self.ahead_places = tuple(None if a[0] in unpooled else a[0] for launch in launches for a in launch[5]
-                                  if a[5] >= 0)
+        ahead = [a for launch in launches for a in launch[5] if a[5] >= 0]  # (in the order ``fresh`` numbers them)
+        self.ahead = tuple(a[1:5] for a in ahead)  # (shape, stride, dtype, device) of each allocation made ahead
+        place = {a[0]: j for j, a in enumerate(ahead)}
+        # per place in ``ahead``: the outputs made of it, each its view (None: whole)
+        self.ahead_views = tuple(tuple(o[1] for o in outputs if o is not None and o[0] == a[0]) for a in ahead)
+        # per output: None; (True, place in ``ahead``, its index among that place's outputs); or
+        # (False, values index, view or None) for an output made by its call
+        self.returns = tuple(None if o is None else (True, place[o[0]], [p for p in outputs if p is not None
+                                                                         and p[0] == o[0]].index(o))
+                             if o[0] in place else (False, *o) for o in outputs)
         self.cuda = cuda  # (launches on the current stream, tensors handed over as addresses)
         self.stream = stream  # the stream its constants belong to (None: any)
         self.constants = constants  # (the buffers themselves, kept alive: the slots may hold their addresses)
-        # (the (thread, stream) of the last call, its scratch, the outputs made ahead for its next, and
-        # the outputs of the last two calls, [tensor or None] per place in ``ahead``, newest first)
+        # (the (thread, stream) of the last call, its scratch, the allocations made ahead for its next
+        # (:meth:`_own`'s, one a place in ``ahead``), and those of the last two calls, newest first,
+        # None where taken again)
         self._kept = (None, (), (), ())
 
     @staticmethod
-    def build(recorded: Recording, inputs: tuple, outputs: tuple, apart: tuple[int, ...] = ()) -> Replay | None:
+    def build(recorded: Recording, inputs: tuple, outputs: tuple) -> Replay | None:
         """A replay of the call that ``recorded`` (:func:`recording`) with ``inputs`` (the caller's
-        tensors, or None) and returned ``outputs`` (tensors, or None); ``apart``: the outputs (by
-        index) that become an autograd Function's outputs whole, whose tensors are never reused
-        (:data:`REUSE`: each would carry its call's autograd history, and with it the graph and the
-        leaves it reaches, for as long as the replay kept it). None where it cannot be
+        tensors, or None) and returned ``outputs`` (tensors, or None). None where it cannot be
         replayed from its launches alone: work outside a launcher (any tensor operation but
         allocations and views), a launch without a direct launcher, a tensor neither an input, an
         allocation of the call (whole, contiguous), a view of one, nor barrier counters; an
@@ -214,9 +220,8 @@ class Replay:
         slots = [None] * (len(allocations) + len(views)) + [c.data_ptr() if cuda else c for c in constants] + numbers
         outputs_at = tuple(None if o is None else (place("allocation", o[0]), o[1]) for o in shapes)
         scratch = tuple((place("allocation", k), allocations[k]) for k in sorted(kept))
-        unpooled = {outputs_at[i][0] for i in apart if outputs_at[i] is not None}
         return Replay(built, allocations, slots, outputs_at, scratch, next(iter(streams)) if streams else None,
-                      tuple(constants), cuda, unpooled)
+                      tuple(constants), cuda)
 
     def __call__(self, inputs: tuple) -> tuple | None:
         """Allocate, launch on the current stream, and return the outputs (see the class). On CUDA
@@ -239,61 +244,65 @@ class Replay:
         for k, t in zip(self.scratch_places, scratch):
             tensors[k] = t
             values[k] = t.data_ptr() if cuda else t
+        owned = made or [None] * len(self.ahead)  # (this call's, :meth:`_own`'s, one a place in ``ahead``)
         for c_launch, (gx, gy, gz), head, take, tail, fresh, views in self.launches:
             for k, shape, stride, dtype, device, j in fresh:
-                t = tensors[k] = made[j] if 0 <= j < len(made) else torch.empty_strided(shape, stride, dtype=dtype,
-                                                                                        device=device)
-                values[k] = t.data_ptr() if cuda else t
+                if j < 0:
+                    t = tensors[k] = torch.empty_strided(shape, stride, dtype=dtype, device=device)
+                    values[k] = t.data_ptr() if cuda else t
+                    continue
+                if not made:
+                    owned[j] = self._own(j)
+                tensors[k], _, values[k], _, _ = owned[j]
             for k, root, offset, strided in views:
                 values[k] = values[root] + offset if cuda else _view_of(tensors[root], *strided)
             c_launch(gx, gy, gz, stream, *head, *take(values), *tail)
         # (the next call's outputs, while the device runs this one's; each made is this call's only)
         if ALLOCATE_AHEAD:
             made = self._next_outputs(earlier)
-            earlier = ([None if k is None else tensors[k] for k in self.ahead_places], *earlier[:1]) if REUSE else ()
+            earlier = (owned, *earlier[:1]) if REUSE else ()
         else:
             made = earlier = ()
         self._kept = owner, scratch, made, earlier
-        return tuple(None if o is None else tensors[o[0]] if o[1] is None else tensors[o[0]].as_strided(*o[1])
-                     for o in self.outputs)
+        return tuple([None if r is None else owned[r[1]][4][r[2]].detach() if r[0]
+                      else tensors[r[1]] if r[2] is None else tensors[r[1]].as_strided(*r[2]) for r in self.returns])
 
-    def _next_outputs(self, earlier: tuple) -> tuple:
+    def _own(self, j: int) -> tuple:
+        """A new allocation for place ``j`` in ``ahead``: ``(tensor, its storage, its address (the
+        tensor itself off CUDA), the storage's use count while nothing but these refers to it, the
+        tensors of the outputs made of it (:attr:`ahead_views`))``, each kept by the replay and
+        never handed out (a call's outputs are ``detach()`` of these)."""
+        shape, stride, dtype, device = self.ahead[j]
+        base = torch.empty_strided(shape, stride, dtype=dtype, device=device)
+        returned = tuple([base if view is None else base.as_strided(*view) for view in self.ahead_views[j]])
+        storage = base.untyped_storage()
+        return base, storage, base.data_ptr() if self.cuda else base, _storage_use_count(storage._cdata), returned
+
+    def _next_outputs(self, earlier: tuple) -> list:
         """The next call's output allocations, one per place in ``ahead``: where :data:`REUSE`, one
         of ``earlier``'s (the older call's first) that :func:`_unheld` finds let go of, taken out of
-        it; else a new one."""
+        it; else a new one (:meth:`_own`)."""
         made = []
-        for j, (shape, stride, dtype, device) in enumerate(self.ahead):
-            for outputs in reversed(earlier):
-                if outputs[j] is not None and _unheld(outputs, j):
-                    made.append(outputs[j])
-                    outputs[j] = None
+        for j in range(len(self.ahead)):
+            for owned in reversed(earlier):
+                if owned[j] is not None and _unheld(owned[j]):
+                    made.append(owned[j])
+                    owned[j] = None
                     break
             else:
-                made.append(torch.empty_strided(shape, stride, dtype=dtype, device=device))
-        return tuple(made)
+                made.append(self._own(j))
+        return made
 
 
-def _references(tensors: list, j: int) -> int:
-    """The references to ``tensors[j]`` as :func:`_unheld` counts them."""
-    t = tensors[j]
-    return sys.getrefcount(t)
-
-
-# What :func:`_references` counts for a tensor nothing but its list refers to (the list, the local
-# name, the argument): measured, not assumed, as each Python version counts its own.
-_UNHELD_REFERENCES = _references([torch.empty(0)], 0)
 _storage_use_count = torch._C._storage_Use_Count
 
 
-def _unheld(tensors: list, j: int) -> bool:
-    """Whether nothing but ``tensors`` refers to ``tensors[j]`` or to its memory: no reference to the
-    object but the list's (a caller's, or any C++ owner's of the tensor, such as autograd's saved
-    tensors or a DLPack capsule: PyTorch keeps the Python object of a tensor C++ still holds, and
-    its count with it), and no other tensor on its storage (a view, an alias, the data autograd
-    saves of an output: the storage's one owner is the tensor itself, beside the storage object
-    this check makes)."""
-    return (_references(tensors, j) == _UNHELD_REFERENCES
-            and _storage_use_count(tensors[j].untyped_storage()._cdata) == 2)
+def _unheld(owned: tuple) -> bool:
+    """Whether no tensor but the replay's own is on the memory of ``owned`` (:meth:`Replay._own`):
+    its storage's use count is what it was when made. Every tensor on a storage counts in it, a
+    caller's output, a view or alias of one, autograd's saved tensors, a DLPack capsule's (C++
+    owners hold the tensor), and so does nothing else but the storage object the replay keeps."""
+    return _storage_use_count(owned[1]._cdata) == owned[3]
 
 
 def _view_of(root: torch.Tensor, size, stride, offset) -> torch.Tensor:

@@ -41,11 +41,9 @@ class LayerReplays:
         """Whether ``half`` (``forward``, ``backward``) may be recorded again."""
         return self.refused.get(half, 0) < ATTEMPTS
 
-    def record(self, half: str, recorded: replay.Recording, inputs: tuple, outputs: tuple,
-               apart: tuple[int, ...] = ()) -> replay.Replay | None:
-        """The replay of what ``recorded`` saw (``apart``: ``Replay.build``'s), or None (counted
-        against ``half``)."""
-        found = replay.Replay.build(recorded, inputs, outputs, apart)
+    def record(self, half: str, recorded: replay.Recording, inputs: tuple, outputs: tuple) -> replay.Replay | None:
+        """The replay of what ``recorded`` saw, or None (counted against ``half``)."""
+        found = replay.Replay.build(recorded, inputs, outputs)
         if found is None:
             self.refused[half] = self.refused.get(half, 0) + 1
         return found
@@ -65,8 +63,7 @@ class ReplayedLayer(torch.autograd.Function):
             if replays.forward is None and replays.may_record("forward") and replay.can_replay():
                 with replay.recording(x.device) as records:
                     got = _layer_forward(*inputs, cell, launch, True, None)
-                # (h_n and c_n are the Function's outputs whole: their tensors take its history)
-                replays.forward = replays.record("forward", records, inputs, got, apart=(1, 2))
+                replays.forward = replays.record("forward", records, inputs, got)
             else:
                 got = _layer_forward(*inputs, cell, launch, True, None)
         out, h_n, c_n, h_buf, saved, c_buf = got
