@@ -35,7 +35,6 @@ import functools
 import torch
 import triton
 from triton import knobs
-from triton.runtime import driver
 
 from .common import INTERPRET
 
@@ -242,9 +241,19 @@ def _empty_hook(hook) -> bool:
     return hook is None or not getattr(hook, "calls", True)
 
 
+# torch's own functions that Triton's driver gives the current stream by (``driver.active``'s
+# ``get_current_stream`` of ``get_current_device``, which are these behind a lazy proxy and
+# ``torch.cuda.current_device``'s initialisation check): 0.84 µs of host time through the driver on
+# an H200's host, every replayed call and direct launch paying it (results/h200/lean-replay). Absent
+# from CPU builds of torch, where nothing asks for a stream.
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+_device_index = getattr(torch._C, "_cuda_getDevice", None)
+
+
 def _current_stream() -> int:
-    """The raw CUDA stream Triton's runner would launch on."""
-    return driver.active.get_current_stream(driver.active.get_current_device())
+    """The raw CUDA stream Triton's runner would launch on: the current device's current stream
+    (CUDA already initialised, as for any caller holding CUDA tensors)."""
+    return _raw_stream(_device_index())
 
 
 def _unspecialised(fn) -> set[str]:

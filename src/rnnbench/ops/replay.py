@@ -395,7 +395,7 @@ def can_replay() -> bool:
     captured call takes cuBLAS' projection, ``ops/projection.py``)."""
     # (is_initialized, not is_available: a capture needs CUDA initialised, and is_available took
     # 1.9 µs a call on the H100, every replayed call paying it)
-    capturing = torch.cuda.is_initialized() and torch.cuda.is_current_stream_capturing()
+    capturing = torch.cuda.is_initialized() and torch._C._cuda_isCurrentStreamCapturing()
     return ENABLED and _no_launch_hooks() and not capturing
 
 
