@@ -458,7 +458,8 @@ def test_replays_take_back_outputs_let_go_of_and_never_those_held(cell, train):
         return [a[0] for found in forwards() for a in found._kept[3][0]]
 
     def kept():  # (all its own allocations: of the last two calls, and made ahead for the next)
-        return [a for found in forwards() for owned in (*found._kept[3], found._kept[2]) for a in owned if a is not None]
+        return [a for found in forwards() for owned in (*found._kept[3], found._kept[2]) for a in owned
+                if a is not None]
 
     call(*inputs(0))  # recorded
     held = call(*inputs(1))

@@ -80,10 +80,11 @@ class Replay:
     replay's own); the stream orders the new call's writes after whatever the caller queued on them.
     (A caller that hands an output to another stream must keep it until that stream is done with it:
     ``record_stream`` alone is the caching allocator's, which these never return to.) The tensors
-    a caller gets are never the replay's own: each output made ahead is a new tensor on the replay's
-    memory (``detach()`` of its own, 0.34 µs of host time on this CPU against ``as_strided``'s 1.1), so
-    nothing a caller does to one (a shape changed in place, ``requires_grad_``, an autograd history)
-    reaches a later call, and the replay holds nothing a caller was given. Each allocation not made
+    a caller gets are never the replay's own: each output made ahead is a new tensor on the
+    replay's memory (``detach()`` of its own: 0.34 µs of host time on the development machine,
+    ``as_strided`` 1.1), so nothing a caller does to one (a shape changed in place,
+    ``requires_grad_``, an autograd history) reaches a later call, and the replay holds nothing a
+    caller was given. Each allocation not made
     ahead or kept is made just before the first launch that takes it, so the first launch leaves
     while the host allocates the rest (on the H100 a ``torch.empty`` took 4-7 µs of host time, a
     launch 8).
@@ -107,14 +108,19 @@ class Replay:
         self.scratch = tuple(a for _, a in scratch_places)  # (shape, stride, dtype, device) of each
         ahead = [a for launch in launches for a in launch[5] if a[5] >= 0]  # (in the order ``fresh`` numbers them)
         self.ahead = tuple(a[1:5] for a in ahead)  # (shape, stride, dtype, device) of each allocation made ahead
-        place = {a[0]: j for j, a in enumerate(ahead)}
-        # per place in ``ahead``: the outputs made of it, each its view (None: whole)
-        self.ahead_views = tuple(tuple(o[1] for o in outputs if o is not None and o[0] == a[0]) for a in ahead)
-        # per output: None; (True, place in ``ahead``, its index among that place's outputs); or
-        # (False, values index, view or None) for an output made by its call
-        self.returns = tuple(None if o is None else (True, place[o[0]], [p for p in outputs if p is not None
-                                                                         and p[0] == o[0]].index(o))
-                             if o[0] in place else (False, *o) for o in outputs)
+        place = {a[0]: j for j, a in enumerate(ahead)}  # values index -> place in ``ahead``
+        views = [[] for _ in ahead]  # per place: the outputs made of it, each its view (None: whole)
+        returns = []  # per output: None; (True, place, index in that place's views); (False, values index, view)
+        for o in outputs:
+            if o is None:
+                returns.append(None)
+            elif o[0] in place:
+                views[place[o[0]]].append(o[1])
+                returns.append((True, place[o[0]], len(views[place[o[0]]]) - 1))
+            else:  # (made by its call, larger than those made ahead)
+                returns.append((False, *o))
+        self.ahead_views = tuple(tuple(v) for v in views)
+        self.returns = tuple(returns)
         self.cuda = cuda  # (launches on the current stream, tensors handed over as addresses)
         self.stream = stream  # the stream its constants belong to (None: any)
         self.constants = constants  # (the buffers themselves, kept alive: the slots may hold their addresses)
@@ -299,9 +305,9 @@ _storage_use_count = torch._C._storage_Use_Count
 
 def _unheld(owned: tuple) -> bool:
     """Whether no tensor but the replay's own is on the memory of ``owned`` (:meth:`Replay._own`):
-    its storage's use count is what it was when made. Every tensor on a storage counts in it, a
-    caller's output, a view or alias of one, autograd's saved tensors, a DLPack capsule's (C++
-    owners hold the tensor), and so does nothing else but the storage object the replay keeps."""
+    its storage's use count is what it was when made. Every tensor on a storage counts in it (a
+    caller's output, a view or alias of one, autograd's saved tensors, a DLPack capsule's: C++
+    owners hold the tensor), and nothing else does but the storage object the replay keeps."""
     return _storage_use_count(owned[1]._cdata) == owned[3]
 
 
