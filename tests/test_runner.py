@@ -130,10 +130,12 @@ def test_error_in_a_lane_is_recorded_and_the_run_continues(temp_lane, tmp_path):
     assert len(list(read_records(tmp_path / "r.jsonl", "result"))) == 6
 
 
-def test_a_lane_wrong_once_warm_is_a_mismatch(temp_lane, tmp_path):
+@pytest.mark.parametrize("wrong_from", [2, 3])
+def test_a_lane_wrong_once_warm_is_a_mismatch(temp_lane, tmp_path, wrong_from):
     """What is timed must be what was verified: a lane whose first call is right and whose later
-    calls are wrong (a warm path of its own: a cache, a replay of the first call's launches) is
-    ``mismatch``, its time never shown; right both times, ``ok``."""
+    calls are wrong (a warm path of its own: a cache, a replay of the first call's launches, from
+    the third call on the memory an earlier call let go of) is ``mismatch``, its time never shown;
+    right every time, ``ok``."""
     class WrongOnceWarm(torch.nn.Module):
         def __init__(self, *args):
             super().__init__()
@@ -142,7 +144,7 @@ def test_a_lane_wrong_once_warm_is_a_mismatch(temp_lane, tmp_path):
         def forward(self, x, hx):
             self.calls += 1
             output, h_n = self.inner(x, hx)
-            return (output if self.calls == 1 else output * 1.01), h_n
+            return (output if self.calls < wrong_from else output * 1.01), h_n
 
     load = dict(load=lambda m, w: m.inner.load_state_dict(w), canonical_name=lambda n: n.removeprefix("inner."))
     lanes = [temp_lane("test-wrong-once-warm", WrongOnceWarm, **load), LANES["torch-nn"]]
@@ -268,7 +270,8 @@ def test_a_lane_of_slow_calls_takes_fewer_turns_spread_over_the_round(monkeypatc
     fast, slow = runner.run(TINY[1:], lanes, ResultsFile(tmp_path / "r.jsonl"), budget_s=0.1, turns=5)
     assert (fast["turns"], slow["turns"]) == (5, 2)
     assert sum(fast["samples_ms"]) >= 100.0 and sum(slow["samples_ms"]) >= 100.0
-    timed = clock.log[clock.log.index("test-slow") + 4:]  # after each lane's first call, a warm one verified, 2 warm-ups
+    # after each lane's first call, its warm calls verified, 2 warm-ups
+    timed = clock.log[clock.log.index("test-slow") + 1 + runner.WARM_VERIFIED + 2:]
     starts = [i for i in range(len(timed)) if i == 0 or timed[i - 1] != timed[i]]
     assert [timed[i] for i in starts] == ["test-fast", "test-slow", "test-fast", "test-slow", "test-fast"]
     # between the slow lane's two turns, three of the fast lane's: each one untimed call, then
@@ -524,7 +527,8 @@ def test_a_slow_pair_is_announced_and_its_runs_capped(temp_lane, tmp_path):
     finally:
         Slow.forward = real
     assert row["status"] == "ok" and row["runs"] == 3
-    assert len(calls) == 1 + 1 + 1 + 3  # the first call, a warm one verified, one warm-up, three timed runs: not 1 + 1 + 2 + 5
+    # the first call, the warm ones verified, one warm-up, three timed runs: not 2 warm-ups and 5 runs
+    assert len(calls) == 1 + runner.WARM_VERIFIED + 1 + 3
     assert len(notes) == 1 and "over the 0.1 s budget" in notes[0] and "1 warm-up and 3 runs" in notes[0]
 
 

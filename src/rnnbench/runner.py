@@ -131,14 +131,24 @@ class Ready:
     samples: list[float] = field(default_factory=list)
 
 
+# Warm calls verified after the first, each on its own: ``rnnbench.nn``'s eager forward replays its
+# first call's launches from the second call on, and from the third writes into memory an earlier
+# call let go of (``ops/replay.py``), which is what every timed call does.
+WARM_VERIFIED = 2
+
+
 def _warm_verdict(step, inputs: Inputs, reference: dict, tolerance_: float) -> Verdict:
-    """The verdict on a second call of ``step`` (``first_call`` runs one call and returns its
-    outputs): ``rnnbench.nn``'s eager forward, for one, replays its first call's launches from the
-    second on (``ops/replay.py``), and what is timed must be what was verified."""
-    verdict = compare(valid_only(step.first_call()[0], inputs), reference, tolerance_)
-    if verdict.ok:
-        return verdict
-    return Verdict(False, verdict.max_rel_error, verdict.worst, f"a warm call: {verdict.message}")
+    """The verdict on :data:`WARM_VERIFIED` calls of ``step`` after its first (``first_call`` runs
+    one call and returns its outputs, let go of before the next), the worst of them: what is timed
+    must be what was verified."""
+    worst = None
+    for _ in range(WARM_VERIFIED):
+        verdict = compare(valid_only(step.first_call()[0], inputs), reference, tolerance_)
+        if not verdict.ok:
+            return Verdict(False, verdict.max_rel_error, verdict.worst, f"a warm call: {verdict.message}")
+        if worst is None or verdict.max_rel_error > worst.max_rel_error:
+            worst = verdict
+    return worst
 
 
 def prepare_pair(case: Case, lane: Lane, inputs: Inputs, reference: dict, budget_s: float,
@@ -163,7 +173,7 @@ def prepare_pair(case: Case, lane: Lane, inputs: Inputs, reference: dict, budget
                 outputs, first_ms = step.first_call()
                 verdict = compare(valid_only(outputs, inputs), reference, tolerance(case.cell, case.dtype))
                 del outputs
-                if verdict.ok:  # and a warm call, as the timed ones are (a lane may take another path once warm)
+                if verdict.ok:  # and warm calls, as the timed ones are (a lane may take another path once warm)
                     warm = _warm_verdict(step, inputs, reference, tolerance(case.cell, case.dtype))
                     verdict = warm if not warm.ok or warm.max_rel_error > verdict.max_rel_error else verdict
             said = warnings_said(caught)
