@@ -91,8 +91,8 @@ class Replay:
 
     Build with :meth:`build`."""
 
-    __slots__ = ("launches", "allocations", "slots", "outputs", "returns", "scratch", "scratch_places", "ahead",
-                 "ahead_views", "cuda", "stream", "constants", "_kept")
+    __slots__ = ("launches", "allocations", "slots", "returns", "scratch", "scratch_places", "ahead", "ahead_views",
+                 "cuda", "stream", "constants", "_kept")
 
     def __init__(self, launches, allocations, slots, outputs, scratch_places, stream, constants, cuda):
         # per launch: (c_launch, grid3, head, take, tail, fresh, views) with ``take(values)`` its
@@ -103,11 +103,11 @@ class Replay:
         self.launches = launches
         self.allocations = allocations  # (shape, stride, dtype, device) of each tensor the call allocated
         self.slots = tuple(slots)  # None in each allocation's and view's place, the constants, the numbers
-        self.outputs = outputs  # per output: None, or (values index, (size, stride, offset) or None where whole)
         self.scratch_places = tuple(k for k, _ in scratch_places)  # values index of each scratch tensor
         self.scratch = tuple(a for _, a in scratch_places)  # (shape, stride, dtype, device) of each
         ahead = [a for launch in launches for a in launch[5] if a[5] >= 0]  # (in the order ``fresh`` numbers them)
         self.ahead = tuple(a[1:5] for a in ahead)  # (shape, stride, dtype, device) of each allocation made ahead
+        # (``outputs``: per output, None or (values index, (size, stride, offset) or None where whole))
         place = {a[0]: j for j, a in enumerate(ahead)}  # values index -> place in ``ahead``
         views = [[] for _ in ahead]  # per place: the outputs made of it, each its view (None: whole)
         returns = []  # per output: None; (True, place, index in that place's views); (False, values index, view)
