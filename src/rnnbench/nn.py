@@ -189,7 +189,7 @@ class _KernelPath:
         (``recurrence._setting``: the dot precision and plan overrides of the moment), autocast,
         the backend and layout. (Every replayed call pays for it: each tensor's facts are read once, in
         one loop. Read apart, they took 7.9 µs of the H200's host, ``results/h200/standing-0249ac9/
-        eager-host``; one loop took 4.8 -> 3.9 µs on the development machine's CPU.)"""
+        eager-host``.)"""
         shape, dtype, device = input.shape, input.dtype, input.device
         pointers = input.data_ptr()
         facts = []
