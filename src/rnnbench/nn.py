@@ -19,11 +19,12 @@ operand's 11 significant bits, under power-of-two scales that keep them in range
 3xFP16 where a forward streams its weights, ``Plan.split_fp16``, and in a large layer's input
 projection and gradients, ``ops/split_products.py``; docs/kernels.md; within
 ``rnnbench.ops.recurrence.strict_fp32("ieee")``, IEEE products on the FMA units).
-An eager call of one layer and direction on FMA units (hidden up to 128), its tensors contiguous
-and 16-byte aligned, no autocast, is recorded on its first call of a shape and setting and replayed
+An eager call of one layer and direction on CUDA, its tensors contiguous and 16-byte aligned, no
+autocast, is recorded on its first call of a shape and setting and replayed
 on the next (``rnnbench.ops.replay``: the same launches and allocations without the Python that
 decides them; the same results, bit for bit); with gradients wanted, its forward and its backward
-each (``rnnbench.ops.replayed_layer``).
+each (``rnnbench.ops.replayed_layer``). A call whose normal path does any work but our launches
+and allocations (cuBLAS' projection, a copy) is refused as a recording and stays on that path.
 Variable-length batches, two ways: a ``PackedSequence`` input (as torch.nn takes it; the output is
 packed again, in the input's order), or the padded batch with ``lengths=`` (``[B]`` integers, one
 per sequence; the output comes padded with zeros, as ``pad_packed_sequence`` would give it, and no
@@ -157,7 +158,7 @@ class _KernelPath:
         if reason is None:
             if packed:
                 return self._packed_forward(input, hx, cell, amp, launch)
-            if lengths is None and amp is None and launch.forward.fma and self._may_record(input):
+            if lengths is None and amp is None and self._may_record(input):
                 return self._recorded_forward(input, hx, cell, launch)
             return self._kernel_forward(input, hx, cell, amp, launch, lengths, self.batch_first)
         if self.backend == "triton":
@@ -172,9 +173,12 @@ class _KernelPath:
     # An eager forward replayed (ops/replay.py): the same launches as the normal path's, without
     # its Python (on the H100 the TF32 forward at batch 32, hidden 128 took 144.7 µs a call, its
     # launches and allocations alone 82.6: benchmarks/results/h100/call-floor). Only where that
-    # path is launches of ours and allocations: one layer, one direction, on FMA units, no
-    # autocast, no lengths, contiguous aligned tensors. With gradients wanted, the layer's
-    # training step (ops/replayed_layer.py): its saving forward and its backward, each replayed.
+    # path is launches of ours and allocations (a recording with any other work is refused: cuBLAS'
+    # projection, a copy): one layer, one direction, no autocast, no lengths, contiguous aligned
+    # tensors; on FMA units or tensor cores alike (past hidden 128, where the normal path's Python
+    # cost glample's strict fp32 LSTM at hidden 500 about 160 µs a call on the H200 beside its
+    # kernels' 218: results/h200/replay-all). With gradients wanted, the layer's training step
+    # (ops/replayed_layer.py): its saving forward and its backward, each replayed.
 
     def _may_record(self, input) -> bool:
         """Whether this call may be recorded for replay (the rest is :meth:`_replay_key`'s)."""

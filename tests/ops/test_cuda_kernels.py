@@ -209,6 +209,9 @@ def test_modules_inside_a_compiled_model_on_cuda(mode):
 
 
 REPLAYED_MODULES = {"lstm": rnn.LSTM, "gru": rnn.GRU, "rnn_tanh": rnn.RNN, "rnn_relu": rnn.RNN}
+# Past hidden 128 the layer runs on tensor cores (streamed or resident weights, a grid barrier a
+# step): glample's hidden 500, theano's 512, and an odd hidden whose biases may sit off 16 bytes.
+TENSOR_CORE_SIZES = [("lstm", 20, 500, 100), ("gru", 32, 512, 512), ("rnn_tanh", 3, 257, 37), ("rnn_tanh", 20, 500, 100)]
 
 
 def _module(cell, input_size, hidden, bias, dtype):
@@ -238,10 +241,11 @@ def _flat(result):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("cell, batch, hidden, input_size", [("lstm", 32, 128, 128), ("gru", 3, 37, 100),
                                                               ("rnn_tanh", 20, 100, 100), ("rnn_relu", 1, 64, 37),
-                                                              ("gru", 128, 128, 128), ("lstm", 5, 100, 3)])
+                                                              ("gru", 128, 128, 128), ("lstm", 5, 100, 3),
+                                                              *TENSOR_CORE_SIZES])
 def test_an_eager_forward_is_replayed(cell, batch, hidden, input_size, dtype, states, bias):
-    """Under no_grad, a module's first eager forward of a shape (on FMA units) is recorded and the
-    next ones replay its launches (``ops/replay.py``): the replay must be taken (or this would test
+    """Under no_grad, a module's first eager forward of a shape (on FMA units, or on tensor cores
+    past hidden 128: ``TENSOR_CORE_SIZES``) is recorded and the next ones replay its launches (``ops/replay.py``): the replay must be taken (or this would test
     the normal path), and on new inputs it must return what the normal path returns, bit for bit,
     in fresh tensors (the outputs of the call before untouched). Where a weight is off a 16-byte
     boundary, nothing may be recorded."""
@@ -331,7 +335,7 @@ def _training_step(module, x, hx, loss_on, around=contextlib.nullcontext):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("cell, batch, hidden, input_size", [("lstm", 32, 128, 128), ("gru", 3, 37, 100),
                                                               ("rnn_tanh", 20, 100, 100), ("gru", 128, 128, 128),
-                                                              ("lstm", 5, 100, 3)])
+                                                              ("lstm", 5, 100, 3), *TENSOR_CORE_SIZES[:3]])
 def test_a_training_step_is_replayed(cell, batch, hidden, input_size, dtype, states, bias, grads):
     """With gradients wanted, a module's first eager call of a shape records its layer's forward
     and backward (``ops/replayed_layer.py``), and the next calls replay both: each replay must be
