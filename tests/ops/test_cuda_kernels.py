@@ -211,7 +211,18 @@ def test_modules_inside_a_compiled_model_on_cuda(mode):
 REPLAYED_MODULES = {"lstm": rnn.LSTM, "gru": rnn.GRU, "rnn_tanh": rnn.RNN, "rnn_relu": rnn.RNN}
 # Past hidden 128 the layer runs on tensor cores (streamed or resident weights, a grid barrier a
 # step): glample's hidden 500, theano's 512, and an odd hidden whose biases may sit off 16 bytes.
+# In fp32 and TF32 only: there 16-bit LSTM and GRU forwards run the Gluon kernels, whose counters
+# come from a pool (``launch.counted_counters``) that no recording takes, and 16-bit backwards do
+# work outside our launches (test_a_recording_refused_past_hidden_128_leaves_the_normal_path).
 TENSOR_CORE_SIZES = [("lstm", 20, 500, 100), ("gru", 32, 512, 512), ("rnn_tanh", 3, 257, 37), ("rnn_tanh", 20, 500, 100)]
+TENSOR_CORE_DTYPES = [d for d in ("fp32", "tf32") if d in DTYPES]
+
+
+def _replayed_cases(fma_sizes: list, tensor_core_sizes: list) -> list:
+    """``(cell, batch, hidden, input_size, dtype)``: each size on FMA units in every dtype, each
+    on tensor cores in :data:`TENSOR_CORE_DTYPES`."""
+    return ([(*size, d) for size in fma_sizes for d in DTYPES]
+            + [(*size, d) for size in tensor_core_sizes for d in TENSOR_CORE_DTYPES])
 
 
 def _module(cell, input_size, hidden, bias, dtype):
@@ -238,17 +249,16 @@ def _flat(result):
 
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("states", [True, False])
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("cell, batch, hidden, input_size", [("lstm", 32, 128, 128), ("gru", 3, 37, 100),
-                                                              ("rnn_tanh", 20, 100, 100), ("rnn_relu", 1, 64, 37),
-                                                              ("gru", 128, 128, 128), ("lstm", 5, 100, 3),
-                                                              *TENSOR_CORE_SIZES])
+@pytest.mark.parametrize("cell, batch, hidden, input_size, dtype", _replayed_cases(
+    [("lstm", 32, 128, 128), ("gru", 3, 37, 100), ("rnn_tanh", 20, 100, 100), ("rnn_relu", 1, 64, 37),
+     ("gru", 128, 128, 128), ("lstm", 5, 100, 3)], TENSOR_CORE_SIZES))
 def test_an_eager_forward_is_replayed(cell, batch, hidden, input_size, dtype, states, bias):
     """Under no_grad, a module's first eager forward of a shape (on FMA units, or on tensor cores
-    past hidden 128: ``TENSOR_CORE_SIZES``) is recorded and the next ones replay its launches (``ops/replay.py``): the replay must be taken (or this would test
-    the normal path), and on new inputs it must return what the normal path returns, bit for bit,
-    in fresh tensors (the outputs of the call before untouched). Where a weight is off a 16-byte
-    boundary, nothing may be recorded."""
+    past hidden 128: ``TENSOR_CORE_SIZES``) is recorded and the next ones replay its launches
+    (``ops/replay.py``): the replay must be taken (or this would test the normal path), and on new
+    inputs it must return what the normal path returns, bit for bit, in fresh tensors (the outputs
+    of the call before untouched). Where a weight is off a 16-byte boundary, nothing may be
+    recorded."""
     from rnnbench import nn as module_path
 
     module = _module(cell, input_size, hidden, bias, dtype)
@@ -314,6 +324,32 @@ def test_an_eager_forward_replays_only_what_it_recorded(cell):
         run(20, seed=4)
 
 
+@pytest.mark.parametrize("dtype", [d for d in ("bf16", "fp16") if d in DTYPES])
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_a_recording_refused_past_hidden_128_leaves_the_normal_path(cell, dtype):
+    """A 16-bit LSTM or GRU forward on tensor cores runs a Gluon kernel whose counters come from a
+    pool (``launch.counted_counters``), which no recording takes (``Replay.build`` takes only the
+    stream's shared counters): its first calls are recorded and refused, ``ATTEMPTS`` times, then
+    it runs the normal path unrecorded; every call returns the normal path's results, bit for bit."""
+    from rnnbench import nn as module_path
+    from rnnbench.ops import replay as replays
+    from rnnbench.ops.replayed_layer import ATTEMPTS
+
+    module = _module(cell, 100, 512, True, dtype)
+    assert not any(w.data_ptr() & 15 for w in module._flat_weights)  # (else refused for that)
+    with matmul_mode(dtype), torch.no_grad():
+        for seed in range(ATTEMPTS + 2):
+            x, hx = _call_inputs(cell, 20, 100, 512, dtype, True, seed)
+            got = _flat(module(x, hx))
+            replays.ENABLED = False  # the normal path on the same inputs
+            try:
+                want = _flat(module(x, hx))
+            finally:
+                replays.ENABLED = True
+            assert all(torch.equal(g, w) for g, w in zip(got, want)), seed
+        (weights, launch, layer), = module_path._REPLAYS[module].values()
+    assert layer.forward is None and layer.refused == {"forward": ATTEMPTS}, layer.refused
+
 
 def _training_step(module, x, hx, loss_on, around=contextlib.nullcontext):
     """Outputs and every gradient (input, states, weights) of a loss on ``loss_on`` (``all``: the
@@ -332,10 +368,9 @@ def _training_step(module, x, hx, loss_on, around=contextlib.nullcontext):
 @pytest.mark.parametrize("states, bias, grads", [(True, True, "all"), (False, True, "all"), (True, False, "all"),
                                                  (True, True, "weights-only"), (True, True, "output-loss"),
                                                  (False, False, "output-loss")])
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("cell, batch, hidden, input_size", [("lstm", 32, 128, 128), ("gru", 3, 37, 100),
-                                                              ("rnn_tanh", 20, 100, 100), ("gru", 128, 128, 128),
-                                                              ("lstm", 5, 100, 3), *TENSOR_CORE_SIZES[:3]])
+@pytest.mark.parametrize("cell, batch, hidden, input_size, dtype", _replayed_cases(
+    [("lstm", 32, 128, 128), ("gru", 3, 37, 100), ("rnn_tanh", 20, 100, 100), ("gru", 128, 128, 128),
+     ("lstm", 5, 100, 3)], TENSOR_CORE_SIZES[:3]))
 def test_a_training_step_is_replayed(cell, batch, hidden, input_size, dtype, states, bias, grads):
     """With gradients wanted, a module's first eager call of a shape records its layer's forward
     and backward (``ops/replayed_layer.py``), and the next calls replay both: each replay must be
