@@ -213,16 +213,17 @@ REPLAYED_MODULES = {"lstm": rnn.LSTM, "gru": rnn.GRU, "rnn_tanh": rnn.RNN, "rnn_
 # step): glample's hidden 500, theano's 512, and an odd hidden whose biases may sit off 16 bytes.
 # In fp32 and TF32 only: there 16-bit LSTM and GRU forwards run the Gluon kernels, whose counters
 # come from a pool (``launch.counted_counters``) that no recording takes, and 16-bit backwards do
-# work outside our launches (test_a_recording_refused_past_hidden_128_leaves_the_normal_path).
+# work outside our launches (test_a_recording_refused_past_hidden_128_leaves_the_normal_path). The
+# RNN, which has no Gluon kernel, replays its 16-bit forwards there too.
 TENSOR_CORE_SIZES = [("lstm", 20, 500, 100), ("gru", 32, 512, 512), ("rnn_tanh", 3, 257, 37), ("rnn_tanh", 20, 500, 100)]
 TENSOR_CORE_DTYPES = [d for d in ("fp32", "tf32") if d in DTYPES]
 
 
-def _replayed_cases(fma_sizes: list, tensor_core_sizes: list) -> list:
-    """``(cell, batch, hidden, input_size, dtype)``: each size on FMA units in every dtype, each
-    on tensor cores in :data:`TENSOR_CORE_DTYPES`."""
-    return ([(*size, d) for size in fma_sizes for d in DTYPES]
-            + [(*size, d) for size in tensor_core_sizes for d in TENSOR_CORE_DTYPES])
+def _replayed_cases(every_dtype: list, fp32_and_tf32: list) -> list:
+    """``(cell, batch, hidden, input_size, dtype)``: each size of ``every_dtype`` in every dtype,
+    each of ``fp32_and_tf32`` in :data:`TENSOR_CORE_DTYPES`."""
+    return ([(*size, d) for size in every_dtype for d in DTYPES]
+            + [(*size, d) for size in fp32_and_tf32 for d in TENSOR_CORE_DTYPES])
 
 
 def _module(cell, input_size, hidden, bias, dtype):
@@ -251,7 +252,7 @@ def _flat(result):
 @pytest.mark.parametrize("states", [True, False])
 @pytest.mark.parametrize("cell, batch, hidden, input_size, dtype", _replayed_cases(
     [("lstm", 32, 128, 128), ("gru", 3, 37, 100), ("rnn_tanh", 20, 100, 100), ("rnn_relu", 1, 64, 37),
-     ("gru", 128, 128, 128), ("lstm", 5, 100, 3)], TENSOR_CORE_SIZES))
+     ("gru", 128, 128, 128), ("lstm", 5, 100, 3), TENSOR_CORE_SIZES[3]], TENSOR_CORE_SIZES[:3]))
 def test_an_eager_forward_is_replayed(cell, batch, hidden, input_size, dtype, states, bias):
     """Under no_grad, a module's first eager forward of a shape (on FMA units, or on tensor cores
     past hidden 128: ``TENSOR_CORE_SIZES``) is recorded and the next ones replay its launches
