@@ -415,6 +415,39 @@ def test_barrier_counters_are_kept_and_bind_a_replay_to_their_stream(monkeypatch
     assert Replay.build(records, (x,), (out,)) is None
 
 
+def test_a_counter_pools_slice_is_taken_afresh_each_call(monkeypatch):
+    """A slice of a counter pool (launch.counted_counters', which the Gluon forwards leave counted)
+    may be a launch's argument: each replayed call passes a fresh zeroed slice of the current
+    stream's pool, as the normal path takes one, never the recorded slice, which the recorded call
+    left counted; one slice passed twice is one slice both times."""
+    from rnnbench.ops import launch
+
+    pool = launch.CounterPool(16, torch.device("cpu"))
+    monkeypatch.setitem(launch.POOLS, ("cpu", None), pool)
+    seen = []
+
+    def count(x, arrivals, again, out):  # counts in its slice, as the Gluon forwards do
+        seen.append((arrivals.clone(), arrivals is again, arrivals))
+        arrivals += 1
+        out.copy_(x + arrivals.sum())
+
+    counting = _Launcher(count)
+    x = torch.randn(3)
+    with recording() as records:
+        out = torch.empty(3)
+        piece = pool.take(2)
+        counting(None, (x, piece, piece, out), None)
+    replay = Replay.build(records, (x,), (out,))
+    assert replay is not None
+    assert torch.equal(piece, torch.ones(2, dtype=torch.int32))  # left counted by the recorded call
+    for _ in range(3):
+        got = replay((torch.zeros(3),))
+        counts, same, passed = seen[-1]
+        assert same and passed is not piece and passed.numel() == 2
+        assert torch.equal(counts, torch.zeros(2, dtype=torch.int32)), "a slice already counted in"
+        assert torch.equal(got[0], torch.full((3,), 2.0))
+
+
 def test_an_absent_output_stays_absent():
     x, w, h0 = torch.randn(5, 3), torch.tensor([0.5]), torch.randn(3)
     records, (out, h_n) = _recorded(x, w, h0)

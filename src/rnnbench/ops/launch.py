@@ -362,8 +362,20 @@ def counted_counters(count: int, device: torch.device) -> torch.Tensor:
     replay repeats (a pool's slice would be captured once and replayed already counted)."""
     if device.type != "cuda" or torch.cuda.is_current_stream_capturing():
         return torch.zeros(count, dtype=torch.int32, device=device)
+    return counted_pool(device, count).take(count)
+
+
+def counted_pool(device: torch.device, count: int = 0) -> CounterPool:
+    """The current stream's :class:`CounterPool` on CUDA ``device``, made (or replaced by a larger
+    one) where it has none of at least ``count`` counters."""
     key = (device, _current_stream())
     pool = POOLS.get(key)
     if pool is None or pool.buffer.numel() < count:
         pool = POOLS[key] = CounterPool(max(count, COUNTED_POOL), device)
-    return pool.take(count)
+    return pool
+
+
+def is_pool_slice(t: torch.Tensor) -> bool:
+    """Whether ``t`` is a slice of a :class:`CounterPool` (:func:`counted_counters`' on CUDA)."""
+    base = t._base
+    return base is not None and any(base is pool.buffer for pool in POOLS.values())

@@ -9,15 +9,17 @@ arguments' order), the same each time for the same shapes and settings.
 A :class:`Replay` is built from one call made through the normal path under :func:`recording`:
 the launches it made (each through its compiled kernel's direct launcher,
 :meth:`~rnnbench.ops.launch.KernelLauncher.direct`), where each argument came from (one of the
-caller's tensors, a tensor the call allocated, a view of either, a stream's barrier counters, or a
-number), and how each returned tensor was made of those allocations. Replaying allocates the same
-tensors afresh (or reuses its scratch), puts the new call's tensors and allocations in their places
-and launches; it returns what the call would have returned. It is valid for another call only
+caller's tensors, a tensor the call allocated, a view of either, a stream's barrier counters, a
+slice of a counter pool, or a number), and how each returned tensor was made of those allocations.
+Replaying allocates the same tensors afresh (or reuses its scratch), takes fresh pool slices, puts
+the new call's tensors and allocations in their places and launches; it returns what the call
+would have returned. It is valid for another call only
 where the normal path would make the same decisions and launches: the caller checks that
 (``rnnbench.nn``: the same shapes, dtypes, devices, settings, weights; 16-byte aligned tensors;
 ``ops/replayed_layer.py`` for a backward: the same gradients asked and brought), and a recording
 that saw any tensor operation but allocations and views (a cuBLAS product, a copy, a fill) or a
-tensor of anyone else's (a persistent buffer other than the counters) gives no replay at all.
+tensor of anyone else's (a persistent buffer other than the counters and the pools) gives no
+replay at all.
 """
 
 from __future__ import annotations
@@ -66,7 +68,11 @@ class Replay:
     A launch's tensor is one of the caller's, an allocation of the call, a view of either (the
     same view of the new call's tensor: the caller checks the shapes, which decide it), or the
     current stream's barrier counters (:func:`~rnnbench.ops.launch.counters`, which every kernel
-    leaves at zero: the replay keeps the buffer it recorded and runs only on that stream).
+    leaves at zero: the replay keeps the buffer it recorded and runs only on that stream), or a
+    slice of a counter pool (:func:`~rnnbench.ops.launch.counted_counters`, whose kernels leave
+    it counted: the Gluon forwards'; each call takes a fresh slice of the current stream's pool,
+    as the normal path does, where a Gluon forward past hidden 128 was refused before: see
+    ``results/h200/replay-all``).
 
     The call's allocations are of two kinds. Those an output is made of are the call's own (a
     caller may keep its outputs): up to :data:`SCRATCH_KEPT_BYTES` each, they are allocated at the
@@ -95,14 +101,14 @@ class Replay:
                  "cuda", "stream", "constants", "_kept")
 
     def __init__(self, launches, allocations, slots, outputs, scratch_places, stream, constants, cuda):
-        # per launch: (c_launch, grid3, head, take, tail, fresh, views) with ``take(values)`` its
+        # per launch: (c_launch, grid3, head, take, tail, fresh, views, counted) with ``take(values)`` its
         # arguments from ``values`` (the inputs, then ``slots``), ``fresh`` the allocations it needs
         # first, (values index, shape, stride, dtype, device, index in ``ahead`` or -1), and ``views`` the
         # views of earlier values it takes, (values index, root index, bytes past the root's start,
-        # as_strided's arguments)
+        # as_strided's arguments), ``counted`` the pool slices it takes first, (values index, count, device)
         self.launches = launches
         self.allocations = allocations  # (shape, stride, dtype, device) of each tensor the call allocated
-        self.slots = tuple(slots)  # None in each allocation's and view's place, the constants, the numbers
+        self.slots = tuple(slots)  # None in each allocation's, view's and pool slice's place, the constants, the numbers
         self.scratch_places = tuple(k for k, _ in scratch_places)  # values index of each scratch tensor
         self.scratch = tuple(a for _, a in scratch_places)  # (shape, stride, dtype, device) of each
         ahead = [a for launch in launches for a in launch[5] if a[5] >= 0]  # (in the order ``fresh`` numbers them)
@@ -135,13 +141,14 @@ class Replay:
         tensors, or None) and returned ``outputs`` (tensors, or None). None where it cannot be
         replayed from its launches alone: work outside a launcher (any tensor operation but
         allocations and views), a launch without a direct launcher, a tensor neither an input, an
-        allocation of the call (whole, contiguous), a view of one, nor barrier counters; an
-        output not made of an allocation; counters of more than one stream."""
+        allocation of the call (whole, contiguous), a view of one, barrier counters nor a counter
+        pool's slice; an output not made of an allocation; counters of more than one stream."""
         records = recorded.launches
         if not records or any(r is None for r in records):
             return None
         ids = {id(t): k for k, t in enumerate(inputs) if t is not None}
         allocations, made, views, constants, numbers, launches = [], {}, [], [], [], []
+        counted, slices = [], {}  # (count, device) of each pool slice; id(slice) -> its index
         streams = set()
 
         def allocation(t, first):  # the index of the call's allocation t (by its storage), made now if new
@@ -160,13 +167,19 @@ class Replay:
             if direct is None:
                 return None
             c_launch, head, tail = direct
-            sources, first, seen = [], [], []  # sources: (kind, k) until every kind is counted
+            sources, first, seen, taken = [], [], [], []  # sources: (kind, k) until every kind is counted
             for a in args:
                 if not isinstance(a, torch.Tensor):
                     sources.append(("number", len(numbers)))
                     numbers.append(a)
                 elif id(a) in ids:
                     sources.append(("input", ids[id(a)]))
+                elif launch.is_pool_slice(a):  # (one slice passed twice stays one: the Gluon forwards')
+                    if id(a) not in slices:
+                        slices[id(a)] = len(counted)
+                        counted.append((a.numel(), a.device))
+                        taken.append(slices[id(a)])
+                    sources.append(("counted", slices[id(a)]))
                 elif _is_counters(a):
                     streams.add(stream)
                     if not any(a is c for c in constants):
@@ -188,7 +201,7 @@ class Replay:
                     sources.append(("view", len(views)))
                     views.append((*root, a.data_ptr() - base.data_ptr(),
                                   (tuple(a.shape), a.stride(), a.storage_offset() - base.storage_offset())))
-            launches.append((c_launch, (*grid, 1, 1)[:3], head, sources, tail, first, seen))
+            launches.append((c_launch, (*grid, 1, 1)[:3], head, sources, tail, first, seen, taken))
         if len(streams) > 1:
             return None
         shapes = []
@@ -205,7 +218,8 @@ class Replay:
         # Where each kind's values lie: inputs, allocations, views, constants, numbers.
         start = {"input": 0, "allocation": len(inputs)}
         start["view"] = start["allocation"] + len(allocations)
-        start["constant"] = start["view"] + len(views)
+        start["counted"] = start["view"] + len(views)
+        start["constant"] = start["counted"] + len(counted)
         start["number"] = start["constant"] + len(constants)
         place = lambda kind, k: start[kind] + k  # noqa: E731
         returned = {o[0] for o in shapes if o is not None}
@@ -214,16 +228,18 @@ class Replay:
                  if math.prod(shape) * dtype.itemsize <= SCRATCH_KEPT_BYTES}
         kept = small - returned
         built, ahead = [], 0
-        for c, g, h, sources, t, first, seen in launches:
+        for c, g, h, sources, t, first, seen, taken in launches:
             fresh = []
             for k in (k for k in first if k not in kept):
                 fresh.append((place("allocation", k), *allocations[k], ahead if k in small else -1))
                 ahead += k in small
             fresh = tuple(fresh)
             its_views = tuple((place("view", v), place(*views[v][:2]), views[v][2], views[v][3]) for v in seen)
-            built.append((c, g, h, _taker([place(*s) for s in sources]), t, fresh, its_views))
+            its_slices = tuple((place("counted", k), *counted[k]) for k in taken)
+            built.append((c, g, h, _taker([place(*s) for s in sources]), t, fresh, its_views, its_slices))
         cuda = any(device.type == "cuda" for *_, device in allocations)
-        slots = [None] * (len(allocations) + len(views)) + [c.data_ptr() if cuda else c for c in constants] + numbers
+        slots = ([None] * (len(allocations) + len(views) + len(counted)) + [c.data_ptr() if cuda else c for c in constants]
+                 + numbers)
         outputs_at = tuple(None if o is None else (place("allocation", o[0]), o[1]) for o in shapes)
         scratch = tuple((place("allocation", k), allocations[k]) for k in sorted(kept))
         return Replay(built, allocations, slots, outputs_at, scratch, next(iter(streams)) if streams else None,
@@ -251,7 +267,10 @@ class Replay:
             tensors[k] = t
             values[k] = t.data_ptr() if cuda else t
         owned = made or [None] * len(self.ahead)  # (this call's, :meth:`_own`'s, one a place in ``ahead``)
-        for c_launch, (gx, gy, gz), head, take, tail, fresh, views in self.launches:
+        for c_launch, (gx, gy, gz), head, take, tail, fresh, views, counted in self.launches:
+            for k, count, device in counted:  # (a fresh slice of the current stream's pool, as the call took)
+                t = tensors[k] = _counted_counters(count, device)
+                values[k] = t.data_ptr() if cuda else t
             for k, shape, stride, dtype, device, j in fresh:
                 if j < 0:
                     t = tensors[k] = torch.empty_strided(shape, stride, dtype=dtype, device=device)
@@ -301,6 +320,7 @@ class Replay:
 
 
 _storage_use_count = torch._C._storage_Use_Count
+_counted_counters = launch.counted_counters
 
 
 def _unheld(owned: tuple) -> bool:
@@ -365,11 +385,13 @@ def recording(device: torch.device | None = None):
     """Within the block, every launch is recorded (:func:`~rnnbench.ops.launch.recording`), every
     allocation noted, and any other tensor operation but a view marks the recording unreplayable (a
     copy, a matmul, a fill: device work that no launch would redo). Yields the :class:`Recording`
-    for :meth:`Replay.build`. Given a CUDA ``device``, the current stream's barrier counters are
-    made first (:func:`~rnnbench.ops.launch.counters`): made inside, their fill would refuse the
-    first recording of a process on that stream."""
+    for :meth:`Replay.build`. Given a CUDA ``device``, the current stream's barrier counters and
+    counter pool are made first (:func:`~rnnbench.ops.launch.counters`,
+    :func:`~rnnbench.ops.launch.counted_pool`): made inside, their fill would refuse the first
+    recording of a process on that stream."""
     if device is not None and device.type == "cuda":
         launch.counters(1, device)
+        launch.counted_pool(device)  # (made inside, its fill would refuse the recording too)
     with launch.recording() as launches:
         recorded = Recording(launches)
         with _OnlyLaunches(recorded):
