@@ -12,10 +12,10 @@ on the same inputs, bit for bit, over three calls; ``recorded`` says which halve
 calls, each as the engine times a call (events around it, synchronised before), medians. From the
 repository root, on a GPU::
 
-    PYTHONPATH=src python3 PROBE OUT.jsonl [ONLY [ROUNDS]]
+    PYTHONPATH=src python3 PROBE OUT.jsonl [ONLY [ROUNDS [DTYPES]]]
 
 ``ONLY``: a comma list of words; only the cases whose key holds one of them (default: all).
-``ROUNDS``: rounds of A B C C B A (default 3).
+``ROUNDS``: rounds of A B C C B A (default 3). ``DTYPES``: a comma list (default tf32,fp32).
 """
 import json
 import sys
@@ -64,10 +64,10 @@ def recorded(module):
                      for _, _, layer in kept.values())
 
 
-def main(out, only="", rounds=3, calls=30):
+def main(out, only="", rounds=3, dtypes="tf32,fp32", calls=30):
     sink = open(out, "w")
     for spec in CASES:
-        for dtype in ("tf32", "fp32"):
+        for dtype in dtypes.split(","):
             base = Case(**spec, num_layers=1, dtype=dtype, mode="train", device="cuda")
             if only and not any(w in base.replace(mode=m).key for w in only.split(",") for m in ("forward", "train")):
                 continue
@@ -109,4 +109,4 @@ def main(out, only="", rounds=3, calls=30):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], *sys.argv[2:3], *[int(a) for a in sys.argv[3:4]])
+    main(sys.argv[1], *sys.argv[2:3], *[int(a) for a in sys.argv[3:4]], *sys.argv[4:5])
