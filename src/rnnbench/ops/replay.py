@@ -215,7 +215,7 @@ class Replay:
             base = recorded.allocated[_storage(out)]
             view = (tuple(out.shape), out.stride(), out.storage_offset())
             shapes.append((k, None if view == (tuple(base.shape), base.stride(), 0) else view))
-        # Where each kind's values lie: inputs, allocations, views, constants, numbers.
+        # Where each kind's values lie: inputs, allocations, views, pool slices, constants, numbers.
         start = {"input": 0, "allocation": len(inputs)}
         start["view"] = start["allocation"] + len(allocations)
         start["counted"] = start["view"] + len(views)
