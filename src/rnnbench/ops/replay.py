@@ -71,8 +71,7 @@ class Replay:
     leaves at zero: the replay keeps the buffer it recorded and runs only on that stream), or a
     slice of a counter pool (:func:`~rnnbench.ops.launch.counted_counters`, whose kernels leave
     it counted: the Gluon forwards'; each call takes a fresh slice of the current stream's pool,
-    as the normal path does, where a Gluon forward past hidden 128 was refused before: see
-    ``results/h200/replay-all``).
+    as the normal path does).
 
     The call's allocations are of two kinds. Those an output is made of are the call's own (a
     caller may keep its outputs): up to :data:`SCRATCH_KEPT_BYTES` each, they are allocated at the
