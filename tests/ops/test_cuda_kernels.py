@@ -1308,6 +1308,43 @@ def test_the_rnns_forward_waits_for_its_own_producers(dtype):
     assert all(torch.equal(a, b) for a, b in zip(got[True], got[False]) if a is not None)
 
 
+@pytest.mark.parametrize("dtype", ["fp32", "tf32", "bf16"])
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_the_gated_forwards_wait_for_their_own_producers(cell, dtype):
+    """The LSTM's and GRU's forwards on FMA units with their projection computed in their own
+    launch (``Plan.produce``, ``ops/gluon_produce.py``: the default at batch 32, hidden 128 on
+    tensor cores) on the GPU, where producers and rows run at once: the rows must wait for every
+    tile before they read ``x_proj``. A projection long enough (input 2048, 30 steps: the GRU's 90
+    tiles of 64 x 64, the LSTM's 60 of 64 x 128, each 2048 deep) that a read before its end reads
+    the scratch of another call; fresh inputs each call; output, final states and gradients
+    against float64; the counters left at zero (or the next call's rows would not wait); and the
+    outputs within the dtype's tolerance of those with the projection launched before it (other
+    instructions, so not bit for bit). Strict IEEE fp32 (no tile of it) refuses to produce."""
+    from rnnbench.ops import gluon_common, recurrence
+
+    if not gluon_common.AVAILABLE:
+        pytest.skip("Gluon kernels need Triton 3.6")
+    cuda = torch.device("cuda")
+    with matmul_mode(dtype):
+        launch = recurrence.layer_launch(cell, 32, 128, TORCH_DTYPE[dtype], cuda)
+        assert launch.forward.produce and recurrence.produces(launch, torch.empty(30, 32, 2048, device=cuda))
+    for seed in range(3):
+        check_layer(cell, dtype, _layer(cell, 32, 30, 2048, 128, seed=seed))
+    torch.cuda.synchronize()
+    assert all(not buf.any() for buf in COUNTERS.values())
+    x, h0, c0, *weights = [None if t is None else t.cuda().to(TORCH_DTYPE[dtype])
+                           for t in _layer(cell, 32, 30, 2048, 128, seed=3)]
+    got = {}
+    for produce in (True, False):
+        with matmul_mode(dtype), plan_override(forward_produce=produce), torch.no_grad():
+            got[produce] = recurrent_layer(cell, x, h0, c0, *weights)
+    for a, b in zip(got[True], got[False]):
+        if a is not None:
+            assert relative_error(a, b) <= tolerance(cell, dtype)
+    with pytest.raises(ValueError, match="no IEEE fp32 tile"):
+        recurrence.choose_plan(32, 128, GATES[cell], torch.float32, cuda, precision="ieee", produce=True)
+
+
 @pytest.mark.parametrize("scaled", ["drawn", "large", "small"])
 @pytest.mark.parametrize("hidden_size", [37, 100, 128])
 @pytest.mark.parametrize("cell", ["lstm", "gru"])

@@ -237,10 +237,12 @@ def test_rnn_forward_projects_in_its_own_launch(cell, dtype):
     assert all(torch.equal(a, b) for a, b in zip(produced, plain) if a is not None)
 
 
-def test_only_the_rnns_forward_on_fma_units_produces():
+def test_which_forwards_on_fma_units_produce():
     """``Plan.produce`` by default: the RNN's forward on FMA units at 4 warps (hidden 65-128), where
-    at least ``PRODUCE_MIN_PROGRAMS`` multiprocessors are left beside the rows' programs; asked for
-    elsewhere, refused; the producers one a tile up to the multiprocessors left."""
+    at least ``PRODUCE_MIN_PROGRAMS`` multiprocessors are left beside the rows' programs; the LSTM's
+    and GRU's there too, where their products are on tensor cores (``produce_default``; their FMA
+    forward is Gluon's, CUDA only, so its plan is not chosen here); asked for elsewhere, refused;
+    the producers one a tile up to the multiprocessors left."""
     from rnnbench.ops import plans
 
     def plan(batch, hidden, gates=1, direction="forward", **override):
@@ -252,12 +254,45 @@ def test_only_the_rnns_forward_on_fma_units_produces():
     assert not plan(20, 64).produce  # 2 warps
     assert not plan(20, 100, direction="backward").produce
     assert not plan(20, 100, 4).produce and not plan(20, 100, fma=False).produce
-    with pytest.raises(ValueError, match="produce is the RNN's forward"):
+    with pytest.raises(ValueError, match="produce is a forward on FMA units"):
         plan(20, 100, 3, produce=True)
     with pytest.raises(ValueError, match="beside the 132 batch rows"):
         plan(132, 100, produce=True)
     assert plans.producers(38, 20, 132) == 38 and plans.producers(200, 20, 132) == 112
     assert plans.producers(200, 131, 132) == 1 and plans.producers(200, 20, None) == 200
+    for gates in (3, 4):
+        assert plans.produce_default("forward", gates, True, 128, 32, 132, True)
+        assert plans.produce_default("forward", gates, True, 64, 124, 132, True)  # (any warps; 8 left)
+        assert not plans.produce_default("forward", gates, True, 128, 32, 132, False)  # IEEE fp32: no tile
+        assert not plans.produce_default("forward", gates, True, 128, 125, 132, True)  # 7 left
+        assert not plans.produce_default("backward", gates, True, 128, 32, 132, True)
+        assert not plans.produce_default("forward", gates, False, 128, 32, 132, True)
+        assert not plans.produce_default("forward", gates, True, 128, 32, None, True)  # (no CUDA)
+
+
+def test_the_gated_forwards_produce_with_a_producer_a_tile():
+    """The LSTM's and GRU's producing forward (``ops/gluon_produce.py``): 64-row tiles 64 wide, or
+    128 where 64 would outnumber the multiprocessors left beside the rows, or none; the launch's
+    producers one a tile (``recurrence.produces``, on a gated launch planned to produce: the plan
+    itself is CUDA's), never past the eager projection's size."""
+    import dataclasses
+
+    from rnnbench.ops import gluon_produce, recurrence
+
+    assert gluon_produce.tiles_for(960, 384, 100) == (64, 90)  # theano's GRU at batch 32: 15 x 6
+    assert gluon_produce.tiles_for(960, 512, 100) == (128, 60)  # its LSTM: 15 x 8 = 120 > 100
+    assert gluon_produce.tiles_for(600, 400, 112) == (64, 70)  # glample's LSTM at batch 20
+    assert gluon_produce.tiles_for(3840, 512, 4) is None
+    for cell, width in (("gru", 384), ("lstm", 512)):
+        launch = recurrence.layer_launch(cell, 32, 128, torch.float32, torch.device("cpu"))
+        launch = dataclasses.replace(launch, forward=dataclasses.replace(launch.forward, produce=True), slots=132)
+        x = torch.empty(30, 32, 128)
+        bn, count = gluon_produce.tiles_for(960, width, 100)
+        assert recurrence.produces(launch, x) == recurrence.Produced(recurrence.Tiles(64, bn, 32), False, count)
+        assert recurrence.produces(dataclasses.replace(launch, slots=40), x) is None  # 45 tiles at least, 8 left
+        assert recurrence.produces(launch, torch.empty(30, 32, 8192)) is None  # (past EVEN_MAX_FLOP: cuBLAS')
+        plain = dataclasses.replace(launch, forward=dataclasses.replace(launch.forward, produce=False))
+        assert recurrence.produces(plain, x) is None
 
 
 def test_a_forward_produces_eagerly_with_a_producer_a_tile(monkeypatch):

@@ -91,7 +91,7 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
     ``ttgir``, ``ptx``, ``cubin``; ``.metadata.shared`` the shared memory in bytes). ``cell`` is
     ``lstm``, ``gru`` or ``rnn``; ``lengths``: the variable-length variant (``HAS_LENGTHS``)."""
     if plan.fma and cell in ("lstm", "gru"):
-        return compile_gated_fma(cell, dtype, hidden_size, plan, save, capability, lengths)
+        return compile_gated_fma(cell, dtype, hidden_size, plan, save, capability, lengths, precision)
     split_k = direction == "backward" and plan.split_k
     fn = KERNELS[(cell, direction, "split_k") if split_k else (cell, direction, "fma") if plan.fma else (cell, direction)]
     names = fn.arg_names
@@ -136,12 +136,14 @@ def _compile(fn, constexprs: dict, pointers: dict[str, str], pointer: str, num_w
 
 
 def compile_gated_fma(cell: str, dtype: torch.dtype, hidden_size: int, plan: Plan, save: bool = True,
-                      capability: int = 90, lengths: bool = False):
+                      capability: int = 90, lengths: bool = False, precision: str | None = None):
     """Compile the LSTM's or GRU's forward on FMA units (``ops/<cell>/fma.py``, Gluon; only where
-    :data:`~rnnbench.ops.gluon_common.AVAILABLE`) as :func:`compile_kernel` does the ``tl`` kernels."""
+    :data:`~rnnbench.ops.gluon_common.AVAILABLE`) as :func:`compile_kernel` does the ``tl`` kernels;
+    with ``precision`` and :attr:`Plan.produce`, the producing variant (``ops/gluon_produce.py``,
+    its narrower tiles)."""
     from triton.experimental.gluon._runtime import GluonASTSource
 
-    from . import gluon_fma
+    from . import gluon_fma, gluon_produce
     from .gru.fma import gru_forward_fma_kernel
     from .lstm.fma import lstm_forward_fma_kernel
 
@@ -150,8 +152,13 @@ def compile_gated_fma(cell: str, dtype: torch.dtype, hidden_size: int, plan: Pla
     constexprs = dict(HAS_BIAS=True, HAS_H0=True, HAS_C0=True, SAVE=save, HAS_LENGTHS=lengths, PDL=capability >= 90,
                       **gluon_fma.constexprs(gates, hidden_size, plan.num_warps, fma_warps(hidden_size),
                                              plan.fast_activations, plan.half_weights))
+    produce = plan.produce and precision is not None
+    constexprs.update(gluon_produce.constexprs(precision, gluon_produce.TILE_N[0]) if produce
+                      else gluon_produce.UNPRODUCED)
+    if produce:
+        constexprs["PDL"] = False  # (a producing launch is never a dependent one: recurrence_forward)
     constexprs = {k: v for k, v in constexprs.items() if k in fn.arg_names}
-    pointers = {"lengths_ptr": "*i32", **{name: "*fp32" for name in F32_POINTERS}}
+    pointers = {"lengths_ptr": "*i32", "counter_ptr": "*i32", **{name: "*fp32" for name in F32_POINTERS}}
     return _compile(fn, constexprs, pointers, POINTER[dtype], plan.num_warps, plan.num_stages, capability,
                     GluonASTSource)
 

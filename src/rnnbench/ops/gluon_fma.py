@@ -146,15 +146,14 @@ if AVAILABLE:
         return gl.SliceLayout(0, gl.SliceLayout(1, product_layout(num_warps, parts)))
 
     @gluon.jit
-    def row_start(h0_ptr, lengths_ptr, T, B, H: gl.constexpr, HAS_H0: gl.constexpr, HAS_LENGTHS: gl.constexpr,
+    def row_start(h0_ptr, lengths_ptr, b, T, B, H: gl.constexpr, HAS_H0: gl.constexpr, HAS_LENGTHS: gl.constexpr,
                   K_PAD: gl.constexpr, K_SPLIT: gl.constexpr, num_warps: gl.constexpr):
         """What a program of either cell sets up before its first step besides its weights
-        (:func:`weights_on_chip`), for batch row ``program_id(1)``: ``(h_smem, units, mask, length,
+        (:func:`weights_on_chip`), for batch row ``b``: ``(h_smem, units, mask, length,
         row, plane, h)``, the two buffers of h (``[2, K_PAD]`` fp32), the units (``[K_PAD]``, one a
         thread of each part) and their mask, the row's length (``T`` without lengths), its offset in a
         ``[B, H]`` plane and a plane's size (int64), and h0 as fp32 (zeros without it), the carried h."""
         U: gl.constexpr = units_layout(num_warps, K_SPLIT)
-        b = gl.program_id(1)
         h_smem = gl.allocate_shared_memory(gl.float32, [2, K_PAD], gl.SwizzledSharedLayout(1, 1, 1, [0]))
         units = gl.arange(0, K_PAD, layout=U)
         mask = units < H
@@ -179,13 +178,19 @@ if AVAILABLE:
                  mask=mask)
 
     @gluon.jit
-    def gate_inputs(x_proj_ptr, t, plane, row, units, mask, H: gl.constexpr, GATES: gl.constexpr):
+    def gate_inputs(x_proj_ptr, t, plane, row, units, mask, H: gl.constexpr, GATES: gl.constexpr,
+                    PRODUCED: gl.constexpr):
         """Step ``t``'s input projection, one ``[K_PAD]`` vector a gate (a tuple), as stored (widened
-        where used): from the ``[T, B, GATES*H]`` buffer, ``plane = B * GATES * H``, ``row = b * GATES * H``."""
+        where used): from the ``[T, B, GATES*H]`` buffer, ``plane = B * GATES * H``, ``row = b * GATES * H``.
+        ``PRODUCED``: written by other programs of this launch (``ops/gluon_produce.py``), so read
+        through L2 (``.cg``), never from a line this multiprocessor's L1 might hold."""
         x_t = x_proj_ptr + t * plane + row + units
         x = ()
         for g in gl.static_range(GATES):
-            x = x + (gl.load(x_t + g * H, mask=mask, other=0.0), )
+            if PRODUCED:
+                x = x + (gl.load(x_t + g * H, mask=mask, other=0.0, cache_modifier=".cg"), )
+            else:
+                x = x + (gl.load(x_t + g * H, mask=mask, other=0.0), )
         return x
 
     @gluon.jit

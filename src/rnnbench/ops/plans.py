@@ -276,8 +276,9 @@ class Plan:
             forward only (``ops/lstm/fma.py``, ``ops/gru/fma.py``, Gluon): ``W_hh^T`` partly in
             registers, the rest in shared memory (see :func:`gated_fma_fits`,
             :func:`gated_fma_default`); their backward stays on tensor cores.
-        produce: with ``fma``, the RNN's forward: the input projection is computed by programs of
-            the recurrence's own launch (``ops/rnn/fma.py``), not by a launch of its own before it:
+        produce: with ``fma``, a forward: the input projection is computed by programs of the
+            recurrence's own launch (the RNN's: ``ops/rnn/fma.py``; the LSTM's and GRU's, on tensor
+            cores: ``ops/gluon_produce.py``), not by a launch of its own before it:
             one launch a forward instead of two (host time, where an eager call is bound by it),
             and the rows' programs load their weights while the projection runs. See
             :func:`produce_default` and :func:`producers`.
@@ -559,13 +560,16 @@ PRODUCE_MIN_PROGRAMS = 8
 
 
 def produce_default(direction: str, num_gates: int, fma: bool, hidden_size: int, batch_size: int,
-                    slots: int | None) -> bool:
+                    slots: int | None, tensor_cores: bool = True) -> bool:
     """Whether the default plan computes the projection in the recurrence's launch
-    (:attr:`Plan.produce`): the RNN's forward on FMA units on CUDA at 4 warps (hidden 65-128: the
-    projection's own tiles take 4; at 1-2 warps its strict fp32 tiles spilled, sm_90), where at
-    least :data:`PRODUCE_MIN_PROGRAMS` multiprocessors (``slots``) are left beside the batch rows'."""
-    return (fma and direction == "forward" and num_gates == 1 and slots is not None and fma_warps(hidden_size) == 4
-            and slots - batch_size >= PRODUCE_MIN_PROGRAMS)
+    (:attr:`Plan.produce`): a forward on FMA units on CUDA where at least
+    :data:`PRODUCE_MIN_PROGRAMS` multiprocessors (``slots``) are left beside the batch rows'. The
+    RNN's at 4 warps (hidden 65-128: the projection's own tiles take 4; at 1-2 warps its strict fp32
+    tiles spilled, sm_90); the LSTM's and GRU's where the products are on tensor cores
+    (``tensor_cores``: 16-bit, TF32 or 3xTF32; ``ops/gluon_produce.py`` has no IEEE fp32 tile)."""
+    if not (fma and direction == "forward" and slots is not None and slots - batch_size >= PRODUCE_MIN_PROGRAMS):
+        return False
+    return fma_warps(hidden_size) == 4 if num_gates == 1 else tensor_cores
 
 
 def producers(tiles: int, batch_size: int, slots: int | None) -> int:
@@ -806,7 +810,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
               "num_stages": stages, "h_on_chip": on_chip, "fast_activations": fast, "split_once": x3_streamed,
               "split_w_once": split_w_once, "split_fp16": split_fp16, "on_chip_split": chip_split, "fma": fma,
               "half_weights": half_weights,
-              "produce": produce_default(direction, num_gates, fma, hidden_size, batch_size, slots)}
+              "produce": produce_default(direction, num_gates, fma, hidden_size, batch_size, slots, tensor_cores)}
     split_default = (device.type == "cuda" and num_gates in (3, 4) and tensor_cores and not on_chip
                      and hidden_size <= (SPLIT_K_16BIT_MAX_HIDDEN if element == 2 else SPLIT_K_MAX_HIDDEN))
     gate_default = (direction == "backward" and device.type == "cuda" and num_gates in (3, 4) and tensor_cores
@@ -893,8 +897,10 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     if plan.half_weights and not (plan.fma and num_gates > 1 and dtype == torch.float32 and direction == "forward"
                                   and (device.type != "cuda" or precision == "tf32")):
         raise ValueError("half_weights is the LSTM's and GRU's forward on FMA units with float32 weights, TF32 on CUDA")
-    if plan.produce and not (plan.fma and num_gates == 1 and direction == "forward"):
-        raise ValueError("produce is the RNN's forward on FMA units (fma)")
+    if plan.produce and not (plan.fma and direction == "forward"):
+        raise ValueError("produce is a forward on FMA units (fma)")
+    if plan.produce and num_gates > 1 and not tensor_cores:
+        raise ValueError("produce for the LSTM and GRU takes its products on tensor cores (no IEEE fp32 tile)")
     if plan.produce and slots is not None and slots - batch_size < 1:
         raise ValueError(f"produce needs a multiprocessor beside the {batch_size} batch rows' programs ({slots})")
     if plan.fma and batch_size > MAX_GRID_Y:

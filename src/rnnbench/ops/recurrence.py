@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 import torch
 
-from . import gluon_common, gluon_fma
+from . import gluon_common, gluon_fma, gluon_produce
 from .common import INTERPRET
 from .gradients import layer_gradients
 from .gru import fma as gru_fma
@@ -215,13 +215,20 @@ class _Launch:
         """The forward kernel's compile-time arguments with these flags (built once per flags);
         ``pdl``: a forward on FMA units launched by programmatic dependent launch
         (``launch.dependent_launch``; the other forwards take no such flag); ``produce``: the
-        producing RNN forward's ``(tiles, is_even)`` (:attr:`Plan.produce`,
-        ``projection.produced_tiles``), None for none."""
+        producing forward's ``(tiles, is_even)`` (:attr:`Plan.produce`, :class:`Produced`), None
+        for none."""
         key = ("forward", has_bias, has_h0, save, has_c0, has_lengths, pdl, produce)
         return self._cached(key, lambda: self._with_flags(
-            {**self.forward_meta, **(produced_constexprs(self.precision, self.upcast, *produce) if produce else {})},
+            {**self.forward_meta, **(self._produced(*produce) if produce else {})},
             HAS_BIAS=has_bias, HAS_H0=has_h0, SAVE=save, HAS_C0=has_c0, HAS_LENGTHS=has_lengths,
             **(_pdl_flags(pdl) if self.forward.fma else {})))
+
+    def _produced(self, tiles: Tiles, is_even: bool) -> dict:
+        """A producing forward's compile-time arguments for its tiles: the RNN's the projection
+        kernel's (``projection.produced_constexprs``), the LSTM's and GRU's ``ops/gluon_produce.py``'s."""
+        if self.num_gates > 1:
+            return gluon_produce.constexprs(self.precision, tiles.bn)
+        return produced_constexprs(self.precision, self.upcast, tiles, is_even)
 
     def gluon_constexprs(self, has_bias: bool, has_h0: bool, save: bool, has_c0: bool, ahead: bool) -> Constexprs:
         """The Gluon forward's compile-time arguments (:attr:`Plan.gluon`) with these flags
@@ -278,8 +285,9 @@ class _Launch:
         block_k, chunks = k_chunks(self.hidden_size, plan.block_k)
         precision = self.precision if forward else self.backward_precision
         if plan.fma and self.num_gates > 1:  # (ops/gluon_fma.py: a thread per unit, W_hh^T on chip)
-            return gluon_fma.constexprs(self.num_gates, self.hidden_size, plan.num_warps, fma_warps(self.hidden_size),
-                                        plan.fast_activations, plan.half_weights)
+            return {**gluon_fma.constexprs(self.num_gates, self.hidden_size, plan.num_warps,
+                                           fma_warps(self.hidden_size), plan.fast_activations, plan.half_weights),
+                    **gluon_produce.UNPRODUCED}
         if plan.fma:  # (ops/rnn/fma.py: FMA units, no tiles, no precision)
             meta = dict(H=self.hidden_size, K_PAD=k_padded(self.hidden_size), CHAINS=FMA_CHAINS,
                         num_warps=plan.num_warps)
@@ -318,8 +326,8 @@ def _cached_launch(cell, batch_size, hidden_size, dtype, device, precision, over
 def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Launch, save: bool, lengths=None,
                        ready=None, x=None, w_ih=None, produced: Produced | None = None):
     """Run the forward kernel. ``x_proj [T, B, G*H]`` (no bias), or None with ``x [T, B, I]`` and
-    ``w_ih [G*H, I]`` given (contiguous) and ``produced`` (:func:`produces`': the RNN's forward on
-    FMA units, :attr:`Plan.produce`, which projects in its own launch), ``h0``/``c0`` ``[B, H]`` or
+    ``w_ih [G*H, I]`` given (contiguous) and ``produced`` (:func:`produces`': a forward on FMA
+    units, :attr:`Plan.produce`, which projects in its own launch), ``h0``/``c0`` ``[B, H]`` or
     ``[1, B, H]`` (contiguous) or None (zeros), biases ``[G*H]`` or None, ``lengths`` None or
     int32 ``[B]`` on the device (a variable-length batch: past its own length a sequence keeps
     its state and its output is zero, as ``rnnbench.reference.reference_forward``). ``ready``:
@@ -335,13 +343,13 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     B, H = launch.batch_size, launch.hidden_size
     dtype = w_hh.dtype
     if x_proj is None:  # (written by the launch's producers)
-        x_proj = torch.empty(*x.shape[:2], H, device=x.device, dtype=dtype)
+        x_proj = torch.empty(*x.shape[:2], launch.num_gates * H, device=x.device, dtype=dtype)
     T, dev = x_proj.shape[0], x_proj.device
     grid = launch.forward_grid
     gluon = gluon_runs(launch.forward, lengths is not None, h0)
-    # The shared barrier counters for the tl kernels that meet at a barrier, and for the producing
-    # forward's count of tiles done; the Gluon forwards take counted ones of their own (below), the
-    # other FMA forwards none.
+    # The shared barrier counters for the tl kernels that meet at a barrier, and for a producing
+    # forward's count of tiles done (and of rows out, whose last zeroes both); the Gluon tensor-core
+    # forwards take counted ones of their own (below), the other FMA forwards none.
     if produced is not None:
         counters, stream = _counters(2, dev)
     elif gluon or launch.forward.fma:
@@ -389,12 +397,22 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
         else:  # (the plan gives gluon to the LSTM and GRU only)
             _GRU_FORWARD_GLUON(grid, (x_proj, w_hh, *biases, h0, h_buf, h_n, saved, *tail), constexprs, stream,
                                keyed=5)
-    elif launch.forward.fma and lstm:  # (ops/lstm/fma.py)
-        args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, lengths, h_buf, h_n, c_n, c_buf, saved, T, B)
-        _LSTM_FORWARD_FMA(grid, args, constexprs, stream, keyed=7)
-    elif launch.forward.fma and cell == "gru":  # (ops/gru/fma.py)
-        args = (x_proj, w_hh, *biases, h0, lengths, h_buf, h_n, saved, T, B)
-        _GRU_FORWARD_FMA(grid, args, constexprs, stream, keyed=6)
+    elif launch.forward.fma and launch.num_gates > 1:  # (ops/lstm/fma.py, ops/gru/fma.py)
+        # Producing (ops/gluon_produce.py): x and W_ih, the stream's counters (the last row out zeroes
+        # them), the producers ahead of the rows; otherwise x_proj for x and W_ih, h_n for the
+        # counters (none of them read).
+        if produced is None:
+            feed, tail, rows = (x_proj, x_proj), (h_n, T, B, 0, 0), grid
+        else:
+            feed, tail = (x, w_ih), (counters, T, B, x.shape[2], produced.programs)
+            rows = (1, produced.programs + B)
+        if lstm:
+            args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, lengths, *feed, h_buf, h_n, c_n, c_buf,
+                    saved, *tail)
+            _LSTM_FORWARD_FMA(rows, args, constexprs, stream, keyed=9)
+        else:
+            args = (x_proj, w_hh, *biases, h0, lengths, *feed, h_buf, h_n, saved, *tail)
+            _GRU_FORWARD_FMA(rows, args, constexprs, stream, keyed=8)
     elif launch.forward.fma and produced is not None:  # (ops/rnn/fma.py: producers, then the rows)
         args = (x_proj, w_hh, *biases, h0, lengths, x, w_ih, h_buf, h_n, saved, counters, T, B, *w_hh.stride(),
                 x.shape[2], produced.programs)
@@ -420,8 +438,9 @@ def produces(launch: _Launch, x) -> Produced | None:
     """How a layer's forward projects in the recurrence's launch (:attr:`Plan.produce`), or None
     where it does not: where its plan says so, no CUDA graph is being captured, the product is one
     our tiles take eagerly (at most ``projection.EVEN_MAX_FLOP``; past it cuBLAS' kernel is the
-    faster), and every tile (``projection.produced_tiles``) has a producer of its own, so the rows
-    wait for one tile's time, not for rounds of them.
+    faster), and every tile (the RNN's ``projection.produced_tiles``; the LSTM's and GRU's
+    ``gluon_produce.tiles_for``, the wider where the narrower would be too many) has a producer of
+    its own, so the rows wait for one tile's time, not for rounds of them.
 
     Measured on the H100 against the projection launched before it (``results/h100/produce``,
     RNN on FMA units, bit for bit the same outputs): eager forwards at batch 20, hidden 100, 30
@@ -432,8 +451,15 @@ def produces(launch: _Launch, x) -> Produced | None:
     if not launch.forward.produce or capturing(x):
         return None
     T, B, I = x.shape
-    if 2 * T * B * I * launch.hidden_size > EVEN_MAX_FLOP:
+    width = launch.num_gates * launch.hidden_size
+    if 2 * T * B * I * width > EVEN_MAX_FLOP:
         return None
+    if launch.num_gates > 1:  # (ops/gluon_produce.py: the narrowest tiles that have a producer each; CUDA only)
+        found = gluon_produce.tiles_for(T * B, width, launch.slots - B)
+        if found is None:
+            return None
+        bn, count = found
+        return Produced(Tiles(gluon_produce.TILE_M, bn, gluon_produce.TILE_K), False, count)
     tiles, is_even, count = produced_tiles(T * B, launch.hidden_size, I)
     programs = producers(count, B, launch.slots)
     return Produced(tiles, is_even, programs) if count <= programs else None

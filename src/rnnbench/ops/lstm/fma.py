@@ -19,17 +19,19 @@ from __future__ import annotations
 from ..gluon_common import AVAILABLE
 
 if AVAILABLE:
-    from ..gluon_common import _bias_vector, _load_f32, _wait_prior, gl, gluon
+    from ..gluon_common import _bias_vector, _load_f32, _wait_arrivals, _wait_prior, gl, gluon
     from ..gluon_fma import _sigmoid, _tanh, gate_inputs, gate_products, publish_h, row_start, weights_on_chip
+    from ..gluon_produce import produce_tiles, rows_out
 
-    @gluon.jit(do_not_specialize=["T", "B"])
+    @gluon.jit(do_not_specialize=["T", "B", "I", "PRODUCERS"])
     def lstm_forward_fma_kernel(
-        x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, c0_ptr, lengths_ptr,
-        h_buf_ptr, h_n_ptr, c_n_ptr, c_buf_ptr, gates_ptr,
-        T, B,
+        x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, c0_ptr, lengths_ptr, x_ptr, w_ih_ptr,
+        h_buf_ptr, h_n_ptr, c_n_ptr, c_buf_ptr, gates_ptr, counter_ptr,
+        T, B, I, PRODUCERS,
         H: gl.constexpr, HAS_BIAS: gl.constexpr, HAS_H0: gl.constexpr, HAS_C0: gl.constexpr, SAVE: gl.constexpr,
         HAS_LENGTHS: gl.constexpr, K_ROWS: gl.constexpr, K_PAD: gl.constexpr, K_SPLIT: gl.constexpr,
         REG_CHUNKS: gl.constexpr, FAST_ACT: gl.constexpr, HALF_W: gl.constexpr, PDL: gl.constexpr,
+        PRODUCE: gl.constexpr, PRECISION: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr,
         num_warps: gl.constexpr,
     ):
         """Program ``program_id(1)`` runs batch row ``b`` through all ``T`` steps; grid ``(1, B)``,
@@ -37,11 +39,43 @@ if AVAILABLE:
         ``REG_CHUNKS`` chunks of k of every gate in registers (``gluon_fma.weights_on_chip``);
         ``HALF_W``: fp32 weights held as scaled fp16 (``Plan.half_weights``); ``PDL``: launched by
         programmatic dependent launch (``launch.dependent_launch``), waits for the projection after
-        loading its weights, biases and h0."""
+        loading its weights, biases and h0.
+
+        ``PRODUCE`` (:attr:`~rnnbench.ops.plans.Plan.produce`): the projection is this launch's own.
+        The first ``PRODUCERS`` programs compute ``x_proj = x W_ih^T`` (``x [T, B, I]``, ``W_ih [4H,
+        I]``, contiguous) in ``[BM, BN]`` tiles by ``PRECISION`` (``ops/gluon_produce.py``), counting
+        each at ``counter_ptr[0]``; program ``PRODUCERS + b`` runs batch row ``b`` once every tile
+        is counted, and the last row out sets both counters (``[1]``: rows out) back to zero; grid
+        ``(1, PRODUCERS + B)``. Otherwise ``x_ptr``, ``w_ih_ptr``, ``counter_ptr``, ``I`` and
+        ``PRODUCERS`` are not read (``PRODUCERS`` 0)."""
+        pid = gl.program_id(1)
+        if PRODUCE:  # (a constexpr first: without it no producer's code is compiled)
+            if pid < PRODUCERS:
+                produce_tiles(x_ptr, w_ih_ptr, x_proj_ptr, counter_ptr, T * B, I, 4 * H, pid, PRODUCERS, PRECISION,
+                              BM, BN, BK, num_warps)
+            else:
+                _lstm_row(x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, c0_ptr, lengths_ptr, h_buf_ptr, h_n_ptr,
+                          c_n_ptr, c_buf_ptr, gates_ptr, counter_ptr, pid - PRODUCERS,
+                          gl.cdiv(T * B, BM) * gl.cdiv(4 * H, BN), T, B, H, HAS_BIAS, HAS_H0, HAS_C0, SAVE,
+                          HAS_LENGTHS, K_ROWS, K_PAD, K_SPLIT, REG_CHUNKS, FAST_ACT, HALF_W, PDL, True, num_warps)
+        else:
+            _lstm_row(x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, c0_ptr, lengths_ptr, h_buf_ptr, h_n_ptr,
+                      c_n_ptr, c_buf_ptr, gates_ptr, counter_ptr, pid, 0, T, B, H, HAS_BIAS, HAS_H0, HAS_C0, SAVE,
+                      HAS_LENGTHS, K_ROWS, K_PAD, K_SPLIT, REG_CHUNKS, FAST_ACT, HALF_W, PDL, False, num_warps)
+
+    @gluon.jit
+    def _lstm_row(x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, c0_ptr, lengths_ptr, h_buf_ptr, h_n_ptr, c_n_ptr,
+                  c_buf_ptr, gates_ptr, counter_ptr, b, tiles, T, B, H: gl.constexpr, HAS_BIAS: gl.constexpr,
+                  HAS_H0: gl.constexpr, HAS_C0: gl.constexpr, SAVE: gl.constexpr, HAS_LENGTHS: gl.constexpr,
+                  K_ROWS: gl.constexpr, K_PAD: gl.constexpr, K_SPLIT: gl.constexpr, REG_CHUNKS: gl.constexpr,
+                  FAST_ACT: gl.constexpr, HALF_W: gl.constexpr, PDL: gl.constexpr, PRODUCED: gl.constexpr,
+                  num_warps: gl.constexpr):
+        """:func:`lstm_forward_fma_kernel`'s batch row ``b`` through all ``T`` steps (``PRODUCED``:
+        after the ``tiles`` of ``x_proj`` are counted at ``counter_ptr``)."""
         w_reg, w_smem, scales = weights_on_chip(w_hh_ptr, H, 4, K_ROWS, K_PAD, K_SPLIT, REG_CHUNKS, HALF_W,
                                                 num_warps)
-        h_smem, units, mask, length, row, plane, h = row_start(h0_ptr, lengths_ptr, T, B, H, HAS_H0, HAS_LENGTHS,
-                                                               K_PAD, K_SPLIT, num_warps)
+        h_smem, units, mask, length, row, plane, h = row_start(h0_ptr, lengths_ptr, b, T, B, H, HAS_H0,
+                                                               HAS_LENGTHS, K_PAD, K_SPLIT, num_warps)
         bias_i = _bias_vector(b_ih_ptr, b_hh_ptr, units, mask, HAS_BIAS, True)
         bias_f = _bias_vector(b_ih_ptr + H, b_hh_ptr + H, units, mask, HAS_BIAS, True)
         bias_g = _bias_vector(b_ih_ptr + 2 * H, b_hh_ptr + 2 * H, units, mask, HAS_BIAS, True)
@@ -51,17 +85,19 @@ if AVAILABLE:
         else:
             c = gl.zeros_like(h)
         _wait_prior(PDL)
+        if PRODUCED:  # (the weights, biases and states read above; x_proj, the producers', from here)
+            _wait_arrivals(counter_ptr, tiles)
         if SAVE:  # backward reads h_{t-1} and c_{t-1} of every step
             gl.store(h_buf_ptr + row + units, h.to(h_buf_ptr.dtype.element_ty), mask=mask)
             gl.store(c_buf_ptr + row + units, c, mask=mask)
         h_smem.index(0).store(h)
-        x = gate_inputs(x_proj_ptr, 0, 4 * plane, 4 * row, units, mask, H, 4)
-        x2 = gate_inputs(x_proj_ptr, gl.minimum(1, T - 1), 4 * plane, 4 * row, units, mask, H, 4)
+        x = gate_inputs(x_proj_ptr, 0, 4 * plane, 4 * row, units, mask, H, 4, PRODUCED)
+        x2 = gate_inputs(x_proj_ptr, gl.minimum(1, T - 1), 4 * plane, 4 * row, units, mask, H, 4, PRODUCED)
         gl.thread_barrier()
         t = 0
         while t < T:
             # The input two steps ahead (past the end: the last step's again), as the GRU's.
-            x3 = gate_inputs(x_proj_ptr, gl.minimum(t + 2, T - 1), 4 * plane, 4 * row, units, mask, H, 4)
+            x3 = gate_inputs(x_proj_ptr, gl.minimum(t + 2, T - 1), 4 * plane, 4 * row, units, mask, H, 4, PRODUCED)
             a_i, a_f, a_g, a_o = gate_products(w_reg, w_smem, scales, h_smem.index(t % 2), 4,
                                                 K_ROWS, K_PAD, K_SPLIT, REG_CHUNKS, HALF_W, num_warps)
             i = _sigmoid(a_i + x[0].to(gl.float32) + bias_i, FAST_ACT)
@@ -85,3 +121,5 @@ if AVAILABLE:
             t += 1
         gl.store(h_n_ptr + row + units, h.to(h_n_ptr.dtype.element_ty), mask=mask)
         gl.store(c_n_ptr + row + units, c.to(c_n_ptr.dtype.element_ty), mask=mask)
+        if PRODUCED:
+            rows_out(counter_ptr, B)
