@@ -139,23 +139,24 @@ def input_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast
     if flop > (EVEN_MAX_FLOP if whole else PROJECTION_MAX_FLOP) or capturing(x):
         note_unrecorded()  # (cuBLAS: no launch of ours to replay, ops/replay.py)
         return F.linear(x, w_ih).contiguous()  # (a no-op call unless a strided input came out strided)
-    if x.is_cuda and x.device.index not in _CUBLAS_MADE:
-        _make_cublas(x.device)
+    make_cublas(x)
     return our_projection(x, w_ih, precision, upcast, EVEN_TILES if whole else TILES)
 
 
-# The devices whose cuBLAS handle :func:`_make_cublas` made (or found made).
+# The devices whose cuBLAS handle :func:`make_cublas` made (or found made).
 _CUBLAS_MADE: set[int] = set()
 
 
-def _make_cublas(device: torch.device) -> None:
-    """Make cuBLAS' handle for ``device`` now, outside any capture: this shape's eager calls run our
-    projection, but a captured one runs cuBLAS (:func:`input_projection`), and CUDA refuses to
-    create the handle inside a capture (CUBLAS_STATUS_NOT_INITIALIZED), so a graph captured after
-    warm-up calls of ours alone failed in a process that had not used cuBLAS."""
-    with torch.cuda.device(device):
-        torch.cuda.current_blas_handle()
-    _CUBLAS_MADE.add(device.index)
+def make_cublas(x: torch.Tensor) -> None:
+    """Make cuBLAS' handle for ``x``'s device now (once), outside any capture, where ``x`` is on CUDA:
+    this shape's eager calls run our projection (its own launch, or a forward's producers:
+    ``recurrence.produces``), but a captured one runs cuBLAS (:func:`input_projection`), and CUDA
+    refuses to create the handle inside a capture (CUBLAS_STATUS_NOT_INITIALIZED), so a graph
+    captured after warm-up calls of ours alone failed in a process that had not used cuBLAS."""
+    if x.is_cuda and x.device.index not in _CUBLAS_MADE:
+        with torch.cuda.device(x.device):
+            torch.cuda.current_blas_handle()
+        _CUBLAS_MADE.add(x.device.index)
 
 
 def our_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast: bool,

@@ -51,7 +51,8 @@ from .plans import (AHEAD_MIN_STEPS, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan
                     choose_plan, dot_precision, fma_warps, gate_split_constexprs, k_chunks, k_padded, multiprocessors,
                     producers, reg_weights_kernel, split_k_pieces, split_once_level, upcast_dot)
 from .products import Tiles
-from .projection import EVEN_MAX_FLOP, UNPRODUCED, input_projection, produced_constexprs, produced_tiles, project_ahead
+from .projection import (EVEN_MAX_FLOP, UNPRODUCED, input_projection, make_cublas, produced_constexprs, produced_tiles,
+                         project_ahead)
 from .rnn.fma import CHAINS as FMA_CHAINS
 from .rnn.fma import rnn_backward_fma_kernel, rnn_forward_fma_kernel
 from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
@@ -450,6 +451,7 @@ def produces(launch: _Launch, x) -> Produced | None:
     fast graphed and 0.92-1.13x eagerly."""
     if not launch.forward.produce or capturing(x):
         return None
+    make_cublas(x)  # (a later capture of this call takes cuBLAS' projection)
     T, B, I = x.shape
     width = launch.num_gates * launch.hidden_size
     if 2 * T * B * I * width > EVEN_MAX_FLOP:
