@@ -3,7 +3,7 @@
 
 Why: an eager forward at hidden 100-128 is host time, and its projection's own launch cost one
 launch's worth of it: on the H200, the replayed eager forward with that launch made a no-op took
-0.86-0.96x the time (median 0.91x) at theano's and glample's sizes
+0.86-1.10x the time (median 0.91x over 18 rows) at theano's and glample's sizes
 (``benchmarks/results/h200/produce-gated/``), as the RNN's producers gained 0.91x on the H100
 (``ops/rnn/fma.py``, ``results/h100/produce``). The RNN's producers run the projection kernel's own
 ``tl`` tiles; a Gluon kernel cannot call ``tl`` code, so these tiles are written here.
@@ -26,8 +26,9 @@ counters' (``launch.counters``, two: tiles done, rows out), which the last row o
 zero (:func:`rows_out`), as the RNN's producers do: a replayed call then passes the same buffer
 each time, where a fresh slice of a counter pool (``launch.counted_counters``, the Gluon
 tensor-core forwards') is Python a call (a first form took one, and its eager forwards took
-1.00-1.13x the time of the projection launched before them on the H200). The count and reset
-left the rows' registers as they were (sm_90, Triton 3.6: 212-255 a thread, no spills).
+1.00-1.13x the time of the projection launched before them on the H200). The producing kernels
+compile without spills (sm_90, Triton 3.6: 212-255 registers a thread, as the others; the
+LSTM's TF32 at hidden 128 246 -> 255).
 Producers come first in the grid; every program of the launch is resident at once (producers at
 most the multiprocessors beside the rows, ``plans.producers``), so a row never waits for a
 program that has not started.
@@ -39,8 +40,9 @@ from .gluon_common import AVAILABLE
 
 # A tile's rows (T B), its k chunk, and its widths (G H), the narrower first: the wider is taken
 # where the narrower's tiles would outnumber the producers (every tile has a producer of its own:
-# ``recurrence.produces``). 64 rows: 16 a warp at 4 warps, mma.sync's m16 (8 warps: two warps a
-# row of 16 rows). The k chunk is a multiple of both instructions' k (8 for TF32, 16 for 16 bits).
+# ``recurrence.produces``). 64 rows: 16 a warp at 4 warps, mma.sync's m16 (8 warps: four down
+# the rows, two across the columns). The k chunk is a multiple of both instructions' k (8 for
+# TF32, 16 for 16 bits).
 TILE_M, TILE_K = 64, 32
 TILE_N = (64, 128)
 
