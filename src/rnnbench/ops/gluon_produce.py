@@ -27,8 +27,8 @@ zero (:func:`rows_out`), as the RNN's producers do: a replayed call then passes 
 each time, where a fresh slice of a counter pool (``launch.counted_counters``, the Gluon
 tensor-core forwards') is Python a call (a first form took one, and its eager forwards took
 1.00-1.13x the time of the projection launched before them on the H200). The producing kernels
-compile without spills (sm_90, Triton 3.6: 212-255 registers a thread, as the others; the
-LSTM's TF32 at hidden 128 246 -> 255).
+compile without spills (sm_90, Triton 3.6: 212-255 registers a thread against the plain ones'
+206-255; the bf16 LSTM at hidden 100 211 -> 254; ``results/h200/produce-gated/local-9f16c6f``).
 Producers come first in the grid; every program of the launch is resident at once (producers at
 most the multiprocessors beside the rows, ``plans.producers``), so a row never waits for a
 program that has not started.
