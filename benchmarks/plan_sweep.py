@@ -1,6 +1,6 @@
 """Our recurrence kernels alone under launch-plan overrides: µs per step, forward and backward (one GPU).
 
-    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident] [--budget SECONDS]
+    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide] [--budget SECONDS]
 
 For each case (cell, batch_size, hidden_size, dtype, seq_len) and each plan override
 (``rnnbench.ops.recurrence.plan_override``; ``{}`` is the default plan), on prebuilt inputs
@@ -48,6 +48,8 @@ the choice against float64 and times the lanes. Case sets:
   and 768 (batch 256).
 - ``half_operands_resident``: then where TF32's weights are resident (hidden 512, 768 up to batch
   128), fp16 operands asked for against the default.
+- ``half_operands_wide``: fp16 operands against TF32's, both asked for, at every width from 136 to
+  768 (batch 1, 32, 128).
 - ``gate_split_rule``: then where the rule was open: 16-bit at hidden 768-1024 and TF32 at 768
   (split-K's default) at batch 16-128, strict fp32 at batch 32, 2 and 3 stages.
 
@@ -185,6 +187,11 @@ CASE_SETS["half_operands"] = [
 CASE_SETS["half_operands_resident"] = [
     (cell, b, h, "tf32", 30, [{}, {"forward_half_operands": True}])
     for b, h in ((32, 512), (128, 512), (16, 768), (32, 768), (128, 768)) for cell in ("lstm", "gru")]
+# Then across every width where TF32's LSTM and GRU forwards exchange h with resident weights (past
+# the FMA forwards' hidden 128): is the half plan faster at each, at one, 32 and 128 batch rows?
+CASE_SETS["half_operands_wide"] = [
+    (cell, b, h, "tf32", 30, [{"forward_half_operands": False}, {"forward_half_operands": True}])
+    for h in (136, 256, 384, 500, 650, 768) for b in (1, 32, 128) for cell in ("lstm", "gru")]
 CASE_SETS["tall_backward"] = [
     *[(cell, 128, 1024, "tf32", 30, TALL_BACKWARD) for cell in ("lstm", "gru")],
     *[(cell, 32, 1024, "tf32", 30, TALL_BACKWARD[:3]) for cell in ("lstm", "gru")],
