@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection|products|gluon|ahead|fma|gated_fma|gated_fma_more|gate_split|half_operands|reg_weights] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection|products|gluon|ahead|fma|gated_fma|gated_fma_more|gate_split|half_operands|half_wide|reg_weights] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -145,7 +145,10 @@ backward in TF32 at hidden 1024): the default (16 or 32 rows) against the whole 
 
 ``--compare half_operands`` runs TF32's forward on fp16 operands (``Plan.half_operands``, the
 default where TF32's weights would stream) against TF32 operands, on theano's depth-1 TF32 cases at
-hidden 1024.
+hidden 1024. ``--compare half_wide`` does the same where TF32's weights are resident (the default
+there too since the H200's ``plan_sweep.py --cases half_operands_wide``): theano's depth-1 cases at
+hidden 512, glample's LSTM at hidden 500, fastrnns' LSTM (batch 64, 100 steps, hidden 512), and
+hidden 768 at batch 16.
 
 ``--compare reg_weights`` holds the Gluon forwards' weights in registers (``Plan.reg_weights``)
 against reading them from shared memory every step, at FlashRNN's shape and hidden 512.
@@ -494,6 +497,11 @@ GATE_SPLIT_CASES = [
 # stream) against TF32 operands: theano's depth-1 cases at hidden 1024, batch 128 and 32.
 HALF_OPERANDS = ("half_operands", "tf32_operands")
 HALF_OPERAND_CASES = [_case(cell, b, 1024, "tf32", HALF_OPERANDS) for b in (128, 32) for cell in ("lstm", "gru")]
+# Then where TF32's weights are resident (the default there since half_operands_wide's sweep):
+# theano's depth-1 cases at hidden 512, glample's LSTM at hidden 500, fastrnns' LSTM, hidden 768 at batch 16.
+HALF_WIDE_CASES = [*[_case(cell, b, 512, "tf32", HALF_OPERANDS) for b in (128, 32) for cell in ("lstm", "gru")],
+                   ("lstm", 20, 30, 500, 500, "tf32", HALF_OPERANDS), _case("lstm", 64, 512, "tf32", HALF_OPERANDS, seq_len=100),
+                   *[_case(cell, 16, 768, "tf32", HALF_OPERANDS) for cell in ("lstm", "gru")]]
 # The Gluon forwards with the weights in registers (Plan.reg_weights) against shared memory: FlashRNN's
 # shape in fp16 and bf16 (LSTM, GRU), two pieces of h at batch 32 (theano's hidden 512, bf16).
 REG_WEIGHTS = ("reg_weights", "smem_weights")
@@ -509,7 +517,7 @@ COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLI
                "batch_rows": BATCH_ROWS_CASES, "backward_rows": BACKWARD_ROWS_CASES, "chip_split": CHIP_SPLIT_CASES,
                "gluon": GLUON_CASES, "ahead": AHEAD_CASES, "fma": FMA_CASES, "gated_fma": GATED_FMA_CASES,
                "gated_fma_more": GATED_FMA_MORE_CASES, "gate_split": GATE_SPLIT_CASES,
-               "half_operands": HALF_OPERAND_CASES, "reg_weights": REG_WEIGHT_CASES}
+               "half_operands": HALF_OPERAND_CASES, "half_wide": HALF_WIDE_CASES, "reg_weights": REG_WEIGHT_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 
 

@@ -47,9 +47,9 @@ the choice against float64 and times the lanes. Case sets:
   TF32's weights would stream) against the TF32 plan, LSTM and GRU at hidden 1024 (batch 16-128)
   and 768 (batch 256).
 - ``half_operands_resident``: then where TF32's weights are resident (hidden 512, 768 up to batch
-  128), fp16 operands asked for against the default.
-- ``half_operands_wide``: fp16 operands against TF32's, both asked for, at every width from 136 to
-  768 (batch 1, 32, 128).
+  128), fp16 operands against TF32's (the default since ``half_operands_wide``).
+- ``half_operands_wide``: fp16 operands (the default since this set's run) against TF32's at every
+  width from 136 to 768 (batch 1, 32, 128).
 - ``gate_split_rule``: then where the rule was open: 16-bit at hidden 768-1024 and TF32 at 768
   (split-K's default) at batch 16-128, strict fp32 at batch 32, 2 and 3 stages.
 
@@ -183,14 +183,16 @@ CASE_SETS["half_operands"] = [
     *[(cell, 256, 768, "tf32", 30, HALF) for cell in ("lstm", "gru")],
     ("lstm", 128, 1024, "tf32", 30, [{}, {"forward_num_warps": 4}]),
 ]
-# Then where TF32's weights are resident (the default keeps TF32 operands there): fp16 operands asked for.
+# Then where TF32's weights are resident: fp16 operands against TF32's. (results/h100/half-operands/
+# resident-b8374be ran it when the default there was TF32's operands, with fp16's asked for.)
 CASE_SETS["half_operands_resident"] = [
-    (cell, b, h, "tf32", 30, [{}, {"forward_half_operands": True}])
+    (cell, b, h, "tf32", 30, [{}, {"forward_half_operands": False}])
     for b, h in ((32, 512), (128, 512), (16, 768), (32, 768), (128, 768)) for cell in ("lstm", "gru")]
 # Then across every width where TF32's LSTM and GRU forwards exchange h with resident weights (past
-# the FMA forwards' hidden 128): is the half plan faster at each, at one, 32 and 128 batch rows?
+# the FMA forwards' hidden 128): is the half plan faster at each, at one, 32 and 128 batch rows? (The
+# default there since; results/h200/half-wide/ ran at b14dda0, before, with both asked for.)
 CASE_SETS["half_operands_wide"] = [
-    (cell, b, h, "tf32", 30, [{"forward_half_operands": False}, {"forward_half_operands": True}])
+    (cell, b, h, "tf32", 30, [{}, {"forward_half_operands": False}])
     for h in (136, 256, 384, 500, 650, 768) for b in (1, 32, 128) for cell in ("lstm", "gru")]
 CASE_SETS["tall_backward"] = [
     *[(cell, 128, 1024, "tf32", 30, TALL_BACKWARD) for cell in ("lstm", "gru")],

@@ -85,12 +85,13 @@ def test_half_operands_across_programs(cell, weights):
            dict(block_h=16, block_b=16, w_resident=weights == "resident", block_k=16))
 
 
-def test_tf32_forwards_that_would_stream_their_weights_take_half_operands():
-    """Planned for an H100: the LSTM's and GRU's TF32 forwards whose fp32 weights would stream
-    (hidden 1024 at batch 16-128, 768 at 256) take fp16 operands on fp16's plan (its tiles,
-    residency and warps; never Gluon); nothing else does (TF32 weights resident, strict fp32, 16-bit
-    weights, the RNN, any backward, the streamed TF32 plan asked for). Asked for where it cannot
-    run, refused."""
+def test_tf32_forwards_that_exchange_h_take_half_operands():
+    """Planned for an H100: the LSTM's and GRU's TF32 forwards that exchange h past hidden 128
+    (their fp32 weights resident, or streamed at hidden 1024 and at 768 past batch 128) take fp16
+    operands on fp16's plan (its tiles, residency and warps; never Gluon); nothing else does (hidden
+    128 and below, whatever the plan there: FMA units, on chip, or the exchange where Gluon is
+    missing; strict fp32, 16-bit weights, the RNN, any backward, a TF32 weight path or 3xTF32
+    split asked for). Asked for where it cannot run, refused."""
     from rnnbench.ops.plans import choose_plan, split_once_level
 
     cuda = torch.device("cuda")
@@ -99,7 +100,8 @@ def test_tf32_forwards_that_would_stream_their_weights_take_half_operands():
         return choose_plan(batch, hidden, gates, dtype, cuda, multiprocessors=132, precision=precision,
                            direction=direction, **override)
 
-    for batch, hidden in ((128, 1024), (32, 1024), (16, 1024), (256, 768)):
+    for batch, hidden in ((128, 1024), (32, 1024), (16, 1024), (256, 768), (128, 768), (128, 512), (16, 768),
+                          (1, 136), (20, 500), (100, 200)):
         for gates in (4, 3):
             p = plan(batch, hidden, gates)
             assert p.half_operands and split_once_level(p) == 3, (batch, hidden, gates)
@@ -108,11 +110,13 @@ def test_tf32_forwards_that_would_stream_their_weights_take_half_operands():
             assert not plan(batch, hidden, gates, direction="backward").half_operands
             assert not plan(batch, hidden, gates, precision="tf32x3").half_operands
             assert not plan(batch, hidden, gates, torch.bfloat16, "ieee").half_operands
-            assert not plan(batch, hidden, gates, w_resident=False).half_operands
+            for asked in (dict(w_resident=False), dict(w_resident=True), dict(half_operands=False)):
+                assert not plan(batch, hidden, gates, **asked).half_operands, (batch, hidden, gates, asked)
     assert not plan(128, 1024, 1).half_operands  # the RNN
-    for batch, hidden in ((128, 768), (128, 512), (16, 768), (20, 100), (32, 128)):  # TF32's resident, on chip
-        assert not plan(batch, hidden, 4).half_operands, (batch, hidden)
-    assert plan(20, 500, 4, half_operands=True).half_operands  # where TF32's weights are resident, asked for
+    for batch, hidden in ((20, 100), (32, 128), (128, 128), (256, 128), (1, 37)):  # FMA, on chip, or not measured
+        for gates in (4, 3):
+            assert not plan(batch, hidden, gates).half_operands, (batch, hidden, gates)
+    assert plan(20, 100, 4, h_on_chip=False, half_operands=True).half_operands  # exchanging h, asked for
     for bad in (dict(gates=1), dict(dtype=torch.bfloat16, precision="ieee"), dict(precision="tf32x3"),
                 dict(h_on_chip=True), dict(gluon=True)):
         args = {"gates": 4, **bad}

@@ -482,9 +482,10 @@ def test_default_plans_for_the_h100():
     assert (p.block_h, p.block_b, p.w_resident, p.num_warps, p.grid(16, 768)) == (16, 16, True, 4, (48, 1))
     assert p.block_k == 256
     # Pieces of 8 KB of h, but 256 columns for 16-bit weights at 32 batch rows up to hidden 768
-    # (measured faster); not for fp32 weights (TF32) there, nor at 64 rows or hidden 1024 (spilled).
+    # (measured faster); not for fp32 weights (TF32's own operands, asked for: its forwards take fp16
+    # operands by default, Plan.half_operands) there, nor at 64 rows or hidden 1024 (spilled).
     assert plan(128, 512, 4, torch.bfloat16).block_k == plan(64, 768, 3, torch.float16).block_k == 256
-    assert plan(128, 512, 4, torch.float32, "tf32").block_k == 64
+    assert plan(128, 512, 4, torch.float32, "tf32", half_operands=False).block_k == 64
     assert plan(128, 1024, 4, torch.bfloat16).block_k == 64
     # 16-bit weights at 64 batch rows a program are streamed, not held in 64-column pieces; at 32
     # rows, and for fp32 weights, they stay resident.
@@ -605,14 +606,14 @@ def test_default_plans_for_the_h100():
     assert plan(128, 1024, 4, torch.bfloat16, direction="backward").num_warps == 8
     # A forward of fp32 weights (3xTF32 or TF32) at 64 batch rows a program runs one warpgroup
     # (the two of 8 warps each read every weight); 16-bit weights keep 8 there, and so do TF32's
-    # forwards on fp16 operands (Plan.half_operands: hidden 1024 at batch 128), and the
+    # forwards on fp16 operands (Plan.half_operands: TF32's default past hidden 128), and the
     # transpose backward keeps 8.
-    for precision in ("tf32x3", "tf32"):
+    for precision, asked in (("tf32x3", {}), ("tf32", {"half_operands": False}), ("tf32", {})):
         for batch, hidden, gates in ((128, 1024, 4), (128, 1024, 3), (256, 512, 4), (128, 768, 3)):
-            p = plan(batch, hidden, gates, torch.float32, precision)
+            p = plan(batch, hidden, gates, torch.float32, precision, **asked)
             half = p.half_operands
-            assert half == (precision == "tf32" and hidden == 1024), (precision, batch, hidden, gates)
-            assert (p.block_b, p.num_warps) == (64, 8 if half else 4), (precision, batch, hidden, gates)
+            assert half == (precision == "tf32" and not asked), (precision, asked, batch, hidden, gates)
+            assert (p.block_b, p.num_warps) == (64, 8 if half else 4), (precision, asked, batch, hidden, gates)
         # A 128-row tile (32 units a program) was not measured: 8 warps, both ways.
         for direction in ("forward", "backward"):
             p = plan(129, 768, 4, torch.float32, precision, direction)

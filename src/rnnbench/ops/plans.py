@@ -150,13 +150,16 @@ SPLIT_ONCE_BLOCK_K, SPLIT_W_ONCE_STAGES = 32, 6
 # h's remainder plane 14.3, without the weights' 14.4, without both 11.4, one product of the high
 # parts alone 8.0; fp16 remainders converted to fp32 for TF32 products were slower (23-29).
 SPLIT_FP16, SPLIT_FP16_BLOCK_K, SPLIT_FP16_STAGES = True, 64, 4
-# TF32 forwards of the LSTM and GRU whose fp32 weights would stream from L2 every step (hidden 1024;
-# 768 past batch 128) run on fp16 operands instead (Plan.half_operands), with the 16-bit plan. On the
-# H100 (results/h100/half-operands/final-326c591, plan_sweep.py --cases half_operands) 0.46-0.70x
-# the step (batch 128, hidden 1024: LSTM 8.78 -> 5.68 µs, GRU 8.27 -> 5.13; batch 32 6.77 -> 3.14,
-# 5.56 -> 3.07); errors against float64 the same (7.9e-4 against 8.1e-4, 4.4e-4 against 4.8e-4);
+# TF32 forwards of the LSTM and GRU that exchange h past the FMA forwards' widths (hidden 128; at
+# 128 and below, where the FMA forwards do not run, not measured) run on fp16 operands
+# (Plan.half_operands), with the 16-bit plan. Where TF32's fp32 weights would stream from L2
+# every step (hidden 1024; 768 past batch 128), on the H100 (results/h100/half-operands/final-326c591,
+# plan_sweep.py --cases half_operands) 0.46-0.70x the step (batch 128, hidden 1024: LSTM 8.78 -> 5.68
+# µs, GRU 8.27 -> 5.13); errors against float64 the same (7.9e-4 against 8.1e-4, 4.4e-4 against 4.8e-4);
 # graphed forwards 1.24-1.51x as fast through the engine (on_chip.py --compare half_operands). Where
-# TF32's weights are resident it was not measured.
+# TF32's weights are resident too: on the H200 (results/h200/half-wide/, --cases half_operands_wide)
+# 0.52-0.96x the step at every one of 36 shapes (hidden 136-768, batch 1, 32, 128; LSTM and GRU), the
+# least gain at hidden 650, batch 128 (0.96x; rows of 650 are not 16-byte aligned).
 HALF_OPERANDS = True
 # TF32 forwards of the LSTM and GRU on FMA units hold W_hh^T as scaled fp16 (Plan.half_weights) where
 # 16-bit weights split k in two (gluon_fma.k_split: the GRU from hidden 65, the LSTM from 101). On the
@@ -165,6 +168,9 @@ HALF_OPERANDS = True
 # -> 44.8). The LSTM at hidden 100 (one part) took 1.05x: not there. (Not measured for the GRU at hidden
 # 65-99, nor the LSTM at 101-127.)
 HALF_WEIGHTS = True
+# Overrides of a TF32 forward that mean its own fp32 operands (a weight path, 3xTF32's splits): given,
+# the forward does not take Plan.half_operands by default (and a split asked for is refused as such).
+_TF32_OPERAND_FIELDS = frozenset({"w_resident", "split_once", "split_w_once"})
 # Plan overrides that pick a tile or weight path: given without h_on_chip, they mean the exchange plan.
 _EXCHANGE_FIELDS = frozenset({"block_h", "block_k", "w_resident"})
 
@@ -874,8 +880,8 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         plan = dataclasses.replace(plan, num_stages=max(1, min(plan.num_stages, (smem - SHARED_MEMORY_MARGIN) // stage)))
     half = plan.half_operands if "half_operands" in override else (
         HALF_OPERANDS and device.type == "cuda" and direction == "forward" and dtype == torch.float32
-        and precision == "tf32" and num_gates in (3, 4) and "w_resident" not in override
-        and not (plan.h_on_chip or plan.fma or plan.w_resident))
+        and precision == "tf32" and num_gates in (3, 4) and kp > FMA_MAX_K and _TF32_OPERAND_FIELDS.isdisjoint(override)
+        and not (plan.h_on_chip or plan.fma))
     if half:
         return _half_operands_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision,
                                    direction, asked)
