@@ -1,6 +1,6 @@
 """Our recurrence kernels alone under launch-plan overrides: µs per step, forward and backward (one GPU).
 
-    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths] [--budget SECONDS]
+    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm] [--budget SECONDS]
 
 For each case (cell, batch_size, hidden_size, dtype, seq_len) and each plan override
 (``rnnbench.ops.recurrence.plan_override``; ``{}`` is the default plan), on prebuilt inputs
@@ -50,6 +50,8 @@ the choice against float64 and times the lanes. Case sets:
   128), fp16 operands against TF32's (the default since ``half_operands_wide``).
 - ``odd_widths``: hidden 650 (rows not 16-byte aligned) beside 640 and 656 at batch 128, TF32,
   the default backward against the transpose backward.
+- ``odd_widths_lm``: the LSTM at batch 20 (a language model's), hidden 1496/1500/1504 in bf16 and
+  TF32, 648/650/656 in TF32.
 - ``half_operands_wide``: fp16 operands (the default since this set's run) against TF32's at every
   width from 136 to 768 (batch 1, 32, 128).
 - ``gate_split_rule``: then where the rule was open: 16-bit at hidden 768-1024 and TF32 at 768
@@ -201,6 +203,11 @@ CASE_SETS["half_operands_wide"] = [
 # against the aligned widths beside it (640, 656), and the backward's transpose plan.
 CASE_SETS["odd_widths"] = [
     (cell, 128, h, "tf32", 30, [{}, {"backward_split_k": False}]) for h in (640, 650, 656) for cell in ("lstm", "gru")]
+# Then the language models' widths (zaremba-large's 1500: fp16 rows of 3,000 bytes; 650, a medium
+# LSTM's) at their batch, 20, beside aligned neighbours: do odd widths cost there too?
+CASE_SETS["odd_widths_lm"] = [
+    *[("lstm", 20, h, dtype, 35, [{}]) for dtype in ("bf16", "tf32") for h in (1496, 1500, 1504)],
+    *[("lstm", 20, h, "tf32", 35, [{}]) for h in (648, 650, 656)]]
 CASE_SETS["tall_backward"] = [
     *[(cell, 128, 1024, "tf32", 30, TALL_BACKWARD) for cell in ("lstm", "gru")],
     *[(cell, 32, 1024, "tf32", 30, TALL_BACKWARD[:3]) for cell in ("lstm", "gru")],
