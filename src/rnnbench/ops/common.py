@@ -596,6 +596,19 @@ def _split_h0(h, h0_ptr, h_split_ptr, plane_h, hid, rows, row_mask, mask, counte
 
 
 @triton.jit
+def _exchange_offsets(B, plane_h, hid, rows, units, H: tl.constexpr, S: tl.constexpr):
+    """``(plane, offsets)`` of the program's tile in h's fp16 exchange planes (``SPLIT_ONCE`` 3):
+    rows ``S`` apart (:attr:`Plan.pad_rows`), or those of a ``[B, H]`` plane (``plane_h``,
+    ``hid``) where ``S`` is ``H``."""
+    plane = plane_h
+    offsets = hid
+    if S != H:
+        plane = B.to(tl.int64) * S
+        offsets = rows[None, :] * S + units[:, None]
+    return plane, offsets
+
+
+@triton.jit
 def _publish_h(h, h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask, counter_ptr, ON_CHIP: tl.constexpr,
                SPLIT_ONCE: tl.constexpr, h_inv, plane_s, hid_s):
     """Step ``t``'s end: store ``h_t`` (fp32 ``[BLOCK_H, BLOCK_B]``) as the output ``h_buf[t+1]``

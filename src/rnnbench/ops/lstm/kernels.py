@@ -18,8 +18,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _forward_weights, _gate_bias, _gate_columns,
-                      _gradient_in, _load_f32, _load_weight_columns, _on_chip_columns, _program_tile, _publish_h,
+from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _exchange_offsets, _forward_weights,
+                      _gate_bias, _gate_columns, _gradient_in, _load_f32, _load_weight_columns, _on_chip_columns, _program_tile, _publish_h,
                       _recurrent_matmul, _release_counters, _resident_stack_t, _row_lengths, _split_gates, _split_h0,
                       _split_k_arrive, _split_k_sum, _stack_gates, _stacked_rows, _tanh, _transpose_columns, _wait,
                       _where_running)
@@ -49,13 +49,7 @@ def lstm_forward_kernel(
 
     w_rows, w_valid = _stacked_rows(pid_h, H, 4, 4, BLOCK_H)
     w_plane = 4 * H * H  # one [4H, H] plane of W_hh's split copy
-    # h's fp16 exchange planes (SPLIT_ONCE 3): rows H_STRIDE apart (Plan.pad_rows), else H
-    if H_STRIDE == H:
-        plane_e = plane_h
-        hid_e = hid
-    else:
-        plane_e = B.to(tl.int64) * H_STRIDE
-        hid_e = rows[None, :] * H_STRIDE + units[:, None]
+    plane_e, hid_e = _exchange_offsets(B, plane_h, hid, rows, units, H, H_STRIDE)  # (h's fp16 planes)
     w, w_src, w_scale = _forward_weights(w_hh_ptr, w_split_ptr, w_plane, w_rows, w_valid, H, BLOCK_K, CHUNKS,
                                          W_RESIDENT, SPLIT_ONCE, K_PAD, BLOCK_B, H_STRIDE)
     bias_i = _gate_bias(b_ih_ptr, b_hh_ptr, 0 * H + units, unit_mask, HAS_BIAS, True)
