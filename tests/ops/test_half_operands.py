@@ -133,6 +133,26 @@ def test_tf32_forwards_that_exchange_h_take_half_operands():
             plan(128, 1024, args.pop("gates"), half_operands=True, **args)
 
 
+@pytest.mark.usefixtures("interpreter")
+@pytest.mark.parametrize("plan_name", ["pieces", "streamed"])
+@pytest.mark.parametrize("cell", CELLS)
+def test_padded_rows_give_the_same_bits(cell, plan_name):
+    """``Plan.pad_rows`` moves the fp16 rows' addresses, not a value or the order of a sum: the
+    output, final states and every gradient are bit for bit the unpadded forward's (hidden 37:
+    rows 40 apart)."""
+    from rnnbench.ops.recurrence import plan_override, recurrent_layer
+
+    from test_recurrence import run_layer
+
+    tensors = make_layer(cell, (3, 7, 5, 37))
+    got = {}
+    for pad in (False, True):
+        with plan_override(half_operands=True, pad_rows=pad, **PLANS[plan_name]):
+            out, grads = run_layer(recurrent_layer, cell, tensors, torch.float32)
+        got[pad] = out + grads
+    assert all(torch.equal(a, b) for a, b in zip(got[False], got[True]))
+
+
 def test_pad_rows_goes_with_half_operands():
     """``Plan.pad_rows`` (off by default): asked for, a TF32 forward on fp16 operands pads its own
     fp16 rows to 16 bytes (``row_stride``: 650 -> 656, 640 stays); the backward ignores it (a
