@@ -500,7 +500,8 @@ HALF_OPERAND_CASES = [_case(cell, b, 1024, "tf32", HALF_OPERANDS) for b in (128,
 # Then where TF32's weights are resident (the default there since half_operands_wide's sweep):
 # theano's depth-1 cases at hidden 512, glample's LSTM at hidden 500, fastrnns' LSTM, hidden 768 at batch 16.
 HALF_WIDE_CASES = [*[_case(cell, b, 512, "tf32", HALF_OPERANDS) for b in (128, 32) for cell in ("lstm", "gru")],
-                   ("lstm", 20, 30, 500, 500, "tf32", HALF_OPERANDS), _case("lstm", 64, 512, "tf32", HALF_OPERANDS, seq_len=100),
+                   ("lstm", 20, 30, 500, 500, "tf32", HALF_OPERANDS),
+                   _case("lstm", 64, 512, "tf32", HALF_OPERANDS, seq_len=100),
                    *[_case(cell, 16, 768, "tf32", HALF_OPERANDS) for cell in ("lstm", "gru")]]
 # The Gluon forwards with the weights in registers (Plan.reg_weights) against shared memory: FlashRNN's
 # shape in fp16 and bf16 (LSTM, GRU), two pieces of h at batch 32 (theano's hidden 512, bf16).
