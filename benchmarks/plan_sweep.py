@@ -1,6 +1,6 @@
 """Our recurrence kernels alone under launch-plan overrides: µs per step, forward and backward (one GPU).
 
-    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm] [--budget SECONDS]
+    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows] [--budget SECONDS]
 
 For each case (cell, batch_size, hidden_size, dtype, seq_len) and each plan override
 (``rnnbench.ops.recurrence.plan_override``; ``{}`` is the default plan), on prebuilt inputs
@@ -52,6 +52,8 @@ the choice against float64 and times the lanes. Case sets:
   the default backward against the transpose backward.
 - ``odd_widths_lm``: the LSTM at batch 20 (a language model's), hidden 1496/1500/1504 in bf16 and
   TF32, 648/650/656 in TF32.
+- ``pad_rows``: TF32's fp16-operand forward with its own fp16 rows padded to 16 bytes
+  (``Plan.pad_rows``) against unpadded, at hidden 650, 500 and 1500 (640 the aligned control).
 - ``half_operands_wide``: fp16 operands (the default since this set's run) against TF32's at every
   width from 136 to 768 (batch 1, 32, 128).
 - ``gate_split_rule``: then where the rule was open: 16-bit at hidden 768-1024 and TF32 at 768
@@ -208,6 +210,12 @@ CASE_SETS["odd_widths"] = [
 CASE_SETS["odd_widths_lm"] = [
     *[("lstm", 20, h, dtype, 35, [{}]) for dtype in ("bf16", "tf32") for h in (1496, 1500, 1504)],
     *[("lstm", 20, h, "tf32", 35, [{}]) for h in (648, 650, 656)]]
+# fp16 rows padded to 16 bytes (Plan.pad_rows, off by default) against unpadded, TF32 on fp16 operands:
+# hidden 650 (1,300-byte rows) at batch 128 and 32, 500 (1,000) at 128 and 20, 1500 at 20; 640 as the
+# control (already aligned: the same kernel both ways).
+CASE_SETS["pad_rows"] = [
+    (cell, b, h, "tf32", 30, [{}, {"forward_pad_rows": True}])
+    for h, b in ((650, 128), (650, 32), (500, 128), (500, 20), (1500, 20), (640, 128)) for cell in ("lstm", "gru")]
 CASE_SETS["tall_backward"] = [
     *[(cell, 128, 1024, "tf32", 30, TALL_BACKWARD) for cell in ("lstm", "gru")],
     *[(cell, 32, 1024, "tf32", 30, TALL_BACKWARD[:3]) for cell in ("lstm", "gru")],

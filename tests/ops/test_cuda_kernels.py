@@ -850,6 +850,32 @@ def test_half_operands_forward(cell, batch, seq, hidden, scaled):
     assert all(not buf.any() for buf in COUNTERS.values())
 
 
+@pytest.mark.parametrize("batch, seq, hidden", [(128, 5, 650), (37, 6, 650), (20, 7, 500)])
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_half_operands_forward_with_padded_rows(cell, batch, seq, hidden):
+    """``Plan.pad_rows`` (off by default): the fp16-operand forward with its own fp16 rows 16
+    bytes apart (hidden 650: 656; 500: 504), weights streamed at batch 128, resident at 37 and 20.
+    The same products in the same order from other addresses: everything the layer returns bit for
+    bit the unpadded forward's, and within TF32's tolerance of float64; the counters end at zero.
+    (Written 2026-11-29 without a GPU; its first run is the next device call's.)"""
+    from rnnbench.ops import recurrence
+    from rnnbench.ops.plans import row_stride
+
+    tensors = _layer(cell, batch, seq, 5, hidden)
+    got = {}
+    for pad in (False, True):
+        with matmul_mode("tf32"), plan_override(forward_pad_rows=pad):
+            forward = recurrence.layer_launch(cell, batch, hidden, torch.float32, torch.device("cuda")).forward
+            assert forward.half_operands and forward.pad_rows == pad
+            assert (row_stride(forward, hidden) > hidden) == pad
+            got[pad] = _outputs_and_grads(recurrent_layer, cell, tensors, torch.float32)
+    assert all(torch.equal(a, b) for a, b in zip(got[False], got[True]))
+    ref = _outputs_and_grads(naive_layer, cell, tensors, torch.float64)
+    assert all(relative_error(a, b) <= tolerance(cell, "tf32") for a, b in zip(got[True], ref))
+    torch.cuda.synchronize()
+    assert all(not buf.any() for buf in COUNTERS.values())
+
+
 @pytest.mark.parametrize("batch, seq, hidden", [(20, 9, 100), (16, 40, 768)])
 @pytest.mark.parametrize("rows", [128, 256])
 @pytest.mark.parametrize("dtype", DTYPES)

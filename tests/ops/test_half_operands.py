@@ -16,16 +16,24 @@ from rnnbench.precision import tolerance
 from test_recurrence import LENGTHS, SHAPES, _id, check_layer, make_layer
 
 CELLS = ("lstm", "gru")  # (the RNN's h under relu is unbounded: no half operands)
-# resident in one piece, resident in 16-column pieces, streamed from the program's fp16 copy
-PLANS = {"resident": {}, "pieces": {"block_k": 16}, "streamed": {"w_resident": False, "block_k": 16}}
+# resident in one piece, resident in 16-column pieces, streamed from the program's fp16 copy; the
+# last two with the copy's and h's fp16 rows padded (Plan.pad_rows: at hidden 37 and 100, rows 40
+# and 104 apart)
+PLANS = {"resident": {}, "pieces": {"block_k": 16}, "streamed": {"w_resident": False, "block_k": 16},
+         "pieces_padded": {"block_k": 16, "pad_rows": True},
+         "streamed_padded": {"w_resident": False, "block_k": 16, "pad_rows": True}}
 
 
 def _check(cell, tensors, plan_fields, lengths=None):
     from rnnbench.ops.recurrence import plan, plan_override
 
+    from rnnbench.ops.plans import row_stride
+
     b, h = tensors[0].shape[1], tensors[4].shape[1]
     with plan_override(half_operands=True, **plan_fields):
-        assert plan(cell, b, h, torch.float32, torch.device("cpu")).half_operands
+        p = plan(cell, b, h, torch.float32, torch.device("cpu"))
+        assert p.half_operands and p.pad_rows == plan_fields.get("pad_rows", False)
+        assert (row_stride(p, h) > h) == (p.pad_rows and h % 8 != 0)  # (a padded row where H is not 16 bytes)
         check_layer(cell, tensors, "fp32", tolerance(cell, "tf32"), lengths)
 
 
@@ -72,17 +80,18 @@ def test_initial_states_past_fp16s_range(cell, plan_name):
 
 
 @pytest.mark.usefixtures("concurrent_programs")
+@pytest.mark.parametrize("pad_rows", [False, True], ids=["rows_h", "rows_padded"])
 @pytest.mark.parametrize("weights", ["resident", "streamed"])
 @pytest.mark.parametrize("cell", CELLS)
-def test_half_operands_across_programs(cell, weights):
+def test_half_operands_across_programs(cell, weights, pad_rows):
     """Over 6 programs (hidden 37 in 3 unit blocks, batch 20 in two batch blocks): each rounds its
     own rows of W_hh (into its rows of the shared fp16 copy when streamed), publishes h_t in fp16
     in two slots reused every other step, and h0's pass a barrier of their own first; h0 of one
-    row past fp16's range."""
+    row past fp16's range. ``pad_rows``: the copy's and h's fp16 rows 40 apart (Plan.pad_rows)."""
     x, h0, c0, w_ih, w_hh, b_ih, b_hh = make_layer(cell, (20, 5, 4, 37))
     h0[7] *= 2.0 ** 20
     _check(cell, [x, h0, c0, w_ih, w_hh, b_ih, b_hh],
-           dict(block_h=16, block_b=16, w_resident=weights == "resident", block_k=16))
+           dict(block_h=16, block_b=16, w_resident=weights == "resident", block_k=16, pad_rows=pad_rows))
 
 
 def test_tf32_forwards_that_exchange_h_take_half_operands():
@@ -122,3 +131,48 @@ def test_tf32_forwards_that_exchange_h_take_half_operands():
         args = {"gates": 4, **bad}
         with pytest.raises(ValueError, match="half_operands|gluon"):
             plan(128, 1024, args.pop("gates"), half_operands=True, **args)
+
+
+@pytest.mark.usefixtures("interpreter")
+@pytest.mark.parametrize("plan_name", ["pieces", "streamed"])
+@pytest.mark.parametrize("cell", CELLS)
+def test_padded_rows_give_the_same_bits(cell, plan_name):
+    """``Plan.pad_rows`` moves the fp16 rows' addresses, not a value or the order of a sum: the
+    output, final states and every gradient are bit for bit the unpadded forward's (hidden 37:
+    rows 40 apart)."""
+    from rnnbench.ops.recurrence import plan_override, recurrent_layer
+
+    from test_recurrence import run_layer
+
+    tensors = make_layer(cell, (3, 7, 5, 37))
+    got = {}
+    for pad in (False, True):
+        with plan_override(half_operands=True, pad_rows=pad, **PLANS[plan_name]):
+            out, grads = run_layer(recurrent_layer, cell, tensors, torch.float32)
+        got[pad] = out + grads
+    assert all(torch.equal(a, b) for a, b in zip(got[False], got[True]))
+
+
+def test_pad_rows_goes_with_half_operands():
+    """``Plan.pad_rows`` (off by default): asked for, a TF32 forward on fp16 operands pads its own
+    fp16 rows to 16 bytes (``row_stride``: 650 -> 656, 640 stays); the backward ignores it (a
+    forward's field); any other forward refuses it (16-bit weights, 3xTF32, TF32's own operands)."""
+    from rnnbench.ops.plans import choose_plan, row_stride
+
+    cuda = torch.device("cuda")
+
+    def plan(hidden, dtype=torch.float32, precision="tf32", direction="forward", **override):
+        return choose_plan(128, hidden, 4, dtype, cuda, multiprocessors=132, precision=precision,
+                           direction=direction, **override)
+
+    assert not plan(650).pad_rows and row_stride(plan(650), 650) == 650
+    for asked in (dict(pad_rows=True), dict(forward_pad_rows=True)):
+        p = plan(650, **asked)
+        assert p.half_operands and p.pad_rows and row_stride(p, 650) == 656
+        assert dataclasses.replace(p, pad_rows=False) == plan(650)  # (nothing else of the plan moves)
+        assert row_stride(plan(640, **asked), 640) == 640
+        assert not plan(650, direction="backward", **asked).pad_rows
+    for bad in (dict(dtype=torch.bfloat16, precision="ieee"), dict(precision="tf32x3"), dict(half_operands=False)):
+        with pytest.raises(ValueError, match="pad_rows"):
+            plan(650, pad_rows=True, **bad)
+

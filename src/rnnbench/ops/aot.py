@@ -35,7 +35,7 @@ from triton.compiler import ASTSource
 
 from . import gradients, projection, split_products
 from .plans import (Plan, backward_precision, chip_split_level, choose_plan, fma_warps, gate_split_constexprs, k_chunks,
-                    k_padded, split_k_pieces, split_once_level)
+                    k_padded, row_stride, split_k_pieces, split_once_level)
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .rnn.fma import CHAINS as FMA_CHAINS
@@ -104,7 +104,8 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
                       UPCAST=False, FAST_ACT=plan.fast_activations, SPLIT_ONCE=split_once_level(plan),
                       CHIP_SPLIT=chip_split_level(plan), SAVE=save, RELU=False,
                       HAS_BIAS=True, HAS_H0=True, HAS_C0=True, HAS_D_OUT=True, HAS_D_H_N=True, HAS_D_C_N=True,
-                      HAS_LENGTHS=lengths, CHAINS=FMA_CHAINS, PDL=capability >= 90)
+                      HAS_LENGTHS=lengths, CHAINS=FMA_CHAINS, PDL=capability >= 90,
+                      H_STRIDE=row_stride(plan, hidden_size))
     if direction == "backward":  # (always: a constexpr left out would compile as a runtime argument)
         constexprs.update(gate_split_constexprs(plan, hidden_size))
     stages = plan.num_stages

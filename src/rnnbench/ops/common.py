@@ -156,12 +156,13 @@ HALF_SHIFT = tl.constexpr(15)
 
 @triton.jit
 def _half_weights(w_ptr, w_copy_ptr, w_rows, w_valid, H: tl.constexpr, K_PAD: tl.constexpr,
-                  BLOCK_B: tl.constexpr, w_plane=0, REMAINDER: tl.constexpr = False):
+                  BLOCK_B: tl.constexpr, S: tl.constexpr, w_plane=0, REMAINDER: tl.constexpr = False):
     """Before a half-operand forward's time loop (:attr:`Plan.half_operands`): per row of the
     program's stacked tile of ``W_hh``, the power of two ``s`` with ``max |W[row]| / s`` in ``[2^14,
     2^15)`` (:func:`_pow2_above`), and ``W / s`` rounded to fp16 into the same rows of the copy at
-    ``w_copy_ptr`` (``[G*H, H]``); with ``REMAINDER`` (:attr:`Plan.split_fp16`) split by
-    :func:`_split_half` instead, the remainders ``w_plane`` further (``[2, G*H, H]``). Returns
+    ``w_copy_ptr`` (``[G*H, S]``: rows ``S`` apart, :attr:`Plan.pad_rows`); with ``REMAINDER``
+    (:attr:`Plan.split_fp16`) split by :func:`_split_half` instead, the remainders ``w_plane``
+    further (``[2, G*H, H]``). Returns
     ``s``. Two passes over the rows, in chunks of 32 KB of
     fp32 (64 KB at 64 batch rows, 8 warps): at hidden 1024 on the H100 a half-operand forward's
     start took 22-33 µs beyond its steps against TF32's 9-27, in these chunks as in 64-column ones
@@ -177,7 +178,7 @@ def _half_weights(w_ptr, w_copy_ptr, w_rows, w_valid, H: tl.constexpr, K_PAD: tl
     for k0 in range(0, H, CHUNK):
         k = k0 + tl.arange(0, CHUNK)
         wk = _load_stacked_weights(w_ptr, w_rows, w_valid, k0, H, CHUNK).to(tl.float32)
-        _store_half(w_copy_ptr, w_plane, w_rows[:, None] * H + k[None, :], wk * inv[:, None],
+        _store_half(w_copy_ptr, w_plane, w_rows[:, None] * S + k[None, :], wk * inv[:, None],
                     w_valid[:, None] & (k < H)[None, :], REMAINDER)
     return scale
 
@@ -360,41 +361,47 @@ def _stacked_rows(pid_h, H: tl.constexpr, GATES: tl.constexpr, GP: tl.constexpr,
 
 
 @triton.jit
-def _load_stacked_weights(w_ptr, w_rows, w_valid, k0, H: tl.constexpr, BLOCK_K: tl.constexpr):
+def _load_stacked_weights(w_ptr, w_rows, w_valid, k0, H: tl.constexpr, BLOCK_K: tl.constexpr, S: tl.constexpr = 0):
     """Tile ``[GP * BLOCK_H, BLOCK_K]``: ``W_hh[w_rows, k0 : k0 + BLOCK_K]``, 0 where the row does
-    not exist or ``k >= H``; in the weights' dtype."""
+    not exist or ``k >= H``; in the weights' dtype. Rows ``S`` apart (0: ``H``, as ``W_hh``'s;
+    a padded copy's, :attr:`Plan.pad_rows`)."""
+    ROW: tl.constexpr = S if S > 0 else H
     k = k0 + tl.arange(0, BLOCK_K)
-    return tl.load(w_ptr + w_rows[:, None] * H + k[None, :], mask=w_valid[:, None] & (k < H)[None, :], other=0.0)
+    return tl.load(w_ptr + w_rows[:, None] * ROW + k[None, :], mask=w_valid[:, None] & (k < H)[None, :], other=0.0)
 
 
 @triton.jit
-def _resident_stack(w_ptr, w_rows, w_valid, H: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr):
+def _resident_stack(w_ptr, w_rows, w_valid, H: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
+                    S: tl.constexpr = 0):
     """The resident stacked tile as a tuple of ``CHUNKS`` pieces ``[GP * BLOCK_H, BLOCK_K]``
     (columns ``i * BLOCK_K ..``): hidden 768 is three pieces of 256, not one of 1024, and no piece
-    needs more than a few dozen registers per thread on its way into shared memory."""
+    needs more than a few dozen registers per thread on its way into shared memory. Rows ``S``
+    apart (:func:`_load_stacked_weights`)."""
     pieces = ()
     for i in tl.static_range(CHUNKS):
-        pieces = pieces + (_load_stacked_weights(w_ptr, w_rows, w_valid, i * BLOCK_K, H, BLOCK_K),)
+        pieces = pieces + (_load_stacked_weights(w_ptr, w_rows, w_valid, i * BLOCK_K, H, BLOCK_K, S),)
     return pieces
 
 
 @triton.jit
 def _stacked_matmul(pieces, w_ptr, w_rows, w_valid, h_ptr, rows, row_live, acc,
                     H: tl.constexpr, K_PAD: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
-                    W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+                    W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr, S: tl.constexpr = 0):
     """Forward: ``acc + W_stack @ h^T``, ``[GP * BLOCK_H, BLOCK_B]`` fp32, where h is the ``[B, H]``
     plane at ``h_ptr`` (rows not ``row_live`` read as 0). ``pieces`` is the resident stacked tile
     (:func:`_resident_stack`, kept in shared memory by the compiler); otherwise the weights are
     re-read from global memory (L2) in ``BLOCK_K`` chunks. Either way the reduction stops at the
-    chunk holding unit H - 1, not at K_PAD: no chunk of padding."""
+    chunk holding unit H - 1, not at K_PAD: no chunk of padding. The rows of h, and of the
+    streamed weights, ``S`` apart (0: ``H``; :attr:`Plan.pad_rows`' own buffers)."""
+    ROW: tl.constexpr = S if S > 0 else H
     if W_RESIDENT:
         for i in tl.static_range(CHUNKS):
-            h = _load_gate_padded(h_ptr, H, rows, row_live, i * BLOCK_K, H, 1, K_PAD, BLOCK_K)
+            h = _load_gate_padded(h_ptr, ROW, rows, row_live, i * BLOCK_K, H, 1, K_PAD, BLOCK_K)
             acc = _mma(pieces[i], tl.trans(h), acc, PRECISION, UPCAST)
     else:
         for k0 in range(0, H, BLOCK_K):
-            h = _load_gate_padded(h_ptr, H, rows, row_live, k0, H, 1, K_PAD, BLOCK_K)
-            wk = _load_stacked_weights(w_ptr, w_rows, w_valid, k0, H, BLOCK_K)
+            h = _load_gate_padded(h_ptr, ROW, rows, row_live, k0, H, 1, K_PAD, BLOCK_K)
+            wk = _load_stacked_weights(w_ptr, w_rows, w_valid, k0, H, BLOCK_K, S)
             acc = _mma(wk, tl.trans(h), acc, PRECISION, UPCAST)
     return acc
 
@@ -507,7 +514,7 @@ def _half_split_matmul(w_hi_ptr, w_lo_ptr, w_rows, w_valid, h_ptr, plane_h, rows
 @triton.jit
 def _forward_weights(w_ptr, w_split_ptr, w_plane, w_rows, w_valid, H: tl.constexpr, BLOCK_K: tl.constexpr,
                      CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, SPLIT_ONCE: tl.constexpr, K_PAD: tl.constexpr,
-                     BLOCK_B: tl.constexpr):
+                     BLOCK_B: tl.constexpr, S: tl.constexpr):
     """A forward kernel's weights before its time loop: ``(pieces, w_src, w_scale)``, the resident
     stacked tile (:func:`_resident_stack`; 0 when streamed), where a streamed step reads them
     (``W_hh``) and what the step's product is multiplied by, row by row (1 but at levels 3 and 4).
@@ -520,18 +527,19 @@ def _forward_weights(w_ptr, w_split_ptr, w_plane, w_rows, w_valid, H: tl.constex
     reads those rows (programs of other batch blocks with the same units write the same bits), so
     a barrier of this program's threads suffices. At 3 each row is divided by its power of two
     (:func:`_half_weights`, ``w_scale``) and rounded to fp16 into the program's own rows of an
-    fp16 copy at ``w_split_ptr`` (``[G*H, H]``), written as at 2, which the resident pieces are
-    read from, or the steps stream; at 4 the same, split (:func:`_split_half`: ``[2, G*H, H]``
-    fp16, remainders ``w_plane`` further), streamed."""
+    fp16 copy at ``w_split_ptr`` (``[G*H, S]``: rows ``S`` apart, ``H`` but with
+    :attr:`Plan.pad_rows`), written as at 2, which the resident pieces are read from, or the steps
+    stream; at 4 the same, split (:func:`_split_half`: ``[2, G*H, H]`` fp16, remainders ``w_plane``
+    further), streamed."""
     w_src = w_ptr
     w_scale = 1.0
     if SPLIT_ONCE >= 3:
-        w_scale = _half_weights(w_ptr, w_split_ptr, w_rows, w_valid, H, K_PAD, BLOCK_B, w_plane, SPLIT_ONCE == 4)
+        w_scale = _half_weights(w_ptr, w_split_ptr, w_rows, w_valid, H, K_PAD, BLOCK_B, S, w_plane, SPLIT_ONCE == 4)
         w_src = w_split_ptr
         tl.debug_barrier()
         # (Resident pieces read back from the copy, as 16-bit weights are: converted in registers
         # they stayed there, 255 registers a thread and 504 bytes spilled at hidden 1024, sm_90.)
-        pieces = _resident_stack(w_split_ptr, w_rows, w_valid, H, BLOCK_K, CHUNKS) if W_RESIDENT else 0
+        pieces = _resident_stack(w_split_ptr, w_rows, w_valid, H, BLOCK_K, CHUNKS, S) if W_RESIDENT else 0
     elif SPLIT_ONCE:
         if W_RESIDENT:
             highs = ()
@@ -566,8 +574,9 @@ def _split_h0(h, h0_ptr, h_split_ptr, plane_h, hid, rows, row_mask, mask, counte
     it to fp16 (:attr:`Plan.half_operands`, ``SPLIT_ONCE`` 3): this program's tile of h0 (fp32
     ``h``) split, or divided by its rows' scales (:func:`_half_h_scales`, ``CARRIES_H0`` the GRU)
     and rounded (at 4, :attr:`Plan.split_fp16`, then split: :func:`_split_half`), into slot 0 of
-    the exchange buffer, then a grid barrier so that every program's is there. Returns ``(passed,
-    h_scales, h_inv)``: the barriers passed (0 or 1), which every later wait's target counts, the
+    the exchange buffer (``plane_h`` and ``hid`` its plane's size and the tile's offsets in it: rows
+    ``S`` apart with :attr:`Plan.pad_rows`), then a grid barrier so that every program's is there.
+    Returns ``(passed, h_scales, h_inv)``: the barriers passed (0 or 1), which every later wait's target counts, the
     scales of step 0's and of later steps' products, and the inverse of the later (3, 4; else 1)."""
     passed = 0
     h_scales = (1.0, 1.0)
@@ -587,21 +596,35 @@ def _split_h0(h, h0_ptr, h_split_ptr, plane_h, hid, rows, row_mask, mask, counte
 
 
 @triton.jit
+def _exchange_offsets(B, plane_h, hid, rows, units, H: tl.constexpr, S: tl.constexpr):
+    """``(plane, offsets)`` of the program's tile in h's fp16 exchange planes (``SPLIT_ONCE`` 3):
+    rows ``S`` apart (:attr:`Plan.pad_rows`), or those of a ``[B, H]`` plane (``plane_h``,
+    ``hid``) where ``S`` is ``H``."""
+    plane = plane_h
+    offsets = hid
+    if S != H:
+        plane = B.to(tl.int64) * S
+        offsets = rows[None, :] * S + units[:, None]
+    return plane, offsets
+
+
+@triton.jit
 def _publish_h(h, h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask, counter_ptr, ON_CHIP: tl.constexpr,
-               SPLIT_ONCE: tl.constexpr, h_inv):
+               SPLIT_ONCE: tl.constexpr, h_inv, plane_s, hid_s):
     """Step ``t``'s end: store ``h_t`` (fp32 ``[BLOCK_H, BLOCK_B]``) as the output ``h_buf[t+1]``
     and where step ``t + 1`` reads it, then (exchange plans, not the last step) arrive at the
     barrier. With ``SPLIT_ONCE`` the next step reads it split (:func:`_store_split`) from slot
     ``(t + 1) % 2`` of the exchange buffer ``[2, 2, B, H]`` (two slots suffice: a program writes
     slot ``s`` again only after every program has arrived once more, so has read it), or at level
     3 times ``h_inv`` (:func:`_split_h0`) in fp16 from slot ``(t + 1) % 2`` of
-    ``[2, B, H]`` (at 4 split, :func:`_split_half`: ``[2, 2, B, H]`` fp16); the output, which no
-    program reads, is stored after the arrival."""
+    ``[2, B, S]`` (``plane_s`` and ``hid_s``: rows ``S`` apart, ``H`` but with :attr:`Plan.pad_rows`;
+    at 4 split, :func:`_split_half`: ``[2, 2, B, H]`` fp16); the output, which no program reads, is
+    stored after the arrival."""
     out = h_buf_ptr + (t + 1) * plane_h + hid
     if SPLIT_ONCE == 4:
         _store_half(h_split_ptr + ((t + 1) % 2) * (2 * plane_h), plane_h, hid, h * h_inv, mask, True)
     elif SPLIT_ONCE == 3:
-        tl.store(h_split_ptr + ((t + 1) % 2) * plane_h + hid, (h * h_inv).to(tl.float16), mask=mask)
+        tl.store(h_split_ptr + ((t + 1) % 2) * plane_s + hid_s, (h * h_inv).to(tl.float16), mask=mask)
     elif SPLIT_ONCE:
         _store_split(h_split_ptr + ((t + 1) % 2) * (2 * plane_h), plane_h, hid, h, mask)
     else:
@@ -616,7 +639,8 @@ def _publish_h(h, h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask, counter_ptr,
 def _recurrent_matmul(pieces, h, w_ptr, w_rows, w_valid, h_buf_ptr, h0_ptr, h_split_ptr, w_plane, t, plane_h, rows,
                       row_mask, acc, H: tl.constexpr, K_PAD: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
                       W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, HAS_H0: tl.constexpr,
-                      PRECISION: tl.constexpr, UPCAST: tl.constexpr, SPLIT_ONCE: tl.constexpr, w_scale, h_scales):
+                      PRECISION: tl.constexpr, UPCAST: tl.constexpr, SPLIT_ONCE: tl.constexpr, w_scale, h_scales,
+                      plane_s, S: tl.constexpr):
     """Forward step ``t``'s ``acc + W_stack @ h_{t-1}^T``. On chip (one program holds every unit
     of its batch rows, ``BLOCK_H == K_PAD``), ``h`` itself (fp32 ``[K_PAD, BLOCK_B]``, rounded to
     the weights' dtype as the exchange buffer would hold it) is the operand; otherwise every
@@ -624,7 +648,8 @@ def _recurrent_matmul(pieces, h, w_ptr, w_rows, w_valid, h_buf_ptr, h0_ptr, h_sp
     ``SPLIT_ONCE`` from slot ``t % 2`` of the split one (:func:`_publish_h`; h0's is slot 0),
     the weights from ``w_ptr`` (their high parts) and ``w_ptr + w_plane`` (:func:`_forward_weights`);
     at level 3 (:attr:`Plan.half_operands`) fp16 products of the weights' fp16 rows and h's from
-    slot ``t % 2`` of its fp16 exchange buffer, multiplied by the rows' ``w_scale`` and h's scale
+    slot ``t % 2`` of its fp16 exchange buffer (planes ``plane_s`` apart, rows ``S``: :attr:`Plan.pad_rows`),
+    multiplied by the rows' ``w_scale`` and h's scale
     after (exact: powers of two; ``h_scales`` step 0's and the later steps', :func:`_split_h0`); at 4
     (:attr:`Plan.split_fp16`) the same with 3xFP16's split operands (:func:`_half_split_matmul`)."""
     if ON_CHIP:
@@ -639,8 +664,8 @@ def _recurrent_matmul(pieces, h, w_ptr, w_rows, w_valid, h_buf_ptr, h0_ptr, h_sp
                                      plane_h, rows, live, acc, H, K_PAD, BLOCK_K)
         elif SPLIT_ONCE == 3:
             # (fp16 x fp16 products are exact in fp32: the interpreter widens them, as UPCAST does bf16)
-            acc = _stacked_matmul(pieces, w_ptr, w_rows, w_valid, h_split_ptr + (t % 2) * plane_h, rows, live, acc,
-                                  H, K_PAD, BLOCK_K, CHUNKS, W_RESIDENT, "ieee", _INTERPRET)
+            acc = _stacked_matmul(pieces, w_ptr, w_rows, w_valid, h_split_ptr + (t % 2) * plane_s, rows, live, acc,
+                                  H, K_PAD, BLOCK_K, CHUNKS, W_RESIDENT, "ieee", _INTERPRET, S)
         else:
             acc = _split_stacked_matmul(pieces, w_ptr, w_ptr + w_plane, w_rows, w_valid,
                                         h_split_ptr + (t % 2) * (2 * plane_h), plane_h, rows, live, acc, H, K_PAD,

@@ -306,6 +306,12 @@ class Plan:
             ``|h_t|``: 1 for the LSTM, ``max(1, |h0|)`` for the GRU), and the products are
             multiplied back (exact). Everything else stays fp32 (the input terms, the cell, h_t
             itself). The plan's tiles are the 16-bit plan's (:data:`HALF_OPERANDS`), never Gluon's.
+        pad_rows: with ``half_operands``: the forward's own fp16 buffers, ``W_hh``'s copy
+            (``[G*H, S]``) and h's exchange planes (``[2, B, S]``), hold rows ``S`` =
+            :func:`row_stride` apart, ``H`` rounded up to 8 (16 bytes of fp16), so that every row
+            starts on a 16-byte boundary, which a width like 650 does not give (1,300 bytes:
+            docs/kernels.md, "Rows not 16-byte aligned"); the caller's tensors and the outputs keep
+            ``H``. Off by default: not measured on a GPU yet.
         half_weights: the LSTM's and GRU's TF32 forward on FMA units (``fma``, float32 weights,
             TF32 allowed; ``ops/gluon_fma.py``, ``common.HALF_SHIFT``): ``W_hh^T``
             held on the chip as fp16, as 16-bit weights are (k in parts as theirs,
@@ -342,6 +348,7 @@ class Plan:
     produce: bool = False
     gate_split: int = 0
     half_operands: bool = False
+    pad_rows: bool = False
     reg_weights: bool = False
     half_weights: bool = False
 
@@ -376,6 +383,17 @@ def gate_split_constexprs(plan: Plan, hidden_size: int) -> dict:
         return {"GATE_GROUP": 0, "SPAN_PAD": 0}
     group = 1 if -(-hidden_size // plan.block_h) == 1 else plan.gate_split
     return {"GATE_GROUP": group, "SPAN_PAD": next_pow2(group * plan.block_h)}
+
+
+# The row stride of a pad_rows forward's fp16 buffers: a multiple of 8 fp16 values (16 bytes).
+PAD_ROWS_TO = 8
+
+
+def row_stride(plan: Plan, hidden_size: int) -> int:
+    """The forward kernels' ``H_STRIDE`` constexpr: the row stride of their own fp16 buffers (the
+    weights' copy and h's exchange planes), ``hidden_size`` rounded up to :data:`PAD_ROWS_TO` with
+    :attr:`Plan.pad_rows`, else ``hidden_size``."""
+    return -(-hidden_size // PAD_ROWS_TO) * PAD_ROWS_TO if plan.pad_rows else hidden_size
 
 
 def split_once_level(plan: Plan) -> int:
@@ -724,7 +742,8 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     one_way = {prefix: {k.removeprefix(prefix): override.pop(k) for k in list(override) if k.startswith(prefix)}
                for prefix in ("forward_", "backward_")}
     for field in ("split_k", "gate_split") if direction == "forward" else ("split_once", "split_fp16", "on_chip_split",
-                                                                          "half_operands", "half_weights", "produce"):
+                                                                          "half_operands", "half_weights", "produce",
+                                                                          "pad_rows"):
         override.pop(field, None)  # one direction's fields
     override.update(one_way[f"{direction}_"])
     tensor_cores = dtype != torch.float32 or precision in ("tf32", "tf32x3")
@@ -885,6 +904,8 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     if half:
         return _half_operands_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision,
                                    direction, asked)
+    if plan.pad_rows:  # (a half-operand plan returned above)
+        raise ValueError("pad_rows is the LSTM's and GRU's TF32 forward on fp16 operands (half_operands)")
     if plan.fast_activations and device.type != "cuda":
         raise ValueError("fast_activations needs CUDA (inline PTX, which the interpreter cannot run)")
     if plan.split_once and (direction != "forward" or plan.h_on_chip or dtype != torch.float32
@@ -948,6 +969,7 @@ def _half_operands_plan(batch_size, hidden_size, num_gates, dtype, device, multi
             with float32 weights, were refused before.)
     """
     fields = {k: v for k, v in asked.items() if k not in ("half_operands", "forward_half_operands")}
+    pad = bool(fields.pop("forward_pad_rows", fields.pop("pad_rows", False)))  # (the forward's own, applied after)
     if (direction != "forward" or dtype != torch.float32 or num_gates not in (3, 4)
             or (device.type == "cuda" and precision != "tf32") or any(
                 fields.get(prefix + name) for prefix in ("", "forward_")
@@ -958,7 +980,7 @@ def _half_operands_plan(batch_size, hidden_size, num_gates, dtype, device, multi
     fields.update(h_on_chip=False, fma=False)  # (fp16's plan at a small width, or the interpreter's, is on chip)
     plan = choose_plan(batch_size, hidden_size, num_gates, torch.float16, device, multiprocessors, "ieee", direction,
                        **fields)
-    return dataclasses.replace(plan, half_operands=True)
+    return dataclasses.replace(plan, half_operands=True, pad_rows=pad)
 
 
 def _gate_groups_fit(hidden_size: int, block_h: int, num_gates: int, batch_size: int, block_b: int,

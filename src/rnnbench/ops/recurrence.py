@@ -49,7 +49,7 @@ from .lstm import gluon as lstm_gluon
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .plans import (AHEAD_MIN_STEPS, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, chip_split_level,
                     choose_plan, dot_precision, fma_warps, gate_split_constexprs, k_chunks, k_padded, multiprocessors,
-                    producers, reg_weights_kernel, split_k_pieces, split_once_level, upcast_dot)
+                    producers, reg_weights_kernel, row_stride, split_k_pieces, split_once_level, upcast_dot)
 from .products import Tiles
 from .projection import (EVEN_MAX_FLOP, UNPRODUCED, input_projection, make_cublas, produced_constexprs, produced_tiles,
                          project_ahead)
@@ -308,6 +308,8 @@ class _Launch:
             meta.update(CHUNKS=chunks, FAST_ACT=plan.fast_activations, SPLIT_ONCE=split_once_level(plan))
             if self.cell.startswith("rnn_"):
                 meta.update(CHIP_SPLIT=chip_split_level(plan))
+            else:
+                meta.update(H_STRIDE=row_stride(plan, self.hidden_size))
         return meta
 
 
@@ -374,11 +376,12 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     # writes its own rows) and h's exchange buffer, two slots of (high parts, remainders) [2, 2, B, H].
     split_once = launch.forward_meta.get("SPLIT_ONCE", 0)  # (none in the FMA forward's)
     # Levels 3 and 4 (Plan.half_operands, Plan.split_fp16) in fp16; level 3 keeps high parts alone
-    # ([G*H, H] and [2, B, H]).
+    # ([G*H, S] and [2, B, S], rows S = H_STRIDE apart: H, or padded to 16 bytes with Plan.pad_rows).
     parts = 1 if split_once == 3 else 2
     split = dict(device=dev, dtype=torch.float16 if split_once >= 3 else torch.float32)
-    w_split = torch.empty(parts, *w_hh.shape, **split) if split_once >= 2 else h_n
-    h_split = torch.empty(2, parts, B, H, **split) if split_once else h_n
+    stride = launch.forward_meta.get("H_STRIDE", H)
+    w_split = torch.empty(parts, w_hh.shape[0], stride, **split) if split_once >= 2 else h_n
+    h_split = torch.empty(2, parts, B, stride, **split) if split_once else h_n
     if ready is not None and not gluon:
         raise ValueError("ready: x_proj written while the kernel runs is the Gluon kernels' (gluon_runs)")
     c_n = c_buf = None

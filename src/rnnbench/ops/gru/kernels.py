@@ -18,8 +18,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _forward_weights, _gate_bias, _gate_columns,
-                      _gradient_in, _load_f32, _load_weight_columns, _on_chip_columns, _program_tile, _publish_h,
+from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _exchange_offsets, _forward_weights,
+                      _gate_bias, _gate_columns, _gradient_in, _load_f32, _load_weight_columns, _on_chip_columns, _program_tile, _publish_h,
                       _recurrent_matmul, _release_counters, _resident_stack_t, _row_lengths, _split_gates, _split_h0,
                       _split_k_arrive, _split_k_sum, _stack_gates, _stacked_rows, _transpose_columns, _wait,
                       _where_running)
@@ -34,6 +34,7 @@ def gru_forward_kernel(
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
     UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr, HAS_LENGTHS: tl.constexpr,
+    H_STRIDE: tl.constexpr,
 ):
     """``HAS_LENGTHS``: a variable-length batch (``lengths [B]`` int32), as the LSTM's forward."""
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
@@ -47,15 +48,16 @@ def gru_forward_kernel(
 
     w_rows, w_valid = _stacked_rows(pid_h, H, 3, 4, BLOCK_H)
     w_plane = 3 * H * H  # one [3H, H] plane of W_hh's split copy
+    plane_e, hid_e = _exchange_offsets(B, plane_h, hid, rows, units, H, H_STRIDE)  # (h's fp16 planes)
     w, w_src, w_scale = _forward_weights(w_hh_ptr, w_split_ptr, w_plane, w_rows, w_valid, H, BLOCK_K, CHUNKS,
-                                         W_RESIDENT, SPLIT_ONCE, K_PAD, BLOCK_B)
+                                         W_RESIDENT, SPLIT_ONCE, K_PAD, BLOCK_B, H_STRIDE)
     bias_r = _gate_bias(b_ih_ptr, b_hh_ptr, 0 * H + units, unit_mask, HAS_BIAS, True)
     bias_z = _gate_bias(b_ih_ptr, b_hh_ptr, 1 * H + units, unit_mask, HAS_BIAS, True)
     bias_xn = _gate_bias(b_ih_ptr, b_hh_ptr, 2 * H + units, unit_mask, HAS_BIAS, False)  # b_in
     bias_hn = _gate_bias(b_hh_ptr, b_ih_ptr, 2 * H + units, unit_mask, HAS_BIAS, False)  # b_hn
     zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
     h = _load_f32(h0_ptr, hid, mask) if HAS_H0 else zero  # fp32 copy of our slice of h, carried across steps
-    barriers, h_scales, h_inv = _split_h0(h, h0_ptr, h_split_ptr, plane_h, hid, rows, row_mask, mask,
+    barriers, h_scales, h_inv = _split_h0(h, h0_ptr, h_split_ptr, plane_e, hid_e, rows, row_mask, mask,
                                           counters_ptr + pid_b, H, K_PAD, BLOCK_K, HAS_H0, SPLIT_ONCE, True)
     if SAVE:
         tl.store(h_buf_ptr + hid, h.to(out_ty), mask=mask)
@@ -67,7 +69,8 @@ def gru_forward_kernel(
         acc = _recurrent_matmul(w, h, w_src, w_rows, w_valid, h_buf_ptr, h0_ptr, h_split_ptr, w_plane, t, plane_h,
                                 rows, row_mask,
                                 tl.zeros([4 * BLOCK_H, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
-                                W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST, SPLIT_ONCE, w_scale, h_scales)
+                                W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST, SPLIT_ONCE, w_scale, h_scales,
+                                plane_e, H_STRIDE)
         a_r, a_z, a_n, _ = _split_gates(acc, BLOCK_H, BLOCK_B)
         r = _act_sigmoid(a_r + x_r + bias_r, FAST_ACT)
         z = _act_sigmoid(a_z + x_z + bias_z, FAST_ACT)
@@ -76,7 +79,7 @@ def gru_forward_kernel(
         h = _where_running(t, lengths, n + z * (h - n), h, HAS_LENGTHS)
         # h published: arrive now, store and load the rest, then wait
         _publish_h(_where_running(t, lengths, h, zero, HAS_LENGTHS), h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask,
-                   counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE, h_inv)
+                   counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE, h_inv, plane_e, hid_e)
         if SAVE:
             s_t = saved_ptr + t * plane_s
             tl.store(s_t + sid + 0 * H, r, mask=mask)

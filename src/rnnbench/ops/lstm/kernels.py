@@ -18,8 +18,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _forward_weights, _gate_bias, _gate_columns,
-                      _gradient_in, _load_f32, _load_weight_columns, _on_chip_columns, _program_tile, _publish_h,
+from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _exchange_offsets, _forward_weights,
+                      _gate_bias, _gate_columns, _gradient_in, _load_f32, _load_weight_columns, _on_chip_columns, _program_tile, _publish_h,
                       _recurrent_matmul, _release_counters, _resident_stack_t, _row_lengths, _split_gates, _split_h0,
                       _split_k_arrive, _split_k_sum, _stack_gates, _stacked_rows, _tanh, _transpose_columns, _wait,
                       _where_running)
@@ -34,6 +34,7 @@ def lstm_forward_kernel(
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
     UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr, HAS_LENGTHS: tl.constexpr,
+    H_STRIDE: tl.constexpr,
 ):
     """``HAS_LENGTHS``: a variable-length batch, sequence ``b`` ``lengths[b]`` steps long (int32
     ``[B]``). Past its end a row keeps h and c (so ``h_n``, ``c_n`` are its own last step's) and
@@ -48,8 +49,9 @@ def lstm_forward_kernel(
 
     w_rows, w_valid = _stacked_rows(pid_h, H, 4, 4, BLOCK_H)
     w_plane = 4 * H * H  # one [4H, H] plane of W_hh's split copy
+    plane_e, hid_e = _exchange_offsets(B, plane_h, hid, rows, units, H, H_STRIDE)  # (h's fp16 planes)
     w, w_src, w_scale = _forward_weights(w_hh_ptr, w_split_ptr, w_plane, w_rows, w_valid, H, BLOCK_K, CHUNKS,
-                                         W_RESIDENT, SPLIT_ONCE, K_PAD, BLOCK_B)
+                                         W_RESIDENT, SPLIT_ONCE, K_PAD, BLOCK_B, H_STRIDE)
     bias_i = _gate_bias(b_ih_ptr, b_hh_ptr, 0 * H + units, unit_mask, HAS_BIAS, True)
     bias_f = _gate_bias(b_ih_ptr, b_hh_ptr, 1 * H + units, unit_mask, HAS_BIAS, True)
     bias_g = _gate_bias(b_ih_ptr, b_hh_ptr, 2 * H + units, unit_mask, HAS_BIAS, True)
@@ -57,7 +59,7 @@ def lstm_forward_kernel(
     zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
     c = _load_f32(c0_ptr, hid, mask) if HAS_C0 else zero  # fp32 cell state, never leaves the chip
     h = _load_f32(h0_ptr, hid, mask) if HAS_H0 else zero
-    barriers, h_scales, h_inv = _split_h0(h, h0_ptr, h_split_ptr, plane_h, hid, rows, row_mask, mask,
+    barriers, h_scales, h_inv = _split_h0(h, h0_ptr, h_split_ptr, plane_e, hid_e, rows, row_mask, mask,
                                           counters_ptr + pid_b, H, K_PAD, BLOCK_K, HAS_H0, SPLIT_ONCE, False)
     if SAVE:  # backward reads h_{t-1} and c_{t-1} of every step
         tl.store(h_buf_ptr + hid, h.to(out_ty), mask=mask)
@@ -71,7 +73,8 @@ def lstm_forward_kernel(
         acc = _recurrent_matmul(w, h, w_src, w_rows, w_valid, h_buf_ptr, h0_ptr, h_split_ptr, w_plane, t, plane_h,
                                 rows, row_mask,
                                 tl.zeros([4 * BLOCK_H, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
-                                W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST, SPLIT_ONCE, w_scale, h_scales)
+                                W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST, SPLIT_ONCE, w_scale, h_scales,
+                                plane_e, H_STRIDE)
         a_i, a_f, a_g, a_o = _split_gates(acc, BLOCK_H, BLOCK_B)
         i = _act_sigmoid(a_i + x_i + bias_i, FAST_ACT)
         f = _act_sigmoid(a_f + x_f + bias_f, FAST_ACT)
@@ -81,7 +84,7 @@ def lstm_forward_kernel(
         h = _where_running(t, lengths, o * _act_tanh(c, FAST_ACT), h, HAS_LENGTHS)
         # h published: arrive now, store and load the rest, then wait
         _publish_h(_where_running(t, lengths, h, zero, HAS_LENGTHS), h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask,
-                   counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE, h_inv)
+                   counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE, h_inv, plane_e, hid_e)
         if SAVE:
             s_t = gates_ptr + t * plane_g
             tl.store(s_t + gid + 0 * H, i, mask=mask)

@@ -109,7 +109,7 @@ def rnn_forward_kernel(
         w_scale = 1.0  # (the on-chip split's scale is in w)
     else:
         w, w_src, w_scale = _forward_weights(w_hh_ptr, w_split_ptr, w_plane, w_rows, w_valid, H, BLOCK_K, CHUNKS,
-                                             W_RESIDENT, SPLIT_ONCE, K_PAD, BLOCK_B)
+                                             W_RESIDENT, SPLIT_ONCE, K_PAD, BLOCK_B, H)
     bias = _gate_bias(b_ih_ptr, b_hh_ptr, units, unit_mask, HAS_BIAS, True)
     zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
     h = _load_f32(h0_ptr, hid, mask) if HAS_H0 else zero
@@ -133,13 +133,13 @@ def rnn_forward_kernel(
         else:
             a = _recurrent_matmul(w, h, w_src, w_rows, w_valid, h_buf_ptr, h0_ptr, h_split_ptr, w_plane, t, plane_h,
                                   rows, row_mask, zero, H, K_PAD, BLOCK_K, CHUNKS, W_RESIDENT, ON_CHIP, HAS_H0,
-                                  PRECISION, UPCAST, SPLIT_ONCE, w_scale, h_scales)
+                                  PRECISION, UPCAST, SPLIT_ONCE, w_scale, h_scales, plane_h, H)
         h = _where_running(t, lengths, _activation(a + x + bias, RELU, FAST_ACT), h, HAS_LENGTHS)
         if SCALE_H:
             h_scale, h_inv = _column_scales(h, RELU)
         # h published: arrive now, store and load the rest, then wait
         _publish_h(_where_running(t, lengths, h, zero, HAS_LENGTHS), h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask,
-                   counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE, published_inv)
+                   counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE, published_inv, plane_h, hid)
         if SAVE:
             tl.store(saved_ptr + t * plane_h + hid, h, mask=mask)
         if ON_CHIP:
