@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection|products|gluon|ahead|fma|gated_fma|gated_fma_more|gate_split|half_operands|half_wide|reg_weights] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection|products|gluon|ahead|fma|gated_fma|gated_fma_more|gate_split|half_operands|half_wide|reg_weights|pad_rows] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -150,6 +150,9 @@ there too since the H200's ``plan_sweep.py --cases half_operands_wide``): theano
 hidden 512, glample's LSTM at hidden 500, fastrnns' LSTM (batch 64, 100 steps, hidden 512), and
 hidden 768 at batch 16.
 
+``--compare pad_rows`` runs TF32's fp16-operand forward with its own fp16 rows padded to 16 bytes
+(``Plan.pad_rows``) against unpadded, at hidden 650 (batch 128, 32, 20), 500 and 640 (the control).
+
 ``--compare reg_weights`` holds the Gluon forwards' weights in registers (``Plan.reg_weights``)
 against reading them from shared memory every step, at FlashRNN's shape and hidden 512.
 
@@ -199,7 +202,8 @@ PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip":
          "fma_forward": {"forward_fma": True}, "tc_forward": {"forward_fma": False},
          "gate_split": {}, "no_gate_split": {"backward_gate_split": False},
          "half_operands": {}, "tf32_operands": {"forward_half_operands": False},
-         "reg_weights": {"forward_reg_weights": True}, "smem_weights": {"forward_reg_weights": False}}
+         "reg_weights": {"forward_reg_weights": True}, "smem_weights": {"forward_reg_weights": False},
+         "padded": {"forward_pad_rows": True}, "unpadded": {}}
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
     ("rnn_tanh", 20, 30, 100, 100, "fp32", DEFAULT), ("rnn_tanh", 20, 30, 100, 100, "tf32", DEFAULT),
@@ -510,6 +514,13 @@ REG_WEIGHT_CASES = [_case("lstm", 16, 768, "fp16", REG_WEIGHTS, seq_len=1024),
                     _case("lstm", 16, 768, "bf16", REG_WEIGHTS, seq_len=1024),
                     _case("gru", 16, 768, "fp16", REG_WEIGHTS, seq_len=1024),
                     _case("lstm", 32, 512, "bf16", REG_WEIGHTS), _case("gru", 32, 512, "bf16", REG_WEIGHTS)]
+# TF32's fp16-operand forward with its own fp16 rows 16 bytes apart (Plan.pad_rows, off by default)
+# against unpadded: hidden 650 (1,300-byte rows; zaremba-medium's width) at batch 128, 32 and 20 (the
+# language model's batch and bptt 35), 500 at batch 20 (glample's LSTM), 640 the aligned control.
+PAD_ROWS = ("padded", "unpadded")
+PAD_ROW_CASES = [*[_case(cell, 128, 650, "tf32", PAD_ROWS) for cell in ("lstm", "gru")],
+                 _case("lstm", 32, 650, "tf32", PAD_ROWS), _case("lstm", 20, 650, "tf32", PAD_ROWS, seq_len=35),
+                 ("lstm", 20, 30, 500, 500, "tf32", PAD_ROWS), _case("lstm", 128, 640, "tf32", PAD_ROWS)]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
                "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES, "split_k_x3": X3_CASES,
                "split_k_tf32": TF32_TALL_CASES,
@@ -518,7 +529,8 @@ COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLI
                "batch_rows": BATCH_ROWS_CASES, "backward_rows": BACKWARD_ROWS_CASES, "chip_split": CHIP_SPLIT_CASES,
                "gluon": GLUON_CASES, "ahead": AHEAD_CASES, "fma": FMA_CASES, "gated_fma": GATED_FMA_CASES,
                "gated_fma_more": GATED_FMA_MORE_CASES, "gate_split": GATE_SPLIT_CASES,
-               "half_operands": HALF_OPERAND_CASES, "half_wide": HALF_WIDE_CASES, "reg_weights": REG_WEIGHT_CASES}
+               "half_operands": HALF_OPERAND_CASES, "half_wide": HALF_WIDE_CASES, "reg_weights": REG_WEIGHT_CASES,
+               "pad_rows": PAD_ROW_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 
 
