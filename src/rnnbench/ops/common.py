@@ -160,7 +160,8 @@ def _half_weights(w_ptr, w_copy_ptr, w_rows, w_valid, H: tl.constexpr, K_PAD: tl
     """Before a half-operand forward's time loop (:attr:`Plan.half_operands`): per row of the
     program's stacked tile of ``W_hh``, the power of two ``s`` with ``max |W[row]| / s`` in ``[2^14,
     2^15)`` (:func:`_pow2_above`), and ``W / s`` rounded to fp16 into the same rows of the copy at
-    ``w_copy_ptr`` (``[G*H, S]``: rows ``S`` apart, :attr:`Plan.pad_rows`); with ``REMAINDER``
+    ``w_copy_ptr`` (``[G*H, S]``: rows ``S`` apart, :attr:`Plan.pad_rows`, columns ``H .. S``
+    written as zeros, which the steps read); with ``REMAINDER``
     (:attr:`Plan.split_fp16`) split by :func:`_split_half` instead, the remainders ``w_plane``
     further (``[2, G*H, H]``). Returns
     ``s``. Two passes over the rows, in chunks of 32 KB of
@@ -179,7 +180,7 @@ def _half_weights(w_ptr, w_copy_ptr, w_rows, w_valid, H: tl.constexpr, K_PAD: tl
         k = k0 + tl.arange(0, CHUNK)
         wk = _load_stacked_weights(w_ptr, w_rows, w_valid, k0, H, CHUNK).to(tl.float32)
         _store_half(w_copy_ptr, w_plane, w_rows[:, None] * S + k[None, :], wk * inv[:, None],
-                    w_valid[:, None] & (k < H)[None, :], REMAINDER)
+                    w_valid[:, None] & (k < S)[None, :], REMAINDER)  # (a chunk reaches S: CHUNK >= 8)
     return scale
 
 
@@ -364,10 +365,12 @@ def _stacked_rows(pid_h, H: tl.constexpr, GATES: tl.constexpr, GP: tl.constexpr,
 def _load_stacked_weights(w_ptr, w_rows, w_valid, k0, H: tl.constexpr, BLOCK_K: tl.constexpr, S: tl.constexpr = 0):
     """Tile ``[GP * BLOCK_H, BLOCK_K]``: ``W_hh[w_rows, k0 : k0 + BLOCK_K]``, 0 where the row does
     not exist or ``k >= H``; in the weights' dtype. Rows ``S`` apart (0: ``H``, as ``W_hh``'s;
-    a padded copy's, :attr:`Plan.pad_rows`)."""
+    a padded copy's, :attr:`Plan.pad_rows`), whose columns ``H .. S`` hold zeros: read up to ``S``,
+    so that the mask's bound is a multiple of 8 and the loads stay 16 bytes wide (bounded at 650,
+    Triton 3.6 issued them 8 bytes wide)."""
     ROW: tl.constexpr = S if S > 0 else H
     k = k0 + tl.arange(0, BLOCK_K)
-    return tl.load(w_ptr + w_rows[:, None] * ROW + k[None, :], mask=w_valid[:, None] & (k < H)[None, :], other=0.0)
+    return tl.load(w_ptr + w_rows[:, None] * ROW + k[None, :], mask=w_valid[:, None] & (k < ROW)[None, :], other=0.0)
 
 
 @triton.jit
@@ -392,15 +395,16 @@ def _stacked_matmul(pieces, w_ptr, w_rows, w_valid, h_ptr, rows, row_live, acc,
     (:func:`_resident_stack`, kept in shared memory by the compiler); otherwise the weights are
     re-read from global memory (L2) in ``BLOCK_K`` chunks. Either way the reduction stops at the
     chunk holding unit H - 1, not at K_PAD: no chunk of padding. The rows of h, and of the
-    streamed weights, ``S`` apart (0: ``H``; :attr:`Plan.pad_rows`' own buffers)."""
+    streamed weights, ``S`` apart (0: ``H``; :attr:`Plan.pad_rows`' own buffers, read up to ``S``:
+    their padding holds zeros)."""
     ROW: tl.constexpr = S if S > 0 else H
     if W_RESIDENT:
         for i in tl.static_range(CHUNKS):
-            h = _load_gate_padded(h_ptr, ROW, rows, row_live, i * BLOCK_K, H, 1, K_PAD, BLOCK_K)
+            h = _load_gate_padded(h_ptr, ROW, rows, row_live, i * BLOCK_K, ROW, 1, K_PAD, BLOCK_K)
             acc = _mma(pieces[i], tl.trans(h), acc, PRECISION, UPCAST)
     else:
         for k0 in range(0, H, BLOCK_K):
-            h = _load_gate_padded(h_ptr, ROW, rows, row_live, k0, H, 1, K_PAD, BLOCK_K)
+            h = _load_gate_padded(h_ptr, ROW, rows, row_live, k0, ROW, 1, K_PAD, BLOCK_K)
             wk = _load_stacked_weights(w_ptr, w_rows, w_valid, k0, H, BLOCK_K, S)
             acc = _mma(wk, tl.trans(h), acc, PRECISION, UPCAST)
     return acc
@@ -596,35 +600,42 @@ def _split_h0(h, h0_ptr, h_split_ptr, plane_h, hid, rows, row_mask, mask, counte
 
 
 @triton.jit
-def _exchange_offsets(B, plane_h, hid, rows, units, H: tl.constexpr, S: tl.constexpr):
-    """``(plane, offsets)`` of the program's tile in h's fp16 exchange planes (``SPLIT_ONCE`` 3):
-    rows ``S`` apart (:attr:`Plan.pad_rows`), or those of a ``[B, H]`` plane (``plane_h``,
-    ``hid``) where ``S`` is ``H``."""
+def _exchange_offsets(B, plane_h, hid, mask, rows, row_mask, units, H: tl.constexpr, S: tl.constexpr):
+    """``(plane, offsets, mask)`` of the program's tile in h's fp16 exchange planes (``SPLIT_ONCE``
+    3): rows ``S`` apart (:attr:`Plan.pad_rows`), the mask reaching unit ``S - 1`` (the padding
+    is written too, as zeros: the steps read up to ``S``, :func:`_stacked_matmul`), or those of a
+    ``[B, H]`` plane (``plane_h``, ``hid``, ``mask``) where ``S`` is ``H``."""
     plane = plane_h
     offsets = hid
+    mask_s = mask
     if S != H:
         plane = B.to(tl.int64) * S
         offsets = rows[None, :] * S + units[:, None]
-    return plane, offsets
+        mask_s = (units < S)[:, None] & row_mask[None, :]
+    return plane, offsets, mask_s
 
 
 @triton.jit
 def _publish_h(h, h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask, counter_ptr, ON_CHIP: tl.constexpr,
-               SPLIT_ONCE: tl.constexpr, h_inv, plane_s, hid_s):
+               SPLIT_ONCE: tl.constexpr, h_inv, plane_s, hid_s, mask_s, PADDED: tl.constexpr = False):
     """Step ``t``'s end: store ``h_t`` (fp32 ``[BLOCK_H, BLOCK_B]``) as the output ``h_buf[t+1]``
     and where step ``t + 1`` reads it, then (exchange plans, not the last step) arrive at the
     barrier. With ``SPLIT_ONCE`` the next step reads it split (:func:`_store_split`) from slot
     ``(t + 1) % 2`` of the exchange buffer ``[2, 2, B, H]`` (two slots suffice: a program writes
     slot ``s`` again only after every program has arrived once more, so has read it), or at level
     3 times ``h_inv`` (:func:`_split_h0`) in fp16 from slot ``(t + 1) % 2`` of
-    ``[2, B, S]`` (``plane_s`` and ``hid_s``: rows ``S`` apart, ``H`` but with :attr:`Plan.pad_rows`;
+    ``[2, B, S]`` (``plane_s``, ``hid_s`` and ``mask_s``: rows ``S`` apart, ``H`` but with
+    :attr:`Plan.pad_rows`, ``PADDED``, where units ``H .. S`` are stored as zeros;
     at 4 split, :func:`_split_half`: ``[2, 2, B, H]`` fp16); the output, which no program reads, is
     stored after the arrival."""
     out = h_buf_ptr + (t + 1) * plane_h + hid
     if SPLIT_ONCE == 4:
         _store_half(h_split_ptr + ((t + 1) % 2) * (2 * plane_h), plane_h, hid, h * h_inv, mask, True)
     elif SPLIT_ONCE == 3:
-        tl.store(h_split_ptr + ((t + 1) % 2) * plane_s + hid_s, (h * h_inv).to(tl.float16), mask=mask)
+        h_s = h * h_inv
+        if PADDED:
+            h_s = tl.where(mask, h_s, 0.0)
+        tl.store(h_split_ptr + ((t + 1) % 2) * plane_s + hid_s, h_s.to(tl.float16), mask=mask_s)
     elif SPLIT_ONCE:
         _store_split(h_split_ptr + ((t + 1) % 2) * (2 * plane_h), plane_h, hid, h, mask)
     else:

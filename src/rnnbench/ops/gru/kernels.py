@@ -48,7 +48,7 @@ def gru_forward_kernel(
 
     w_rows, w_valid = _stacked_rows(pid_h, H, 3, 4, BLOCK_H)
     w_plane = 3 * H * H  # one [3H, H] plane of W_hh's split copy
-    plane_e, hid_e = _exchange_offsets(B, plane_h, hid, rows, units, H, H_STRIDE)  # (h's fp16 planes)
+    plane_e, hid_e, mask_e = _exchange_offsets(B, plane_h, hid, mask, rows, row_mask, units, H, H_STRIDE)
     w, w_src, w_scale = _forward_weights(w_hh_ptr, w_split_ptr, w_plane, w_rows, w_valid, H, BLOCK_K, CHUNKS,
                                          W_RESIDENT, SPLIT_ONCE, K_PAD, BLOCK_B, H_STRIDE)
     bias_r = _gate_bias(b_ih_ptr, b_hh_ptr, 0 * H + units, unit_mask, HAS_BIAS, True)
@@ -57,7 +57,7 @@ def gru_forward_kernel(
     bias_hn = _gate_bias(b_hh_ptr, b_ih_ptr, 2 * H + units, unit_mask, HAS_BIAS, False)  # b_hn
     zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
     h = _load_f32(h0_ptr, hid, mask) if HAS_H0 else zero  # fp32 copy of our slice of h, carried across steps
-    barriers, h_scales, h_inv = _split_h0(h, h0_ptr, h_split_ptr, plane_e, hid_e, rows, row_mask, mask,
+    barriers, h_scales, h_inv = _split_h0(h, h0_ptr, h_split_ptr, plane_e, hid_e, rows, row_mask, mask_e,
                                           counters_ptr + pid_b, H, K_PAD, BLOCK_K, HAS_H0, SPLIT_ONCE, True)
     if SAVE:
         tl.store(h_buf_ptr + hid, h.to(out_ty), mask=mask)
@@ -79,7 +79,8 @@ def gru_forward_kernel(
         h = _where_running(t, lengths, n + z * (h - n), h, HAS_LENGTHS)
         # h published: arrive now, store and load the rest, then wait
         _publish_h(_where_running(t, lengths, h, zero, HAS_LENGTHS), h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask,
-                   counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE, h_inv, plane_e, hid_e)
+                   counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE, h_inv, plane_e, hid_e, mask_e,
+                   H_STRIDE != H)
         if SAVE:
             s_t = saved_ptr + t * plane_s
             tl.store(s_t + sid + 0 * H, r, mask=mask)

@@ -49,7 +49,7 @@ def lstm_forward_kernel(
 
     w_rows, w_valid = _stacked_rows(pid_h, H, 4, 4, BLOCK_H)
     w_plane = 4 * H * H  # one [4H, H] plane of W_hh's split copy
-    plane_e, hid_e = _exchange_offsets(B, plane_h, hid, rows, units, H, H_STRIDE)  # (h's fp16 planes)
+    plane_e, hid_e, mask_e = _exchange_offsets(B, plane_h, hid, mask, rows, row_mask, units, H, H_STRIDE)
     w, w_src, w_scale = _forward_weights(w_hh_ptr, w_split_ptr, w_plane, w_rows, w_valid, H, BLOCK_K, CHUNKS,
                                          W_RESIDENT, SPLIT_ONCE, K_PAD, BLOCK_B, H_STRIDE)
     bias_i = _gate_bias(b_ih_ptr, b_hh_ptr, 0 * H + units, unit_mask, HAS_BIAS, True)
@@ -59,7 +59,7 @@ def lstm_forward_kernel(
     zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
     c = _load_f32(c0_ptr, hid, mask) if HAS_C0 else zero  # fp32 cell state, never leaves the chip
     h = _load_f32(h0_ptr, hid, mask) if HAS_H0 else zero
-    barriers, h_scales, h_inv = _split_h0(h, h0_ptr, h_split_ptr, plane_e, hid_e, rows, row_mask, mask,
+    barriers, h_scales, h_inv = _split_h0(h, h0_ptr, h_split_ptr, plane_e, hid_e, rows, row_mask, mask_e,
                                           counters_ptr + pid_b, H, K_PAD, BLOCK_K, HAS_H0, SPLIT_ONCE, False)
     if SAVE:  # backward reads h_{t-1} and c_{t-1} of every step
         tl.store(h_buf_ptr + hid, h.to(out_ty), mask=mask)
@@ -84,7 +84,8 @@ def lstm_forward_kernel(
         h = _where_running(t, lengths, o * _act_tanh(c, FAST_ACT), h, HAS_LENGTHS)
         # h published: arrive now, store and load the rest, then wait
         _publish_h(_where_running(t, lengths, h, zero, HAS_LENGTHS), h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask,
-                   counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE, h_inv, plane_e, hid_e)
+                   counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE, h_inv, plane_e, hid_e, mask_e,
+                   H_STRIDE != H)
         if SAVE:
             s_t = gates_ptr + t * plane_g
             tl.store(s_t + gid + 0 * H, i, mask=mask)

@@ -139,7 +139,7 @@ def rnn_forward_kernel(
             h_scale, h_inv = _column_scales(h, RELU)
         # h published: arrive now, store and load the rest, then wait
         _publish_h(_where_running(t, lengths, h, zero, HAS_LENGTHS), h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask,
-                   counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE, published_inv, plane_h, hid)
+                   counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE, published_inv, plane_h, hid, mask)
         if SAVE:
             tl.store(saved_ptr + t * plane_h + hid, h, mask=mask)
         if ON_CHIP:
