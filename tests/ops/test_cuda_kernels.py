@@ -853,12 +853,12 @@ def test_half_operands_forward(cell, batch, seq, hidden, scaled):
 @pytest.mark.parametrize("batch, seq, hidden", [(128, 5, 650), (37, 6, 650), (20, 7, 500)])
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
 def test_half_operands_forward_with_padded_rows(cell, batch, seq, hidden, monkeypatch):
-    """``Plan.pad_rows`` (off by default): the fp16-operand forward with its own fp16 rows 16
-    bytes apart (hidden 650: 656; 500: 504), read to the padded end, weights streamed at batch 128,
-    resident at 37 and 20. The same products in the same order: everything the layer returns bit
-    for bit the unpadded forward's, and within TF32's tolerance of float64; the counters end at
-    zero. Every float buffer the layer allocates starts as NaN: a padding read before it is written
-    as zeros shows."""
+    """``Plan.pad_rows`` (the default at these widths) against unpadded: the fp16-operand forward
+    with its own fp16 rows 16 bytes apart (hidden 650: 656; 500: 504), read to the padded end,
+    weights streamed at batch 128, resident at 37 and 20. The same products in the same order:
+    everything the layer returns bit for bit the unpadded forward's, and within TF32's tolerance of
+    float64; the counters end at zero. Every float buffer the layer allocates starts as NaN: a
+    padding read before it is written as zeros shows."""
     from rnnbench.ops import recurrence
     from rnnbench.ops.plans import row_stride
 

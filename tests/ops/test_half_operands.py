@@ -16,12 +16,12 @@ from rnnbench.precision import tolerance
 from test_recurrence import LENGTHS, SHAPES, _id, check_layer, make_layer
 
 CELLS = ("lstm", "gru")  # (the RNN's h under relu is unbounded: no half operands)
-# resident in one piece, resident in 16-column pieces, streamed from the program's fp16 copy; the
-# last two with the copy's and h's fp16 rows padded (Plan.pad_rows: at hidden 37 and 100, rows 40
-# and 104 apart)
+# resident in one piece, resident in 16-column pieces, streamed from the program's fp16 copy, each
+# with the copy's and h's fp16 rows padded where hidden is not a multiple of 8 (the default,
+# Plan.pad_rows: at hidden 37 and 100, rows 40 and 104 apart); the last two unpadded
 PLANS = {"resident": {}, "pieces": {"block_k": 16}, "streamed": {"w_resident": False, "block_k": 16},
-         "pieces_padded": {"block_k": 16, "pad_rows": True},
-         "streamed_padded": {"w_resident": False, "block_k": 16, "pad_rows": True}}
+         "pieces_unpadded": {"block_k": 16, "pad_rows": False},
+         "streamed_unpadded": {"w_resident": False, "block_k": 16, "pad_rows": False}}
 
 
 def _check(cell, tensors, plan_fields, lengths=None):
@@ -32,7 +32,7 @@ def _check(cell, tensors, plan_fields, lengths=None):
     b, h = tensors[0].shape[1], tensors[4].shape[1]
     with plan_override(half_operands=True, **plan_fields):
         p = plan(cell, b, h, torch.float32, torch.device("cpu"))
-        assert p.half_operands and p.pad_rows == plan_fields.get("pad_rows", False)
+        assert p.half_operands and p.pad_rows == plan_fields.get("pad_rows", h % 8 != 0)
         assert (row_stride(p, h) > h) == (p.pad_rows and h % 8 != 0)  # (a padded row where H is not 16 bytes)
         check_layer(cell, tensors, "fp32", tolerance(cell, "tf32"), lengths)
 
@@ -80,7 +80,7 @@ def test_initial_states_past_fp16s_range(cell, plan_name):
 
 
 @pytest.mark.usefixtures("concurrent_programs")
-@pytest.mark.parametrize("pad_rows", [False, True], ids=["rows_h", "rows_padded"])
+@pytest.mark.parametrize("pad_rows", [False, True], ids=["rows_h", "rows_padded"])  # (asked either way)
 @pytest.mark.parametrize("weights", ["resident", "streamed"])
 @pytest.mark.parametrize("cell", CELLS)
 def test_half_operands_across_programs(cell, weights, pad_rows):
@@ -114,8 +114,9 @@ def test_tf32_forwards_that_exchange_h_take_half_operands():
         for gates in (4, 3):
             p = plan(batch, hidden, gates)
             assert p.half_operands and split_once_level(p) == 3, (batch, hidden, gates)
-            assert dataclasses.replace(p, half_operands=False) == plan(batch, hidden, gates, torch.float16, "ieee",
-                                                                       gluon=False)
+            assert p.pad_rows == (hidden % 8 != 0)
+            assert dataclasses.replace(p, half_operands=False, pad_rows=False) == plan(batch, hidden, gates,
+                                                                                       torch.float16, "ieee", gluon=False)
             assert not plan(batch, hidden, gates, direction="backward").half_operands
             assert not plan(batch, hidden, gates, precision="tf32x3").half_operands
             assert not plan(batch, hidden, gates, torch.bfloat16, "ieee").half_operands
@@ -163,9 +164,10 @@ def test_padded_rows_give_the_same_bits(cell, plan_name, monkeypatch):
 
 
 def test_pad_rows_goes_with_half_operands():
-    """``Plan.pad_rows`` (off by default): asked for, a TF32 forward on fp16 operands pads its own
-    fp16 rows to 16 bytes (``row_stride``: 650 -> 656, 640 stays); the backward ignores it (a
-    forward's field); any other forward refuses it (16-bit weights, 3xTF32, TF32's own operands)."""
+    """``Plan.pad_rows``: a TF32 forward on fp16 operands pads its own fp16 rows to 16 bytes where
+    hidden is not a multiple of 8 (``row_stride``: 650 -> 656), by default or asked; not at 640, or
+    asked not to; the backward ignores it (a forward's field); any other forward refuses it (16-bit
+    weights, 3xTF32, TF32's own operands)."""
     from rnnbench.ops.plans import choose_plan, row_stride
 
     cuda = torch.device("cuda")
@@ -174,12 +176,14 @@ def test_pad_rows_goes_with_half_operands():
         return choose_plan(128, hidden, 4, dtype, cuda, multiprocessors=132, precision=precision,
                            direction=direction, **override)
 
-    assert not plan(650).pad_rows and row_stride(plan(650), 650) == 650
-    for asked in (dict(pad_rows=True), dict(forward_pad_rows=True)):
+    assert not plan(640).pad_rows and row_stride(plan(640), 640) == 640
+    for asked in ({}, dict(pad_rows=True), dict(forward_pad_rows=True)):
         p = plan(650, **asked)
         assert p.half_operands and p.pad_rows and row_stride(p, 650) == 656
-        assert dataclasses.replace(p, pad_rows=False) == plan(650)  # (nothing else of the plan moves)
+        # (nothing else of the plan moves)
+        assert dataclasses.replace(p, pad_rows=False) == plan(650, forward_pad_rows=False) == plan(650, pad_rows=False)
         assert row_stride(plan(640, **asked), 640) == 640
+        assert row_stride(plan(650, forward_pad_rows=False), 650) == 650
         assert not plan(650, direction="backward", **asked).pad_rows
     for bad in (dict(dtype=torch.bfloat16, precision="ieee"), dict(precision="tf32x3"), dict(half_operands=False)):
         with pytest.raises(ValueError, match="pad_rows"):
