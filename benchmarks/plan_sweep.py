@@ -1,6 +1,6 @@
 """Our recurrence kernels alone under launch-plan overrides: µs per step, forward and backward (one GPU).
 
-    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows] [--budget SECONDS]
+    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward] [--budget SECONDS]
 
 For each case (cell, batch_size, hidden_size, dtype, seq_len) and each plan override
 (``rnnbench.ops.recurrence.plan_override``; ``{}`` is the default plan), on prebuilt inputs
@@ -55,6 +55,10 @@ the choice against float64 and times the lanes. Case sets:
 - ``pad_rows``: TF32's fp16-operand forward with its own fp16 rows padded to 16 bytes
   (``Plan.pad_rows``, the default since this set's run) against unpadded, at hidden 650, 500 and
   1500 (640 the aligned control).
+- ``pad_rows_backward``: the split-K backward's partials unpadded against padded to 16 bytes
+  (``Plan.pad_rows``, its default where hidden is not a multiple of 8), TF32 at hidden 650 (batch
+  128, 32), 500 and 100 (batch 20: glample's) and 640 (the control); bf16 at 650 (batch 128) and
+  100 (20); strict fp32 at 100 and 500 (batch 20).
 - ``half_operands_wide``: fp16 operands (the default since this set's run) against TF32's at every
   width from 136 to 768 (batch 1, 32, 128).
 - ``gate_split_rule``: then where the rule was open: 16-bit at hidden 768-1024 and TF32 at 768
@@ -218,6 +222,14 @@ CASE_SETS["odd_widths_lm"] = [
 CASE_SETS["pad_rows"] = [
     (cell, b, h, "tf32", 30, [{"forward_pad_rows": False}, {}])
     for h, b in ((650, 128), (650, 32), (500, 128), (500, 20), (1500, 20), (640, 128)) for cell in ("lstm", "gru")]
+# The split-K backward's partials unpadded against padded (Plan.pad_rows, the backward's default since this
+# set ran) where hidden is not a multiple of 8; 640 the control.
+CASE_SETS["pad_rows_backward"] = [
+    *[(cell, b, h, "tf32", 30, [{"backward_pad_rows": False}, {}])
+      for h, b in ((650, 128), (650, 32), (500, 20), (100, 20), (640, 128)) for cell in ("lstm", "gru")],
+    *[(cell, 128, 650, "bf16", 30, [{"backward_pad_rows": False}, {}]) for cell in ("lstm", "gru")],
+    *[(cell, 20, h, "fp32", 30, [{"backward_pad_rows": False}, {}]) for h in (100, 500) for cell in ("lstm", "gru")],
+    ("lstm", 20, 100, "bf16", 30, [{"backward_pad_rows": False}, {}])]
 CASE_SETS["tall_backward"] = [
     *[(cell, 128, 1024, "tf32", 30, TALL_BACKWARD) for cell in ("lstm", "gru")],
     *[(cell, 32, 1024, "tf32", 30, TALL_BACKWARD[:3]) for cell in ("lstm", "gru")],

@@ -127,3 +127,16 @@ def cuda_oom():
     return torch.cuda.OutOfMemoryError(
         "CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 79.19 GiB\n"
         "Of the allocated memory ...")
+
+
+@pytest.fixture
+def nan_buffers(monkeypatch):
+    """Every float tensor made by ``torch.empty`` during the test starts as NaN, so a kernel that
+    reads memory it has not written (a padding its rows should hold as zeros) shows in the result."""
+    empty = torch.empty
+
+    def nan_empty(*args, **kwargs):
+        t = empty(*args, **kwargs)
+        return t.fill_(float("nan")) if t.is_floating_point() else t
+
+    monkeypatch.setattr(torch, "empty", nan_empty)

@@ -601,10 +601,11 @@ def _split_h0(h, h0_ptr, h_split_ptr, plane_h, hid, rows, row_mask, mask, counte
 
 @triton.jit
 def _exchange_offsets(B, plane_h, hid, mask, rows, row_mask, units, H: tl.constexpr, S: tl.constexpr):
-    """``(plane, offsets, mask)`` of the program's tile in h's fp16 exchange planes (``SPLIT_ONCE``
-    3): rows ``S`` apart (:attr:`Plan.pad_rows`), the mask reaching unit ``S - 1`` (the padding
-    is written too, as zeros: the steps read up to ``S``, :func:`_stacked_matmul`), or those of a
-    ``[B, H]`` plane (``plane_h``, ``hid``, ``mask``) where ``S`` is ``H``."""
+    """``(plane, offsets, mask)`` of the program's tile in a ``[B, S]`` plane of the kernel's own,
+    h's fp16 exchange planes (``SPLIT_ONCE`` 3) or the split-K backward's partials: rows ``S``
+    apart (:attr:`Plan.pad_rows`), the mask reaching unit ``S - 1`` (the padding is written too,
+    as zeros, and read: :func:`_stacked_matmul`, :func:`_split_k_sum`), or those of a ``[B, H]``
+    plane (``plane_h``, ``hid``, ``mask``) where ``S`` is ``H``."""
     plane = plane_h
     offsets = hid
     mask_s = mask
@@ -730,11 +731,13 @@ def _resident_stack_t(w_ptr, w_rows, w_valid, H: tl.constexpr, BLOCK_K: tl.const
 @triton.jit
 def _partials_matmul(pieces, w_ptr, w_rows, w_valid, grads, part_ptr, rows, row_mask, H: tl.constexpr,
                      BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr,
-                     PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+                     PRECISION: tl.constexpr, UPCAST: tl.constexpr, S: tl.constexpr):
     """Split-K backward: this program's share of every unit's ``dh_{t-1}``, ``W_stack^T @ grads``
     (``grads`` the stacked gate gradients of its own units ``[GP * BLOCK_H, BLOCK_B]``, in the
     weights' dtype), accumulated in fp32 and written in the plane's dtype (fp32, or 16 bits:
-    ``Plan.half_partials``) to the ``[B, H]`` plane at ``part_ptr`` ``BLOCK_K`` units at a time.
+    ``Plan.half_partials``) to the ``[B, S]`` plane at ``part_ptr`` ``BLOCK_K`` units at a time:
+    rows ``S`` apart, ``H`` or padded (:attr:`Plan.pad_rows`), units ``H .. S`` written as the
+    zeros they are (``W_stack^T``'s rows past ``H`` read as 0), which :func:`_sum_partials` reads.
     ``pieces``: the resident ``W_stack^T`` pieces ``[BLOCK_K, GP * BLOCK_H]``; otherwise re-read
     from L2 each step."""
     for i in tl.static_range(CHUNKS):
@@ -744,33 +747,37 @@ def _partials_matmul(pieces, w_ptr, w_rows, w_valid, grads, part_ptr, rows, row_
             wk = _load_stacked_weights_t(w_ptr, w_rows, w_valid, i * BLOCK_K, H, BLOCK_K)
         k = i * BLOCK_K + tl.arange(0, BLOCK_K)
         part = _mma(wk, grads, tl.zeros([BLOCK_K, grads.shape[1]], dtype=tl.float32), PRECISION, UPCAST)
-        tl.store(part_ptr + rows[None, :] * H + k[:, None], part.to(part_ptr.dtype.element_ty),
-                 mask=(k < H)[:, None] & row_mask[None, :])
+        tl.store(part_ptr + rows[None, :] * S + k[:, None], part.to(part_ptr.dtype.element_ty),
+                 mask=(k < S)[:, None] & row_mask[None, :])  # (the pieces reach S: BLOCK_K >= 8)
 
 
 @triton.jit
 def _split_k_arrive(pieces, w_ptr, w_rows, w_valid, grads, partials_ptr, s, programs: tl.constexpr, counter_ptr,
-                    plane_h, rows, row_mask, H: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
-                    W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+                    plane_p, rows, row_mask, H: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
+                    W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr, S: tl.constexpr):
     """Reverse step ``s`` of a split-K backward, first half: this program's partials of every
     unit's ``dh_{t-1}`` from its stacked gate gradients ``grads`` (:func:`_partials_matmul`) into
-    slot ``s % 2`` of ``partials [2, programs, B, H]``, then its arrival at the step's barrier
+    slot ``s % 2`` of ``partials [2, programs, B, S]`` (``plane_p`` a ``[B, S]`` plane; ``S`` as
+    :func:`_exchange_offsets` gives it), then its arrival at the step's barrier
     (:func:`_arrive`); :func:`_split_k_sum` is the second half. Two slots by step parity: a program
     writes step s+1's partials only after the barrier of step s, which every program reaches only
     after summing step s-1's, so nothing still being read is overwritten."""
-    slot = partials_ptr + (s % 2) * programs * plane_h
-    _partials_matmul(pieces, w_ptr, w_rows, w_valid, grads, slot + tl.program_id(0) * plane_h, rows, row_mask, H,
-                     BLOCK_K, CHUNKS, W_RESIDENT, PRECISION, UPCAST)
+    slot = partials_ptr + (s % 2) * programs * plane_p
+    _partials_matmul(pieces, w_ptr, w_rows, w_valid, grads, slot + tl.program_id(0) * plane_p, rows, row_mask, H,
+                     BLOCK_K, CHUNKS, W_RESIDENT, PRECISION, UPCAST, S)
     _arrive(counter_ptr)
 
 
 @triton.jit
-def _split_k_sum(partials_ptr, s, programs: tl.constexpr, counter_ptr, plane_h, hid, mask):
+def _split_k_sum(partials_ptr, s, programs: tl.constexpr, counter_ptr, plane_p, hid_p, mask_p):
     """Reverse step ``s`` of a split-K backward, second half (after :func:`_split_k_arrive`): wait
     for every program's partials of the step (:func:`_wait`), then sum this program's units'
-    slices (:func:`_sum_partials`): the part of ``dh_{t-1}`` that passes through ``W_hh``."""
+    slices (:func:`_sum_partials`; ``plane_p``, ``hid_p`` and ``mask_p`` the partials' plane,
+    offsets and mask from :func:`_exchange_offsets`): the part of ``dh_{t-1}`` that passes through
+    ``W_hh``. With padded rows the mask reaches unit ``S - 1``, whose partials are zeros: the
+    loads' bound a multiple of 8 keeps them 16 bytes wide."""
     _wait(counter_ptr, programs * (s + 1))
-    return _sum_partials(partials_ptr + (s % 2) * programs * plane_h, programs, plane_h, hid, mask)
+    return _sum_partials(partials_ptr + (s % 2) * programs * plane_p, programs, plane_p, hid_p, mask_p)
 
 
 @triton.jit

@@ -315,7 +315,9 @@ class Plan:
             stay 16 bytes wide; the caller's tensors and the outputs keep ``H``. The default
             wherever ``H`` is not a multiple of 8: on the H200 at hidden 650, batch 128, a step
             took 5.29 against 9.15 µs (LSTM), 4.90 against 8.50 (GRU); nowhere slower
-            (``results/h200/pad-rows``).
+            (``results/h200/pad-rows``). With ``split_k`` (the backward): its partials ``[2,
+            programs, B, S]`` the same way, stored and summed to the padded end (the default
+            where ``H`` is not a multiple of 8; ``backward_pad_rows=False`` asks for ``H``).
         half_weights: the LSTM's and GRU's TF32 forward on FMA units (``fma``, float32 weights,
             TF32 allowed; ``ops/gluon_fma.py``, ``common.HALF_SHIFT``): ``W_hh^T``
             held on the chip as fp16, as 16-bit weights are (k in parts as theirs,
@@ -394,9 +396,10 @@ PAD_ROWS_TO = 8
 
 
 def row_stride(plan: Plan, hidden_size: int) -> int:
-    """The forward kernels' ``H_STRIDE`` constexpr: the row stride of their own fp16 buffers (the
-    weights' copy and h's exchange planes), ``hidden_size`` rounded up to :data:`PAD_ROWS_TO` with
-    :attr:`Plan.pad_rows`, else ``hidden_size``."""
+    """The kernels' ``H_STRIDE`` constexpr: the row stride of their own buffers (a fp16-operand
+    forward's weights' copy and h's exchange planes, a split-K backward's partials),
+    ``hidden_size`` rounded up to :data:`PAD_ROWS_TO` with :attr:`Plan.pad_rows`, else
+    ``hidden_size``."""
     return -(-hidden_size // PAD_ROWS_TO) * PAD_ROWS_TO if plan.pad_rows else hidden_size
 
 
@@ -908,8 +911,9 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     if half:
         return _half_operands_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision,
                                    direction, asked)
-    if plan.pad_rows:  # (a half-operand plan returned above)
-        raise ValueError("pad_rows is the LSTM's and GRU's TF32 forward on fp16 operands (half_operands)")
+    if plan.pad_rows and not plan.split_k:  # (a half-operand plan returned above)
+        raise ValueError("pad_rows is the LSTM's and GRU's TF32 forward on fp16 operands (half_operands) and their "
+                         "split-K backward")
     if plan.fast_activations and device.type != "cuda":
         raise ValueError("fast_activations needs CUDA (inline PTX, which the interpreter cannot run)")
     if plan.split_once and (direction != "forward" or plan.h_on_chip or dtype != torch.float32
@@ -1035,7 +1039,8 @@ def _split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiproc
         if resident:
             break
     return {"block_b": forward.block_b, "block_h": forward.block_h, "w_resident": resident, "block_k": block_k,
-            "num_warps": warps, "num_stages": 3, "h_on_chip": False, "split_k": True, "half_partials": element == 2}
+            "num_warps": warps, "num_stages": 3, "h_on_chip": False, "split_k": True, "half_partials": element == 2,
+            "pad_rows": hidden_size % PAD_ROWS_TO != 0}
 
 
 STRICT_FP32_DEFAULT = "tf32x3"  # the products of float32 with TF32 off (see dot_precision)

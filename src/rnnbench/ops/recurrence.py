@@ -297,7 +297,7 @@ class _Launch:
             return dict(H=self.hidden_size, BLOCK_B=plan.block_b, BLOCK_H=plan.block_h, BLOCK_K=plan.block_k,
                         CHUNKS=split_k_pieces(self.hidden_size, plan.block_k), W_RESIDENT=plan.w_resident,
                         PRECISION=precision, UPCAST=self.upcast, num_warps=plan.num_warps,
-                        num_stages=plan.num_stages)
+                        num_stages=plan.num_stages, H_STRIDE=row_stride(plan, self.hidden_size))
         meta = dict(H=self.hidden_size, BLOCK_B=plan.block_b, BLOCK_H=plan.block_h, BLOCK_K=block_k,
                     K_PAD=k_padded(self.hidden_size), W_RESIDENT=plan.w_resident, ON_CHIP=plan.h_on_chip,
                     PRECISION=precision,
@@ -504,7 +504,9 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
     d_h_n = d_h0 if d_h_n is None else d_h_n
     lengths = d_h0 if lengths is None else lengths
     if plan_.split_k:  # the LSTM's and GRU's (choose_plan refuses the RNN's): W_hh as it is, partials of dh
-        partials = torch.empty(2, grid[0], B, H, device=dev, dtype=dtype if plan_.half_partials else torch.float32)
+        # (rows H_STRIDE apart: padded to 16 bytes where H is not a multiple of 8, Plan.pad_rows)
+        partials = torch.empty(2, grid[0], B, launch.backward_meta["H_STRIDE"], device=dev,
+                               dtype=dtype if plan_.half_partials else torch.float32)
         if cell == "lstm":
             d_gates = torch.empty(T, B, 4 * H, device=dev, dtype=dtype)
             d_c0 = torch.empty_like(d_h0)

@@ -227,6 +227,7 @@ def gru_backward_split_k_kernel(
     H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
     W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr, HAS_LENGTHS: tl.constexpr,
+    H_STRIDE: tl.constexpr,
 ):
     """Reverse-time recurrence on the forward's split (``Plan.split_k``; see
     ``lstm_backward_split_k_kernel``): each program's share of every unit's ``dh_{t-1}`` is
@@ -240,6 +241,8 @@ def gru_backward_split_k_kernel(
     plane_s = B.to(tl.int64) * (4 * H)
     programs: tl.constexpr = (H + BLOCK_H - 1) // BLOCK_H  # per batch block: tl.num_programs(0)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
+    # the partials' [B, H_STRIDE] planes, rows padded to 16 bytes where H is not a multiple of 8
+    plane_p, hid_p, mask_p = _exchange_offsets(B, plane_h, hid, mask, rows, row_mask, units, H, H_STRIDE)
 
     w_rows, w_valid = _stacked_rows(pid_h, H, 3, 4, BLOCK_H)
     if W_RESIDENT:
@@ -257,12 +260,12 @@ def gru_backward_split_k_kernel(
         # The partials published first; the gate gradients (no other program reads them) and the
         # next step's saved values after the arrival, before the wait.
         _split_k_arrive(w, w_hh_ptr, w_rows, w_valid, grads, partials_ptr, s, programs, counters_ptr + pid_b,
-                        plane_h, rows, row_mask, H, BLOCK_K, CHUNKS, W_RESIDENT, PRECISION, UPCAST)
+                        plane_p, rows, row_mask, H, BLOCK_K, CHUNKS, W_RESIDENT, PRECISION, UPCAST, H_STRIDE)
         _store_grads(d_gates_h_ptr + t * plane_g, d_gates_x_ptr + t * plane_g, gid, mask, H, d_r, d_z, d_hn, d_n)
         if s + 1 < T:
             d_out, r, z, n, hn, h_prev = _saved_step(t - 1, d_out_ptr, saved_ptr, h_buf_ptr, hid, sid, mask,
                                                      plane_h, plane_s, H, HAS_D_OUT)
-        d_h_rec = direct + _split_k_sum(partials_ptr, s, programs, counters_ptr + pid_b, plane_h, hid, mask)
+        d_h_rec = direct + _split_k_sum(partials_ptr, s, programs, counters_ptr + pid_b, plane_p, hid_p, mask_p)
         d_h_rec = _where_running(t, lengths, d_h_rec, d_h, HAS_LENGTHS)  # a finished row's passes through
         s += 1
     tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)

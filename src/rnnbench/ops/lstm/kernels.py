@@ -245,18 +245,21 @@ def lstm_backward_split_k_kernel(
     H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr, HAS_D_C_N: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
     W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr, HAS_LENGTHS: tl.constexpr,
+    H_STRIDE: tl.constexpr,
 ):
     """Reverse-time recurrence on the forward's split (``Plan.split_k``): each program multiplies
     its own units' gate gradients by its own rows of ``W_hh`` (the forward's stacked tile,
     transposed: ``W_stack^T``, resident when it fits) into a partial ``dh_{t-1}`` of every unit,
-    writes it to ``partials [2, programs, B, H]`` (fp32 or 16-bit; two slots by step parity:
-    :func:`_split_k_arrive`), and after the barrier sums the
+    writes it to ``partials [2, programs, B, H_STRIDE]`` (fp32 or 16-bit; two slots by step parity:
+    :func:`_split_k_arrive`; rows padded to 16 bytes with :attr:`Plan.pad_rows`), and after the barrier sums the
     partials of its own units -- a split-K matmul whose K is spread over the programs. Same
     outputs as :func:`lstm_backward_kernel`; ``w_hh`` is ``W_hh`` itself (``[4H, H]``)."""
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid, gid, plane_h, plane_g = _back_tile(B, H, BLOCK_B,
                                                                                                   BLOCK_H, 4)
     programs: tl.constexpr = (H + BLOCK_H - 1) // BLOCK_H  # per batch block: tl.num_programs(0)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
+    # the partials' [B, H_STRIDE] planes, rows padded to 16 bytes where H is not a multiple of 8
+    plane_p, hid_p, mask_p = _exchange_offsets(B, plane_h, hid, mask, rows, row_mask, units, H, H_STRIDE)
 
     w_rows, w_valid = _stacked_rows(pid_h, H, 4, 4, BLOCK_H)
     if W_RESIDENT:
@@ -278,13 +281,13 @@ def lstm_backward_split_k_kernel(
         # The partials published first; d_gates (no other program reads it) and the next step's
         # saved values after the arrival, before the wait.
         _split_k_arrive(w, w_hh_ptr, w_rows, w_valid, grads, partials_ptr, s, programs, counters_ptr + pid_b,
-                        plane_h, rows, row_mask, H, BLOCK_K, CHUNKS, W_RESIDENT, PRECISION, UPCAST)
+                        plane_p, rows, row_mask, H, BLOCK_K, CHUNKS, W_RESIDENT, PRECISION, UPCAST, H_STRIDE)
         _store_grads(dg_t, gid, mask, H, d_i, d_f, d_g, d_o)
         if s + 1 < T:
             d_out, i, f, g, o, c, c_prev = _saved_step(t - 1, d_out_ptr, gates_ptr, c_buf_ptr, hid, gid, mask,
                                                        plane_h, plane_g, H, HAS_D_OUT)
-        d_h_rec = _where_running(t, lengths, _split_k_sum(partials_ptr, s, programs, counters_ptr + pid_b, plane_h,
-                                                          hid, mask), d_h, HAS_LENGTHS)
+        d_h_rec = _where_running(t, lengths, _split_k_sum(partials_ptr, s, programs, counters_ptr + pid_b, plane_p,
+                                                          hid_p, mask_p), d_h, HAS_LENGTHS)
         s += 1
     tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)
     tl.store(d_c0_ptr + hid, d_c.to(d_c0_ptr.dtype.element_ty), mask=mask)
