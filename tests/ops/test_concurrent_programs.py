@@ -56,8 +56,8 @@ def test_split_k_backward_sums_every_programs_partials(cell, block_h, shape, res
 @pytest.mark.parametrize("resident", [True, False], ids=["resident", "streamed"])
 @pytest.mark.parametrize("cell", SPLIT_K_CELLS)
 def test_split_k_padded_partials_give_the_same_bits(cell, resident, nan_buffers):
-    """The split-K backward's partials with rows padded (``Plan.pad_rows``, the default at hidden
-    37: rows 40 apart, stored and summed to unit 39) against rows ``H`` apart: the same products in
+    """The split-K backward's partials with rows padded (``Plan.pad_rows``, asked for at hidden 37:
+    rows 40 apart, stored and summed to unit 39) against rows ``H`` apart: the same products in
     the same order, so every tensor the layer returns is finite and bit for bit the unpadded one's,
     over 3 programs of 16 units and two batch blocks. Every float buffer starts as NaN: a padding
     summed before it is written shows."""
@@ -68,8 +68,8 @@ def test_split_k_padded_partials_give_the_same_bits(cell, resident, nan_buffers)
     tensors = make_layer(cell, (20, 5, 4, 37))
     got = {}
     for pad in (True, False):
-        fields = {} if pad else {"backward_pad_rows": False}
-        with plan_override(block_h=16, block_b=16, w_resident=resident, block_k=16, split_k=True, **fields):
+        with plan_override(block_h=16, block_b=16, w_resident=resident, block_k=16, split_k=True,
+                           backward_pad_rows=pad):
             backward = plan(cell, 20, 37, torch.float32, torch.device("cpu"), direction="backward")
             assert backward.split_k and backward.pad_rows == pad
             out, grads = run_layer(recurrent_layer, cell, tensors, torch.float32)

@@ -881,8 +881,8 @@ def test_half_operands_forward_with_padded_rows(cell, batch, seq, hidden, nan_bu
 @pytest.mark.parametrize("dtype", ["tf32", "bf16", "fp32"])
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
 def test_split_k_backward_with_padded_partials(cell, dtype, batch, seq, hidden, nan_buffers):
-    """The split-K backward's partials with rows padded to 16 bytes (``Plan.pad_rows``, the default
-    at these widths: 656, 104, 504) against rows ``H`` apart: the same products in the same order,
+    """The split-K backward's partials with rows padded to 16 bytes (``Plan.pad_rows``, asked for:
+    656, 104, 504; the default at batch 128) against rows ``H`` apart: the same products in the same order,
     so everything the layer returns is bit for bit the unpadded one's and within the dtype's
     tolerance of float64. Every float buffer the layer allocates starts as NaN: a padding summed
     before it is written as zeros shows; the counters end at zero."""
@@ -892,7 +892,7 @@ def test_split_k_backward_with_padded_partials(cell, dtype, batch, seq, hidden, 
     tensors = _layer(cell, batch, seq, 5, hidden)
     got = {}
     for pad in (False, True):
-        with matmul_mode(dtype), plan_override(**({} if pad else {"backward_pad_rows": False})):
+        with matmul_mode(dtype), plan_override(backward_pad_rows=pad):
             backward = recurrence.layer_launch(cell, batch, hidden, TORCH_DTYPE[dtype], torch.device("cuda")).backward
             assert backward.split_k and backward.pad_rows == pad and (row_stride(backward, hidden) > hidden) == pad
             got[pad] = _outputs_and_grads(recurrent_layer, cell, tensors, TORCH_DTYPE[dtype])

@@ -12,6 +12,8 @@ without a gradient.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -347,6 +349,35 @@ def test_split_k_half_partials(cell, dtype):
         backward = recurrence.layer_launch(cell, 3, 37, DTYPES[dtype], torch.device("cpu")).backward
         assert backward.split_k and backward.half_partials
         check_layer(cell, make_layer(cell, (3, 7, 5, 37)), dtype, tolerance(cell, dtype))
+
+
+def test_split_k_pads_its_partials_at_64_batch_rows():
+    """Planned for an H100: the LSTM's and GRU's split-K backward pads its partials' rows to 16
+    bytes (``Plan.pad_rows``) by default where hidden is not a multiple of 8 and a program takes 64
+    batch rows (batch 128, hidden 650, any dtype), not at 16 rows (batch 20, hidden 100 and 500),
+    nor at 640; ``backward_pad_rows`` asks either way, and a backward that is not split-K refuses
+    it asked for. The forward's own ``pad_rows`` never reaches the backward."""
+    from rnnbench.ops.plans import choose_plan, row_stride
+
+    cuda = torch.device("cuda")
+
+    def plan(batch, hidden, gates=4, dtype=torch.float32, precision="tf32", **override):
+        return choose_plan(batch, hidden, gates, dtype, cuda, multiprocessors=132, precision=precision,
+                           direction="backward", **override)
+
+    for gates in (4, 3):
+        for dtype, precision in ((torch.float32, "tf32"), (torch.bfloat16, "ieee"), (torch.float32, "tf32x3")):
+            p = plan(128, 650, gates, dtype, precision)
+            assert p.split_k and p.block_b == 64 and p.pad_rows and row_stride(p, 650) == 656
+            assert dataclasses.replace(p, pad_rows=False) == plan(128, 650, gates, dtype, precision,
+                                                                  backward_pad_rows=False)
+            for batch, hidden in ((20, 100), (20, 500), (32, 650), (128, 640)):
+                q = plan(batch, hidden, gates, dtype, precision)
+                assert q.split_k and not q.pad_rows, (batch, hidden, gates, dtype, precision)
+            assert plan(20, 100, gates, dtype, precision, backward_pad_rows=True).pad_rows
+            assert plan(128, 650, gates, dtype, precision, pad_rows=False).pad_rows  # (the forward's field)
+    with pytest.raises(ValueError, match="pad_rows"):
+        plan(128, 650, split_k=False, backward_pad_rows=True)
 
 
 @pytest.mark.parametrize("cell", CELLS)

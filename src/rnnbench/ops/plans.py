@@ -317,7 +317,8 @@ class Plan:
             took 5.29 against 9.15 µs (LSTM), 4.90 against 8.50 (GRU); nowhere slower
             (``results/h200/pad-rows``). With ``split_k`` (the backward): its partials ``[2,
             programs, B, S]`` the same way, stored and summed to the padded end (the default
-            where ``H`` is not a multiple of 8; ``backward_pad_rows=False`` asks for ``H``).
+            where ``H`` is not a multiple of 8 at :data:`PAD_PARTIALS_MIN_BLOCK_B` batch rows a
+            program; ``backward_pad_rows`` asks either way).
         half_weights: the LSTM's and GRU's TF32 forward on FMA units (``fma``, float32 weights,
             TF32 allowed; ``ops/gluon_fma.py``, ``common.HALF_SHIFT``): ``W_hh^T``
             held on the chip as fp16, as 16-bit weights are (k in parts as theirs,
@@ -393,6 +394,11 @@ def gate_split_constexprs(plan: Plan, hidden_size: int) -> dict:
 
 # The row stride of a pad_rows forward's fp16 buffers: a multiple of 8 fp16 values (16 bytes).
 PAD_ROWS_TO = 8
+# The split-K backward pads its partials by default from this many batch rows a program: on the H200
+# at hidden 650, batch 128 (64 rows) a step took 0.68-0.71x its unpadded time (TF32, bf16); at 16
+# rows, whose partial sums are 8 bytes a thread either way, 0.99-1.02x (hidden 100-650:
+# results/h200/pad-rows/backward-29d10d6).
+PAD_PARTIALS_MIN_BLOCK_B = 64
 
 
 def row_stride(plan: Plan, hidden_size: int) -> int:
@@ -1040,7 +1046,7 @@ def _split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiproc
             break
     return {"block_b": forward.block_b, "block_h": forward.block_h, "w_resident": resident, "block_k": block_k,
             "num_warps": warps, "num_stages": 3, "h_on_chip": False, "split_k": True, "half_partials": element == 2,
-            "pad_rows": hidden_size % PAD_ROWS_TO != 0}
+            "pad_rows": hidden_size % PAD_ROWS_TO != 0 and forward.block_b >= PAD_PARTIALS_MIN_BLOCK_B}
 
 
 STRICT_FP32_DEFAULT = "tf32x3"  # the products of float32 with TF32 off (see dot_precision)
