@@ -161,9 +161,8 @@ def _half_weights(w_ptr, w_copy_ptr, w_rows, w_valid, H: tl.constexpr, K_PAD: tl
     program's stacked tile of ``W_hh``, the power of two ``s`` with ``max |W[row]| / s`` in ``[2^14,
     2^15)`` (:func:`_pow2_above`), and ``W / s`` rounded to fp16 into the same rows of the copy at
     ``w_copy_ptr`` (``[G*H, S]``: rows ``S`` apart, :attr:`Plan.pad_rows`, columns ``H .. S``
-    written as zeros, which the steps read); with ``REMAINDER``
-    (:attr:`Plan.split_fp16`) split by :func:`_split_half` instead, the remainders ``w_plane``
-    further (``[2, G*H, H]``). Returns
+    written as zeros, which the steps read); with ``REMAINDER`` (:attr:`Plan.split_fp16`) split by
+    :func:`_split_half` instead, the remainders ``w_plane`` further (``[2, G*H, H]``). Returns
     ``s``. Two passes over the rows, in chunks of 32 KB of
     fp32 (64 KB at 64 batch rows, 8 warps): at hidden 1024 on the H100 a half-operand forward's
     start took 22-33 µs beyond its steps against TF32's 9-27, in these chunks as in 64-column ones
@@ -578,10 +577,11 @@ def _split_h0(h, h0_ptr, h_split_ptr, plane_h, hid, rows, row_mask, mask, counte
     it to fp16 (:attr:`Plan.half_operands`, ``SPLIT_ONCE`` 3): this program's tile of h0 (fp32
     ``h``) split, or divided by its rows' scales (:func:`_half_h_scales`, ``CARRIES_H0`` the GRU)
     and rounded (at 4, :attr:`Plan.split_fp16`, then split: :func:`_split_half`), into slot 0 of
-    the exchange buffer (``plane_h`` and ``hid`` its plane's size and the tile's offsets in it: rows
-    ``S`` apart with :attr:`Plan.pad_rows`), then a grid barrier so that every program's is there.
-    Returns ``(passed, h_scales, h_inv)``: the barriers passed (0 or 1), which every later wait's target counts, the
-    scales of step 0's and of later steps' products, and the inverse of the later (3, 4; else 1)."""
+    the exchange buffer (``plane_h``, ``hid`` and ``mask``: its plane's size and the tile's offsets
+    and mask in it, rows ``S`` apart with :attr:`Plan.pad_rows`: :func:`_exchange_offsets`), then a
+    grid barrier so that every program's is there. Returns ``(passed, h_scales, h_inv)``: the
+    barriers passed (0 or 1), which every later wait's target counts, the scales of step 0's and of
+    later steps' products, and the inverse of the later (3, 4; else 1)."""
     passed = 0
     h_scales = (1.0, 1.0)
     h_inv = 1.0
@@ -660,9 +660,9 @@ def _recurrent_matmul(pieces, h, w_ptr, w_rows, w_valid, h_buf_ptr, h0_ptr, h_sp
     ``SPLIT_ONCE`` from slot ``t % 2`` of the split one (:func:`_publish_h`; h0's is slot 0),
     the weights from ``w_ptr`` (their high parts) and ``w_ptr + w_plane`` (:func:`_forward_weights`);
     at level 3 (:attr:`Plan.half_operands`) fp16 products of the weights' fp16 rows and h's from
-    slot ``t % 2`` of its fp16 exchange buffer (planes ``plane_s`` apart, rows ``S``: :attr:`Plan.pad_rows`),
-    multiplied by the rows' ``w_scale`` and h's scale
-    after (exact: powers of two; ``h_scales`` step 0's and the later steps', :func:`_split_h0`); at 4
+    slot ``t % 2`` of its fp16 exchange buffer (planes ``plane_s`` apart, rows ``S``:
+    :attr:`Plan.pad_rows`), multiplied by the rows' ``w_scale`` and h's scale after (exact: powers
+    of two; ``h_scales`` step 0's and the later steps', :func:`_split_h0`); at 4
     (:attr:`Plan.split_fp16`) the same with 3xFP16's split operands (:func:`_half_split_matmul`)."""
     if ON_CHIP:
         acc = _mma(pieces[0], h.to(pieces[0].dtype), acc, PRECISION, UPCAST)
