@@ -392,7 +392,7 @@ def gate_split_constexprs(plan: Plan, hidden_size: int) -> dict:
     return {"GATE_GROUP": group, "SPAN_PAD": next_pow2(group * plan.block_h)}
 
 
-# The row stride of a pad_rows forward's fp16 buffers: a multiple of 8 fp16 values (16 bytes).
+# The row stride of Plan.pad_rows' buffers: a multiple of 8 values (16 bytes of fp16, 32 of fp32).
 PAD_ROWS_TO = 8
 # The split-K backward pads its partials by default from this many batch rows a program: on the H200
 # at hidden 650, batch 128 (64 rows) a step took 0.68-0.71x its unpadded time (TF32, bf16); at 16
