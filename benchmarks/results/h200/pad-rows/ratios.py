@@ -30,4 +30,13 @@ def main(path: str, plan_a: str, plan_b: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    if len(sys.argv) != 4:
+        sys.exit("usage: ratios.py FILE PLAN_A PLAN_B")
+    try:
+        main(*sys.argv[1:4])
+    except OSError as e:
+        sys.exit(f"ratios.py: cannot read {sys.argv[1]}: {e.strerror}")
+    except KeyError as e:
+        sys.exit(f"ratios.py: no row with plan {sys.argv[2]!r} beside {e.args[0]}")
+    except ValueError:
+        sys.exit(f"ratios.py: no pair of plans {sys.argv[2]!r} and {sys.argv[3]!r} in {sys.argv[1]}")
