@@ -1,6 +1,6 @@
 """Our recurrence kernels alone under launch-plan overrides: µs per step, forward and backward (one GPU).
 
-    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward] [--budget SECONDS]
+    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit] [--budget SECONDS]
 
 For each case (cell, batch_size, hidden_size, dtype, seq_len) and each plan override
 (``rnnbench.ops.recurrence.plan_override``; ``{}`` is the default plan), on prebuilt inputs
@@ -59,6 +59,9 @@ the choice against float64 and times the lanes. Case sets:
   (``Plan.pad_rows``, its default where hidden is not a multiple of 8), TF32 at hidden 650 (batch
   128, 32), 500 and 100 (batch 20: glample's) and 640 (the control); bf16 at 650 (batch 128) and
   100 (20); strict fp32 at 100 and 500 (batch 20).
+- ``pad_rows_16bit``: the 16-bit forward on rows of its own padded to 16 bytes (``Plan.pad_rows``
+  asked for) against the default plan (and against Gluon's off where Gluon is the default), bf16 at
+  hidden 650 (batch 128, 32), 1500 (batch 20: zaremba-large's), fp16 at 650; 640 the control.
 - ``half_operands_wide``: fp16 operands (the default since this set's run) against TF32's at every
   width from 136 to 768 (batch 1, 32, 128).
 - ``gate_split_rule``: then where the rule was open: 16-bit at hidden 768-1024 and TF32 at 768
@@ -230,6 +233,12 @@ CASE_SETS["pad_rows_backward"] = [
     *[(cell, 128, 650, "bf16", 30, [{"backward_pad_rows": False}, {}]) for cell in ("lstm", "gru")],
     *[(cell, 20, h, "fp32", 30, [{"backward_pad_rows": False}, {}]) for h in (100, 500) for cell in ("lstm", "gru")],
     ("lstm", 20, 100, "bf16", 30, [{"backward_pad_rows": False}, {}])]
+# The 16-bit forward padded (Plan.pad_rows asked for, off by default: not measured yet) against the default.
+CASE_SETS["pad_rows_16bit"] = [
+    *[(cell, b, h, dtype, 30, [{}, {"forward_gluon": False}, {"forward_pad_rows": True}])
+      for dtype, h, b in (("bf16", 650, 128), ("bf16", 650, 32), ("bf16", 1500, 20), ("fp16", 650, 128),
+                          ("bf16", 640, 128))
+      for cell in ("lstm", "gru")]]
 CASE_SETS["tall_backward"] = [
     *[(cell, 128, 1024, "tf32", 30, TALL_BACKWARD) for cell in ("lstm", "gru")],
     *[(cell, 32, 1024, "tf32", 30, TALL_BACKWARD[:3]) for cell in ("lstm", "gru")],

@@ -877,6 +877,34 @@ def test_half_operands_forward_with_padded_rows(cell, batch, seq, hidden, nan_bu
     assert all(not buf.any() for buf in COUNTERS.values())
 
 
+@pytest.mark.parametrize("batch, seq, hidden", [(128, 5, 650), (37, 6, 650), (20, 7, 1500)])
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_16bit_forward_with_padded_rows(cell, dtype, batch, seq, hidden, nan_buffers):
+    """The 16-bit forward on rows of its own padded to 16 bytes (``Plan.pad_rows`` asked for,
+    ``SPLIT_ONCE`` 5: the weights copied into a padded copy, h exchanged through padded planes)
+    against the default plan: weights streamed at batch 128, resident at 37 and 20. The same
+    products in the same order as the unpadded exchange plan's (Gluon's where it is the default
+    may differ in order, so the bits are compared against the plan with Gluon off); within the
+    dtype's tolerance of float64; NaN-filled buffers; the counters end at zero. (Written
+    2026-11-29 without a GPU; its first run is the next device call's.)"""
+    from rnnbench.ops import recurrence
+    from rnnbench.ops.plans import split_once_level
+
+    tensors = _layer(cell, batch, seq, 5, hidden)
+    got = {}
+    for pad in (False, True):
+        with matmul_mode(dtype), plan_override(forward_pad_rows=pad, forward_gluon=False):
+            forward = recurrence.layer_launch(cell, batch, hidden, TORCH_DTYPE[dtype], torch.device("cuda")).forward
+            assert forward.pad_rows == pad and split_once_level(forward) == (5 if pad else 0)
+            got[pad] = _outputs_and_grads(recurrent_layer, cell, tensors, TORCH_DTYPE[dtype])
+    assert all(torch.equal(a, b) for a, b in zip(got[False], got[True]))
+    ref = _outputs_and_grads(naive_layer, cell, tensors, torch.float64)
+    assert all(relative_error(a, b) <= tolerance(cell, dtype) for a, b in zip(got[True], ref))
+    torch.cuda.synchronize()
+    assert all(not buf.any() for buf in COUNTERS.values())
+
+
 @pytest.mark.parametrize("batch, seq, hidden", [(128, 5, 650), (20, 7, 100), (37, 6, 500)])
 @pytest.mark.parametrize("dtype", ["tf32", "bf16", "fp32"])
 @pytest.mark.parametrize("cell", ["lstm", "gru"])

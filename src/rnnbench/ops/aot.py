@@ -116,8 +116,10 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
     constexprs = {k: v for k, v in constexprs.items() if k in names}
     f32 = F32_POINTERS - ({"partials_ptr"} if plan.half_partials else set())
     pointers = {"counters_ptr": "*i32", "lengths_ptr": "*i32", **{name: "*fp32" for name in f32}}
-    if split_once_level(plan) >= 3 and direction == "forward":  # (fp16 copies of W_hh and h: recurrence_forward)
+    if split_once_level(plan) in (3, 4) and direction == "forward":  # (fp16 copies of W_hh and h: recurrence_forward)
         pointers.update(w_split_ptr="*fp16", h_split_ptr="*fp16")
+    if split_once_level(plan) == 5 and direction == "forward":  # (16-bit copies in the weights' dtype)
+        pointers.update(w_split_ptr=POINTER[dtype], h_split_ptr=POINTER[dtype])
     return _compile(fn, constexprs, pointers, POINTER[dtype], plan.num_warps, stages, capability)
 
 

@@ -219,6 +219,22 @@ def _store_half(ptr, plane, offsets, x, mask, REMAINDER: tl.constexpr):
 
 
 @triton.jit
+def _copy_rows(w_ptr, w_copy_ptr, w_rows, w_valid, H: tl.constexpr, K_PAD: tl.constexpr, BLOCK_B: tl.constexpr,
+               S: tl.constexpr):
+    """Before a forward's time loop with 16-bit weights and :attr:`Plan.pad_rows` (``SPLIT_ONCE``
+    5): the program's stacked rows of ``W_hh`` copied as they are into the same rows of the copy at
+    ``w_copy_ptr`` (``[G*H, S]``, the weights' dtype), columns ``H .. S`` written as zeros, in the
+    chunks :func:`_half_weights` takes."""
+    ROWS: tl.constexpr = w_rows.shape[0]
+    WIDE: tl.constexpr = (16384 // ROWS) if BLOCK_B >= 64 else (8192 // ROWS)
+    CHUNK: tl.constexpr = WIDE if WIDE < K_PAD else K_PAD
+    for k0 in range(0, H, CHUNK):
+        k = k0 + tl.arange(0, CHUNK)
+        wk = _load_stacked_weights(w_ptr, w_rows, w_valid, k0, H, CHUNK)
+        tl.store(w_copy_ptr + w_rows[:, None] * S + k[None, :], wk, mask=w_valid[:, None] & (k < S)[None, :])
+
+
+@triton.jit
 def _half_h_scales(h0_ptr, rows, row_mask, H: tl.constexpr, K_PAD: tl.constexpr, HAS_H0: tl.constexpr,
                    CARRIES_H0: tl.constexpr):
     """The powers of two that h is divided by before its rounding to fp16, one for the program's
@@ -536,7 +552,12 @@ def _forward_weights(w_ptr, w_split_ptr, w_plane, w_rows, w_valid, H: tl.constex
     further), streamed."""
     w_src = w_ptr
     w_scale = 1.0
-    if SPLIT_ONCE >= 3:
+    if SPLIT_ONCE == 5:  # (16-bit weights in a padded copy of their own: Plan.pad_rows)
+        _copy_rows(w_ptr, w_split_ptr, w_rows, w_valid, H, K_PAD, BLOCK_B, S)
+        w_src = w_split_ptr
+        tl.debug_barrier()
+        pieces = _resident_stack(w_split_ptr, w_rows, w_valid, H, BLOCK_K, CHUNKS, S) if W_RESIDENT else 0
+    elif SPLIT_ONCE >= 3:
         w_scale = _half_weights(w_ptr, w_split_ptr, w_rows, w_valid, H, K_PAD, BLOCK_B, S, w_plane, SPLIT_ONCE == 4)
         w_src = w_split_ptr
         tl.debug_barrier()
@@ -585,7 +606,12 @@ def _split_h0(h, h0_ptr, h_split_ptr, plane_h, hid, rows, row_mask, mask, counte
     passed = 0
     h_scales = (1.0, 1.0)
     h_inv = 1.0
-    if SPLIT_ONCE >= 3:
+    if SPLIT_ONCE == 5:  # (16-bit h in padded planes of its own: as it is, no scale)
+        if HAS_H0:
+            tl.store(h_split_ptr + hid, h.to(h_split_ptr.dtype.element_ty), mask=mask)
+            _grid_barrier(counter_ptr, tl.num_programs(0))
+            passed = 1
+    elif SPLIT_ONCE >= 3:
         s0, inv0, s, h_inv = _half_h_scales(h0_ptr, rows, row_mask, H, K_PAD, HAS_H0, CARRIES_H0)
         h_scales = (s0, s)
         if HAS_H0:
@@ -632,11 +658,11 @@ def _publish_h(h, h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask, counter_ptr,
     out = h_buf_ptr + (t + 1) * plane_h + hid
     if SPLIT_ONCE == 4:
         _store_half(h_split_ptr + ((t + 1) % 2) * (2 * plane_h), plane_h, hid, h * h_inv, mask, True)
-    elif SPLIT_ONCE == 3:
+    elif SPLIT_ONCE == 3 or SPLIT_ONCE == 5:
         h_s = h * h_inv
         if PADDED:
             h_s = tl.where(mask, h_s, 0.0)
-        tl.store(h_split_ptr + ((t + 1) % 2) * plane_s + hid_s, h_s.to(tl.float16), mask=mask_s)
+        tl.store(h_split_ptr + ((t + 1) % 2) * plane_s + hid_s, h_s.to(h_split_ptr.dtype.element_ty), mask=mask_s)
     elif SPLIT_ONCE:
         _store_split(h_split_ptr + ((t + 1) % 2) * (2 * plane_h), plane_h, hid, h, mask)
     else:
@@ -644,7 +670,7 @@ def _publish_h(h, h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask, counter_ptr,
     if not ON_CHIP and t + 1 < T:
         _arrive(counter_ptr)
     if SPLIT_ONCE:
-        tl.store(out, h, mask=mask)
+        tl.store(out, h.to(h_buf_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -678,11 +704,14 @@ def _recurrent_matmul(pieces, h, w_ptr, w_rows, w_valid, h_buf_ptr, h0_ptr, h_sp
             # (fp16 x fp16 products are exact in fp32: the interpreter widens them, as UPCAST does bf16)
             acc = _stacked_matmul(pieces, w_ptr, w_rows, w_valid, h_split_ptr + (t % 2) * plane_s, rows, live, acc,
                                   H, K_PAD, BLOCK_K, CHUNKS, W_RESIDENT, "ieee", _INTERPRET, S)
+        elif SPLIT_ONCE == 5:
+            acc = _stacked_matmul(pieces, w_ptr, w_rows, w_valid, h_split_ptr + (t % 2) * plane_s, rows, live, acc,
+                                  H, K_PAD, BLOCK_K, CHUNKS, W_RESIDENT, PRECISION, UPCAST, S)
         else:
             acc = _split_stacked_matmul(pieces, w_ptr, w_ptr + w_plane, w_rows, w_valid,
                                         h_split_ptr + (t % 2) * (2 * plane_h), plane_h, rows, live, acc, H, K_PAD,
                                         BLOCK_K, CHUNKS, W_RESIDENT, SPLIT_ONCE == 2)
-        if SPLIT_ONCE >= 3:  # (the operands' powers of two, multiplied back: exact)
+        if SPLIT_ONCE == 3 or SPLIT_ONCE == 4:  # (the operands' powers of two, multiplied back: exact)
             acc = acc * w_scale[:, None] * tl.where(t == 0, h_scales[0], h_scales[1])
     else:
         h_src, live = _previous_h(h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask, HAS_H0)

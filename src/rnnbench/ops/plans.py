@@ -413,9 +413,12 @@ def split_once_level(plan: Plan) -> int:
     """The forward kernels' ``SPLIT_ONCE`` constexpr for ``plan``: 0 (Triton's ``tf32x3`` in every
     product, or no 3xTF32), 1 (:attr:`Plan.split_once`), 2 (and the streamed weights from a split
     copy, :attr:`Plan.split_w_once`), 3 (fp16 operands, :attr:`Plan.half_operands`), 4 (3xFP16,
-    :attr:`Plan.split_fp16`)."""
+    :attr:`Plan.split_fp16`), 5 (16-bit weights and h in padded copies of their own,
+    :attr:`Plan.pad_rows` without half operands)."""
     if plan.half_operands:
         return 3
+    if plan.pad_rows and not plan.split_k:
+        return 5
     if not plan.split_once:
         return 0
     if plan.split_fp16:
@@ -890,7 +893,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         raise ValueError("gluon is the LSTM's and GRU's forward with 16-bit resident weights, 16 units and at most 32 "
                          f"batch rows a program at 4 warps, hidden {GLUON_MIN_HIDDEN} to {GLUON_MAX_HIDDEN}, fast "
                          "activations, on sm_90 with Gluon")
-    plan = dataclasses.replace(plan, gluon=override.get("gluon", gluon_allowed))
+    plan = dataclasses.replace(plan, gluon=override.get("gluon", gluon_allowed and not plan.pad_rows))
     from .gluon_common import MAX_PIECE, pieces
 
     reg_allowed = plan.gluon and pieces(hidden_size, kp) <= REG_WEIGHTS_MAX_PIECES
@@ -917,9 +920,11 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     if half:
         return _half_operands_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision,
                                    direction, asked)
-    if plan.pad_rows and not plan.split_k:  # (a half-operand plan returned above)
-        raise ValueError("pad_rows is the LSTM's and GRU's TF32 forward on fp16 operands (half_operands) and their "
-                         "split-K backward")
+    if plan.pad_rows and not plan.split_k and not (
+            direction == "forward" and element == 2 and num_gates in (3, 4) and not (plan.h_on_chip or plan.fma
+                                                                                     or plan.gluon)):
+        raise ValueError("pad_rows is the LSTM's and GRU's TF32 forward on fp16 operands (half_operands), their "
+                         "forward with 16-bit weights that exchanges h (not Gluon), and their split-K backward")
     if plan.fast_activations and device.type != "cuda":
         raise ValueError("fast_activations needs CUDA (inline PTX, which the interpreter cannot run)")
     if plan.split_once and (direction != "forward" or plan.h_on_chip or dtype != torch.float32

@@ -377,8 +377,10 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     split_once = launch.forward_meta.get("SPLIT_ONCE", 0)  # (none in the FMA forward's)
     # Levels 3 and 4 (Plan.half_operands, Plan.split_fp16) in fp16; level 3 keeps high parts alone
     # ([G*H, S] and [2, B, S], rows S = H_STRIDE apart: H, or padded to 16 bytes with Plan.pad_rows).
-    parts = 1 if split_once == 3 else 2
-    split = dict(device=dev, dtype=torch.float16 if split_once >= 3 else torch.float32)
+    # Level 5 (Plan.pad_rows with 16-bit weights): the weights' and h's own copies in their dtype.
+    parts = 1 if split_once in (3, 5) else 2
+    copy_dtype = w_hh.dtype if split_once == 5 else torch.float16 if split_once >= 3 else torch.float32
+    split = dict(device=dev, dtype=copy_dtype)
     stride = launch.forward_meta.get("H_STRIDE", H)
     w_split = torch.empty(parts, w_hh.shape[0], stride, **split) if split_once >= 2 else h_n
     h_split = torch.empty(2, parts, B, stride, **split) if split_once else h_n

@@ -1,0 +1,102 @@
+"""The LSTM's and GRU's forward with 16-bit weights on rows of their own padded to 16 bytes
+(``Plan.pad_rows`` without half operands, ``SPLIT_ONCE`` 5): each program copies its rows of
+``W_hh`` into a copy whose rows are ``H`` rounded up to 8 apart, and h is exchanged through padded
+planes of its own beside the output. On CPU tensors under Triton's interpreter: output, final states
+and every gradient against the float64 reference and bit for bit the unpadded forward's (every float
+buffer starting as NaN), in one program and in six; the plan's rule for an H100."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from rnnbench.precision import tolerance
+
+from test_recurrence import DTYPES, LENGTHS, check_layer, make_layer, run_layer
+
+CELLS = ("lstm", "gru")
+# the exchange plan (the interpreter's default is on chip), resident in 16-column pieces or streamed
+PLANS = {"pieces": {"h_on_chip": False, "block_k": 16}, "streamed": {"h_on_chip": False, "w_resident": False,
+                                                                     "block_k": 16}}
+
+
+def _same_bits(cell, tensors, dtype, fields, lengths=None):
+    """The layer's outputs and gradients padded and unpadded: finite, and bit for bit the same."""
+    from rnnbench.ops.recurrence import plan, plan_override, recurrent_layer
+
+    got = {}
+    for pad in (False, True):
+        with plan_override(pad_rows=pad, **fields):
+            p = plan(cell, tensors[0].shape[1], tensors[4].shape[1], DTYPES[dtype], torch.device("cpu"))
+            assert p.pad_rows == pad and not p.half_operands and not p.gluon
+            out, grads = run_layer(recurrent_layer, cell, tensors, DTYPES[dtype], lengths=lengths)
+        got[pad] = out + grads
+    assert all(torch.isfinite(t).all() for t in got[True])
+    assert all(torch.equal(a, b) for a, b in zip(got[False], got[True]))
+
+
+@pytest.mark.usefixtures("interpreter", "nan_buffers")
+@pytest.mark.parametrize("plan_name", list(PLANS))
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("cell", CELLS)
+def test_16bit_padded_rows_match_reference_and_unpadded(cell, dtype, plan_name):
+    """Hidden 37 (rows 40 apart), batch 3, 7 steps, with h0: within the dtype's tolerance of float64
+    padded, and bit for bit the unpadded forward."""
+    tensors = make_layer(cell, (3, 7, 5, 37))
+    from rnnbench.ops.recurrence import plan_override
+
+    with plan_override(pad_rows=True, **PLANS[plan_name]):
+        check_layer(cell, tensors, dtype, tolerance(cell, dtype))
+    _same_bits(cell, tensors, dtype, PLANS[plan_name])
+
+
+@pytest.mark.usefixtures("interpreter", "nan_buffers")
+@pytest.mark.parametrize("cell", CELLS)
+def test_16bit_padded_rows_without_h0_and_with_lengths(cell):
+    """No initial states (slot 0 never written: step 0 reads no row), and each sequence its own
+    length (a finished row publishes zeros and keeps its state)."""
+    x, _, _, w_ih, w_hh, b_ih, b_hh = make_layer(cell, (3, 7, 5, 37))
+    _same_bits(cell, [x, None, None, w_ih, w_hh, b_ih, b_hh], "bf16", PLANS["streamed"])
+    _same_bits(cell, make_layer(cell, (3, 7, 5, 37)), "bf16", PLANS["pieces"], LENGTHS)
+
+
+@pytest.mark.usefixtures("concurrent_programs", "nan_buffers")
+@pytest.mark.parametrize("weights", ["resident", "streamed"])
+@pytest.mark.parametrize("cell", CELLS)
+def test_16bit_padded_rows_across_programs(cell, weights):
+    """Over 6 programs (hidden 37 in 3 unit blocks of 16, batch 20 in two batch blocks): each
+    copies its own rows into the padded copy and publishes h into padded planes that the others
+    read to unit 39; the padding of both is the last program's to write."""
+    from rnnbench.ops.recurrence import plan_override
+
+    fields = dict(block_h=16, block_b=16, w_resident=weights == "resident", block_k=16, h_on_chip=False)
+    tensors = make_layer(cell, (20, 5, 4, 37))
+    with plan_override(pad_rows=True, **fields):
+        check_layer(cell, tensors, "bf16", tolerance(cell, "bf16"))
+    _same_bits(cell, tensors, "bf16", fields)
+
+
+def test_16bit_padded_rows_are_asked_for():
+    """Planned for an H100: a 16-bit forward pads its rows only when asked (``forward_pad_rows``;
+    not measured on a GPU yet), then never as Gluon; the RNN, an on-chip plan, strict fp32 and a
+    plain fp32 forward refuse it; the fp16-operand forward keeps its own (level 3)."""
+    from rnnbench.ops.plans import choose_plan, row_stride, split_once_level
+
+    cuda = torch.device("cuda")
+
+    def plan(batch, hidden, gates=4, dtype=torch.bfloat16, precision="ieee", **override):
+        return choose_plan(batch, hidden, gates, dtype, cuda, multiprocessors=132, precision=precision, **override)
+
+    for gates in (4, 3):
+        for dtype in (torch.bfloat16, torch.float16):
+            for batch, hidden in ((128, 650), (32, 650), (20, 1500)):
+                assert not plan(batch, hidden, gates, dtype).pad_rows
+                p = plan(batch, hidden, gates, dtype, forward_pad_rows=True)
+                assert p.pad_rows and not p.gluon and split_once_level(p) == 5
+                assert row_stride(p, hidden) == -(-hidden // 8) * 8 > hidden
+    assert split_once_level(plan(128, 650, dtype=torch.float32, precision="tf32")) == 3
+    for bad in (dict(gates=1), dict(h_on_chip=True, hidden=100), dict(dtype=torch.float32, precision="tf32x3"),
+                dict(dtype=torch.float32, precision="ieee")):
+        args = {"gates": 4, "hidden": 650, **bad}
+        with pytest.raises(ValueError, match="pad_rows"):
+            plan(128, args.pop("hidden"), args.pop("gates"), pad_rows=True, **args)
