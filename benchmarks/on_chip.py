@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection|products|gluon|ahead|fma|gated_fma|gated_fma_more|gate_split|half_operands|half_wide|reg_weights|pad_rows] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection|products|gluon|ahead|fma|gated_fma|gated_fma_more|gate_split|half_operands|half_wide|reg_weights|pad_rows|pad_rows_16bit] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -152,6 +152,9 @@ hidden 768 at batch 16.
 
 ``--compare pad_rows`` runs TF32's fp16-operand forward with its own fp16 rows padded to 16 bytes
 (``Plan.pad_rows``) against unpadded, at hidden 650 (batch 128, 32, 20), 500 and 640 (the control).
+``--compare pad_rows_16bit`` runs the 16-bit forward on padded rows of its own (asked for) against
+the default plan: bf16 at hidden 650 (batch 128, 32, 20) and 1500 (batch 20), fp16 at 650, 640 the
+control.
 
 ``--compare reg_weights`` holds the Gluon forwards' weights in registers (``Plan.reg_weights``)
 against reading them from shared memory every step, at FlashRNN's shape and hidden 512.
@@ -521,6 +524,14 @@ PAD_ROWS = ("padded", "unpadded")
 PAD_ROW_CASES = [*[_case(cell, 128, 650, "tf32", PAD_ROWS) for cell in ("lstm", "gru")],
                  _case("lstm", 32, 650, "tf32", PAD_ROWS), _case("lstm", 20, 650, "tf32", PAD_ROWS, seq_len=35),
                  ("lstm", 20, 30, 500, 500, "tf32", PAD_ROWS), _case("lstm", 128, 640, "tf32", PAD_ROWS)]
+# The 16-bit forward on padded rows of its own (Plan.pad_rows asked for: a padded copy of W_hh, h through
+# padded planes; never Gluon) against the default plan: bf16 at hidden 650 (batch 128, 32, and 20 at
+# bptt 35), zaremba-large's 1500 at batch 20, fp16 at 650; 640 at batch 128 the aligned control.
+PAD_16BIT = ("padded", "default")
+PAD_16BIT_CASES = [*[_case(cell, 128, 650, "bf16", PAD_16BIT) for cell in ("lstm", "gru")],
+                   _case("lstm", 32, 650, "bf16", PAD_16BIT), _case("lstm", 20, 650, "bf16", PAD_16BIT, seq_len=35),
+                   _case("lstm", 20, 1500, "bf16", PAD_16BIT, seq_len=35), _case("lstm", 128, 650, "fp16", PAD_16BIT),
+                   _case("lstm", 128, 640, "bf16", PAD_16BIT)]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
                "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES, "split_k_x3": X3_CASES,
                "split_k_tf32": TF32_TALL_CASES,
@@ -530,7 +541,7 @@ COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLI
                "gluon": GLUON_CASES, "ahead": AHEAD_CASES, "fma": FMA_CASES, "gated_fma": GATED_FMA_CASES,
                "gated_fma_more": GATED_FMA_MORE_CASES, "gate_split": GATE_SPLIT_CASES,
                "half_operands": HALF_OPERAND_CASES, "half_wide": HALF_WIDE_CASES, "reg_weights": REG_WEIGHT_CASES,
-               "pad_rows": PAD_ROW_CASES}
+               "pad_rows": PAD_ROW_CASES, "pad_rows_16bit": PAD_16BIT_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 
 
