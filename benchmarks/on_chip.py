@@ -154,7 +154,7 @@ hidden 768 at batch 16.
 (``Plan.pad_rows``) against unpadded, at hidden 650 (batch 128, 32, 20), 500 and 640 (the control).
 ``--compare pad_rows_16bit`` runs the 16-bit forward on padded rows of its own (asked for) against
 the default plan: bf16 at hidden 650 (batch 128, 32, 20) and 1500 (batch 20), fp16 at 650, 640 the
-control.
+control (run before the rule that made it the default at 650 and 1500: ``results/h200/pad-rows``).
 
 ``--compare reg_weights`` holds the Gluon forwards' weights in registers (``Plan.reg_weights``)
 against reading them from shared memory every step, at FlashRNN's shape and hidden 512.

@@ -1,6 +1,6 @@
 """Our recurrence kernels alone under launch-plan overrides: µs per step, forward and backward (one GPU).
 
-    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit] [--budget SECONDS]
+    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit|pad_rows_16bit_rule] [--budget SECONDS]
 
 For each case (cell, batch_size, hidden_size, dtype, seq_len) and each plan override
 (``rnnbench.ops.recurrence.plan_override``; ``{}`` is the default plan), on prebuilt inputs
@@ -61,7 +61,12 @@ the choice against float64 and times the lanes. Case sets:
   100 (20); strict fp32 at 100 and 500 (batch 20).
 - ``pad_rows_16bit``: the 16-bit forward on rows of its own padded to 16 bytes (``Plan.pad_rows``
   asked for) against the default plan (and against Gluon's off where Gluon is the default), bf16 at
-  hidden 650 (batch 128, 32), 1500 (batch 20: zaremba-large's), fp16 at 650; 640 the control.
+  hidden 650 (batch 128, 32), 1500 (batch 20: zaremba-large's), fp16 at 650; 640 the control. Run
+  before the rule (``results/h200/pad-rows/16bit-dbd411d``): since, the default at 650 and 1500 is
+  the padded plan.
+- ``pad_rows_16bit_rule``: then that default (where hidden is not a multiple of 8) against
+  ``forward_pad_rows=False`` where it was not measured: hidden 100 and 500 (glample's) at batch 20
+  and 128, 650 at batch 20, 1500 at batch 128; bf16 and a few fp16.
 - ``half_operands_wide``: fp16 operands (the default since this set's run) against TF32's at every
   width from 136 to 768 (batch 1, 32, 128).
 - ``gate_split_rule``: then where the rule was open: 16-bit at hidden 768-1024 and TF32 at 768
@@ -238,6 +243,11 @@ CASE_SETS["pad_rows_16bit"] = [
     *[(cell, b, h, dtype, 30, [{}, {"forward_gluon": False}, {"forward_pad_rows": True}])
       for dtype, h, b in (("bf16", 650, 128), ("bf16", 650, 32), ("bf16", 1500, 20), ("fp16", 650, 128),
                           ("bf16", 640, 128))
+      for cell in ("lstm", "gru")]]
+CASE_SETS["pad_rows_16bit_rule"] = [
+    *[(cell, b, h, dtype, 30, [{}, {"forward_pad_rows": False}])
+      for dtype, h, b in (("bf16", 100, 20), ("bf16", 100, 128), ("bf16", 500, 20), ("bf16", 500, 128),
+                          ("bf16", 650, 20), ("fp16", 100, 20), ("fp16", 500, 128), ("bf16", 1500, 128))
       for cell in ("lstm", "gru")]]
 CASE_SETS["tall_backward"] = [
     *[(cell, 128, 1024, "tf32", 30, TALL_BACKWARD) for cell in ("lstm", "gru")],

@@ -3,9 +3,11 @@
 ``W_hh`` into a copy whose rows are ``H`` rounded up to 8 apart, and h is exchanged through padded
 planes of its own beside the output. On CPU tensors under Triton's interpreter: output, final states
 and every gradient against the float64 reference and bit for bit the unpadded forward's (every float
-buffer starting as NaN), in one program and in six; the plan's rule for an H100."""
+buffer starting as NaN), in one program and in six; and the plan's rule, the default where hidden is not a multiple of 8, for an H100."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 import torch
@@ -76,11 +78,13 @@ def test_16bit_padded_rows_across_programs(cell, weights):
     _same_bits(cell, tensors, "bf16", fields)
 
 
-def test_16bit_padded_rows_are_asked_for():
-    """Planned for an H100: a 16-bit forward pads its rows only when asked (``forward_pad_rows``;
-    not measured on a GPU yet), then never as Gluon; the RNN, an on-chip plan, strict fp32 and a
-    plain fp32 forward refuse it; the fp16-operand forward keeps its own (level 3)."""
-    from rnnbench.ops.plans import choose_plan, row_stride, split_once_level
+def test_16bit_forwards_that_exchange_h_pad_unaligned_rows():
+    """Planned for an H100: a 16-bit forward that exchanges h pads its rows by default where hidden
+    is not a multiple of 8 (batch 128 and 32 at 650, 20 at 1500), nothing else of its plan moved;
+    not at 640, nor asked not to (``forward_pad_rows=False``), nor on chip, on FMA units or as
+    Gluon; the backward's plan keeps its own rule; the RNN, an on-chip plan, strict fp32 and a
+    plain fp32 forward refuse it asked for; the fp16-operand forward keeps its own (level 3)."""
+    from rnnbench.ops.plans import _pads_16bit_forward, choose_plan, row_stride, split_once_level
 
     cuda = torch.device("cuda")
 
@@ -90,10 +94,21 @@ def test_16bit_padded_rows_are_asked_for():
     for gates in (4, 3):
         for dtype in (torch.bfloat16, torch.float16):
             for batch, hidden in ((128, 650), (32, 650), (20, 1500)):
-                assert not plan(batch, hidden, gates, dtype).pad_rows
-                p = plan(batch, hidden, gates, dtype, forward_pad_rows=True)
+                p = plan(batch, hidden, gates, dtype)
                 assert p.pad_rows and not p.gluon and split_once_level(p) == 5
                 assert row_stride(p, hidden) == -(-hidden // 8) * 8 > hidden
+                assert p == plan(batch, hidden, gates, dtype, forward_pad_rows=True)
+                unpadded = plan(batch, hidden, gates, dtype, forward_pad_rows=False)
+                assert dataclasses.replace(p, pad_rows=False) == unpadded and split_once_level(unpadded) == 0
+                assert plan(batch, hidden, gates, dtype, direction="backward") == plan(
+                    batch, hidden, gates, dtype, direction="backward", forward_pad_rows=False)
+                for other in (dict(h_on_chip=True), dict(fma=True), dict(gluon=True)):
+                    assert not _pads_16bit_forward(dataclasses.replace(p, pad_rows=False, **other), "forward", 2,
+                                                   gates, hidden)
+            assert not plan(128, 640, gates, dtype).pad_rows
+            assert not plan(20, 100, gates, dtype, h_on_chip=True).pad_rows
+        assert not plan(128, 650, gates, torch.float32, "tf32x3").pad_rows
+    assert not plan(128, 650, 1).pad_rows
     assert split_once_level(plan(128, 650, dtype=torch.float32, precision="tf32")) == 3
     for bad in (dict(gates=1), dict(h_on_chip=True, hidden=100), dict(dtype=torch.float32, precision="tf32x3"),
                 dict(dtype=torch.float32, precision="ieee")):

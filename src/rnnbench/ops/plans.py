@@ -319,6 +319,11 @@ class Plan:
             programs, B, S]`` the same way, stored and summed to the padded end (the default
             where ``H`` is not a multiple of 8 at :data:`PAD_PARTIALS_MIN_BLOCK_B` batch rows a
             program; ``backward_pad_rows`` asks either way).
+            With 16-bit weights, in a forward that exchanges h (``SPLIT_ONCE`` 5, never Gluon):
+            each program copies its rows of ``W_hh`` as they are into a padded copy of the
+            weights' dtype, and h is exchanged through padded planes of its own beside the output,
+            both read to the padded end (the default where :func:`unaligned`:
+            :func:`_pads_16bit_forward`).
         half_weights: the LSTM's and GRU's TF32 forward on FMA units (``fma``, float32 weights,
             TF32 allowed; ``ops/gluon_fma.py``, ``common.HALF_SHIFT``): ``W_hh^T``
             held on the chip as fp16, as 16-bit weights are (k in parts as theirs,
@@ -399,6 +404,22 @@ PAD_ROWS_TO = 8
 # rows, whose partial sums are 8 bytes a thread either way, 0.99-1.02x (hidden 100-650:
 # results/h200/pad-rows/backward-29d10d6).
 PAD_PARTIALS_MIN_BLOCK_B = 64
+
+
+def unaligned(hidden_size: int) -> bool:
+    """Whether rows of ``hidden_size`` 16-bit values miss a 16-byte boundary (``hidden_size`` not a
+    multiple of :data:`PAD_ROWS_TO`): where :attr:`Plan.pad_rows` is a default."""
+    return hidden_size % PAD_ROWS_TO != 0
+
+
+def _pads_16bit_forward(plan: Plan, direction: str, element: int, num_gates: int, hidden_size: int) -> bool:
+    """Whether the LSTM's or GRU's forward with 16-bit weights pads its own rows by default
+    (:attr:`Plan.pad_rows`): where it exchanges h (not on chip, FMA or Gluon) and ``hidden_size``
+    is :func:`unaligned`. On the H200 a step took 0.58-0.59x its unpadded time at hidden 650,
+    batch 128 (bf16 and fp16), 0.96-0.97x at batch 32 and 0.90-0.91x at hidden 1500, batch 20
+    (``results/h200/pad-rows/16bit-dbd411d``)."""
+    return (direction == "forward" and element == 2 and num_gates in (3, 4) and unaligned(hidden_size)
+            and not (plan.h_on_chip or plan.fma or plan.gluon or plan.split_k))
 
 
 def row_stride(plan: Plan, hidden_size: int) -> int:
@@ -908,6 +929,9 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
                          f"{AHEAD_MAX_PROGRAMS:.0%} of the multiprocessors")
     plan = dataclasses.replace(plan, input_ahead=override.get("input_ahead",
                                                               ahead_allowed and num_gates == AHEAD_DEFAULT_GATES))
+    if "pad_rows" not in override and device.type == "cuda" and _pads_16bit_forward(plan, direction, element,
+                                                                                   num_gates, hidden_size):
+        plan = dataclasses.replace(plan, pad_rows=True)
     if device.type == "cuda" and plan.split_once and not plan.split_fp16 and not plan.w_resident and (
             "num_stages" not in override):
         # As many chunks in flight as shared memory holds (each has two fp32 tiles of h, one or two of W).
@@ -990,7 +1014,7 @@ def _half_operands_plan(batch_size, hidden_size, num_gates, dtype, device, multi
     """
     fields = {k: v for k, v in asked.items() if k not in ("half_operands", "forward_half_operands")}
     pad = fields.pop("forward_pad_rows", fields.pop("pad_rows", None))  # (the forward's own, applied after)
-    pad = hidden_size % PAD_ROWS_TO != 0 if pad is None else bool(pad)
+    pad = unaligned(hidden_size) if pad is None else bool(pad)
     if (direction != "forward" or dtype != torch.float32 or num_gates not in (3, 4)
             or (device.type == "cuda" and precision != "tf32") or any(
                 fields.get(prefix + name) for prefix in ("", "forward_")
@@ -1051,7 +1075,7 @@ def _split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiproc
             break
     return {"block_b": forward.block_b, "block_h": forward.block_h, "w_resident": resident, "block_k": block_k,
             "num_warps": warps, "num_stages": 3, "h_on_chip": False, "split_k": True, "half_partials": element == 2,
-            "pad_rows": hidden_size % PAD_ROWS_TO != 0 and forward.block_b >= PAD_PARTIALS_MIN_BLOCK_B}
+            "pad_rows": unaligned(hidden_size) and forward.block_b >= PAD_PARTIALS_MIN_BLOCK_B}
 
 
 STRICT_FP32_DEFAULT = "tf32x3"  # the products of float32 with TF32 off (see dot_precision)
