@@ -159,7 +159,7 @@ def test_padded_rows_give_the_same_bits(cell, plan_name, nan_buffers):
 def test_pad_rows_goes_with_half_operands():
     """``Plan.pad_rows``: a TF32 forward on fp16 operands pads its own fp16 rows to 16 bytes where
     hidden is not a multiple of 8 (``row_stride``: 650 -> 656), by default or asked; not at 640, or
-    asked not to; the backward's plan ignores it (a forward's field: the split-K backward has a rule
+    asked not to, or (refused asked for) with fewer than 8 units a program; the backward's plan ignores it (a forward's field: the split-K backward has a rule
     of its own); 3xTF32 and TF32's own operands refuse it (16-bit weights: test_padded_rows.py)."""
     from rnnbench.ops.plans import choose_plan, row_stride
 
@@ -178,6 +178,11 @@ def test_pad_rows_goes_with_half_operands():
         assert row_stride(plan(640, **asked), 640) == 640
         assert row_stride(plan(650, forward_pad_rows=False), 650) == 650
         assert plan(650, direction="backward", **asked) == plan(650, direction="backward")  # (its own rule)
+    # (hidden 300 in 75 programs of 4 units: no program's units reach 300-303)
+    narrow = dict(block_h=4, block_b=16)
+    assert not choose_plan(16, 300, 4, torch.float32, cuda, 132, "tf32", **narrow).pad_rows
+    with pytest.raises(ValueError, match="multiple of 8 units"):
+        choose_plan(16, 300, 4, torch.float32, cuda, 132, "tf32", pad_rows=True, **narrow)
     for bad in (dict(precision="tf32x3"), dict(half_operands=False)):  # (16-bit weights: test_padded_rows.py)
         with pytest.raises(ValueError, match="pad_rows"):
             plan(650, pad_rows=True, **bad)

@@ -82,7 +82,7 @@ def test_16bit_forwards_that_exchange_h_pad_unaligned_rows():
     """Planned for an H100: a 16-bit forward that exchanges h pads its rows by default where hidden
     is not a multiple of 8 (batch 128 and 32 at 650, 20 at 1500), nothing else of its plan moved;
     not at 640, nor asked not to (``forward_pad_rows=False``), nor on chip, on FMA units or as
-    Gluon; the backward's plan keeps its own rule; the RNN, an on-chip plan, strict fp32 and a
+    Gluon, nor (refused asked for) with fewer than 8 units a program; the backward's plan keeps its own rule; the RNN, an on-chip plan, strict fp32 and a
     plain fp32 forward refuse it asked for; the fp16-operand forward keeps its own (level 3)."""
     from rnnbench.ops.plans import _pads_16bit_forward, choose_plan, row_stride, split_once_level
 
@@ -107,6 +107,11 @@ def test_16bit_forwards_that_exchange_h_pad_unaligned_rows():
                                                    gates, hidden)
             assert not plan(128, 640, gates, dtype).pad_rows
             assert not plan(20, 100, gates, dtype, h_on_chip=True).pad_rows
+            # (with 4 units a program at hidden 100 no program would write units 100-103)
+            assert not plan(20, 100, gates, dtype, h_on_chip=False, block_h=4).pad_rows
+            assert plan(20, 100, gates, dtype, h_on_chip=False, block_h=8).pad_rows
+            with pytest.raises(ValueError, match="multiple of 8 units"):
+                plan(20, 100, gates, dtype, h_on_chip=False, block_h=4, pad_rows=True)
         assert not plan(128, 650, gates, torch.float32, "tf32x3").pad_rows
     assert not plan(128, 650, 1).pad_rows
     assert split_once_level(plan(128, 650, dtype=torch.float32, precision="tf32")) == 3

@@ -412,14 +412,24 @@ def unaligned(hidden_size: int) -> bool:
     return hidden_size % PAD_ROWS_TO != 0
 
 
+def padded_units_covered(plan: Plan) -> bool:
+    """Whether a padded forward's programs write every unit of h's padded rows: the padding ``H ..
+    S`` is written (as zeros) by the program whose units straddle ``H``, so a block of units must
+    be a multiple of :data:`PAD_ROWS_TO` (with 4 units a program at hidden 100, the last block ends
+    at 100 and units 100-103 were never written: fp16's forward read NaN there on the H200,
+    ``results/h200/pad-rows``)."""
+    return plan.block_h % PAD_ROWS_TO == 0
+
+
 def _pads_16bit_forward(plan: Plan, direction: str, element: int, num_gates: int, hidden_size: int) -> bool:
     """Whether the LSTM's or GRU's forward with 16-bit weights pads its own rows by default
     (:attr:`Plan.pad_rows`): where it exchanges h (not on chip, FMA or Gluon) and ``hidden_size``
     is :func:`unaligned`. On the H200 a step took 0.58-0.59x its unpadded time at hidden 650,
     batch 128 (bf16 and fp16), 0.96-0.97x at batch 32 and 0.90-0.91x at hidden 1500, batch 20
-    (``results/h200/pad-rows/16bit-dbd411d``)."""
+    (``results/h200/pad-rows/16bit-dbd411d``). Not with fewer than :data:`PAD_ROWS_TO` units a
+    program (:func:`padded_units_covered`)."""
     return (direction == "forward" and element == 2 and num_gates in (3, 4) and unaligned(hidden_size)
-            and not (plan.h_on_chip or plan.fma or plan.gluon or plan.split_k))
+            and padded_units_covered(plan) and not (plan.h_on_chip or plan.fma or plan.gluon or plan.split_k))
 
 
 def row_stride(plan: Plan, hidden_size: int) -> int:
@@ -949,6 +959,9 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
                                                                                      or plan.gluon)):
         raise ValueError("pad_rows is the LSTM's and GRU's TF32 forward on fp16 operands (half_operands), their "
                          "forward with 16-bit weights that exchanges h (not Gluon), and their split-K backward")
+    if plan.pad_rows and direction == "forward" and not padded_units_covered(plan):
+        raise ValueError(f"pad_rows in a forward needs a multiple of {PAD_ROWS_TO} units a program (block_h), "
+                         f"got {plan.block_h}")
     if plan.fast_activations and device.type != "cuda":
         raise ValueError("fast_activations needs CUDA (inline PTX, which the interpreter cannot run)")
     if plan.split_once and (direction != "forward" or plan.h_on_chip or dtype != torch.float32
@@ -1013,8 +1026,7 @@ def _half_operands_plan(batch_size, hidden_size, num_gates, dtype, device, multi
             with float32 weights, were refused before.)
     """
     fields = {k: v for k, v in asked.items() if k not in ("half_operands", "forward_half_operands")}
-    pad = fields.pop("forward_pad_rows", fields.pop("pad_rows", None))  # (the forward's own, applied after)
-    pad = unaligned(hidden_size) if pad is None else bool(pad)
+    pad_asked = fields.pop("forward_pad_rows", fields.pop("pad_rows", None))  # (the forward's own)
     if (direction != "forward" or dtype != torch.float32 or num_gates not in (3, 4)
             or (device.type == "cuda" and precision != "tf32") or any(
                 fields.get(prefix + name) for prefix in ("", "forward_")
@@ -1024,7 +1036,8 @@ def _half_operands_plan(batch_size, hidden_size, num_gates, dtype, device, multi
     fields.update(gluon=False, input_ahead=False)
     fields.update(h_on_chip=False, fma=False)  # (fp16's plan at a small width, or the interpreter's, is on chip)
     plan = choose_plan(batch_size, hidden_size, num_gates, torch.float16, device, multiprocessors, "ieee", direction,
-                       **fields)
+                       **fields, pad_rows=bool(pad_asked))  # (asked with too few units a program: refused there)
+    pad = unaligned(hidden_size) and padded_units_covered(plan) if pad_asked is None else plan.pad_rows
     return dataclasses.replace(plan, half_operands=True, pad_rows=pad)
 
 
