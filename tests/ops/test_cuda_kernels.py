@@ -38,6 +38,8 @@ from rnnbench.results import ResultsFile  # noqa: E402
 from rnnbench.verify import relative_error  # noqa: E402
 from rnnbench.workload import graphed  # noqa: E402
 
+from test_recurrence import padded_and_unpadded  # noqa: E402
+
 _REGISTERED = "triton" in LANES
 from rnnbench.lanes.triton import make_lane  # noqa: E402  (registers the lane)
 
@@ -864,17 +866,16 @@ def test_half_operands_forward_with_padded_rows(cell, batch, seq, hidden, nan_bu
     from rnnbench.ops import recurrence
     from rnnbench.ops.plans import row_stride
 
+    def check_plan(pad):
+        forward = recurrence.layer_launch(cell, batch, hidden, torch.float32, torch.device("cuda")).forward
+        assert forward.half_operands and forward.pad_rows == pad and (row_stride(forward, hidden) > hidden) == pad
+
     tensors = _layer(cell, batch, seq, 5, hidden)
-    got = {}
-    for pad in (False, True):
-        with matmul_mode("tf32"), plan_override(forward_pad_rows=pad):
-            forward = recurrence.layer_launch(cell, batch, hidden, torch.float32, torch.device("cuda")).forward
-            assert forward.half_operands and forward.pad_rows == pad
-            assert (row_stride(forward, hidden) > hidden) == pad
-            got[pad] = _outputs_and_grads(recurrent_layer, cell, tensors, torch.float32)
-    assert all(torch.equal(a, b) for a, b in zip(got[False], got[True]))
+    with matmul_mode("tf32"):
+        got = padded_and_unpadded(lambda: _outputs_and_grads(recurrent_layer, cell, tensors, torch.float32),
+                                  check_plan, "forward_pad_rows")
     ref = _outputs_and_grads(naive_layer, cell, tensors, torch.float64)
-    assert all(relative_error(a, b) <= tolerance(cell, "tf32") for a, b in zip(got[True], ref))
+    assert all(relative_error(a, b) <= tolerance(cell, "tf32") for a, b in zip(got, ref))
     torch.cuda.synchronize()
     assert all(not buf.any() for buf in COUNTERS.values())
 
@@ -893,16 +894,16 @@ def test_16bit_forward_with_padded_rows(cell, dtype, batch, seq, hidden, nan_buf
     from rnnbench.ops import recurrence
     from rnnbench.ops.plans import split_once_level
 
+    def check_plan(pad):
+        forward = recurrence.layer_launch(cell, batch, hidden, TORCH_DTYPE[dtype], torch.device("cuda")).forward
+        assert forward.pad_rows == pad and split_once_level(forward) == (5 if pad else 0)
+
     tensors = _layer(cell, batch, seq, 5, hidden)
-    got = {}
-    for pad in (False, True):
-        with matmul_mode(dtype), plan_override(forward_pad_rows=pad, forward_gluon=False):
-            forward = recurrence.layer_launch(cell, batch, hidden, TORCH_DTYPE[dtype], torch.device("cuda")).forward
-            assert forward.pad_rows == pad and split_once_level(forward) == (5 if pad else 0)
-            got[pad] = _outputs_and_grads(recurrent_layer, cell, tensors, TORCH_DTYPE[dtype])
-    assert all(torch.equal(a, b) for a, b in zip(got[False], got[True]))
+    with matmul_mode(dtype):
+        got = padded_and_unpadded(lambda: _outputs_and_grads(recurrent_layer, cell, tensors, TORCH_DTYPE[dtype]),
+                                  check_plan, "forward_pad_rows", forward_gluon=False)
     ref = _outputs_and_grads(naive_layer, cell, tensors, torch.float64)
-    assert all(relative_error(a, b) <= tolerance(cell, dtype) for a, b in zip(got[True], ref))
+    assert all(relative_error(a, b) <= tolerance(cell, dtype) for a, b in zip(got, ref))
     torch.cuda.synchronize()
     assert all(not buf.any() for buf in COUNTERS.values())
 
@@ -919,16 +920,16 @@ def test_split_k_backward_with_padded_partials(cell, dtype, batch, seq, hidden, 
     from rnnbench.ops import recurrence
     from rnnbench.ops.plans import row_stride
 
+    def check_plan(pad):
+        backward = recurrence.layer_launch(cell, batch, hidden, TORCH_DTYPE[dtype], torch.device("cuda")).backward
+        assert backward.split_k and backward.pad_rows == pad and (row_stride(backward, hidden) > hidden) == pad
+
     tensors = _layer(cell, batch, seq, 5, hidden)
-    got = {}
-    for pad in (False, True):
-        with matmul_mode(dtype), plan_override(backward_pad_rows=pad):
-            backward = recurrence.layer_launch(cell, batch, hidden, TORCH_DTYPE[dtype], torch.device("cuda")).backward
-            assert backward.split_k and backward.pad_rows == pad and (row_stride(backward, hidden) > hidden) == pad
-            got[pad] = _outputs_and_grads(recurrent_layer, cell, tensors, TORCH_DTYPE[dtype])
-    assert all(torch.equal(a, b) for a, b in zip(got[False], got[True]))
+    with matmul_mode(dtype):
+        got = padded_and_unpadded(lambda: _outputs_and_grads(recurrent_layer, cell, tensors, TORCH_DTYPE[dtype]),
+                                  check_plan, "backward_pad_rows")
     ref = _outputs_and_grads(naive_layer, cell, tensors, torch.float64)
-    assert all(relative_error(a, b) <= tolerance(cell, dtype) for a, b in zip(got[True], ref))
+    assert all(relative_error(a, b) <= tolerance(cell, dtype) for a, b in zip(got, ref))
     torch.cuda.synchronize()
     assert all(not buf.any() for buf in COUNTERS.values())
 

@@ -13,7 +13,7 @@ import torch
 
 from rnnbench.precision import tolerance
 
-from test_recurrence import LENGTHS, SHAPES, _id, check_layer, make_layer
+from test_recurrence import LENGTHS, SHAPES, _id, check_layer, make_layer, padded_and_unpadded, run_layer
 
 CELLS = ("lstm", "gru")  # (the RNN's h under relu is unbounded: no half operands)
 # resident in one piece, resident in 16-column pieces, streamed from the program's fp16 copy, each
@@ -142,25 +142,19 @@ def test_padded_rows_give_the_same_bits(cell, plan_name, nan_buffers):
     not a value or the order of a sum: the output, final states and every gradient are bit for bit
     the unpadded forward's (hidden 37: rows 40 apart). Every float buffer the layer allocates
     starts as NaN, so a padding the kernel reads before writing it as zeros shows as NaN."""
-    from rnnbench.ops.recurrence import plan_override, recurrent_layer
-
-    from test_recurrence import run_layer
+    from rnnbench.ops.recurrence import recurrent_layer
 
     tensors = make_layer(cell, (3, 7, 5, 37))
-    got = {}
-    for pad in (False, True):
-        with plan_override(half_operands=True, pad_rows=pad, **PLANS[plan_name]):
-            out, grads = run_layer(recurrent_layer, cell, tensors, torch.float32)
-        got[pad] = out + grads
-    assert all(torch.isfinite(t).all() for t in got[True])
-    assert all(torch.equal(a, b) for a, b in zip(got[False], got[True]))
+    padded_and_unpadded(lambda: sum(run_layer(recurrent_layer, cell, tensors, torch.float32), []),
+                        half_operands=True, **PLANS[plan_name])
 
 
 def test_pad_rows_goes_with_half_operands():
     """``Plan.pad_rows``: a TF32 forward on fp16 operands pads its own fp16 rows to 16 bytes where
     hidden is not a multiple of 8 (``row_stride``: 650 -> 656), by default or asked; not at 640, or
-    asked not to, or (refused asked for) with fewer than 8 units a program; the backward's plan ignores it (a forward's field: the split-K backward has a rule
-    of its own); 3xTF32 and TF32's own operands refuse it (16-bit weights: test_padded_rows.py)."""
+    asked not to, or (refused asked for) with fewer than 8 units a program; the backward's plan
+    ignores it (a forward's field: the split-K backward has a rule of its own); 3xTF32 and TF32's
+    own operands refuse it (16-bit weights: test_padded_rows.py)."""
     from rnnbench.ops.plans import choose_plan, row_stride
 
     cuda = torch.device("cuda")

@@ -84,6 +84,24 @@ def run_layer(fn, cell, tensors, dtype, seed=1, lengths=None):
     return [o for o in out if o is not None], list(grads)
 
 
+def padded_and_unpadded(run, check_plan=lambda pad: None, field="pad_rows", **override) -> list:
+    """``run()``'s tensors under ``plan_override(**override)`` with ``field`` (``Plan.pad_rows``,
+    or a direction's) False, then True, ``check_plan(pad)`` called inside each: every tensor is
+    finite padded (the tests start their buffers as NaN, so a padding read before the kernel
+    wrote it shows) and bit for bit the unpadded one (padded rows move addresses, not a value or
+    the order of a sum). Returns the padded form's tensors."""
+    from rnnbench.ops.recurrence import plan_override
+
+    got = {}
+    for pad in (False, True):
+        with plan_override(**override, **{field: pad}):
+            check_plan(pad)
+            got[pad] = list(run())
+    assert all(torch.isfinite(t).all() for t in got[True])
+    assert all(torch.equal(a, b) for a, b in zip(got[False], got[True]))
+    return got[True]
+
+
 def check_layer(cell, tensors, dtype, tol, lengths=None):
     """The kernels' layer against the naive one in float64 (``lengths``: a variable-length batch)."""
     from rnnbench.ops.naive import naive_layer
