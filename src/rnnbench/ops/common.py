@@ -597,7 +597,8 @@ def _split_h0(h, h0_ptr, h_split_ptr, plane_h, hid, rows, row_mask, mask, counte
     """Before the first step of a forward that splits h once (:attr:`Plan.split_once`) or rounds
     it to fp16 (:attr:`Plan.half_operands`, ``SPLIT_ONCE`` 3): this program's tile of h0 (fp32
     ``h``) split, or divided by its rows' scales (:func:`_half_h_scales`, ``CARRIES_H0`` the GRU)
-    and rounded (at 4, :attr:`Plan.split_fp16`, then split: :func:`_split_half`), into slot 0 of
+    and rounded (at 4, :attr:`Plan.split_fp16`, then split: :func:`_split_half`; at 5, 16-bit
+    weights' padded planes, :attr:`Plan.pad_rows`, as it is in their dtype), into slot 0 of
     the exchange buffer (``plane_h``, ``hid`` and ``mask``: its plane's size and the tile's offsets
     and mask in it, rows ``S`` apart with :attr:`Plan.pad_rows`: :func:`_exchange_offsets`), then a
     grid barrier so that every program's is there. Returns ``(passed, h_scales, h_inv)``: the
@@ -650,7 +651,7 @@ def _publish_h(h, h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask, counter_ptr,
     barrier. With ``SPLIT_ONCE`` the next step reads it split (:func:`_store_split`) from slot
     ``(t + 1) % 2`` of the exchange buffer ``[2, 2, B, H]`` (two slots suffice: a program writes
     slot ``s`` again only after every program has arrived once more, so has read it), or at level
-    3 times ``h_inv`` (:func:`_split_h0`) in fp16 from slot ``(t + 1) % 2`` of
+    3 times ``h_inv`` (:func:`_split_h0`) in fp16 (at 5 as it is, in the weights' dtype) from slot ``(t + 1) % 2`` of
     ``[2, B, S]`` (``plane_s``, ``hid_s`` and ``mask_s``: rows ``S`` apart, ``H`` but with
     :attr:`Plan.pad_rows`, ``PADDED``, where units ``H .. S`` are stored as zeros;
     at 4 split, :func:`_split_half`: ``[2, 2, B, H]`` fp16); the output, which no program reads, is

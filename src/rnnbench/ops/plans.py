@@ -421,6 +421,13 @@ def padded_units_covered(plan: Plan) -> bool:
     return plan.block_h % PAD_ROWS_TO == 0
 
 
+def _exchanges_16bit_forward(plan: Plan, direction: str, element: int, num_gates: int) -> bool:
+    """Whether ``plan`` is the LSTM's or GRU's forward with 16-bit weights that exchanges h (not on
+    chip, FMA or Gluon): the one that may pad its own rows (``SPLIT_ONCE`` 5)."""
+    return (direction == "forward" and element == 2 and num_gates in (3, 4)
+            and not (plan.h_on_chip or plan.fma or plan.gluon or plan.split_k))
+
+
 def _pads_16bit_forward(plan: Plan, direction: str, element: int, num_gates: int, hidden_size: int) -> bool:
     """Whether the LSTM's or GRU's forward with 16-bit weights pads its own rows by default
     (:attr:`Plan.pad_rows`): where it exchanges h (not on chip, FMA or Gluon) and ``hidden_size``
@@ -428,8 +435,8 @@ def _pads_16bit_forward(plan: Plan, direction: str, element: int, num_gates: int
     batch 128 (bf16 and fp16), 0.96-0.97x at batch 32 and 0.90-0.91x at hidden 1500, batch 20
     (``results/h200/pad-rows/16bit-dbd411d``). Not with fewer than :data:`PAD_ROWS_TO` units a
     program (:func:`padded_units_covered`)."""
-    return (direction == "forward" and element == 2 and num_gates in (3, 4) and unaligned(hidden_size)
-            and padded_units_covered(plan) and not (plan.h_on_chip or plan.fma or plan.gluon or plan.split_k))
+    return (_exchanges_16bit_forward(plan, direction, element, num_gates) and unaligned(hidden_size)
+            and padded_units_covered(plan))
 
 
 def row_stride(plan: Plan, hidden_size: int) -> int:
@@ -954,9 +961,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     if half:
         return _half_operands_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision,
                                    direction, asked)
-    if plan.pad_rows and not plan.split_k and not (
-            direction == "forward" and element == 2 and num_gates in (3, 4) and not (plan.h_on_chip or plan.fma
-                                                                                     or plan.gluon)):
+    if plan.pad_rows and not plan.split_k and not _exchanges_16bit_forward(plan, direction, element, num_gates):
         raise ValueError("pad_rows is the LSTM's and GRU's TF32 forward on fp16 operands (half_operands), their "
                          "forward with 16-bit weights that exchanges h (not Gluon), and their split-K backward")
     if plan.pad_rows and direction == "forward" and not padded_units_covered(plan):
