@@ -1,6 +1,6 @@
 """Our recurrence kernels alone under launch-plan overrides: µs per step, forward and backward (one GPU).
 
-    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit|pad_rows_16bit_rule] [--budget SECONDS]
+    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit|pad_rows_16bit_rule|resident_chunks] [--budget SECONDS]
 
 For each case (cell, batch_size, hidden_size, dtype, seq_len) and each plan override
 (``rnnbench.ops.recurrence.plan_override``; ``{}`` is the default plan), on prebuilt inputs
@@ -67,6 +67,9 @@ the choice against float64 and times the lanes. Case sets:
 - ``pad_rows_16bit_rule``: then that default (where hidden is not a multiple of 8) against
   ``forward_pad_rows=False`` where it was not measured: hidden 100 and 500 (glample's) at batch 20
   and 128, 650 at batch 20, 1500 at batch 128; bf16 and a few fp16.
+- ``resident_chunks``: the resident forward's chunk width (``block_k``) where it spills: the
+  default against 64 and 128, bf16 and TF32 at hidden 1500 and 650 (batch 20, 35 steps) and 650
+  (batch 32).
 - ``half_operands_wide``: fp16 operands (the default since this set's run) against TF32's at every
   width from 136 to 768 (batch 1, 32, 128).
 - ``gate_split_rule``: then where the rule was open: 16-bit at hidden 768-1024 and TF32 at 768
@@ -249,6 +252,13 @@ CASE_SETS["pad_rows_16bit_rule"] = [
       for dtype, h, b in (("bf16", 100, 20), ("bf16", 100, 128), ("bf16", 500, 20), ("bf16", 500, 128),
                           ("bf16", 650, 20), ("fp16", 100, 20), ("fp16", 500, 128), ("bf16", 1500, 128))
       for cell in ("lstm", "gru")]]
+# The resident forward's chunk width where it spills (a local sm_90 compile, Triton 3.6: the LSTM at
+# hidden 1500, batch 20 spills 208 bytes a thread at 128-wide chunks in bf16, 72 at 64, 48 at 32;
+# TF32's fp16 operands 256, 72, 64): zaremba-large's 1500 and zaremba-medium's 650 at the language
+# model's batch 20 (35 steps), 650 at batch 32; bf16 and TF32.
+CASE_SETS["resident_chunks"] = [
+    *[(cell, b, h, dtype, 35 if b == 20 else 30, [{}, {"forward_block_k": 64}, {"forward_block_k": 128}])
+      for dtype in ("bf16", "tf32") for h, b in ((1500, 20), (650, 20), (650, 32)) for cell in ("lstm", "gru")]]
 CASE_SETS["tall_backward"] = [
     *[(cell, 128, 1024, "tf32", 30, TALL_BACKWARD) for cell in ("lstm", "gru")],
     *[(cell, 32, 1024, "tf32", 30, TALL_BACKWARD[:3]) for cell in ("lstm", "gru")],
