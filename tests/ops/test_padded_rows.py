@@ -117,3 +117,46 @@ def test_16bit_forwards_that_exchange_h_pad_unaligned_rows():
         args = {"gates": 4, "hidden": 650, **bad}
         with pytest.raises(ValueError, match="pad_rows"):
             plan(128, args.pop("hidden"), args.pop("gates"), pad_rows=True, **args)
+
+
+# Compiled for sm_90 (no GPU needed) in a process of its own, whose kernels are not interpreted:
+# each padded and unpadded forward's global accesses (rnnbench.ops.aot.global_accesses) as JSON.
+_ACCESSES = """
+import dataclasses, json, sys
+import torch
+from rnnbench.ops.aot import compile_kernel, global_accesses
+from rnnbench.ops.plans import choose_plan
+cell, gates, dtype, precision = sys.argv[1], int(sys.argv[2]), getattr(torch, sys.argv[3]), sys.argv[4]
+plan = choose_plan(128, 650, gates, dtype, torch.device("cuda"), multiprocessors=132, precision=precision, gluon=False)
+print(json.dumps({pad: global_accesses(compile_kernel(cell, "forward", dtype, 650, dataclasses.replace(plan, pad_rows=pad),
+                                                      precision).asm["ptx"]) for pad in (True, False)}))
+"""
+
+
+@pytest.mark.parametrize("dtype, precision", [("bfloat16", "ieee"), ("float32", "tf32")])
+@pytest.mark.parametrize("cell, gates", [("lstm", 4), ("gru", 3)])
+def test_padded_forwards_copy_their_rows_16_bytes_at_a_time(cell, gates, dtype, precision):
+    """What the padding is for, read in the PTX of the forward planned for an H100 at hidden 650,
+    batch 128 (its own 16-bit rows: bf16's, and TF32's fp16 operands): padded, every copy of the
+    weights' rows into shared memory is 16 bytes (``cp.async`` ``0x10``); unpadded, 4 bytes, none
+    wider. A compile check of Triton's choice, not a timing."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("triton.backends.nvidia")
+    src = Path(__file__).resolve().parents[2] / "src"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(src) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run([sys.executable, "-c", _ACCESSES, cell, str(gates), dtype, precision], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.splitlines()[-1])
+
+    def copies(accesses):
+        return {name.rsplit(" ", 1)[1]: n for name, n in accesses.items() if name.startswith("cp.async")}
+
+    assert copies(got["true"]).keys() == {"0x10"} and copies(got["true"])["0x10"] > 0, got["true"]
+    assert copies(got["false"]).keys() == {"0x4"}, got["false"]

@@ -256,6 +256,21 @@ def resource_usage(compiled) -> dict:
     return usage
 
 
+# A global load or store with its qualifiers (its width: ``.v4.b32`` is 16 bytes), or a
+# ``cp.async`` copy from global to shared memory with its size in bytes (its last operand).
+_GLOBAL_ACCESS = re.compile(r"(ld|st)\.global[.a-z0-9]*|cp\.async\.c[ag]\.shared\.global \[[^]]*\], \[[^]]*\], 0x[0-9a-f]+")
+
+
+def global_accesses(ptx: str) -> dict[str, int]:
+    """How many of each global access form a kernel's PTX (``compiled.asm["ptx"]``) holds, by
+    name: ``ld.global.v4.b32`` (a 16-byte load), ``st.global.b16``, ``cp.async.cg.shared.global
+    0x10`` (a 16-byte copy into shared memory, its addresses left out); sorted by name. What a
+    row's alignment decides (``Plan.pad_rows``: 16-byte rows let the compiler take the widest
+    forms); read, not run, so a compile without a GPU shows it."""
+    found = Counter(re.sub(r"\[[^]]*\], ", "", m.group(0)) for m in _GLOBAL_ACCESS.finditer(ptx))
+    return dict(sorted(found.items()))
+
+
 def variant_usage(cell: str, direction: str, dtype: torch.dtype, batch: int, hidden: int, precision: str,
                   plan_fields: dict, changes: dict) -> tuple[Plan, dict]:
     """The plan for an H100 (132 multiprocessors) that ``choose_plan`` makes with ``plan_fields``

@@ -5,24 +5,13 @@ not a measurement; the plans are the exchange plans with Gluon off.
 
     PYTHONPATH=src python benchmarks/results/h200/pad-rows/local-16bit/widths.py   # with Triton 3.6
 """
-import collections
 import dataclasses
-import re
 
 import torch
 import triton
 
-from rnnbench.ops.aot import compile_kernel, resource_usage
+from rnnbench.ops.aot import compile_kernel, global_accesses, resource_usage
 from rnnbench.ops.plans import choose_plan, row_stride
-
-ACCESS = re.compile(r"(ld|st)\.global[.a-z0-9]*|cp\.async\.c[ag]\.shared\.global \[[^]]*\], \[[^]]*\], 0x[0-9a-f]+")
-
-
-def widths(ptx: str) -> dict:
-    """Counts of each global access form in ``ptx`` (a ``cp.async`` by its size in bytes)."""
-    found = collections.Counter(re.sub(r"\[[^]]*\], ", "", m.group(0)) for m in ACCESS.finditer(ptx))
-    return dict(sorted(found.items()))
-
 
 print("triton", triton.__version__, "torch", torch.__version__)
 cuda = torch.device("cuda")
@@ -35,4 +24,4 @@ for cell, gates in (("lstm", 4), ("gru", 3)):
             k = compile_kernel(cell, "forward", torch.bfloat16, hidden, p, "ieee")
             usage = resource_usage(k)
             print(f"{cell:4s} B{batch:<4d} H{hidden:<4d} stride {row_stride(p, hidden):4d} res {int(p.w_resident)} "
-                  f"reg {usage['reg']:3d} spill {usage['stack']:3d} B {widths(k.asm['ptx'])}", flush=True)
+                  f"reg {usage['reg']:3d} spill {usage['stack']:3d} B {global_accesses(k.asm['ptx'])}", flush=True)

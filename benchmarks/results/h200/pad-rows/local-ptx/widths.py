@@ -4,24 +4,13 @@ registers and spills (rnnbench.ops.aot). A compile check, not a measurement.
 
     PYTHONPATH=src python benchmarks/results/h200/pad-rows/local-ptx/widths.py   # with Triton 3.6
 """
-import collections
 import dataclasses
-import re
 
 import torch
 import triton
 
-from rnnbench.ops.aot import compile_kernel, resource_usage
+from rnnbench.ops.aot import compile_kernel, global_accesses, resource_usage
 from rnnbench.ops.plans import choose_plan, row_stride
-
-ACCESS = re.compile(r"(ld|st)\.global[.a-z0-9]*|cp\.async\.c[ag]\.shared\.global \[[^]]*\], \[[^]]*\], 0x[0-9a-f]+")
-
-
-def widths(ptx: str) -> dict:
-    """Counts of each global access form in ``ptx`` (a ``cp.async`` by its size in bytes)."""
-    found = collections.Counter(re.sub(r"\[[^]]*\], ", "", m.group(0)) for m in ACCESS.finditer(ptx))
-    return dict(sorted(found.items()))
-
 
 print("triton", triton.__version__, "torch", torch.__version__)
 cuda = torch.device("cuda")
@@ -35,4 +24,4 @@ for direction, shapes in (("forward", ((128, 650), (128, 640), (32, 650))), ("ba
                 k = compile_kernel(cell, direction, torch.float32, hidden, p, "tf32")
                 usage = resource_usage(k)
                 print(f"{direction:8s} {cell:4s} B{batch:<4d} H{hidden:<4d} stride {row_stride(p, hidden):4d} "
-                      f"reg {usage['reg']:3d} spill {usage['stack']:3d} B {widths(k.asm['ptx'])}", flush=True)
+                      f"reg {usage['reg']:3d} spill {usage['stack']:3d} B {global_accesses(k.asm['ptx'])}", flush=True)
