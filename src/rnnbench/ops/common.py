@@ -154,6 +154,16 @@ def _pow2_above(m, SHIFT: tl.constexpr = 0):
 HALF_SHIFT = tl.constexpr(15)
 
 
+@triton.constexpr_function
+def _start_chunk(rows, wide, k_pad):
+    """The columns of a chunk in a forward's passes over its rows before the time loop
+    (:func:`_half_weights`, :func:`_copy_rows`, :func:`_half_h_scales`): 32 KB of fp32 over
+    ``rows`` rows, 64 fp32 a thread at 4 warps (64 KB where ``wide``: 64 batch rows, 8 warps), at
+    most ``k_pad``. One rule for the three, so that each pass reads the rows as the others do."""
+    width = (16384 if wide else 8192) // rows
+    return width if width < k_pad else k_pad
+
+
 @triton.jit
 def _half_weights(w_ptr, w_copy_ptr, w_rows, w_valid, H: tl.constexpr, K_PAD: tl.constexpr,
                   BLOCK_B: tl.constexpr, S: tl.constexpr, w_plane=0, REMAINDER: tl.constexpr = False):
@@ -168,8 +178,7 @@ def _half_weights(w_ptr, w_copy_ptr, w_rows, w_valid, H: tl.constexpr, K_PAD: tl
     start took 22-33 µs beyond its steps against TF32's 9-27, in these chunks as in 64-column ones
     (unrolled, the loop spilled under Triton 3.9)."""
     ROWS: tl.constexpr = w_rows.shape[0]
-    WIDE: tl.constexpr = (16384 // ROWS) if BLOCK_B >= 64 else (8192 // ROWS)  # 64 fp32 a thread a chunk
-    CHUNK: tl.constexpr = WIDE if WIDE < K_PAD else K_PAD
+    CHUNK: tl.constexpr = _start_chunk(ROWS, BLOCK_B >= 64, K_PAD)
     m = tl.zeros([ROWS], dtype=tl.float32)
     for k0 in range(0, H, CHUNK):
         wk = _load_stacked_weights(w_ptr, w_rows, w_valid, k0, H, CHUNK).to(tl.float32)
@@ -225,9 +234,7 @@ def _copy_rows(w_ptr, w_copy_ptr, w_rows, w_valid, H: tl.constexpr, K_PAD: tl.co
     5): the program's stacked rows of ``W_hh`` copied as they are into the same rows of the copy at
     ``w_copy_ptr`` (``[G*H, S]``, the weights' dtype), columns ``H .. S`` written as zeros, in the
     chunks :func:`_half_weights` takes."""
-    ROWS: tl.constexpr = w_rows.shape[0]
-    WIDE: tl.constexpr = (16384 // ROWS) if BLOCK_B >= 64 else (8192 // ROWS)
-    CHUNK: tl.constexpr = WIDE if WIDE < K_PAD else K_PAD
+    CHUNK: tl.constexpr = _start_chunk(w_rows.shape[0], BLOCK_B >= 64, K_PAD)
     for k0 in range(0, H, CHUNK):
         k = k0 + tl.arange(0, CHUNK)
         wk = _load_stacked_weights(w_ptr, w_rows, w_valid, k0, H, CHUNK)
@@ -246,8 +253,7 @@ def _half_h_scales(h0_ptr, rows, row_mask, H: tl.constexpr, K_PAD: tl.constexpr,
     32 KB (64 at 64 rows), as :func:`_half_weights` reads the weights."""
     m = tl.zeros([], dtype=tl.float32)
     if HAS_H0:
-        WIDE: tl.constexpr = (16384 // rows.shape[0]) if rows.shape[0] >= 64 else (8192 // rows.shape[0])
-        CHUNK: tl.constexpr = WIDE if WIDE < K_PAD else K_PAD
+        CHUNK: tl.constexpr = _start_chunk(rows.shape[0], rows.shape[0] >= 64, K_PAD)
         for k0 in range(0, H, CHUNK):
             hk = _load_gate_padded(h0_ptr, H, rows, row_mask, k0, H, 1, K_PAD, CHUNK).to(tl.float32)
             m = tl.maximum(m, tl.max(tl.max(tl.abs(hk), axis=1), axis=0))
