@@ -59,6 +59,9 @@ run kawakami-cell-loop-fp32    --preset kawakami-2017 --lane torch-cell-loop --m
 run zaremba-torch-nn-fp32      --preset zaremba-large --lane torch-nn --max-steps 200 --max-minutes 1.5 "${WT2_ARGS[@]}"
 run zaremba-torch-nn-bf16      --preset zaremba-large --lane torch-nn --amp bf16 --max-steps 200 --max-minutes 1.5 "${WT2_ARGS[@]}"
 run zaremba-cell-loop-fp32     --preset zaremba-large --lane torch-cell-loop --max-steps 200 --max-minutes 1.5 "${WT2_ARGS[@]}"
+# Our kernels on it (two layers at hidden 1500, not a multiple of 8), beside torch-nn's runs above.
+run zaremba-triton-bf16        --preset zaremba-large --lane triton --amp bf16 --max-steps 200 --max-minutes 1.5 "${WT2_ARGS[@]}"
+run zaremba-triton-tf32        --preset zaremba-large --lane triton --tf32 --max-steps 200 --max-minutes 1.5 "${WT2_ARGS[@]}"
 
 # Character level: a 2x512 LSTM must learn (uniform over 65 characters is perplexity 65; a
 # trained char-rnn reaches ~4.5). ~120 batches per epoch; stops at 15 epochs or 2 minutes. TF32
