@@ -1251,6 +1251,24 @@ def test_kernels_compile_for_h100():
         assert (" fast=1 " in line) == ("'mufu_tanh': 0" not in line), line
 
 
+def test_float32_follows_the_matmul_switch_not_cudnns_rnn_switch(monkeypatch):
+    """Issue 8's rule: TF32 where ``torch.backends.cuda.matmul.allow_tf32`` allows it, whatever
+    cuDNN's switch (which torch.nn's recurrent layers follow, on by default): with torch's defaults
+    (cuDNN on, matmul off) a float32 recurrence is strict, and TF32 with matmul on and cuDNN off
+    (``benchmarks/results/h200/fp32-defaults``)."""
+    from rnnbench.ops import plans
+    from rnnbench.ops.plans import dot_precision
+
+    monkeypatch.setattr(plans, "INTERPRET", False)
+    old = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    try:
+        for matmul, cudnn, expected in ((False, True, "tf32x3"), (True, False, "tf32")):
+            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = matmul, cudnn
+            assert dot_precision(torch.float32) == expected, (matmul, cudnn)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
+
+
 def test_strict_fp32_runs_as_3xtf32_on_cuda_unless_asked_for_ieee(monkeypatch):
     """Which products a float32 recurrence gets on CUDA (planned without a GPU): TF32 where torch
     allows it, else 3xTF32 by default or IEEE under ``strict_fp32("ieee")``; half types and the
