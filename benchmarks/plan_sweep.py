@@ -1,6 +1,6 @@
 """Our recurrence kernels alone under launch-plan overrides: µs per step, forward and backward (one GPU).
 
-    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit|pad_rows_16bit_rule|resident_chunks] [--budget SECONDS]
+    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit|pad_rows_16bit_rule|resident_chunks|lm_backward] [--budget SECONDS]
 
 For each case (cell, batch_size, hidden_size, dtype, seq_len) and each plan override
 (``rnnbench.ops.recurrence.plan_override``; ``{}`` is the default plan), on prebuilt inputs
@@ -70,6 +70,9 @@ the choice against float64 and times the lanes. Case sets:
 - ``resident_chunks``: the resident forward's chunk width (``block_k``) where it spills: the
   default against 64 and 128, bf16 and TF32 at hidden 1500 and 650 (batch 20, 35 steps) and 650
   (batch 32).
+- ``lm_backward``: the LSTM's backward at a language model's batch (20, 35 steps), hidden 1500
+  (zaremba-large's) beside 1496 and 1504, bf16 and TF32, and the GRU's at 1500: the default
+  transpose plan against the gate split, 64-wide chunks, 3 stages and 32 units a program.
 - ``half_operands_wide``: fp16 operands (the default since this set's run) against TF32's at every
   width from 136 to 768 (batch 1, 32, 128).
 - ``gate_split_rule``: then where the rule was open: 16-bit at hidden 768-1024 and TF32 at 768
@@ -260,6 +263,15 @@ CASE_SETS["pad_rows_16bit_rule"] = [
 CASE_SETS["resident_chunks"] = [
     *[(cell, b, h, dtype, 35 if b == 20 else 30, [{}, {"forward_block_k": 64}, {"forward_block_k": 128}])
       for dtype in ("bf16", "tf32") for h, b in ((1500, 20), (650, 20), (650, 32)) for cell in ("lstm", "gru")]]
+# The language models' backward at their batch: zaremba-large's LSTM at hidden 1500, batch 20 took
+# 21.13 µs a backward step in bf16 against 13.79 at 1504 and 17.71 at 1496, every one the same
+# transpose plan (results/h200/half-wide/lm-widths-dc8b273): other plans at the three widths, bf16
+# and TF32, and the GRU at 1500.
+LM_BACKWARD = [{}, {"backward_gate_split": True}, {"backward_block_k": 64}, {"backward_num_stages": 3},
+               {"backward_block_h": 32}, {"backward_block_h": 32, "backward_block_k": 64}]
+CASE_SETS["lm_backward"] = [
+    *[("lstm", 20, h, dtype, 35, LM_BACKWARD) for dtype in ("bf16", "tf32") for h in (1500, 1496, 1504)],
+    *[("gru", 20, 1500, dtype, 35, LM_BACKWARD) for dtype in ("bf16", "tf32")]]
 CASE_SETS["tall_backward"] = [
     *[(cell, 128, 1024, "tf32", 30, TALL_BACKWARD) for cell in ("lstm", "gru")],
     *[(cell, 32, 1024, "tf32", 30, TALL_BACKWARD[:3]) for cell in ("lstm", "gru")],
