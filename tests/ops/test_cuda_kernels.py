@@ -790,7 +790,8 @@ def test_split_k_backward(cell, dtype, resident, batch, seq, hidden):
     assert all(not buf.any() for buf in COUNTERS.values())
 
 
-@pytest.mark.parametrize("batch, seq, hidden", [(20, 9, 100), (3, 7, 37), (64, 30, 1024), (128, 5, 1024)])
+@pytest.mark.parametrize("batch, seq, hidden", [(20, 9, 100), (3, 7, 37), (64, 30, 1024), (128, 5, 1024),
+                                                (20, 5, 1500)])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
 def test_gate_split_backward(cell, dtype, batch, seq, hidden):
@@ -798,7 +799,8 @@ def test_gate_split_backward(cell, dtype, batch, seq, hidden):
     (LSTM) or 3 (GRU) programs, each multiplying one gate's gradients of every unit for the group's
     units, summed after the group's own barrier; hidden 100 and 37 in 7 and 3 blocks of 16 (the
     last group with programs that own no unit), 1024 in 64 at 64 batch rows a program (two batch
-    blocks at 128). The counters, group counters too, end at zero."""
+    blocks at 128), 1500 (zaremba-large's, the default there since gate_split_wide) in 94 blocks
+    in 96 programs. The counters, group counters too, end at zero."""
     from rnnbench.ops import recurrence
 
     with matmul_mode(dtype), plan_override(gate_split=True, w_resident=False, split_k=False):

@@ -127,8 +127,12 @@ SPLIT_K_16BIT_MAX_HIDDEN = 1024
 # 7.7, fp16 at 1024 13.9 -> 9.9 and 13.7 -> 9.0. Split-K stays faster at 16-32 rows (bf16 and fp16
 # at 1024, batch 32: 5.0 against 7.0 and 4.9 against 6.1; FlashRNN's 3.7 against 4.8; TF32 at 768,
 # batch 32: 6.1 against 7.8) and at hidden 512 (TF32, batch 32-128: 4.5-6.5 against 5.6-8.1).
-# Past 1024 (not measured) the transpose plan as before.
-GATE_SPLIT_MIN_HIDDEN, GATE_SPLIT_MAX_HIDDEN, GATE_SPLIT_ROWS = 768, 1024, 64
+# Past 1024 on the H200 (plan_sweep.py --cases lm_backward, gate_split_wide; results/h200/gate-split-wide)
+# the gate split took 0.42-0.85x the transpose plan's step in all 42 shapes measured, hidden 1280, 1500
+# and 2048 at batch 20, 64 and 128, bf16 and TF32, strict fp32 at 1500: zaremba-large's LSTM at 1500,
+# batch 20, 21.16 -> 12.47 µs (bf16) and 29.73 -> 17.65 (TF32). Past 2048 (not measured) the
+# transpose plan as before.
+GATE_SPLIT_MIN_HIDDEN, GATE_SPLIT_MAX_HIDDEN, GATE_SPLIT_ROWS = 768, 2048, 64
 # Chunks in flight at 16-32 batch rows a program: 3 (TF32 at hidden 1024, batch 32 10.6 against
 # 11.4 µs a step with 4; batch 64 11.7 against 12.4); at 64 rows the tensor cores' 4, the chunks
 # narrowed to fit (128 wide with 3: 14.4 against 14.1).
