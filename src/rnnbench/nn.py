@@ -12,12 +12,13 @@ the same names (a ``torch.nn.LSTM`` state_dict loads unchanged, and back), same
 - ``"torch"``: torch.nn's own forward (cuDNN on CUDA).
 
 Under ``torch.autocast`` the kernels run in autocast's dtype, as torch.nn's layers do there.
-Float32 follows torch's TF32 switch for matmuls (``torch.backends.cuda.matmul.allow_tf32``, as issue 8
-asks; not the one torch.nn's recurrent layers follow on cuDNN, ``torch.backends.cudnn.rnn.fp32_precision``,
-TF32 by default, so with torch's defaults torch.nn.LSTM multiplies in TF32 and this module in strict
-fp32: ``benchmarks/results/h200/fp32-defaults``): TF32 products where it is on (the LSTM's and GRU's forward at hidden 1024 on fp16 operands instead, which keep a TF32
-operand's 11 significant bits, under power-of-two scales that keep them in range:
-``Plan.half_operands``); otherwise fp32-accurate products on tensor cores from split operands (3xTF32;
+Float32 follows torch's TF32 switch for matmuls (``torch.backends.cuda.matmul.allow_tf32``, as
+issue 8 asks; not the one torch.nn's recurrent layers follow on cuDNN,
+``torch.backends.cudnn.rnn.fp32_precision``, TF32 by default, so with torch's defaults
+torch.nn.LSTM multiplies in TF32 and this module in strict fp32:
+``benchmarks/results/h200/fp32-defaults``): TF32 products where it is on (the LSTM's and GRU's
+forward at hidden 1024 on fp16 operands instead, which keep a TF32 operand's 11 significant bits,
+under power-of-two scales that keep them in range: ``Plan.half_operands``); otherwise fp32-accurate products on tensor cores from split operands (3xTF32;
 3xFP16 where a forward streams its weights, ``Plan.split_fp16``, and in a large layer's input
 projection and gradients, ``ops/split_products.py``; docs/kernels.md; within
 ``rnnbench.ops.recurrence.strict_fp32("ieee")``, IEEE products on the FMA units).

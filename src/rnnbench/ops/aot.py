@@ -258,7 +258,8 @@ def resource_usage(compiled) -> dict:
 
 # A global load or store with its qualifiers (its width: ``.v4.b32`` is 16 bytes), or a
 # ``cp.async`` copy from global to shared memory with its size in bytes (its last operand).
-_GLOBAL_ACCESS = re.compile(r"(ld|st)\.global[.a-z0-9]*|cp\.async\.c[ag]\.shared\.global \[[^]]*\], \[[^]]*\], 0x[0-9a-f]+")
+_GLOBAL_ACCESS = re.compile(r"(ld|st)\.global[.a-z0-9]*"
+                            r"|cp\.async\.c[ag]\.shared\.global \[[^]]*\], \[[^]]*\], 0x[0-9a-f]+")
 
 
 def global_accesses(ptx: str) -> dict[str, int]:
