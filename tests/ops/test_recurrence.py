@@ -1222,9 +1222,10 @@ def test_chain_floor_runs_the_on_chip_step(gates):
         chain_floor(h_buf, w, x, x_ahead=3)
 
 
-def test_kernels_compile_for_h100():
-    """The real compiler (front end, optimiser, ptxas) accepts every kernel for sm_90, in a process
-    of its own since this one interprets them."""
+def uninterpreted(*args: str):
+    """``python *args`` in a process of its own whose kernels are not interpreted (this one's are),
+    ``src`` on its path: for compiling them for sm_90 without a GPU. Skips without Triton's
+    NVIDIA backend. Returns the CompletedProcess (text)."""
     import os
     import subprocess
     import sys
@@ -1234,8 +1235,13 @@ def test_kernels_compile_for_h100():
     src = Path(__file__).resolve().parents[2] / "src"
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(src) + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run([sys.executable, "-m", "rnnbench.ops.aot", "--quick"], env=env, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_kernels_compile_for_h100():
+    """The real compiler (front end, optimiser, ptxas) accepts every kernel for sm_90, in a process
+    of its own since this one interprets them."""
+    proc = uninterpreted("-m", "rnnbench.ops.aot", "--quick")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     from rnnbench.ops.aot import GRADIENT_VARIANTS, PRODUCT_VARIANTS, QUICK_SHAPES, SPLIT_VARIANTS
 
