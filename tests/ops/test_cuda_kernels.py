@@ -791,7 +791,7 @@ def test_split_k_backward(cell, dtype, resident, batch, seq, hidden):
 
 
 @pytest.mark.parametrize("batch, seq, hidden", [(20, 9, 100), (3, 7, 37), (64, 30, 1024), (128, 5, 1024),
-                                                (20, 5, 1500)])
+                                                (20, 5, 1500), (128, 4, 576)])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
 def test_gate_split_backward(cell, dtype, batch, seq, hidden):

@@ -576,7 +576,8 @@ def test_default_plans_for_the_h100():
     # The gate-split backward (each gate's partial apart, in groups of the cell's gates): where the
     # transpose plan ran (TF32 and strict fp32 past hidden 768, up to 1024; 3 chunks in flight at
     # 16-32 batch rows, at 64 as many 128 or 64 wide as shared memory holds), and in place of
-    # split-K from hidden 768 at 64 batch rows a program; past 1024 up to 2048 in every dtype on
+    # split-K from hidden 768 at 64 batch rows a program (from 576 where hidden is a multiple of 8:
+    # not at 650, nor at 32 rows); past 1024 up to 2048 in every dtype on
     # tensor cores (zaremba-large's 1500 at batch 20: results/h200/gate-split-wide); not at 16-32
     # rows (split-K's), past hidden 2048, where whole groups would not be resident, nor for the
     # RNN. The GRU's grid is whole groups of three (66 programs at hidden 1024).
@@ -589,7 +590,9 @@ def test_default_plans_for_the_h100():
                                             (20, 1500, 3, torch.float32, "tf32", 3, 128),
                                             (20, 1500, 4, torch.float32, "tf32x3", 3, 64),
                                             (32, 2048, 4, torch.float32, "tf32", 3, 128),
-                                            (128, 2048, 3, torch.bfloat16, "ieee", 4, 128)):
+                                            (128, 2048, 3, torch.bfloat16, "ieee", 4, 128),
+                                            (128, 576, 4, torch.float32, "tf32", 4, 64),
+                                            (128, 640, 3, torch.bfloat16, "ieee", 4, 128)):
         p = plan(b, h, g, dt, prec, "backward")
         assert (p.gate_split, p.split_k, p.w_resident, p.num_stages, p.block_k) == (g, False, False, stages, chunk)
     assert plan(128, 1024, 3, torch.float32, "tf32", "backward").grid(128, 1024) == (66, 2)
@@ -599,7 +602,8 @@ def test_default_plans_for_the_h100():
     for b, h, g, dt, prec in ((32, 1024, 4, torch.bfloat16, "ieee"), (16, 768, 4, torch.float16, "ieee"),
                               (32, 768, 4, torch.float32, "tf32"), (128, 512, 4, torch.float32, "tf32"),
                               (32, 2056, 4, torch.float32, "tf32"), (128, 1040, 4, torch.float32, "tf32"),
-                              (20, 1500, 4, torch.float32, "ieee"),
+                              (20, 1500, 4, torch.float32, "ieee"), (128, 650, 4, torch.bfloat16, "ieee"),
+                              (64, 640, 4, torch.float32, "tf32"),
                               (128, 1024, 1, torch.float32, "tf32")):
         assert not plan(b, h, g, dt, prec, "backward").gate_split, (b, h, g, dt, prec)
     assert not plan(128, 1024, 4, torch.float32, "tf32", "backward", gate_split=False).gate_split

@@ -133,6 +133,11 @@ SPLIT_K_16BIT_MAX_HIDDEN = 1024
 # batch 20, 21.16 -> 12.47 µs (bf16) and 29.73 -> 17.65 (TF32). Past 2048 (not measured) the
 # transpose plan as before.
 GATE_SPLIT_MIN_HIDDEN, GATE_SPLIT_MAX_HIDDEN, GATE_SPLIT_ROWS = 768, 2048, 64
+# From this hidden size where it is a multiple of 8 (split-K's padded partials beat the gate split's
+# unaligned reads at 650 in bf16, 1.20-1.25x): at 64 rows on the H200 the gate split took 0.70-0.82x
+# split-K's step in TF32 and 0.80-0.93x in bf16 at hidden 576, 640 and 704, batch 128
+# (results/h200/gate-split-wide/narrow-c3a5a89); split-K stays faster at 512 (above).
+GATE_SPLIT_MIN_ALIGNED_HIDDEN = 576
 # Chunks in flight at 16-32 batch rows a program: 3 (TF32 at hidden 1024, batch 32 10.6 against
 # 11.4 µs a step with 4; batch 64 11.7 against 12.4); at 64 rows the tensor cores' 4, the chunks
 # narrowed to fit (128 wide with 3: 14.4 against 14.1).
@@ -901,7 +906,8 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
                      and hidden_size <= (SPLIT_K_16BIT_MAX_HIDDEN if element == 2 else SPLIT_K_MAX_HIDDEN))
     gate_default = (direction == "backward" and device.type == "cuda" and num_gates in (3, 4) and tensor_cores
                     and not on_chip and not fma and not override.get("w_resident") and hidden_size <= GATE_SPLIT_MAX_HIDDEN
-                    and (not split_default or (hidden_size >= GATE_SPLIT_MIN_HIDDEN and bb >= GATE_SPLIT_ROWS))
+                    and (not split_default or (bb >= GATE_SPLIT_ROWS and (hidden_size >= GATE_SPLIT_MIN_HIDDEN or (
+                        hidden_size >= GATE_SPLIT_MIN_ALIGNED_HIDDEN and not unaligned(hidden_size)))))
                     and _gate_groups_fit(hidden_size, bh, num_gates, batch_size, bb, slots))
     if gate_default and "split_k" not in override:
         split_default = False
