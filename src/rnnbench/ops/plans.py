@@ -430,6 +430,13 @@ def padded_units_covered(plan: Plan) -> bool:
     return plan.block_h % PAD_ROWS_TO == 0
 
 
+def _pads_by_default(plan: Plan, hidden_size: int) -> bool:
+    """Whether a forward that may pad its rows (16-bit weights or TF32's fp16 operands, exchanging
+    h) does so by default: ``hidden_size`` :func:`unaligned`, and every padded unit written
+    (:func:`padded_units_covered`)."""
+    return unaligned(hidden_size) and padded_units_covered(plan)
+
+
 def _exchanges_16bit_forward(plan: Plan, direction: str, element: int, num_gates: int) -> bool:
     """Whether ``plan`` is the LSTM's or GRU's forward with 16-bit weights that exchanges h (not on
     chip, FMA or Gluon): the one that may pad its own rows (``SPLIT_ONCE`` 5)."""
@@ -444,8 +451,7 @@ def _pads_16bit_forward(plan: Plan, direction: str, element: int, num_gates: int
     batch 128 (bf16 and fp16), 0.96-0.97x at batch 32 and 0.90-0.91x at hidden 1500, batch 20
     (``results/h200/pad-rows/16bit-dbd411d``). Not with fewer than :data:`PAD_ROWS_TO` units a
     program (:func:`padded_units_covered`)."""
-    return (_exchanges_16bit_forward(plan, direction, element, num_gates) and unaligned(hidden_size)
-            and padded_units_covered(plan))
+    return _exchanges_16bit_forward(plan, direction, element, num_gates) and _pads_by_default(plan, hidden_size)
 
 
 def row_stride(plan: Plan, hidden_size: int) -> int:
@@ -797,146 +803,264 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
             is not one resident piece of every unit or does not fit in shared memory.
     """
     asked = dict(override)  # (as given: a forward on half operands is planned again, as fp16's)
-    element = torch.empty((), dtype=dtype).element_size()
-    gp, kp = gates_padded(num_gates), k_padded(hidden_size)
-    # One direction's choices: split_k and any field named backward_<field> for the backward, any
-    # named forward_<field> for the forward (the other direction's plan is the same either way, so
-    # one direction can be compared under one override).
-    one_way = {prefix: {k.removeprefix(prefix): override.pop(k) for k in list(override) if k.startswith(prefix)}
-               for prefix in ("forward_", "backward_")}
-    for field in ("split_k", "gate_split") if direction == "forward" else ("split_once", "split_fp16", "on_chip_split",
-                                                                          "half_operands", "half_weights", "produce",
-                                                                          "pad_rows"):
-        override.pop(field, None)  # one direction's fields
-    override.update(one_way[f"{direction}_"])
-    tensor_cores = dtype != torch.float32 or precision in ("tf32", "tf32x3")
-    # The products this direction runs (the RNN's TF32 backward is 3xTF32: backward_precision)
-    step_precision = backward_precision(precision, num_gates) if direction == "backward" else precision
-    exchange_asked = not _EXCHANGE_FIELDS.isdisjoint(override) and "h_on_chip" not in override
-    if device.type == "cuda":
-        slots, smem = _limits(device, multiprocessors)
-        bh = max(MIN_BLOCK_H, 64 // gp) if tensor_cores else MIN_BLOCK_H
-        # Batch blocks of 16 or 32 rows (default_block_b): every forward, and backwards on tensor
-        # cores but the LSTM's and GRU's in 3xTF32, whose transpose backward was slower split (their
-        # split-K backward takes the forward's blocks anyway). FMA backwards were not measured.
-        split_rows = direction == "forward" or (tensor_cores and not (step_precision == "tf32x3" and num_gates > 1))
-        bb = override.get("block_b", default_block_b(batch_size, cdiv(hidden_size, bh), slots, split_rows))
-        nb = cdiv(batch_size, bb)
-        while cdiv(hidden_size, bh) * nb > slots and bh < MAX_BLOCK_H:
-            bh *= 2
-        bh = override.get("block_h", bh)
-        fits = resident_bytes(bb, bh, hidden_size, num_gates, element, direction) <= smem - SHARED_MEMORY_MARGIN
-        resident = tensor_cores and fits and (direction == "forward" or bh >= 64)
-        if direction == "forward" and element == 2 and bb >= STREAM_FORWARD_ROWS:
-            resident = False
-        # 3xTF32 (strict fp32 both ways; the RNN's TF32 backward: backward_precision)
-        x3 = step_precision == "tf32x3"
-        if x3:
-            resident = resident and direction == "forward" and k_padded(hidden_size) <= X3_RESIDENT_K
-        warps = 8 if bb >= 64 or (resident and direction == "backward") else 4
-        if direction == "forward" and bb >= 64 and tensor_cores and element == 4 and gp * bh == 64:
-            warps = FP32_WIDE_FORWARD_WARPS  # (a 64-row weight tile: taller ones were not measured)
-        # Streamed chunks: fewer, larger round trips, several in flight (a guess; the device sweeps it).
-        # Resident (forward): the width of the pieces the weights are held in.
-        # Strict fp32 backward: 16-wide chunks (0.66-0.72x the kernel time of 32 in the H100 sweep).
-        # 3xTF32 backward: 64-wide chunks (128 spilled 72-112 bytes per thread, sm_90; the split-K
-        # backward then widens its partials to X3_SPLIT_K_ROWS at 8 warps: _split_k_fields).
-        block_k = (128 if direction == "backward" and not x3 else BLOCK_K) if tensor_cores else (
-            16 if direction == "backward" else 32)
-        if resident and direction == "forward":
-            block_k = resident_piece(bb, element, hidden_size)
-        stages = 4 if tensor_cores else 3
-        # (Past 16 x multiprocessors batch rows its programs could not all be resident: exchange.)
-        on_chip = override.get("h_on_chip", not exchange_asked and tensor_cores and on_chip_default(
-            hidden_size, num_gates, element, step_precision, direction, smem) and -(-batch_size // MIN_BLOCK) <= slots)
-        if on_chip:  # the fewest rows per program: batch blocks run side by side, never waiting
-            bb, bh, resident, block_k = MIN_BLOCK, kp, True, kp
-            warps = on_chip_warps(hidden_size, num_gates, step_precision)
-    else:
-        slots = None
-        bb = max(MIN_BLOCK, next_pow2(batch_size))
-        bh = max(MIN_BLOCK_H, next_pow2(hidden_size))
-        resident, warps, block_k, stages = True, 4, BLOCK_K, 3
-        on_chip = override.get("h_on_chip", not exchange_asked)  # one program per batch block already
-        if on_chip:
-            bh, block_k = kp, kp
-    # (A tile, a weight path, warps, an on-chip split or the exchange asked for means tensor cores.)
-    tiles_asked = (not _EXCHANGE_FIELDS.isdisjoint(override) or not {"block_b", "num_warps", "on_chip_split"}.isdisjoint(
-        override) or override.get("h_on_chip") is False)
-    # (the LSTM's and GRU's FMA forward: where it can run, asked for or the default)
-    gated_fma = num_gates > 1 and direction == "forward" and slots is not None and gated_fma_fits(
-        num_gates, hidden_size, element, device, smem)
-    fma = override.get("fma", device.type == "cuda" and not tiles_asked and (
-        gated_fma and gated_fma_default(batch_size, num_gates, dtype, slots) if num_gates > 1
-        else fma_default(batch_size, hidden_size, num_gates, dtype, slots)))
-    half_weights = False
-    if fma:  # a batch row a program, every unit, the weights on chip (the RNN's in registers)
-        bb, bh, resident, block_k, on_chip, warps = 1, kp, True, kp, True, fma_warps(hidden_size)
-        if num_gates > 1:  # (ops/gluon_fma.py: each part of k its own lanes, as the weights are held)
-            from . import gluon_fma
+    req = _request(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, direction, bounded,
+                   override)
+    fields = _tiles(req)
+    fields.update(_fma_fields(req, fields))
+    fields.update(fast_activations=req.cuda and not req.backward and fast_activations(dtype, precision))
+    fields.update(_split_once_fields(req, fields))
+    fields.update(on_chip_split=_chip_split(req, fields), produce=produce_default(
+        direction, num_gates, fields["fma"], hidden_size, batch_size, req.slots, req.tensor_cores))
+    fields.update(_backward_fields(req, fields))
+    fields.update(req.override)
+    if "gate_split" in req.override:  # (asked for as True or the cell's gates: the cell's gates; off: 0)
+        fields["gate_split"] = num_gates if req.override["gate_split"] else 0
+    plan = _kernel_fields(_gate_split_chunks(Plan(**fields), req), req)
+    if _half_operands_default(plan, req):
+        return _half_operands_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision,
+                                   direction, asked)
+    _check_plan(plan, req)
+    return plan
 
-            # (TF32: the weights as scaled fp16 where 16-bit weights split k; asked for, anywhere)
-            parts_16bit = gluon_fma.k_split(num_gates, hidden_size, 2)
-            half_weights = override.get("half_weights", HALF_WEIGHTS and dtype == torch.float32 and precision == "tf32"
-                                        and parts_16bit > 1)
-            warps *= parts_16bit if half_weights else gluon_fma.k_split(num_gates, hidden_size, element)
-    fast = device.type == "cuda" and direction == "forward" and fast_activations(dtype, precision)
-    x3_streamed = (SPLIT_ONCE and device.type == "cuda" and direction == "forward" and precision == "tf32x3"
-                   and not on_chip and not resident)
-    # (Its chunks follow an override of split_once, so that asking for none gives the plan without.)
-    x3_streamed = override.get("split_once", x3_streamed)
-    split_w_once = override.get("split_w_once", x3_streamed and bb >= SPLIT_W_ONCE_ROWS)
-    split_fp16 = override.get("split_fp16", SPLIT_FP16 and x3_streamed and bounded
+
+def _request(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, direction, bounded,
+             override) -> _Request:
+    """:func:`choose_plan`'s arguments as one :class:`_Request`."""
+    slots, smem = _limits(device, multiprocessors) if device.type == "cuda" else (None, 0)
+    return _Request(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, direction, bounded,
+                    _direction_override(override, direction), torch.empty((), dtype=dtype).element_size(),
+                    backward_precision(precision, num_gates) if direction == "backward" else precision,
+                    dtype != torch.float32 or precision in ("tf32", "tf32x3"), slots, smem)
+
+
+@dataclass(frozen=True)
+class _Request:
+    """One call of :func:`choose_plan`: what was asked, and the facts of it that every rule reads.
+
+    ``override`` holds this direction's fields only (:func:`_direction_override`); ``slots`` is the
+    programs that can be resident and ``smem`` the shared memory of a block, on CUDA (None and 0
+    under the interpreter)."""
+
+    batch_size: int
+    hidden_size: int
+    num_gates: int
+    dtype: torch.dtype
+    device: torch.device
+    multiprocessors: int | None
+    precision: str
+    direction: str
+    bounded: bool
+    override: dict
+    element: int
+    step_precision: str  # the products this direction runs (the RNN's TF32 backward: 3xTF32)
+    tensor_cores: bool
+    slots: int | None
+    smem: int
+
+    @property
+    def cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    @property
+    def backward(self) -> bool:
+        return self.direction == "backward"
+
+
+def _direction_override(override: dict, direction: str) -> dict:
+    """The fields of ``override`` that apply to ``direction``'s plan: ``split_k`` and
+    ``gate_split`` and any field named ``backward_<field>`` to the backward, the forward's own
+    fields and any named ``forward_<field>`` to the forward (the other direction's plan is the same
+    either way, so one direction can be compared under one override)."""
+    kept = {k: v for k, v in override.items() if not k.startswith(("forward_", "backward_"))}
+    others = ("split_k", "gate_split") if direction == "forward" else (
+        "split_once", "split_fp16", "on_chip_split", "half_operands", "half_weights", "produce", "pad_rows")
+    for field in others:
+        kept.pop(field, None)
+    kept.update({k.removeprefix(f"{direction}_"): v for k, v in override.items() if k.startswith(f"{direction}_")})
+    return kept
+
+
+def _tiles(req: _Request) -> dict:
+    """The tile fields (``block_b``, ``block_h``, ``w_resident``, ``num_warps``, ``block_k``,
+    ``num_stages``, ``h_on_chip``) of a plan on tensor cores or FMA units that exchanges h or keeps
+    it on chip, as :func:`choose_plan`'s docstring lists them, overrides of those applied."""
+    override, hidden_size = req.override, req.hidden_size
+    gp, kp = gates_padded(req.num_gates), k_padded(hidden_size)
+    exchange_asked = not _EXCHANGE_FIELDS.isdisjoint(override) and "h_on_chip" not in override
+    if not req.cuda:  # (one program per batch block already)
+        on_chip = override.get("h_on_chip", not exchange_asked)
+        return {"block_b": max(MIN_BLOCK, next_pow2(req.batch_size)),
+                "block_h": kp if on_chip else max(MIN_BLOCK_H, next_pow2(hidden_size)), "w_resident": True,
+                "num_warps": 4, "block_k": kp if on_chip else BLOCK_K, "num_stages": 3, "h_on_chip": on_chip}
+    forward, tensor_cores = not req.backward, req.tensor_cores
+    bh = max(MIN_BLOCK_H, 64 // gp) if tensor_cores else MIN_BLOCK_H
+    # Batch blocks of 16 or 32 rows (default_block_b): every forward, and backwards on tensor
+    # cores but the LSTM's and GRU's in 3xTF32, whose transpose backward was slower split (their
+    # split-K backward takes the forward's blocks anyway). FMA backwards were not measured.
+    split_rows = forward or (tensor_cores and not (req.step_precision == "tf32x3" and req.num_gates > 1))
+    bb = override.get("block_b", default_block_b(req.batch_size, cdiv(hidden_size, bh), req.slots, split_rows))
+    nb = cdiv(req.batch_size, bb)
+    while cdiv(hidden_size, bh) * nb > req.slots and bh < MAX_BLOCK_H:
+        bh *= 2
+    bh = override.get("block_h", bh)
+    fits = resident_bytes(bb, bh, hidden_size, req.num_gates, req.element, req.direction) <= (
+        req.smem - SHARED_MEMORY_MARGIN)
+    resident = tensor_cores and fits and (forward or bh >= 64)
+    if forward and req.element == 2 and bb >= STREAM_FORWARD_ROWS:
+        resident = False
+    x3 = req.step_precision == "tf32x3"  # (strict fp32 both ways; the RNN's TF32 backward)
+    if x3:
+        resident = resident and forward and kp <= X3_RESIDENT_K
+    warps = 8 if bb >= 64 or (resident and not forward) else 4
+    if forward and bb >= 64 and tensor_cores and req.element == 4 and gp * bh == 64:
+        warps = FP32_WIDE_FORWARD_WARPS  # (a 64-row weight tile: taller ones were not measured)
+    # Streamed chunks: fewer, larger round trips, several in flight (a guess; the device sweeps it).
+    # Resident (forward): the width of the pieces the weights are held in.
+    # Strict fp32 backward: 16-wide chunks (0.66-0.72x the kernel time of 32 in the H100 sweep).
+    # 3xTF32 backward: 64-wide chunks (128 spilled 72-112 bytes per thread, sm_90; the split-K
+    # backward then widens its partials to X3_SPLIT_K_ROWS at 8 warps: _split_k_fields).
+    block_k = (128 if not forward and not x3 else BLOCK_K) if tensor_cores else (32 if forward else 16)
+    if resident and forward:
+        block_k = resident_piece(bb, req.element, hidden_size)
+    # (Past 16 x multiprocessors batch rows its programs could not all be resident: exchange.)
+    on_chip = override.get("h_on_chip", not exchange_asked and tensor_cores and on_chip_default(
+        hidden_size, req.num_gates, req.element, req.step_precision, req.direction, req.smem)
+        and -(-req.batch_size // MIN_BLOCK) <= req.slots)
+    if on_chip:  # the fewest rows per program: batch blocks run side by side, never waiting
+        bb, bh, resident, block_k = MIN_BLOCK, kp, True, kp
+        warps = on_chip_warps(hidden_size, req.num_gates, req.step_precision)
+    return {"block_b": bb, "block_h": bh, "w_resident": resident, "num_warps": warps, "block_k": block_k,
+            "num_stages": 4 if tensor_cores else 3, "h_on_chip": on_chip}
+
+
+def _gated_fma(req: _Request) -> bool:
+    """Whether the LSTM's or GRU's forward on FMA units can run here (asked for or the default)."""
+    return req.num_gates > 1 and not req.backward and req.slots is not None and gated_fma_fits(
+        req.num_gates, req.hidden_size, req.element, req.device, req.smem)
+
+
+def _fma_fields(req: _Request, tiles: dict) -> dict:
+    """``fma`` and ``half_weights``, and where ``fma``, the tiles of a program per batch row with
+    every unit and the weights on chip (the RNN's in registers; the LSTM's and GRU's k in parts of
+    their lanes, ops/gluon_fma.py). A tile, a weight path, warps, an on-chip split or the exchange
+    asked for means tensor cores."""
+    override, hidden_size = req.override, req.hidden_size
+    tiles_asked = (not _EXCHANGE_FIELDS.isdisjoint(override) or override.get("h_on_chip") is False
+                   or not {"block_b", "num_warps", "on_chip_split"}.isdisjoint(override))
+    default = req.cuda and not tiles_asked and (
+        _gated_fma(req) and gated_fma_default(req.batch_size, req.num_gates, req.dtype, req.slots) if req.num_gates > 1
+        else fma_default(req.batch_size, hidden_size, req.num_gates, req.dtype, req.slots))
+    fma = override.get("fma", default)
+    if not fma:
+        return {"fma": fma, "half_weights": False}
+    kp = k_padded(hidden_size)
+    fields = {"fma": fma, "half_weights": False, "block_b": 1, "block_h": kp, "w_resident": True, "block_k": kp,
+              "h_on_chip": True, "num_warps": fma_warps(hidden_size)}
+    if req.num_gates > 1:
+        from . import gluon_fma
+
+        # (TF32: the weights as scaled fp16 where 16-bit weights split k; asked for, anywhere)
+        parts_16bit = gluon_fma.k_split(req.num_gates, hidden_size, 2)
+        half_weights = override.get("half_weights", HALF_WEIGHTS and req.dtype == torch.float32
+                                    and req.precision == "tf32" and parts_16bit > 1)
+        fields["half_weights"] = half_weights
+        fields["num_warps"] *= parts_16bit if half_weights else gluon_fma.k_split(req.num_gates, hidden_size,
+                                                                                  req.element)
+    return fields
+
+
+def _split_once_fields(req: _Request, tiles: dict) -> dict:
+    """Strict fp32's streamed forward split once (``split_once``, ``split_w_once``,
+    ``split_fp16``) and the chunks and stages that follow from it; an override of ``split_once``
+    decides the chunks too, so that asking for none gives the plan without."""
+    override = req.override
+    resident = tiles["w_resident"]
+    streamed = (SPLIT_ONCE and req.cuda and not req.backward and req.precision == "tf32x3" and not tiles["h_on_chip"]
+                and not resident)
+    streamed = override.get("split_once", streamed)
+    split_w_once = override.get("split_w_once", streamed and tiles["block_b"] >= SPLIT_W_ONCE_ROWS)
+    split_fp16 = override.get("split_fp16", SPLIT_FP16 and streamed and req.bounded
                               and not override.get("w_resident", resident))
+    fields = {"split_once": streamed, "split_w_once": split_w_once, "split_fp16": split_fp16}
     if split_fp16:  # (its copy is both halves in fp16: split_w_once says nothing more)
-        block_k, stages, split_w_once = SPLIT_FP16_BLOCK_K, SPLIT_FP16_STAGES, False
-    elif x3_streamed and not resident:
-        block_k, stages = SPLIT_ONCE_BLOCK_K, SPLIT_W_ONCE_STAGES if split_w_once else stages
-    # The on-chip RNN's strict fp32 forward in 3xFP16: graphed forwards 0.89-0.90x the time of
-    # Triton's tf32x3 on the H100 at hidden 64-128, tanh and relu, errors against float64 the same
-    # (results/h100/chip-split); 3xTF32 split once gained nothing (0.99x).
-    chip_split = "fp16" if (device.type == "cuda" and on_chip and not fma and direction == "forward" and num_gates == 1
-                            and precision == "tf32x3" and dtype == torch.float32) else ""
-    fields = {"block_b": bb, "block_h": bh, "w_resident": resident, "num_warps": warps, "block_k": block_k,
-              "num_stages": stages, "h_on_chip": on_chip, "fast_activations": fast, "split_once": x3_streamed,
-              "split_w_once": split_w_once, "split_fp16": split_fp16, "on_chip_split": chip_split, "fma": fma,
-              "half_weights": half_weights,
-              "produce": produce_default(direction, num_gates, fma, hidden_size, batch_size, slots, tensor_cores)}
-    split_default = (device.type == "cuda" and num_gates in (3, 4) and tensor_cores and not on_chip
-                     and hidden_size <= (SPLIT_K_16BIT_MAX_HIDDEN if element == 2 else SPLIT_K_MAX_HIDDEN))
-    gate_default = (direction == "backward" and device.type == "cuda" and num_gates in (3, 4) and tensor_cores
-                    and not on_chip and not fma and not override.get("w_resident") and hidden_size <= GATE_SPLIT_MAX_HIDDEN
+        fields.update(block_k=SPLIT_FP16_BLOCK_K, num_stages=SPLIT_FP16_STAGES, split_w_once=False)
+    elif streamed and not resident:
+        fields.update(block_k=SPLIT_ONCE_BLOCK_K,
+                      num_stages=SPLIT_W_ONCE_STAGES if split_w_once else tiles["num_stages"])
+    return fields
+
+
+def _chip_split(req: _Request, fields: dict) -> str:
+    """The on-chip RNN's strict fp32 forward in 3xFP16: graphed forwards 0.89-0.90x the time of
+    Triton's tf32x3 on the H100 at hidden 64-128, tanh and relu, errors against float64 the same
+    (results/h100/chip-split); 3xTF32 split once gained nothing (0.99x)."""
+    return "fp16" if (req.cuda and fields["h_on_chip"] and not fields["fma"] and not req.backward
+                      and req.num_gates == 1 and req.precision == "tf32x3" and req.dtype == torch.float32) else ""
+
+
+def _backward_fields(req: _Request, fields: dict) -> dict:
+    """The LSTM's and GRU's backward: split-K (:func:`_split_k_fields`) or the gate split, by
+    default or as asked, as :func:`choose_plan`'s docstring lists them; no fields for the transpose
+    plan or a forward.
+
+    Raises:
+        ValueError: ``split_k`` asked of the RNN."""
+    if not req.backward:
+        return {}
+    override, hidden_size, bb = req.override, req.hidden_size, fields["block_b"]
+    on_chip, cells = fields["h_on_chip"], req.num_gates in (3, 4)
+    split_default = (req.cuda and cells and req.tensor_cores and not on_chip
+                     and hidden_size <= (SPLIT_K_16BIT_MAX_HIDDEN if req.element == 2 else SPLIT_K_MAX_HIDDEN))
+    gate_default = (req.cuda and cells and req.tensor_cores and not on_chip and not fields["fma"]
+                    and not override.get("w_resident") and hidden_size <= GATE_SPLIT_MAX_HIDDEN
                     and (not split_default or (bb >= GATE_SPLIT_ROWS and (hidden_size >= GATE_SPLIT_MIN_HIDDEN or (
                         hidden_size >= GATE_SPLIT_MIN_ALIGNED_HIDDEN and not unaligned(hidden_size)))))
-                    and _gate_groups_fit(hidden_size, bh, num_gates, batch_size, bb, slots))
+                    and _gate_groups_fit(hidden_size, fields["block_h"], req.num_gates, req.batch_size, bb, req.slots))
     if gate_default and "split_k" not in override:
         split_default = False
-    if direction == "backward" and override.get("split_k", split_default):
-        if num_gates not in (3, 4):
+    if override.get("split_k", split_default):
+        if not cells:
             raise ValueError("split_k is the LSTM's and GRU's backward only, so far")
-        fields.update(_split_k_fields(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision,
-                                      step_precision, override))
-    elif direction == "backward" and override.get("gate_split", gate_default):
-        fields.update(gate_split=num_gates, w_resident=False,
-                      num_stages=GATE_SPLIT_FEW_ROWS_STAGES if bb < GATE_SPLIT_ROWS else fields["num_stages"])
-    if "gate_split" in override:  # (asked for as True or the cell's gates: the cell's gates; off: 0)
-        override["gate_split"] = num_gates if override["gate_split"] else 0
-    plan = Plan(**{**fields, **override})
-    if plan.gate_split and (direction != "backward" or num_gates not in (3, 4) or plan.split_k or plan.h_on_chip
+        return _split_k_fields(req.batch_size, hidden_size, req.num_gates, req.dtype, req.device,
+                               req.multiprocessors, req.precision, req.step_precision, override)
+    if override.get("gate_split", gate_default):
+        return {"gate_split": req.num_gates, "w_resident": False,
+                "num_stages": GATE_SPLIT_FEW_ROWS_STAGES if bb < GATE_SPLIT_ROWS else fields["num_stages"]}
+    return {}
+
+
+def _gate_split_chunks(plan: Plan, req: _Request) -> Plan:
+    """``plan`` with :attr:`Plan.gate_split`'s chunks narrowed to what fits in flight: each stage
+    holds the group's weight columns and the batch rows' gradients, ``block_k`` wide (128 at 64
+    rows, 4 stages: 256 KB, over the H100's 227); an asked ``block_k`` as asked.
+
+    Raises:
+        ValueError: a gate split that is not the LSTM's or GRU's transpose backward with streamed
+            weights."""
+    if plan.gate_split and (not req.backward or req.num_gates not in (3, 4) or plan.split_k or plan.h_on_chip
                             or plan.w_resident or plan.fma):
         raise ValueError("gate_split is the LSTM's and GRU's transpose backward with streamed weights (not split_k, "
                          "h_on_chip or w_resident)")
-    if plan.gate_split and slots is not None and "block_k" not in override:
-        # Chunks that fit in flight: each stage holds the group's weight columns and the batch rows'
-        # gradients, block_k wide (128 at 64 rows, 4 stages: 256 KB, over the H100's 227).
-        span = next_pow2(num_gates * plan.block_h)
+    if plan.gate_split and req.slots is not None and "block_k" not in req.override:
+        span = next_pow2(req.num_gates * plan.block_h)
         while plan.block_k > MIN_BLOCK and (
-                plan.num_stages * (span + plan.block_b) * plan.block_k * element > smem - SHARED_MEMORY_MARGIN):
+                plan.num_stages * (span + plan.block_b) * plan.block_k * req.element > req.smem - SHARED_MEMORY_MARGIN):
             plan = dataclasses.replace(plan, block_k=plan.block_k // 2)
-    # The Gluon forward wherever the plan, overrides applied, allows it; asked for elsewhere, refused.
-    gluon_allowed = direction == "forward" and gluon_forward(
-        num_gates, element, hidden_size, plan.block_b, plan.block_h, plan.w_resident, plan.h_on_chip, plan.num_warps,
-        plan.fast_activations, device, multiprocessors, smem if slots is not None else 0)
+    return plan
+
+
+def _kernel_fields(plan: Plan, req: _Request) -> Plan:
+    """``plan`` with the kernel's choices that follow from its tiles, overrides applied: the Gluon
+    forward, its weights in registers and its projection ahead wherever allowed (refused where
+    asked and not allowed), the 16-bit forward's rows padded, and strict fp32's split-once chunks
+    in flight as many as shared memory holds (two fp32 tiles of h and one or two of W each).
+
+    Raises:
+        ValueError: ``gluon``, ``reg_weights`` or ``input_ahead`` asked where not allowed."""
+    override, hidden_size, kp = req.override, req.hidden_size, k_padded(req.hidden_size)
+    gluon_allowed = not req.backward and gluon_forward(
+        req.num_gates, req.element, hidden_size, plan.block_b, plan.block_h, plan.w_resident, plan.h_on_chip,
+        plan.num_warps, plan.fast_activations, req.device, req.multiprocessors, req.smem)
     if plan.gluon and not gluon_allowed:
         raise ValueError("gluon is the LSTM's and GRU's forward with 16-bit resident weights, 16 units and at most 32 "
                          f"batch rows a program at 4 warps, hidden {GLUON_MIN_HIDDEN} to {GLUON_MAX_HIDDEN}, fast "
@@ -949,83 +1073,95 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         raise ValueError(f"reg_weights is the Gluon forward's, up to {REG_WEIGHTS_MAX_PIECES} pieces of h "
                          f"({REG_WEIGHTS_MAX_PIECES * MAX_PIECE} units)")
     plan = dataclasses.replace(plan, reg_weights=override.get("reg_weights", reg_allowed))
-    programs = plan.grid(batch_size, hidden_size)
-    ahead_allowed = plan.gluon and programs[0] * programs[1] <= AHEAD_MAX_PROGRAMS * slots  # (gluon: CUDA)
+    programs = plan.grid(req.batch_size, hidden_size)
+    ahead_allowed = plan.gluon and programs[0] * programs[1] <= AHEAD_MAX_PROGRAMS * req.slots  # (gluon: CUDA)
     if plan.input_ahead and not ahead_allowed:
         raise ValueError("input_ahead is the Gluon forward's, with programs on at most "
                          f"{AHEAD_MAX_PROGRAMS:.0%} of the multiprocessors")
     plan = dataclasses.replace(plan, input_ahead=override.get("input_ahead",
-                                                              ahead_allowed and num_gates == AHEAD_DEFAULT_GATES))
-    if "pad_rows" not in override and device.type == "cuda" and _pads_16bit_forward(plan, direction, element,
-                                                                                   num_gates, hidden_size):
+                                                              ahead_allowed and req.num_gates == AHEAD_DEFAULT_GATES))
+    if "pad_rows" not in override and req.cuda and _pads_16bit_forward(plan, req.direction, req.element,
+                                                                       req.num_gates, hidden_size):
         plan = dataclasses.replace(plan, pad_rows=True)
-    if device.type == "cuda" and plan.split_once and not plan.split_fp16 and not plan.w_resident and (
-            "num_stages" not in override):
-        # As many chunks in flight as shared memory holds (each has two fp32 tiles of h, one or two of W).
-        stage = split_once_stage_bytes(plan.block_b, gp * plan.block_h, plan.block_k, plan.split_w_once)
-        plan = dataclasses.replace(plan, num_stages=max(1, min(plan.num_stages, (smem - SHARED_MEMORY_MARGIN) // stage)))
-    half = plan.half_operands if "half_operands" in override else (
-        HALF_OPERANDS and device.type == "cuda" and direction == "forward" and dtype == torch.float32
-        and precision == "tf32" and num_gates in (3, 4) and kp > FMA_MAX_K and _TF32_OPERAND_FIELDS.isdisjoint(override)
-        and not (plan.h_on_chip or plan.fma))
-    if half:
-        return _half_operands_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision,
-                                   direction, asked)
+    if req.cuda and plan.split_once and not plan.split_fp16 and not plan.w_resident and "num_stages" not in override:
+        stage = split_once_stage_bytes(plan.block_b, gates_padded(req.num_gates) * plan.block_h, plan.block_k,
+                                       plan.split_w_once)
+        plan = dataclasses.replace(plan, num_stages=max(1, min(plan.num_stages,
+                                                               (req.smem - SHARED_MEMORY_MARGIN) // stage)))
+    return plan
+
+
+def _half_operands_default(plan: Plan, req: _Request) -> bool:
+    """Whether ``plan`` is planned again on fp16 operands (:func:`_half_operands_plan`): asked
+    for, or by default TF32's LSTM and GRU forward past :data:`FMA_MAX_K` that exchanges h, none of
+    TF32's own operand fields asked for."""
+    if "half_operands" in req.override:
+        return plan.half_operands
+    return (HALF_OPERANDS and req.cuda and not req.backward and req.dtype == torch.float32
+            and req.precision == "tf32" and req.num_gates in (3, 4) and k_padded(req.hidden_size) > FMA_MAX_K
+            and _TF32_OPERAND_FIELDS.isdisjoint(req.override) and not (plan.h_on_chip or plan.fma))
+
+
+def _check_plan(plan: Plan, req: _Request) -> None:
+    """Refuse a plan, overrides applied, that no kernel runs or whose programs cannot all be
+    resident (the rest of :func:`choose_plan`'s Raises)."""
+    hidden_size, direction, element, num_gates, slots = (req.hidden_size, req.direction, req.element, req.num_gates,
+                                                         req.slots)
+    kp, fp32 = k_padded(hidden_size), req.dtype == torch.float32
+    strict_or_interpreted = not req.cuda or req.precision == "tf32x3"  # (the precision a split needs)
     if plan.pad_rows and not plan.split_k and not _exchanges_16bit_forward(plan, direction, element, num_gates):
         raise ValueError("pad_rows is the LSTM's and GRU's TF32 forward on fp16 operands (half_operands), their "
                          "forward with 16-bit weights that exchanges h (not Gluon), and their split-K backward")
     if plan.pad_rows and direction == "forward" and not padded_units_covered(plan):
         raise ValueError(f"pad_rows in a forward needs a multiple of {PAD_ROWS_TO} units a program (block_h), "
                          f"got {plan.block_h}")
-    if plan.fast_activations and device.type != "cuda":
+    if plan.fast_activations and not req.cuda:
         raise ValueError("fast_activations needs CUDA (inline PTX, which the interpreter cannot run)")
-    if plan.split_once and (direction != "forward" or plan.h_on_chip or dtype != torch.float32
-                            or (device.type == "cuda" and precision != "tf32x3")):
+    if plan.split_once and (direction != "forward" or plan.h_on_chip or not fp32 or not strict_or_interpreted):
         raise ValueError("split_once is for 3xTF32 forwards that exchange h (float32 weights, strict fp32 on "
                          "CUDA), not on chip")
-    if plan.split_fp16 and not (plan.split_once and not plan.w_resident and bounded):
+    if plan.split_fp16 and not (plan.split_once and not plan.w_resident and req.bounded):
         raise ValueError("split_fp16 is strict fp32's forward with split_once and streamed weights (w_resident "
                          "False), of a cell whose h is bounded (not the RNN's relu)")
     if plan.on_chip_split not in ON_CHIP_SPLITS:
         raise ValueError(f"on_chip_split is one of {sorted(ON_CHIP_SPLITS)}, got {plan.on_chip_split!r}")
-    if plan.on_chip_split and (num_gates != 1 or not plan.h_on_chip or dtype != torch.float32
-                               or (device.type == "cuda" and precision != "tf32x3")):
+    if plan.on_chip_split and (num_gates != 1 or not plan.h_on_chip or not fp32 or not strict_or_interpreted):
         raise ValueError("on_chip_split is for the RNN's strict fp32 forward on chip (float32 weights, 3xTF32 on CUDA)")
-    if plan.fma and ((num_gates > 1 and not gated_fma) or kp > FMA_MAX_K or plan.block_b != 1
+    if plan.fma and ((num_gates > 1 and not _gated_fma(req)) or kp > FMA_MAX_K or plan.block_b != 1
                      or not plan.h_on_chip or plan.on_chip_split):
         raise ValueError(f"fma is the RNN's up to hidden_size {FMA_MAX_K}, one batch row a program on chip, and the "
                          "LSTM's and GRU's forwards there with W_hh on one multiprocessor (CUDA, Gluon)")
-    if plan.half_weights and not (plan.fma and num_gates > 1 and dtype == torch.float32 and direction == "forward"
-                                  and (device.type != "cuda" or precision == "tf32")):
+    if plan.half_weights and not (plan.fma and num_gates > 1 and fp32 and direction == "forward"
+                                  and (not req.cuda or req.precision == "tf32")):
         raise ValueError("half_weights is the LSTM's and GRU's forward on FMA units with float32 weights, TF32 on CUDA")
     if plan.produce and not (plan.fma and direction == "forward"):
         raise ValueError("produce is a forward on FMA units (fma)")
-    if plan.produce and num_gates > 1 and not tensor_cores:
+    if plan.produce and num_gates > 1 and not req.tensor_cores:
         raise ValueError("produce for the LSTM and GRU takes its products on tensor cores (no IEEE fp32 tile)")
-    if plan.produce and slots is not None and slots - batch_size < 1:
-        raise ValueError(f"produce needs a multiprocessor beside the {batch_size} batch rows' programs ({slots})")
-    if plan.fma and batch_size > MAX_GRID_Y:
-        raise ValueError(f"fma runs a program per batch row: at most {MAX_GRID_Y} rows (CUDA's grid), got {batch_size}")
+    if plan.produce and slots is not None and slots - req.batch_size < 1:
+        raise ValueError(f"produce needs a multiprocessor beside the {req.batch_size} batch rows' programs ({slots})")
+    if plan.fma and req.batch_size > MAX_GRID_Y:
+        raise ValueError(f"fma runs a program per batch row: at most {MAX_GRID_Y} rows (CUDA's grid), "
+                         f"got {req.batch_size}")
     if plan.split_k and plan.h_on_chip:
         raise ValueError("split_k and h_on_chip exclude each other (an on-chip backward exchanges nothing)")
     if plan.h_on_chip and not (plan.w_resident and plan.block_h == kp and plan.block_k == kp):
         raise ValueError(f"h_on_chip needs resident weights and block_h = block_k = {kp} at hidden_size "
                          f"{hidden_size}, got {plan.block_h}, {plan.block_k}")
     if plan.h_on_chip and slots is not None and not plan.fma and (
-            on_chip_bytes(plan.block_b, hidden_size, num_gates, element, direction) > smem - SHARED_MEMORY_MARGIN):
+            on_chip_bytes(plan.block_b, hidden_size, num_gates, element, direction) > req.smem - SHARED_MEMORY_MARGIN):
         raise ValueError(f"an on-chip tile at hidden_size {hidden_size} does not fit in shared memory")
     for name, least in (("block_b", 1 if plan.fma else MIN_BLOCK), ("block_h", MIN_BLOCK_H), ("block_k", MIN_BLOCK)):
         value = getattr(plan, name)
         if value < least or value != next_pow2(value):
             raise ValueError(f"{name} must be a power of 2 >= {least}, got {value}")
-    nh, nb = plan.grid(batch_size, hidden_size)
+    nh, nb = plan.grid(req.batch_size, hidden_size)
     if slots is None and nh > 1 and not INTERPRETER_PROGRAMS_CONCURRENT:
         raise ValueError(f"{nh} programs per batch block would wait for each other forever under "
                          "the interpreter (it runs programs one after another); use block_h >= hidden_size")
     if slots is not None and nh * nb > slots and not plan.fma:  # (fma programs never wait for each other)
         raise ValueError(f"{nh * nb} programs cannot all be resident on {slots} multiprocessors "
-                         f"(batch_size {batch_size}, hidden_size {hidden_size})")
-    return plan
+                         f"(batch_size {req.batch_size}, hidden_size {hidden_size})")
 
 
 def _half_operands_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, direction,
@@ -1052,7 +1188,7 @@ def _half_operands_plan(batch_size, hidden_size, num_gates, dtype, device, multi
     fields.update(h_on_chip=False, fma=False)  # (fp16's plan at a small width, or the interpreter's, is on chip)
     plan = choose_plan(batch_size, hidden_size, num_gates, torch.float16, device, multiprocessors, "ieee", direction,
                        **fields, pad_rows=bool(pad_asked))  # (asked with too few units a program: refused there)
-    pad = unaligned(hidden_size) and padded_units_covered(plan) if pad_asked is None else plan.pad_rows
+    pad = _pads_by_default(plan, hidden_size) if pad_asked is None else plan.pad_rows
     return dataclasses.replace(plan, half_operands=True, pad_rows=pad)
 
 
