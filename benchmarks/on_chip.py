@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection|products|gluon|ahead|fma|gated_fma|gated_fma_more|gate_split|gate_split_wide|gate_split_narrow|half_operands|half_wide|reg_weights|pad_rows|pad_rows_16bit] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection|products|gluon|ahead|fma|gated_fma|gated_fma_more|gate_split|gate_split_wide|gate_split_wider|gate_split_narrow|half_operands|half_wide|reg_weights|pad_rows|pad_rows_16bit] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -120,6 +120,9 @@ split-K at 64 batch rows from hidden 768), TF32, strict fp32 and bf16 at hidden 
 ``--compare gate_split_wide`` does the same past hidden 1024 (the default there up to 2048 since
 ``plan_sweep.py --cases gate_split_wide``): zaremba-large's layer at hidden 1500, batch 20 in bf16,
 TF32 and strict fp32, its GRU, hidden 2048 at batch 64 and 1280 at 128.
+
+``--compare gate_split_wider`` does the same past hidden 2048, where the transpose plan is the
+default (2560 to 4096, batch 20 to 128, bf16 and TF32, LSTM and GRU).
 
 ``--compare gate_split_narrow`` does the same from hidden 576 at 64 batch rows where hidden is a
 multiple of 8 (batch 128 at 576, 640, 704), in split-K's place.
@@ -515,6 +518,12 @@ GATE_SPLIT_WIDE_CASES = [
     _case("gru", 20, 1500, "bf16", GATE_SPLIT, seq_len=35),
     _case("lstm", 64, 2048, "bf16", GATE_SPLIT), _case("lstm", 128, 1280, "tf32", GATE_SPLIT),
 ]
+# And past hidden 2048 (plan_sweep.py --cases gate_split_wider), where the transpose plan is the default.
+GATE_SPLIT_WIDER_CASES = [
+    _case("lstm", 20, 4096, "bf16", GATE_SPLIT, seq_len=35), _case("lstm", 20, 2560, "tf32", GATE_SPLIT, seq_len=35),
+    _case("lstm", 64, 3072, "bf16", GATE_SPLIT), _case("lstm", 128, 4096, "tf32", GATE_SPLIT),
+    _case("gru", 20, 3072, "bf16", GATE_SPLIT, seq_len=35),
+]
 # And from hidden 576 at 64 batch rows where hidden is a multiple of 8 (plan_sweep.py --cases
 # gate_split_narrow), in split-K's place: batch 128 at hidden 576, 640 and 704, TF32 and bf16.
 GATE_SPLIT_NARROW_CASES = [
@@ -562,7 +571,8 @@ COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLI
                "batch_rows": BATCH_ROWS_CASES, "backward_rows": BACKWARD_ROWS_CASES, "chip_split": CHIP_SPLIT_CASES,
                "gluon": GLUON_CASES, "ahead": AHEAD_CASES, "fma": FMA_CASES, "gated_fma": GATED_FMA_CASES,
                "gated_fma_more": GATED_FMA_MORE_CASES, "gate_split": GATE_SPLIT_CASES,
-               "gate_split_wide": GATE_SPLIT_WIDE_CASES, "gate_split_narrow": GATE_SPLIT_NARROW_CASES,
+               "gate_split_wide": GATE_SPLIT_WIDE_CASES,
+               "gate_split_wider": GATE_SPLIT_WIDER_CASES, "gate_split_narrow": GATE_SPLIT_NARROW_CASES,
                "half_operands": HALF_OPERAND_CASES, "half_wide": HALF_WIDE_CASES, "reg_weights": REG_WEIGHT_CASES,
                "pad_rows": PAD_ROW_CASES, "pad_rows_16bit": PAD_16BIT_CASES}
 LANES_TIMED = ("triton", "triton-graph")

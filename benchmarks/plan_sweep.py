@@ -1,6 +1,6 @@
 """Our recurrence kernels alone under launch-plan overrides: µs per step, forward and backward (one GPU).
 
-    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit|pad_rows_16bit_rule|resident_chunks|lm_backward|gate_split_wide|gate_split_narrow] [--budget SECONDS]
+    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit|pad_rows_16bit_rule|resident_chunks|lm_backward|gate_split_wide|gate_split_wider|gate_split_narrow] [--budget SECONDS]
 
 For each case (cell, batch_size, hidden_size, dtype, seq_len) and each plan override
 (``rnnbench.ops.recurrence.plan_override``; ``{}`` is the default plan), on prebuilt inputs
@@ -75,6 +75,8 @@ the choice against float64 and times the lanes. Case sets:
   transpose plan against the gate split, 64-wide chunks, 3 stages and 32 units a program.
 - ``gate_split_wide``: then the gate split against the transpose plan past hidden 1024 (1280,
   1500, 2048) at batch 20, 64 and 128, bf16 and TF32, strict fp32 at 1500; LSTM and GRU.
+- ``gate_split_wider``: and past hidden 2048, where the transpose plan is the default (2560, 3072,
+  4096 at batch 20, 64 and 128, bf16 and TF32; the GRU at 4096, batch 20 and 128).
 - ``gate_split_narrow``: the gate split against split-K below hidden 768 at 64 batch rows a
   program (hidden 576, 640, 650, 704 at batch 64 and 128), TF32 and bf16.
 - ``half_operands_wide``: fp16 operands (the default since this set's run) against TF32's at every
@@ -283,6 +285,12 @@ CASE_SETS["gate_split_wide"] = [
     *[(cell, b, h, dtype, 35 if b == 20 else 30, [{}, GS]) for dtype in ("bf16", "tf32") for h in (1280, 1500, 2048)
       for b in (20, 64, 128) for cell in ("lstm", "gru")],
     *[(cell, b, 1500, "fp32", 35 if b == 20 else 30, [{}, GS]) for b in (20, 64, 128) for cell in ("lstm", "gru")]]
+# And past GATE_SPLIT_MAX_HIDDEN (2048), where the transpose plan is the default and the gate split's
+# groups are still resident (32 units a program at batch 20-64, 64 at 128).
+CASE_SETS["gate_split_wider"] = [
+    *[("lstm", b, h, dtype, 35 if b == 20 else 30, [{}, GS]) for dtype in ("bf16", "tf32") for h in (2560, 3072, 4096)
+      for b in (20, 64, 128)],
+    *[("gru", b, 4096, dtype, 35 if b == 20 else 30, [{}, GS]) for dtype in ("bf16", "tf32") for b in (20, 128)]]
 # And below GATE_SPLIT_MIN_HIDDEN at 64 batch rows a program, where split-K is the default (hidden 650, batch
 # 128: 15.8 µs a TF32 backward step padded, 13.8 at 656; results/h200/pad-rows): the gate split against
 # split-K at hidden 576-704, batch 64 and 128, TF32 and bf16.
