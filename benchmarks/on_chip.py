@@ -214,6 +214,7 @@ PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip":
          "ahead": {"forward_input_ahead": True}, "fma": {"fma": True}, "tensor_cores": {"fma": False},
          "fma_forward": {"forward_fma": True}, "tc_forward": {"forward_fma": False},
          "gate_split": {}, "no_gate_split": {"backward_gate_split": False},
+         "gate_split_asked": {"backward_gate_split": True},
          "half_operands": {}, "tf32_operands": {"forward_half_operands": False},
          "reg_weights": {"forward_reg_weights": True}, "smem_weights": {"forward_reg_weights": False},
          "padded": {"forward_pad_rows": True}, "unpadded": {"forward_pad_rows": False}}
@@ -518,11 +519,16 @@ GATE_SPLIT_WIDE_CASES = [
     _case("gru", 20, 1500, "bf16", GATE_SPLIT, seq_len=35),
     _case("lstm", 64, 2048, "bf16", GATE_SPLIT), _case("lstm", 128, 1280, "tf32", GATE_SPLIT),
 ]
-# And past hidden 2048 (plan_sweep.py --cases gate_split_wider), where the transpose plan is the default.
+# And past hidden 2048 (plan_sweep.py --cases gate_split_wider), where the transpose plan was the
+# default: the gate split asked for, whatever the default, against the transpose plan (its TF32
+# chunks at batch 128 narrowed to fit since _backward_chunks); strict fp32 at 3072 too.
+GATE_SPLIT_ASKED = ("gate_split_asked", "no_gate_split")
 GATE_SPLIT_WIDER_CASES = [
-    _case("lstm", 20, 4096, "bf16", GATE_SPLIT, seq_len=35), _case("lstm", 20, 2560, "tf32", GATE_SPLIT, seq_len=35),
-    _case("lstm", 64, 3072, "bf16", GATE_SPLIT), _case("lstm", 128, 4096, "tf32", GATE_SPLIT),
-    _case("gru", 20, 3072, "bf16", GATE_SPLIT, seq_len=35),
+    _case("lstm", 20, 4096, "bf16", GATE_SPLIT_ASKED, seq_len=35),
+    _case("lstm", 20, 2560, "tf32", GATE_SPLIT_ASKED, seq_len=35),
+    _case("lstm", 64, 3072, "bf16", GATE_SPLIT_ASKED), _case("lstm", 128, 4096, "tf32", GATE_SPLIT_ASKED),
+    _case("gru", 20, 3072, "bf16", GATE_SPLIT_ASKED, seq_len=35),
+    _case("lstm", 20, 3072, "fp32", GATE_SPLIT_ASKED, seq_len=35),
 ]
 # And from hidden 576 at 64 batch rows where hidden is a multiple of 8 (plan_sweep.py --cases
 # gate_split_narrow), in split-K's place: batch 128 at hidden 576, 640 and 704, TF32 and bf16.

@@ -34,16 +34,24 @@ def pairs(rows: list[dict], plan_a: str, plan_b: str) -> list[tuple[dict, dict]]
 
 
 def lines(found: list[tuple[dict, dict]]) -> list[str]:
-    """A line per shape (µs a step, A -> B, and B over A), then a line per way with the ratios' range."""
+    """A line per shape (µs a step, A -> B, and B over A; or which plan failed there, as
+    ``plan_sweep.py`` wrote its error), then a line per way with the range of the ratios of the
+    shapes both plans ran."""
     out, ratios = [], {way: [] for way in WAYS}
     for a, b in found:
         line = f"{b['cell']:5s} {b['dtype']:5s} batch {b['batch_size']:<4d} hidden {b['hidden_size']:<5d}"
+        failed = [f"{name} failed: {row['error'].splitlines()[0][:120]}" for name, row in (("A", a), ("B", b))
+                  if "error" in row]
+        if failed:
+            out.append(line + "   " + "; ".join(failed))
+            continue
         for way in WAYS:
             a_us, b_us = a[f"{way}_us_per_step"], b[f"{way}_us_per_step"]
             ratios[way].append(b_us / a_us)
             line += f"   {way} µs a step {a_us:5.2f} -> {b_us:5.2f} ({b_us / a_us:.2f}x)"
         out.append(line)
-    return out + [f"{len(r)} shapes, {way}: a step {min(r):.2f}-{max(r):.2f}x" for way, r in ratios.items()]
+    return out + [f"{len(r)} shapes, {way}: a step {min(r):.2f}-{max(r):.2f}x" if r else f"0 shapes, {way}"
+                  for way, r in ratios.items()]
 
 
 def main(argv: list[str]) -> int:

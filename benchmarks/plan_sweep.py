@@ -285,7 +285,7 @@ CASE_SETS["gate_split_wide"] = [
     *[(cell, b, h, dtype, 35 if b == 20 else 30, [{}, GS]) for dtype in ("bf16", "tf32") for h in (1280, 1500, 2048)
       for b in (20, 64, 128) for cell in ("lstm", "gru")],
     *[(cell, b, 1500, "fp32", 35 if b == 20 else 30, [{}, GS]) for b in (20, 64, 128) for cell in ("lstm", "gru")]]
-# And past GATE_SPLIT_MAX_HIDDEN (2048), where the transpose plan is the default and the gate split's
+# And past 2048 (GATE_SPLIT_MAX_HIDDEN then), where the transpose plan was the default and the gate split's
 # groups are still resident (32 units a program at batch 20-64, 64 at 128).
 CASE_SETS["gate_split_wider"] = [
     *[("lstm", b, h, dtype, 35 if b == 20 else 30, [{}, GS]) for dtype in ("bf16", "tf32") for h in (2560, 3072, 4096)

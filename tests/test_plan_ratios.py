@@ -46,6 +46,24 @@ def test_each_shape_gets_b_over_a_and_each_way_its_range(tmp_path):
     assert lone.returncode == 2 and "for gru bf16 batch 32 hidden 640" in lone.stderr
 
 
+def test_a_plan_that_failed_is_named_and_left_out_of_the_ranges(tmp_path):
+    failed = {**_row("lstm", 128, 4096, "default", 0, 0), "error": "OutOfResources: shared memory\nmore"}
+    del failed["forward_us_per_step"], failed["backward_us_per_step"]  # (as plan_sweep.py writes it)
+    path = _write(tmp_path / "sweep.jsonl", [
+        failed, _row("lstm", 128, 4096, "gs=True", 30.0, 50.0),
+        _row("lstm", 20, 4096, "default", 35.0, 59.0), _row("lstm", 20, 4096, "gs=True", 35.0, 48.0)])
+    proc = _ratios(path, "default", "gs=True")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.splitlines()
+    assert out[0].startswith("lstm  bf16  batch 128  hidden 4096") and out[0].endswith(
+        "A failed: OutOfResources: shared memory")
+    assert "(0.81x)" in out[1]
+    assert out[2:] == ["1 shapes, forward: a step 1.00-1.00x", "1 shapes, backward: a step 0.81-0.81x"]
+    only_failed = _write(tmp_path / "failed.jsonl", [failed, _row("lstm", 128, 4096, "gs=True", 30.0, 50.0)])
+    proc = _ratios(only_failed, "default", "gs=True")
+    assert proc.returncode == 0 and proc.stdout.splitlines()[1:] == ["0 shapes, forward", "0 shapes, backward"]
+
+
 @pytest.mark.parametrize("rows, args, message", [
     ([_row("lstm", 128, 650, "pad=True", 4.0, 12.0)], ("default", "pad=True"),
      "no row with plan 'default' for lstm bf16 batch 128 hidden 650"),

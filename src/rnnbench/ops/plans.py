@@ -130,9 +130,13 @@ SPLIT_K_16BIT_MAX_HIDDEN = 1024
 # Past 1024 on the H200 (plan_sweep.py --cases lm_backward, gate_split_wide; results/h200/gate-split-wide)
 # the gate split took 0.42-0.85x the transpose plan's step in all 42 shapes measured, hidden 1280, 1500
 # and 2048 at batch 20, 64 and 128, bf16 and TF32, strict fp32 at 1500: zaremba-large's LSTM at 1500,
-# batch 20, 21.16 -> 12.47 µs (bf16) and 29.73 -> 17.65 (TF32). Past 2048 (not measured) the
-# transpose plan as before.
-GATE_SPLIT_MIN_HIDDEN, GATE_SPLIT_MAX_HIDDEN, GATE_SPLIT_ROWS = 768, 2048, 64
+# batch 20, 21.16 -> 12.47 µs (bf16) and 29.73 -> 17.65 (TF32). Past 2048 (--cases gate_split_wider,
+# wider-91dd18e) 0.47-1.00x in all 18 shapes both ran, hidden 2560, 3072 and 4096 at batch 20, 64
+# and 128, bf16 and TF32 (the GRU at 4096), where the transpose plan's TF32 chunks at batch 128 did
+# not fit in shared memory then (_backward_chunks). Past 4096, and strict fp32 (3xTF32) past 2048,
+# not measured: the transpose plan.
+GATE_SPLIT_MIN_HIDDEN, GATE_SPLIT_MAX_HIDDEN, GATE_SPLIT_ROWS = 768, 4096, 64
+GATE_SPLIT_X3_MAX_HIDDEN = 2048
 # From this hidden size where it is a multiple of 8 (split-K's padded partials beat the gate split's
 # unaligned reads at 650 in bf16, 1.20-1.25x): at 64 rows on the H200 the gate split took 0.70-0.82x
 # split-K's step in TF32 and 0.80-0.93x in bf16 at hidden 576, 640 and 704, batch 128
@@ -815,7 +819,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     fields.update(req.override)
     if "gate_split" in req.override:  # (asked for as True or the cell's gates: the cell's gates; off: 0)
         fields["gate_split"] = num_gates if req.override["gate_split"] else 0
-    plan = _kernel_fields(_gate_split_chunks(Plan(**fields), req), req)
+    plan = _kernel_fields(_backward_chunks(Plan(**fields), req), req)
     if _half_operands_default(plan, req):
         return _half_operands_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision,
                                    direction, asked)
@@ -1012,7 +1016,8 @@ def _backward_fields(req: _Request, fields: dict) -> dict:
     split_default = (req.cuda and cells and req.tensor_cores and not on_chip
                      and hidden_size <= (SPLIT_K_16BIT_MAX_HIDDEN if req.element == 2 else SPLIT_K_MAX_HIDDEN))
     gate_default = (req.cuda and cells and req.tensor_cores and not on_chip and not fields["fma"]
-                    and not override.get("w_resident") and hidden_size <= GATE_SPLIT_MAX_HIDDEN
+                    and not override.get("w_resident") and hidden_size <= (
+                        GATE_SPLIT_X3_MAX_HIDDEN if req.step_precision == "tf32x3" else GATE_SPLIT_MAX_HIDDEN)
                     and (not split_default or (bb >= GATE_SPLIT_ROWS and (hidden_size >= GATE_SPLIT_MIN_HIDDEN or (
                         hidden_size >= GATE_SPLIT_MIN_ALIGNED_HIDDEN and not unaligned(hidden_size)))))
                     and _gate_groups_fit(hidden_size, fields["block_h"], req.num_gates, req.batch_size, bb, req.slots))
@@ -1029,10 +1034,14 @@ def _backward_fields(req: _Request, fields: dict) -> dict:
     return {}
 
 
-def _gate_split_chunks(plan: Plan, req: _Request) -> Plan:
-    """``plan`` with :attr:`Plan.gate_split`'s chunks narrowed to what fits in flight: each stage
-    holds the group's weight columns and the batch rows' gradients, ``block_k`` wide (128 at 64
-    rows, 4 stages: 256 KB, over the H100's 227); an asked ``block_k`` as asked.
+def _backward_chunks(plan: Plan, req: _Request) -> Plan:
+    """``plan`` with a streamed backward's chunks narrowed to what fits in flight: each of
+    ``num_stages`` holds the program's weight columns (the units of its :attr:`Plan.gate_split`
+    group, to a power of 2, or its own ``block_h``) and the batch rows' gradients, ``block_k``
+    wide. At 64 batch rows and 64 units a program, 128-wide chunks of fp32 weights in 4 stages
+    took 256 KB, over the H100's and H200's 227: TF32's transpose backward at batch 128, hidden
+    2560-4096 failed (OutOfResources, results/h200/gate-split-wide/wider-91dd18e). An asked
+    ``block_k`` as asked.
 
     Raises:
         ValueError: a gate split that is not the LSTM's or GRU's transpose backward with streamed
@@ -1041,11 +1050,13 @@ def _gate_split_chunks(plan: Plan, req: _Request) -> Plan:
                             or plan.w_resident or plan.fma):
         raise ValueError("gate_split is the LSTM's and GRU's transpose backward with streamed weights (not split_k, "
                          "h_on_chip or w_resident)")
-    if plan.gate_split and req.slots is not None and "block_k" not in req.override:
-        span = next_pow2(req.num_gates * plan.block_h)
-        while plan.block_k > MIN_BLOCK and (
-                plan.num_stages * (span + plan.block_b) * plan.block_k * req.element > req.smem - SHARED_MEMORY_MARGIN):
-            plan = dataclasses.replace(plan, block_k=plan.block_k // 2)
+    if (not req.backward or req.slots is None or "block_k" in req.override or plan.split_k or plan.h_on_chip
+            or plan.w_resident):
+        return plan
+    rows = next_pow2(req.num_gates * plan.block_h) if plan.gate_split else plan.block_h
+    while plan.block_k > MIN_BLOCK and (
+            plan.num_stages * (rows + plan.block_b) * plan.block_k * req.element > req.smem - SHARED_MEMORY_MARGIN):
+        plan = dataclasses.replace(plan, block_k=plan.block_k // 2)
     return plan
 
 
