@@ -579,9 +579,9 @@ def test_default_plans_for_the_h100():
     # split-K from hidden 768 at 64 batch rows a program (from 576 where hidden is a multiple of 8:
     # not at 650, nor at 32 rows); past 1024 up to 2048 in every dtype on
     # tensor cores (zaremba-large's 1500 at batch 20: results/h200/gate-split-wide), and up to 4096
-    # in 16 bits and TF32, not strict fp32; not at 16-32 rows (split-K's), past hidden 4096, where
-    # whole groups would not be resident, nor for the RNN. The GRU's grid is whole groups of three
-    # (66 programs at hidden 1024).
+    # at 32 units a program or fewer (not at batch 128's 64); not at 16-32 rows (split-K's), past
+    # hidden 4096, where whole groups would not be resident, nor for the RNN. The GRU's grid is
+    # whole groups of three (66 programs at hidden 1024).
     for b, h, g, dt, prec, stages, chunk in ((32, 1024, 4, torch.float32, "tf32", 3, 128),
                                             (128, 1024, 4, torch.float32, "tf32", 4, 64),
                                             (32, 1024, 3, torch.float32, "tf32x3", 3, 64),
@@ -596,7 +596,8 @@ def test_default_plans_for_the_h100():
                                             (128, 640, 3, torch.bfloat16, "ieee", 4, 128),
                                             (20, 4096, 4, torch.bfloat16, "ieee", 3, 128),
                                             (64, 3072, 3, torch.bfloat16, "ieee", 4, 128),
-                                            (128, 2560, 4, torch.float32, "tf32", 4, 32)):
+                                            (64, 2560, 4, torch.float32, "tf32", 4, 64),
+                                            (20, 3072, 4, torch.float32, "tf32x3", 3, 64)):
         p = plan(b, h, g, dt, prec, "backward")
         assert (p.gate_split, p.split_k, p.w_resident, p.num_stages, p.block_k) == (g, False, False, stages, chunk)
     assert plan(128, 1024, 3, torch.float32, "tf32", "backward").grid(128, 1024) == (66, 2)
@@ -605,7 +606,8 @@ def test_default_plans_for_the_h100():
     assert not fewer.gate_split and fewer.grid(128, 1024) == (64, 2)
     for b, h, g, dt, prec in ((32, 1024, 4, torch.bfloat16, "ieee"), (16, 768, 4, torch.float16, "ieee"),
                               (32, 768, 4, torch.float32, "tf32"), (128, 512, 4, torch.float32, "tf32"),
-                              (32, 4104, 4, torch.float32, "tf32"), (20, 2560, 4, torch.float32, "tf32x3"),
+                              (32, 4104, 4, torch.float32, "tf32"), (128, 2560, 4, torch.float32, "tf32"),
+                              (128, 4096, 3, torch.bfloat16, "ieee"),
                               (128, 1040, 4, torch.float32, "tf32"),
                               (20, 1500, 4, torch.float32, "ieee"), (128, 650, 4, torch.bfloat16, "ieee"),
                               (64, 640, 4, torch.float32, "tf32"),

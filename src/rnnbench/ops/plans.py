@@ -131,12 +131,15 @@ SPLIT_K_16BIT_MAX_HIDDEN = 1024
 # the gate split took 0.42-0.85x the transpose plan's step in all 42 shapes measured, hidden 1280, 1500
 # and 2048 at batch 20, 64 and 128, bf16 and TF32, strict fp32 at 1500: zaremba-large's LSTM at 1500,
 # batch 20, 21.16 -> 12.47 µs (bf16) and 29.73 -> 17.65 (TF32). Past 2048 (--cases gate_split_wider,
-# wider-91dd18e) 0.47-1.00x in all 18 shapes both ran, hidden 2560, 3072 and 4096 at batch 20, 64
-# and 128, bf16 and TF32 (the GRU at 4096), where the transpose plan's TF32 chunks at batch 128 did
-# not fit in shared memory then (_backward_chunks). Past 4096, and strict fp32 (3xTF32) past 2048,
-# not measured: the transpose plan.
-GATE_SPLIT_MIN_HIDDEN, GATE_SPLIT_MAX_HIDDEN, GATE_SPLIT_ROWS = 768, 4096, 64
-GATE_SPLIT_X3_MAX_HIDDEN = 2048
+# wider-91dd18e) at 32 units a program (batch 20 and 64) 0.47-0.86x in all 13 shapes, hidden 2560,
+# 3072 and 4096, bf16 and TF32 (the GRU at 4096); through the engine (wider-66b79ff, both verified)
+# training 1.07-1.18x as fast in 16 bits and TF32 and 2.01x in strict fp32 (LSTM at 3072, batch 20).
+# At 64 units (batch 128) 0.88-1.00x in 16 bits, but in TF32 the engine's training 0.94-0.96x as
+# fast as the transpose plan with its chunks narrowed (_backward_chunks; the gate split's narrow to
+# 32 there): so past GATE_SPLIT_MAX_HIDDEN up to GATE_SPLIT_WIDE_MAX_HIDDEN only at
+# GATE_SPLIT_WIDE_MAX_UNITS units a program or fewer. Past 4096 (not measured) the transpose plan.
+GATE_SPLIT_MIN_HIDDEN, GATE_SPLIT_MAX_HIDDEN, GATE_SPLIT_ROWS = 768, 2048, 64
+GATE_SPLIT_WIDE_MAX_HIDDEN, GATE_SPLIT_WIDE_MAX_UNITS = 4096, 32
 # From this hidden size where it is a multiple of 8 (split-K's padded partials beat the gate split's
 # unaligned reads at 650 in bf16, 1.20-1.25x): at 64 rows on the H200 the gate split took 0.70-0.82x
 # split-K's step in TF32 and 0.80-0.93x in bf16 at hidden 576, 640 and 704, batch 128
@@ -1016,8 +1019,8 @@ def _backward_fields(req: _Request, fields: dict) -> dict:
     split_default = (req.cuda and cells and req.tensor_cores and not on_chip
                      and hidden_size <= (SPLIT_K_16BIT_MAX_HIDDEN if req.element == 2 else SPLIT_K_MAX_HIDDEN))
     gate_default = (req.cuda and cells and req.tensor_cores and not on_chip and not fields["fma"]
-                    and not override.get("w_resident") and hidden_size <= (
-                        GATE_SPLIT_X3_MAX_HIDDEN if req.step_precision == "tf32x3" else GATE_SPLIT_MAX_HIDDEN)
+                    and not override.get("w_resident") and (hidden_size <= GATE_SPLIT_MAX_HIDDEN or (
+                        hidden_size <= GATE_SPLIT_WIDE_MAX_HIDDEN and fields["block_h"] <= GATE_SPLIT_WIDE_MAX_UNITS))
                     and (not split_default or (bb >= GATE_SPLIT_ROWS and (hidden_size >= GATE_SPLIT_MIN_HIDDEN or (
                         hidden_size >= GATE_SPLIT_MIN_ALIGNED_HIDDEN and not unaligned(hidden_size)))))
                     and _gate_groups_fit(hidden_size, fields["block_h"], req.num_gates, req.batch_size, bb, req.slots))
