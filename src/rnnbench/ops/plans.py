@@ -131,7 +131,7 @@ SPLIT_K_16BIT_MAX_HIDDEN = 1024
 # the gate split took 0.42-0.85x the transpose plan's step in all 42 shapes measured, hidden 1280, 1500
 # and 2048 at batch 20, 64 and 128, bf16 and TF32, strict fp32 at 1500: zaremba-large's LSTM at 1500,
 # batch 20, 21.16 -> 12.47 µs (bf16) and 29.73 -> 17.65 (TF32). Past 2048 (--cases gate_split_wider,
-# wider-91dd18e) at 32 units a program (batch 20 and 64) 0.47-0.86x in all 13 shapes, hidden 2560,
+# wider-91dd18e) at 32 units a program (batch 20 and 64) 0.47-0.86x in all 14 shapes, hidden 2560,
 # 3072 and 4096, bf16 and TF32 (the GRU at 4096); through the engine (wider-66b79ff, both verified)
 # training 1.07-1.18x as fast in 16 bits and TF32 and 2.01x in strict fp32 (LSTM at 3072, batch 20).
 # At 64 units (batch 128) 0.88-1.00x in 16 bits, but in TF32 the engine's training 0.94-0.96x as
