@@ -788,8 +788,11 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
       own units' gate gradients by its own rows of ``W_hh`` into partials summed after the barrier;
     - the LSTM's and GRU's transpose backward with each gate's partial apart
       (:attr:`Plan.gate_split`, streamed weights) past split-K's range up to
-      :data:`GATE_SPLIT_MAX_HIDDEN`, and in split-K's place from :data:`GATE_SPLIT_MIN_HIDDEN` at
-      :data:`GATE_SPLIT_ROWS` batch rows a program, wherever whole groups of programs are resident;
+      :data:`GATE_SPLIT_MAX_HIDDEN` (to :data:`GATE_SPLIT_WIDE_MAX_HIDDEN` at
+      :data:`GATE_SPLIT_WIDE_MAX_UNITS` units a program or fewer), and in split-K's place from
+      :data:`GATE_SPLIT_MIN_HIDDEN` (:data:`GATE_SPLIT_MIN_ALIGNED_HIDDEN` where hidden is a multiple
+      of 8) at :data:`GATE_SPLIT_ROWS` batch rows a program, wherever whole groups of programs are
+      resident; any streamed backward's chunks narrowed to fit in shared memory;
     - h on chip (:attr:`Plan.h_on_chip`) instead, where :func:`on_chip_default` allows it (tensor
       cores, stacked tiles of at most :data:`ON_CHIP_MAX_ROWS` rows that fit): 16 batch rows and
       every unit per program, :func:`on_chip_warps` warps.
