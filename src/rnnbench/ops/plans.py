@@ -816,7 +816,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     req = _request(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, direction, bounded,
                    override)
     fields = _tiles(req)
-    fields.update(_fma_fields(req, fields))
+    fields.update(_fma_fields(req))
     fields.update(fast_activations=req.cuda and not req.backward and fast_activations(dtype, precision))
     fields.update(_split_once_fields(req, fields))
     fields.update(on_chip_split=_chip_split(req, fields), produce=produce_default(
@@ -949,7 +949,7 @@ def _gated_fma(req: _Request) -> bool:
         req.num_gates, req.hidden_size, req.element, req.device, req.smem)
 
 
-def _fma_fields(req: _Request, tiles: dict) -> dict:
+def _fma_fields(req: _Request) -> dict:
     """``fma`` and ``half_weights``, and where ``fma``, the tiles of a program per batch row with
     every unit and the weights on chip (the RNN's in registers; the LSTM's and GRU's k in parts of
     their lanes, ops/gluon_fma.py). A tile, a weight path, warps, an on-chip split or the exchange
