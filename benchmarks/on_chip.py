@@ -121,8 +121,9 @@ split-K at 64 batch rows from hidden 768), TF32, strict fp32 and bf16 at hidden 
 ``plan_sweep.py --cases gate_split_wide``): zaremba-large's layer at hidden 1500, batch 20 in bf16,
 TF32 and strict fp32, its GRU, hidden 2048 at batch 64 and 1280 at 128.
 
-``--compare gate_split_wider`` does the same past hidden 2048, where the transpose plan is the
-default (2560 to 4096, batch 20 to 128, bf16 and TF32, LSTM and GRU).
+``--compare gate_split_wider`` does the same past hidden 2048, where the transpose plan was the
+default, the gate split asked for (2560 to 4096, batch 20 to 128, bf16, TF32 and strict fp32, LSTM
+and GRU).
 
 ``--compare gate_split_narrow`` does the same from hidden 576 at 64 batch rows where hidden is a
 multiple of 8 (batch 128 at 576, 640, 704), in split-K's place.
