@@ -373,7 +373,8 @@ def test_split_k_pads_its_partials_at_64_batch_rows():
     """Planned for an H100: the LSTM's and GRU's split-K backward pads its partials' rows to 16
     bytes (``Plan.pad_rows``) by default where hidden is not a multiple of 8 and a program takes 64
     batch rows (batch 128, hidden 650, any dtype), not at 16 rows (batch 20, hidden 100 and 500),
-    nor at 640; ``backward_pad_rows`` asks either way, and a backward that is not split-K refuses
+    nor at 512 (at 576-704, multiples of 8, the gate split runs there since 6340195);
+    ``backward_pad_rows`` asks either way, and a backward that is not split-K refuses
     it asked for. The forward's own ``pad_rows`` never reaches the backward."""
     from rnnbench.ops.plans import choose_plan, row_stride
 
@@ -389,7 +390,7 @@ def test_split_k_pads_its_partials_at_64_batch_rows():
             assert p.split_k and p.block_b == 64 and p.pad_rows and row_stride(p, 650) == 656
             assert dataclasses.replace(p, pad_rows=False) == plan(128, 650, gates, dtype, precision,
                                                                   backward_pad_rows=False)
-            for batch, hidden in ((20, 100), (20, 500), (32, 650), (128, 640)):
+            for batch, hidden in ((20, 100), (20, 500), (32, 650), (128, 512)):
                 q = plan(batch, hidden, gates, dtype, precision)
                 assert q.split_k and not q.pad_rows, (batch, hidden, gates, dtype, precision)
             assert plan(20, 100, gates, dtype, precision, backward_pad_rows=True).pad_rows
