@@ -89,12 +89,17 @@ def main(argv: list[str]) -> int:
         print("usage: plan_snapshot.py OUT [--small]", file=sys.stderr)
         return 2
     out = Path(argv[0])
-    if not out.parent.is_dir():
-        print(f"plan_snapshot.py: no directory {out.parent}", file=sys.stderr)
+    if not out.parent.is_dir() or out.is_dir():
+        print(f"plan_snapshot.py: cannot write {out}: {'a directory' if out.is_dir() else 'no such directory'}",
+              file=sys.stderr)
         return 2
     lines = snapshot(small=len(argv) == 2)
     text = "\n".join(lines) + "\n"
-    out.write_text(text)
+    try:
+        out.write_text(text)
+    except OSError as e:
+        print(f"plan_snapshot.py: cannot write {out}: {e.strerror}", file=sys.stderr)
+        return 2
     refused = sum(" -> ValueError: " in line for line in lines)
     print(f"{len(lines)} calls, {refused} refused, sha256 {hashlib.sha256(text.encode()).hexdigest()[:16]}")
     return 0

@@ -38,6 +38,6 @@ def test_a_changed_rule_changes_only_its_lines(monkeypatch):
 
 
 def test_bad_arguments_get_one_line_and_exit_2(tmp_path):
-    for args in ([], [str(tmp_path / "a"), "--big"], [str(tmp_path / "no" / "such" / "dir" / "out")]):
+    for args in ([], [str(tmp_path / "a"), "--big"], [str(tmp_path / "no" / "such" / "dir" / "out")], [str(tmp_path)]):
         proc = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=600)
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, (args, proc.stderr)

@@ -1043,11 +1043,11 @@ def _backward_fields(req: _Request, fields: dict) -> dict:
 def _backward_chunks(plan: Plan, req: _Request) -> Plan:
     """``plan`` with a streamed backward's chunks narrowed to what fits in flight: each of
     ``num_stages`` holds the program's weight columns (the units of its :attr:`Plan.gate_split`
-    group, to a power of 2, or its own ``block_h``) and the batch rows' gradients, ``block_k``
-    wide. At 64 batch rows and 64 units a program, 128-wide chunks of fp32 weights in 4 stages
-    took 256 KB, over the H100's and H200's 227: TF32's transpose backward at batch 128, hidden
-    2560-4096 failed (OutOfResources, results/h200/gate-split-wide/wider-91dd18e). An asked
-    ``block_k`` as asked.
+    group to a power of 2, the kernel's ``SPAN_PAD`` from :func:`gate_split_constexprs`, or its
+    own ``block_h``) and the batch rows' gradients, ``block_k`` wide. At 64 batch rows and 64
+    units a program, 128-wide chunks of fp32 weights in 4 stages took 256 KB, over the H100's and
+    H200's 227: TF32's transpose backward at batch 128, hidden 2560-4096 failed (OutOfResources,
+    results/h200/gate-split-wide/wider-91dd18e). An asked ``block_k`` as asked.
 
     Raises:
         ValueError: a gate split that is not the LSTM's or GRU's transpose backward with streamed
@@ -1059,7 +1059,7 @@ def _backward_chunks(plan: Plan, req: _Request) -> Plan:
     if (not req.backward or req.slots is None or "block_k" in req.override or plan.split_k or plan.h_on_chip
             or plan.w_resident):
         return plan
-    rows = next_pow2(req.num_gates * plan.block_h) if plan.gate_split else plan.block_h
+    rows = gate_split_constexprs(plan, req.hidden_size)["SPAN_PAD"] if plan.gate_split else plan.block_h
     while plan.block_k > MIN_BLOCK and (
             plan.num_stages * (rows + plan.block_b) * plan.block_k * req.element > req.smem - SHARED_MEMORY_MARGIN):
         plan = dataclasses.replace(plan, block_k=plan.block_k // 2)
