@@ -4,6 +4,7 @@ PyTorch run) over a grid of cells, dtypes, batch and hidden sizes far wider than
 each row verified against the float64 reference before its (short) timing, as in any run.
 
     python benchmarks/coverage.py OUT [--quick] [--jobs N] [--deadline SECONDS]
+        [--cells LIST] [--dtypes LIST] [--hidden-sizes LIST] [--batch-sizes LIST]
 
 Runs one ``rnnbench run`` process per (cell, dtype, hidden_size) slice, ``--jobs`` at a time
 (default 14: the GPU is shared, each process compiles its own kernels on a core), the widest
@@ -13,7 +14,8 @@ slice starts and the running ones are stopped (their rows so far kept). Then wri
 cannot run the call: under ``backend="auto"`` PyTorch runs it, with a warning), ``failed`` (any
 other error: a crash a user would meet), ``mismatch``, ``oom`` and ``missing`` (not reached), then
 every failed and mismatched row. Exit 0 when nothing failed or mismatched, 1 otherwise, 2 with one
-line for bad arguments. ``--quick``: a few small sizes (the CPU under ``TRITON_INTERPRET=1``).
+line for bad arguments. ``--quick``: a few small sizes (the CPU under ``TRITON_INTERPRET=1``);
+``--cells`` and the rest (comma lists): that part of the grid only.
 
 Why: plans are chosen by rules measured on a few shapes, and a rule's edge can ask more of the
 GPU than it has (the transpose backward's shared memory at hidden 2560 in TF32, 2026-11-29:
@@ -131,26 +133,62 @@ def read_rows(out: Path) -> list[dict]:
     return rows
 
 
-def main(argv: list[str]) -> int:
-    """The command line (module docstring)."""
-    args, grid, jobs, deadline = list(argv), FULL, 14, 540.0
+GRID_FLAGS = {"--cells": "cells", "--dtypes": "dtypes", "--hidden-sizes": "hidden_sizes",
+              "--batch-sizes": "batch_sizes"}
+
+
+def parse(argv: list[str]) -> tuple[Path, dict, int, float]:
+    """``(OUT, grid, jobs, deadline)`` from the command line (module docstring).
+
+    Raises:
+        ValueError: the one line to print for bad arguments."""
+    args, grid, jobs, deadline = list(argv), dict(FULL), 14, 540.0
     if "--quick" in args:
         args.remove("--quick")
-        grid = QUICK
-    try:
-        for flag in ("--jobs", "--deadline"):
-            if flag in args:
-                i = args.index(flag)
-                value = float(args[i + 1])
-                if value <= 0:
-                    raise ValueError
-                jobs, deadline = (int(value), deadline) if flag == "--jobs" else (jobs, value)
-                del args[i:i + 2]
-    except (IndexError, ValueError):
-        return _refuse("coverage.py: --jobs and --deadline take a positive number")
+        grid = dict(QUICK)
+    flags = {"--jobs": None, "--deadline": None, **GRID_FLAGS}
+    while any(a in flags for a in args):
+        i = next(i for i, a in enumerate(args) if a in flags)
+        if i + 1 == len(args):
+            raise ValueError(f"coverage.py: {args[i]} takes a value")
+        flag, value = args[i], args[i + 1]
+        del args[i:i + 2]
+        if flag in GRID_FLAGS:
+            grid[GRID_FLAGS[flag]] = _choices(flag, value, FULL[GRID_FLAGS[flag]])
+            continue
+        try:
+            number = float(value)
+        except ValueError:
+            number = 0.0
+        if number <= 0:
+            raise ValueError(f"coverage.py: {flag} takes a positive number, got {value!r}")
+        jobs, deadline = (int(number), deadline) if flag == "--jobs" else (jobs, number)
     if len(args) != 1 or args[0].startswith("-"):
-        return _refuse("usage: coverage.py OUT [--quick] [--jobs N] [--deadline SECONDS]")
-    out = Path(args[0])
+        raise ValueError("usage: coverage.py OUT [--quick] [--jobs N] [--deadline SECONDS] [--cells LIST] "
+                         "[--dtypes LIST] [--hidden-sizes LIST] [--batch-sizes LIST]")
+    return Path(args[0]), grid, jobs, deadline
+
+
+def _choices(flag: str, value: str, full: tuple) -> tuple:
+    """The comma list ``value`` of ``flag``: names from ``full``, or positive sizes where ``full``
+    holds sizes. Raises ValueError (the line to print) for anything else."""
+    items = tuple(v.strip() for v in value.split(",") if v.strip())
+    if isinstance(full[0], int):
+        if not items or not all(v.isdigit() and int(v) > 0 for v in items):
+            raise ValueError(f"coverage.py: {flag} takes positive whole numbers, got {value!r}")
+        return tuple(int(v) for v in items)
+    unknown = [v for v in items if v not in full]
+    if not items or unknown:
+        raise ValueError(f"coverage.py: unknown {flag[2:]} {(unknown or [value])[0]!r}; choose from {', '.join(full)}")
+    return items
+
+
+def main(argv: list[str]) -> int:
+    """The command line (module docstring)."""
+    try:
+        out, grid, jobs, deadline = parse(argv)
+    except ValueError as e:
+        return _refuse(str(e))
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:

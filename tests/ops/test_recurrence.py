@@ -1282,6 +1282,60 @@ def test_kernels_compile_for_h100():
         assert (" fast=1 " in line) == ("'mufu_tanh': 0" not in line), line
 
 
+# Default plans that asked for more shared memory than an H100 or H200 block has (227 KB), each
+# an OutOfResources at launch on the H200 (benchmarks/coverage.py, results/h200/coverage): streamed
+# forwards at 128 units a program (16-bit, and TF32's on fp16 operands) and strict fp32's at 64
+# (its 3xFP16 copies), split-K backwards in 16 bits and TF32, and the gate split at 256 units.
+_OVERFLOWED = [("lstm", 1024, 650, "bfloat16", "ieee"), ("lstm", 1, 5000, "float32", "tf32x3"),
+               ("gru", 1024, 650, "float32", "tf32"), ("gru", 1024, 1500, "float32", "tf32")]
+_SHARED = """
+import json, sys
+import torch
+from rnnbench.ops.aot import GATES, compile_kernel
+from rnnbench.ops.plans import backward_precision, choose_plan
+found = []
+for cell, batch, hidden, dtype, precision in json.loads(sys.argv[1]):
+    dtype = getattr(torch, dtype)
+    for direction in ("forward", "backward"):
+        plan = choose_plan(batch, hidden, GATES[cell], dtype, torch.device("cuda"), multiprocessors=132,
+                           precision=precision, direction=direction)
+        products = backward_precision(precision, GATES[cell]) if direction == "backward" else precision
+        found.append([cell, batch, hidden, direction, compile_kernel(cell, direction, dtype, hidden, plan,
+                                                                     products).metadata.shared])
+print(json.dumps(found))
+"""
+
+
+def test_streamed_plans_fit_in_shared_memory_compiled():
+    """Each default plan of :data:`_OVERFLOWED`, both ways, compiled for sm_90 (no GPU needed):
+    its shared memory within the H100's and H200's block (what Triton checks at launch)."""
+    import json
+
+    from rnnbench.ops.plans import H100_SHARED_MEMORY
+
+    proc = uninterpreted("-c", _SHARED, json.dumps(_OVERFLOWED))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found = json.loads(proc.stdout.splitlines()[-1])
+    assert len(found) == 2 * len(_OVERFLOWED)
+    over = [row for row in found if row[-1] > H100_SHARED_MEMORY]
+    assert not over, over
+
+
+def test_a_streamed_plan_asked_too_wide_is_refused():
+    """Chunks asked for (``block_k``, ``num_stages``) are kept as asked, and refused in one line
+    where they cannot fit; the default narrows them."""
+    from rnnbench.ops.plans import choose_plan
+
+    def plan(**override):
+        return choose_plan(1024, 650, 4, torch.bfloat16, torch.device("cuda"), multiprocessors=132, **override)
+
+    assert (plan().block_k, plan().num_stages) == (32, 4)  # (64 wide: 288 KB)
+    assert plan(num_stages=2).block_k == 64  # (asked: as asked, and it fits)
+    with pytest.raises(ValueError, match="4 chunks 64 wide in flight do not fit in shared memory at batch_size "
+                                         "1024, hidden_size 650"):
+        plan(block_k=64)
+
+
 def test_float32_follows_the_matmul_switch_not_cudnns_rnn_switch(monkeypatch):
     """Issue 8's rule: TF32 where ``torch.backends.cuda.matmul.allow_tf32`` allows it, whatever
     cuDNN's switch (which torch.nn's recurrent layers follow, on by default): with torch's defaults

@@ -825,7 +825,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     fields.update(req.override)
     if "gate_split" in req.override:  # (asked for as True or the cell's gates: the cell's gates; off: 0)
         fields["gate_split"] = num_gates if req.override["gate_split"] else 0
-    plan = _kernel_fields(_backward_chunks(Plan(**fields), req), req)
+    plan = _chunks_fit(_kernel_fields(Plan(**fields), req), req)
     if _half_operands_default(plan, req):
         return _half_operands_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision,
                                    direction, asked)
@@ -1040,14 +1040,49 @@ def _backward_fields(req: _Request, fields: dict) -> dict:
     return {}
 
 
-def _backward_chunks(plan: Plan, req: _Request) -> Plan:
-    """``plan`` with a streamed backward's chunks narrowed to what fits in flight: each of
-    ``num_stages`` holds the program's weight columns (the units of its :attr:`Plan.gate_split`
-    group to a power of 2, the kernel's ``SPAN_PAD`` from :func:`gate_split_constexprs`, or its
-    own ``block_h``) and the batch rows' gradients, ``block_k`` wide. At 64 batch rows and 64
-    units a program, 128-wide chunks of fp32 weights in 4 stages took 256 KB, over the H100's and
-    H200's 227: TF32's transpose backward at batch 128, hidden 2560-4096 failed (OutOfResources,
-    results/h200/gate-split-wide/wider-91dd18e). An asked ``block_k`` as asked.
+def streamed_bytes(plan: Plan, hidden_size: int, num_gates: int, element: int, direction: str) -> int:
+    """Shared memory of the chunks in flight of a step that streams its weights (neither resident
+    nor on chip): ``num_stages`` chunks of ``block_k`` columns of the program's weight rows and of
+    its batch rows' operand. Forward: ``gates_padded * block_h`` weight rows and h, in ``element``
+    bytes, but a split-once forward's operands split (:func:`split_once_stage_bytes`; with
+    :attr:`Plan.split_fp16` both fp16 halves, 4 bytes). Backward: the units of its
+    :attr:`Plan.gate_split` group to a power of 2 (the kernel's ``SPAN_PAD``) or its ``block_h``
+    (the transpose plan), and the gate gradients; split-K's ``gates_padded * block_h`` weight rows
+    alone (its gate gradients are in registers), one chunk more for fp32 weights.
+
+    At most what Triton 3.6 allocates for sm_90 (``ops/aot.py``; ``results/h200/coverage``): every
+    forward and transpose backward that overflowed on the H200 took exactly this, strict fp32's
+    FMA forward (``ieee``) one chunk fewer; split-K with fp32 weights took from one chunk fewer to
+    one more than ``num_stages`` (TF32 and 3xTF32, 64 and 32 wide), with 16-bit weights one fewer."""
+    if plan.split_once and not plan.split_fp16:
+        return plan.num_stages * split_once_stage_bytes(plan.block_b, gates_padded(num_gates) * plan.block_h,
+                                                        plan.block_k, plan.split_w_once)
+    if plan.split_k:
+        chunks = plan.num_stages + (element == 4)
+        return chunks * gates_padded(num_gates) * plan.block_h * plan.block_k * element
+    if direction == "forward":
+        rows = gates_padded(num_gates) * plan.block_h
+    else:
+        rows = gate_split_constexprs(plan, hidden_size)["SPAN_PAD"] if plan.gate_split else plan.block_h
+    return plan.num_stages * (rows + plan.block_b) * plan.block_k * (4 if plan.split_fp16 else element)
+
+
+def _streamed(plan: Plan) -> bool:
+    """Whether ``plan`` streams its weights through shared memory a chunk at a time."""
+    return not (plan.w_resident or plan.h_on_chip or plan.fma)
+
+
+def _chunks_fit(plan: Plan, req: _Request) -> Plan:
+    """``plan`` with a streamed step's chunks in flight (:func:`streamed_bytes`) narrowed to fit
+    in a block's shared memory less :data:`SHARED_MEMORY_MARGIN`: chunks half as wide down to
+    :data:`MIN_BLOCK`, then fewer in flight (a split-once forward's: fewer in flight only, from its
+    measured width).
+    The transpose backward at 64 batch rows and 64 units a program, 128-wide fp32 chunks four in
+    flight, took 256 KB, over the H100's and H200's 227 (TF32 at batch 128, hidden 2560-4096:
+    OutOfResources, results/h200/gate-split-wide/wider-91dd18e), and so did forwards and split-K
+    backwards at 128-256 units a program, which 256-1024 batch rows take (results/h200/coverage).
+    An asked ``block_k`` or ``num_stages`` as asked (:func:`_check_plan` refuses it if it does
+    not fit).
 
     Raises:
         ValueError: a gate split that is not the LSTM's or GRU's transpose backward with streamed
@@ -1056,21 +1091,25 @@ def _backward_chunks(plan: Plan, req: _Request) -> Plan:
                             or plan.w_resident or plan.fma):
         raise ValueError("gate_split is the LSTM's and GRU's transpose backward with streamed weights (not split_k, "
                          "h_on_chip or w_resident)")
-    if (not req.backward or req.slots is None or "block_k" in req.override or plan.split_k or plan.h_on_chip
-            or plan.w_resident):
+    if req.slots is None or not _streamed(plan) or not {"block_k", "num_stages"}.isdisjoint(req.override):
         return plan
-    rows = gate_split_constexprs(plan, req.hidden_size)["SPAN_PAD"] if plan.gate_split else plan.block_h
-    while plan.block_k > MIN_BLOCK and (
-            plan.num_stages * (rows + plan.block_b) * plan.block_k * req.element > req.smem - SHARED_MEMORY_MARGIN):
+
+    def over(p: Plan) -> bool:
+        return streamed_bytes(p, req.hidden_size, req.num_gates, req.element, req.direction) > (
+            req.smem - SHARED_MEMORY_MARGIN)
+
+    narrows = not (plan.split_once and not plan.split_fp16)
+    while narrows and plan.block_k > MIN_BLOCK and over(plan):
         plan = dataclasses.replace(plan, block_k=plan.block_k // 2)
+    while plan.num_stages > 1 and over(plan):
+        plan = dataclasses.replace(plan, num_stages=plan.num_stages - 1)
     return plan
 
 
 def _kernel_fields(plan: Plan, req: _Request) -> Plan:
     """``plan`` with the kernel's choices that follow from its tiles, overrides applied: the Gluon
     forward, its weights in registers and its projection ahead wherever allowed (refused where
-    asked and not allowed), the 16-bit forward's rows padded, and strict fp32's split-once chunks
-    in flight as many as shared memory holds (two fp32 tiles of h and one or two of W each).
+    asked and not allowed), and the 16-bit forward's rows padded.
 
     Raises:
         ValueError: ``gluon``, ``reg_weights`` or ``input_ahead`` asked where not allowed."""
@@ -1100,11 +1139,6 @@ def _kernel_fields(plan: Plan, req: _Request) -> Plan:
     if "pad_rows" not in override and req.cuda and _pads_16bit_forward(plan, req.direction, req.element,
                                                                        req.num_gates, hidden_size):
         plan = dataclasses.replace(plan, pad_rows=True)
-    if req.cuda and plan.split_once and not plan.split_fp16 and not plan.w_resident and "num_stages" not in override:
-        stage = split_once_stage_bytes(plan.block_b, gates_padded(req.num_gates) * plan.block_h, plan.block_k,
-                                       plan.split_w_once)
-        plan = dataclasses.replace(plan, num_stages=max(1, min(plan.num_stages,
-                                                               (req.smem - SHARED_MEMORY_MARGIN) // stage)))
     return plan
 
 
@@ -1179,6 +1213,11 @@ def _check_plan(plan: Plan, req: _Request) -> None:
     if slots is not None and nh * nb > slots and not plan.fma:  # (fma programs never wait for each other)
         raise ValueError(f"{nh * nb} programs cannot all be resident on {slots} multiprocessors "
                          f"(batch_size {req.batch_size}, hidden_size {hidden_size})")
+    if slots is not None and _streamed(plan) and streamed_bytes(
+            plan, hidden_size, num_gates, element, direction) > req.smem - SHARED_MEMORY_MARGIN:
+        raise ValueError(f"{plan.num_stages} chunks {plan.block_k} wide in flight do not fit in shared memory at "
+                         f"batch_size {req.batch_size}, hidden_size {hidden_size} ({plan.block_b} batch rows and "
+                         f"{plan.block_h} units a program)")
 
 
 def _half_operands_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, direction,
