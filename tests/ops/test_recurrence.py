@@ -1322,8 +1322,8 @@ def test_streamed_plans_fit_in_shared_memory_compiled():
 
 
 def test_a_streamed_plan_asked_too_wide_is_refused():
-    """Chunks asked for (``block_k``, ``num_stages``) are kept as asked, and refused in one line
-    where they cannot fit; the default narrows them."""
+    """Chunks asked for (``block_k``, ``num_stages``) are kept as asked, the other fitted to them,
+    and refused in one line where they cannot fit; the default narrows them."""
     from rnnbench.ops.plans import choose_plan
 
     def plan(**override):
@@ -1331,9 +1331,11 @@ def test_a_streamed_plan_asked_too_wide_is_refused():
 
     assert (plan().block_k, plan().num_stages) == (32, 4)  # (64 wide: 288 KB)
     assert plan(num_stages=2).block_k == 64  # (asked: as asked, and it fits)
+    assert plan(block_k=64).num_stages == 2
+    assert plan(block_k=16, num_stages=6).num_stages == 6
     with pytest.raises(ValueError, match="4 chunks 64 wide in flight do not fit in shared memory at batch_size "
                                          "1024, hidden_size 650"):
-        plan(block_k=64)
+        plan(block_k=64, num_stages=4)
 
 
 def test_float32_follows_the_matmul_switch_not_cudnns_rnn_switch(monkeypatch):

@@ -1081,8 +1081,8 @@ def _chunks_fit(plan: Plan, req: _Request) -> Plan:
     flight, took 256 KB, over the H100's and H200's 227 (TF32 at batch 128, hidden 2560-4096:
     OutOfResources, results/h200/gate-split-wide/wider-91dd18e), and so did forwards and split-K
     backwards at 128-256 units a program, which 256-1024 batch rows take (results/h200/coverage).
-    An asked ``block_k`` or ``num_stages`` as asked (:func:`_check_plan` refuses it if it does
-    not fit).
+    An asked ``block_k`` or ``num_stages`` as asked, the other fitted to it (:func:`_check_plan`
+    refuses what still does not fit).
 
     Raises:
         ValueError: a gate split that is not the LSTM's or GRU's transpose backward with streamed
@@ -1091,17 +1091,17 @@ def _chunks_fit(plan: Plan, req: _Request) -> Plan:
                             or plan.w_resident or plan.fma):
         raise ValueError("gate_split is the LSTM's and GRU's transpose backward with streamed weights (not split_k, "
                          "h_on_chip or w_resident)")
-    if req.slots is None or not _streamed(plan) or not {"block_k", "num_stages"}.isdisjoint(req.override):
+    if req.slots is None or not _streamed(plan):
         return plan
 
     def over(p: Plan) -> bool:
         return streamed_bytes(p, req.hidden_size, req.num_gates, req.element, req.direction) > (
             req.smem - SHARED_MEMORY_MARGIN)
 
-    narrows = not (plan.split_once and not plan.split_fp16)
+    narrows = "block_k" not in req.override and not (plan.split_once and not plan.split_fp16)
     while narrows and plan.block_k > MIN_BLOCK and over(plan):
         plan = dataclasses.replace(plan, block_k=plan.block_k // 2)
-    while plan.num_stages > 1 and over(plan):
+    while "num_stages" not in req.override and plan.num_stages > 1 and over(plan):
         plan = dataclasses.replace(plan, num_stages=plan.num_stages - 1)
     return plan
 
