@@ -522,7 +522,7 @@ GATE_SPLIT_WIDE_CASES = [
 ]
 # And past hidden 2048 (plan_sweep.py --cases gate_split_wider), where the transpose plan was the
 # default: the gate split asked for, whatever the default, against the transpose plan (its TF32
-# chunks at batch 128 narrowed to fit since _backward_chunks); strict fp32 at 3072 too.
+# chunks at batch 128 narrowed to fit since _backward_chunks, now _chunks_fit); strict fp32 at 3072 too.
 GATE_SPLIT_ASKED = ("gate_split_asked", "no_gate_split")
 GATE_SPLIT_WIDER_CASES = [
     _case("lstm", 20, 4096, "bf16", GATE_SPLIT_ASKED, seq_len=35),

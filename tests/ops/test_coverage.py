@@ -35,7 +35,8 @@ def _script(*args: str, interpret: bool = False) -> subprocess.CompletedProcess:
 
 
 def test_a_crash_is_failed_a_refusal_is_not_and_the_latest_row_counts():
-    refused = "RuntimeError: rnnbench.nn.LSTM(backend='triton') cannot run this call: 160 programs cannot all be resident"
+    refused = ("RuntimeError: rnnbench.nn.LSTM(backend='triton') cannot run this call: 160 programs cannot all be "
+               "resident")
     crash = "OutOfResources: out of resource: shared memory, Required: 294912, Hardware limit: 232448."
     rows = [_row("forward", 128, "ok"), _row("forward", 1024, "error", crash), _row("train", 1024, "error", refused),
             _row("train", 128, "error", crash), _row("train", 128, "ok")]  # (run again: ok now)

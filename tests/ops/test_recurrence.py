@@ -1285,9 +1285,12 @@ def test_kernels_compile_for_h100():
 # Default plans that asked for more shared memory than an H100 or H200 block has (227 KB), each
 # an OutOfResources at launch on the H200 (benchmarks/coverage.py, results/h200/coverage): streamed
 # forwards at 128 units a program (16-bit, and TF32's on fp16 operands) and strict fp32's at 64
-# (its 3xFP16 copies), split-K backwards in 16 bits and TF32, and the gate split at 256 units.
+# (its 3xFP16 copies), split-K backwards in 16 bits and TF32, and the gate split at 256 units; and
+# strict fp32's split-K backward there, which compiled at 256 KB however narrow its chunks (now the
+# transpose plan's).
 _OVERFLOWED = [("lstm", 1024, 650, "bfloat16", "ieee"), ("lstm", 1, 5000, "float32", "tf32x3"),
-               ("gru", 1024, 650, "float32", "tf32"), ("gru", 1024, 1500, "float32", "tf32")]
+               ("gru", 1024, 650, "float32", "tf32"), ("gru", 1024, 1500, "float32", "tf32"),
+               ("lstm", 1024, 650, "float32", "tf32x3")]
 _SHARED = """
 import json, sys
 import torch
@@ -1336,6 +1339,24 @@ def test_a_streamed_plan_asked_too_wide_is_refused():
     with pytest.raises(ValueError, match="4 chunks 64 wide in flight do not fit in shared memory at batch_size "
                                          "1024, hidden_size 650"):
         plan(block_k=64, num_stages=4)
+
+
+def test_split_k_gives_way_where_its_gate_gradients_cannot_fit():
+    """Split-K stages its program's fp32 tile of gate gradients (split in two for 3xTF32): at 64
+    batch rows and 128 units a program (batch 1024, hidden 650) strict fp32's took 256 KB whatever
+    its chunks, so the backward there is the transpose plan; at batch 128 split-K as before, and
+    asked for, refused in one line."""
+    from rnnbench.ops.plans import choose_plan
+
+    def plan(batch, precision="tf32x3", **override):
+        return choose_plan(batch, 650, 4, torch.float32, torch.device("cuda"), multiprocessors=132,
+                           precision=precision, direction="backward", **override)
+
+    assert plan(128).split_k and plan(1024, "tf32").split_k
+    wide = plan(1024)
+    assert not wide.split_k and not wide.w_resident and wide.block_h == 128
+    with pytest.raises(ValueError, match="do not fit in shared memory at batch_size 1024, hidden_size 650"):
+        plan(1024, split_k=True)
 
 
 def test_float32_follows_the_matmul_switch_not_cudnns_rnn_switch(monkeypatch):

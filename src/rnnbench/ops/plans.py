@@ -135,7 +135,7 @@ SPLIT_K_16BIT_MAX_HIDDEN = 1024
 # 3072 and 4096, bf16 and TF32 (the GRU at 4096); through the engine (wider-66b79ff, both verified)
 # training 1.07-1.18x as fast in 16 bits and TF32 and 2.01x in strict fp32 (LSTM at 3072, batch 20).
 # At 64 units (batch 128) 0.88-1.00x in 16 bits, but in TF32 the engine's training 0.94-0.96x as
-# fast as the transpose plan with its chunks narrowed (_backward_chunks; the gate split's narrow to
+# fast as the transpose plan with its chunks narrowed (_chunks_fit; the gate split's narrow to
 # 32 there): so past GATE_SPLIT_MAX_HIDDEN up to GATE_SPLIT_WIDE_MAX_HIDDEN only at
 # GATE_SPLIT_WIDE_MAX_UNITS units a program or fewer. Past 4096 (not measured) the transpose plan.
 GATE_SPLIT_MIN_HIDDEN, GATE_SPLIT_MAX_HIDDEN, GATE_SPLIT_ROWS = 768, 2048, 64
@@ -1032,34 +1032,44 @@ def _backward_fields(req: _Request, fields: dict) -> dict:
     if override.get("split_k", split_default):
         if not cells:
             raise ValueError("split_k is the LSTM's and GRU's backward only, so far")
-        return _split_k_fields(req.batch_size, hidden_size, req.num_gates, req.dtype, req.device,
-                               req.multiprocessors, req.precision, req.step_precision, override)
+        fields = _split_k_fields(req.batch_size, hidden_size, req.num_gates, req.dtype, req.device,
+                                 req.multiprocessors, req.precision, req.step_precision, override)
+        # (streamed where its narrowest chunk and the gate gradients do not fit: the transpose plan)
+        narrowest = Plan(**{**fields, "block_k": MIN_BLOCK, "num_stages": 1})
+        if "split_k" in override or fields["w_resident"] or streamed_bytes(
+                narrowest, hidden_size, req.num_gates, req.element, req.direction, req.step_precision) <= (
+                    req.smem - SHARED_MEMORY_MARGIN):
+            return fields
+        return {}
     if override.get("gate_split", gate_default):
         return {"gate_split": req.num_gates, "w_resident": False,
                 "num_stages": GATE_SPLIT_FEW_ROWS_STAGES if bb < GATE_SPLIT_ROWS else fields["num_stages"]}
     return {}
 
 
-def streamed_bytes(plan: Plan, hidden_size: int, num_gates: int, element: int, direction: str) -> int:
+def streamed_bytes(plan: Plan, hidden_size: int, num_gates: int, element: int, direction: str,
+                   precision: str = "") -> int:
     """Shared memory of the chunks in flight of a step that streams its weights (neither resident
     nor on chip): ``num_stages`` chunks of ``block_k`` columns of the program's weight rows and of
     its batch rows' operand. Forward: ``gates_padded * block_h`` weight rows and h, in ``element``
     bytes, but a split-once forward's operands split (:func:`split_once_stage_bytes`; with
     :attr:`Plan.split_fp16` both fp16 halves, 4 bytes). Backward: the units of its
     :attr:`Plan.gate_split` group to a power of 2 (the kernel's ``SPAN_PAD``) or its ``block_h``
-    (the transpose plan), and the gate gradients; split-K's ``gates_padded * block_h`` weight rows
-    alone (its gate gradients are in registers), one chunk more for fp32 weights.
+    (the transpose plan), and the gate gradients; split-K's ``gates_padded * block_h`` weight rows,
+    and its program's whole fp32 tile of gate gradients staged once (twice, split, for 3xTF32:
+    ``precision`` is the step's).
 
     At most what Triton 3.6 allocates for sm_90 (``ops/aot.py``; ``results/h200/coverage``): every
     forward and transpose backward that overflowed on the H200 took exactly this, strict fp32's
-    FMA forward (``ieee``) one chunk fewer; split-K with fp32 weights took from one chunk fewer to
-    one more than ``num_stages`` (TF32 and 3xTF32, 64 and 32 wide), with 16-bit weights one fewer."""
+    FMA forward (``ieee``) one chunk fewer; split-K backwards took less (the compiler shares their
+    buffers: at 64 rows and 128 units, 3xTF32's took 256 KB with 32- and 16-wide chunks alike)."""
     if plan.split_once and not plan.split_fp16:
         return plan.num_stages * split_once_stage_bytes(plan.block_b, gates_padded(num_gates) * plan.block_h,
                                                         plan.block_k, plan.split_w_once)
     if plan.split_k:
-        chunks = plan.num_stages + (element == 4)
-        return chunks * gates_padded(num_gates) * plan.block_h * plan.block_k * element
+        rows = gates_padded(num_gates) * plan.block_h
+        gradients = (2 if precision == "tf32x3" else 1) * plan.block_b * rows * 4
+        return gradients + plan.num_stages * rows * plan.block_k * element
     if direction == "forward":
         rows = gates_padded(num_gates) * plan.block_h
     else:
@@ -1095,7 +1105,7 @@ def _chunks_fit(plan: Plan, req: _Request) -> Plan:
         return plan
 
     def over(p: Plan) -> bool:
-        return streamed_bytes(p, req.hidden_size, req.num_gates, req.element, req.direction) > (
+        return streamed_bytes(p, req.hidden_size, req.num_gates, req.element, req.direction, req.step_precision) > (
             req.smem - SHARED_MEMORY_MARGIN)
 
     narrows = "block_k" not in req.override and not (plan.split_once and not plan.split_fp16)
@@ -1214,7 +1224,7 @@ def _check_plan(plan: Plan, req: _Request) -> None:
         raise ValueError(f"{nh * nb} programs cannot all be resident on {slots} multiprocessors "
                          f"(batch_size {req.batch_size}, hidden_size {hidden_size})")
     if slots is not None and _streamed(plan) and streamed_bytes(
-            plan, hidden_size, num_gates, element, direction) > req.smem - SHARED_MEMORY_MARGIN:
+            plan, hidden_size, num_gates, element, direction, req.step_precision) > req.smem - SHARED_MEMORY_MARGIN:
         raise ValueError(f"{plan.num_stages} chunks {plan.block_k} wide in flight do not fit in shared memory at "
                          f"batch_size {req.batch_size}, hidden_size {hidden_size} ({plan.block_b} batch rows and "
                          f"{plan.block_h} units a program)")
