@@ -792,10 +792,13 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
       :data:`GATE_SPLIT_WIDE_MAX_UNITS` units a program or fewer), and in split-K's place from
       :data:`GATE_SPLIT_MIN_HIDDEN` (:data:`GATE_SPLIT_MIN_ALIGNED_HIDDEN` where hidden is a multiple
       of 8) at :data:`GATE_SPLIT_ROWS` batch rows a program, wherever whole groups of programs are
-      resident; any streamed backward's chunks narrowed to fit in shared memory;
+      resident;
     - h on chip (:attr:`Plan.h_on_chip`) instead, where :func:`on_chip_default` allows it (tensor
       cores, stacked tiles of at most :data:`ON_CHIP_MAX_ROWS` rows that fit): 16 batch rows and
-      every unit per program, :func:`on_chip_warps` warps.
+      every unit per program, :func:`on_chip_warps` warps;
+    - any streamed step (weights neither resident nor on chip): its chunks in flight narrowed, then
+      fewer, to fit in shared memory (:func:`_chunks_fit`), and split-K that cannot fit the
+      transpose plan instead.
 
     Under the interpreter one program owns all hidden units of its batch block, on chip unless an
     override asks for a tile or weight path (``block_h``, ``block_k``, ``w_resident``) without
@@ -810,7 +813,8 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         ValueError: a plan whose programs cannot all be resident (more programs than
             multiprocessors on CUDA, more than one program per batch block under the interpreter),
             a block size that is not a power of 2 of its minimum, or an on-chip plan whose tile
-            is not one resident piece of every unit or does not fit in shared memory.
+            is not one resident piece of every unit or does not fit in shared memory, or a
+            streamed plan whose asked chunks do not fit.
     """
     asked = dict(override)  # (as given: a forward on half operands is planned again, as fp16's)
     req = _request(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, direction, bounded,
