@@ -1036,14 +1036,14 @@ def _backward_fields(req: _Request, fields: dict) -> dict:
     if override.get("split_k", split_default):
         if not cells:
             raise ValueError("split_k is the LSTM's and GRU's backward only, so far")
-        fields = _split_k_fields(req.batch_size, hidden_size, req.num_gates, req.dtype, req.device,
-                                 req.multiprocessors, req.precision, req.step_precision, override)
+        split = _split_k_fields(req.batch_size, hidden_size, req.num_gates, req.dtype, req.device,
+                                req.multiprocessors, req.precision, req.step_precision, override)
         # (streamed where its narrowest chunk and the gate gradients do not fit: the transpose plan)
-        narrowest = Plan(**{**fields, "block_k": MIN_BLOCK, "num_stages": 1})
-        if "split_k" in override or fields["w_resident"] or streamed_bytes(
+        narrowest = Plan(**{**split, "block_k": MIN_BLOCK, "num_stages": 1})
+        if "split_k" in override or split["w_resident"] or streamed_bytes(
                 narrowest, hidden_size, req.num_gates, req.element, req.direction, req.step_precision) <= (
                     req.smem - SHARED_MEMORY_MARGIN):
-            return fields
+            return split
         return {}
     if override.get("gate_split", gate_default):
         return {"gate_split": req.num_gates, "w_resident": False,
