@@ -50,10 +50,9 @@ KINDS = ("ok", "refused", "failed", "mismatch", "oom", "missing")
 def slices(grid: dict) -> list[dict]:
     """One ``rnnbench run`` per (cell, dtype, hidden_size), widest hidden first (the slowest
     to compile and verify start first): ``{"name", "cell", "dtype", "hidden_size"}``."""
-    found = [{"name": f"{cell}-{dtype}-H{hidden}", "cell": cell, "dtype": dtype, "hidden_size": hidden}
-             for hidden, cell, dtype in itertools.product(sorted(grid["hidden_sizes"], reverse=True), grid["cells"],
-                                                          grid["dtypes"])]
-    return found
+    return [{"name": f"{cell}-{dtype}-H{hidden}", "cell": cell, "dtype": dtype, "hidden_size": hidden}
+            for hidden, cell, dtype in itertools.product(sorted(grid["hidden_sizes"], reverse=True), grid["cells"],
+                                                         grid["dtypes"])]
 
 
 def command(piece: dict, grid: dict, out: Path) -> list[str]:
@@ -81,8 +80,8 @@ def expected(grid: dict) -> list[tuple]:
 
 def summary(rows: list[dict], grid: dict) -> tuple[list[str], bool]:
     """Markdown lines (a count per cell, dtype and mode of each of :data:`KINDS`, then every
-    failed and mismatched row) and whether every row reached is ``ok`` or ``refused``. The
-    last row of a pair counts (a slice run again replaces it)."""
+    failed and mismatched row) and whether none is. The last row of a pair counts (a slice run
+    again replaces it)."""
     latest = {(r["cell"], r["dtype"], r["mode"], r["batch_size"], r["hidden_size"]): r for r in rows}
     counts: dict[tuple, Counter] = {}
     for key in expected(grid):
