@@ -818,8 +818,8 @@ def test_backward_past_hidden_2048(cell, dtype, batch):
     """The default backward at hidden 2560: at batch 64 (32 units a program) the gate split
     (0.47-0.86x the transpose plan's step past 2048 on the H200); at batch 128 (64 rows and 64 units
     a program) the transpose plan, whose 128-wide chunks of fp32 weights in 4 stages took 256 KB of
-    shared memory and failed to launch (OutOfResources) until ``plans._backward_chunks`` (now ``_chunks_fit``) narrowed
-    them. Against float64; the counters end at zero."""
+    shared memory and failed to launch (OutOfResources) until ``plans._backward_chunks`` (now
+    ``_chunks_fit``) narrowed them. Against float64; the counters end at zero."""
     from rnnbench.ops import recurrence
 
     with matmul_mode(dtype):

@@ -1285,26 +1285,19 @@ def test_kernels_compile_for_h100():
 # Default plans that asked for more shared memory than an H100 or H200 block has (227 KB), each
 # an OutOfResources at launch on the H200 (benchmarks/coverage.py, results/h200/coverage): streamed
 # forwards at 128 units a program (16-bit, and TF32's on fp16 operands) and strict fp32's at 64
-# (its 3xFP16 copies), split-K backwards in 16 bits and TF32, and the gate split at 256 units; and
-# strict fp32's split-K backward there, which compiled at 256 KB however narrow its chunks (now the
-# transpose plan's).
+# (its 3xFP16 copies); and backwards they hid (compiled, results/h200/coverage/aot): split-K in TF32,
+# the gate split at 256 units, and strict fp32's split-K at 128 units, which compiled at 256 KB
+# however narrow its chunks (now the transpose plan's).
 _OVERFLOWED = [("lstm", 1024, 650, "bfloat16", "ieee"), ("lstm", 1, 5000, "float32", "tf32x3"),
                ("gru", 1024, 650, "float32", "tf32"), ("gru", 1024, 1500, "float32", "tf32"),
                ("lstm", 1024, 650, "float32", "tf32x3")]
 _SHARED = """
 import json, sys
 import torch
-from rnnbench.ops.aot import GATES, compile_kernel
-from rnnbench.ops.plans import backward_precision, choose_plan
-found = []
-for cell, batch, hidden, dtype, precision in json.loads(sys.argv[1]):
-    dtype = getattr(torch, dtype)
-    for direction in ("forward", "backward"):
-        plan = choose_plan(batch, hidden, GATES[cell], dtype, torch.device("cuda"), multiprocessors=132,
-                           precision=precision, direction=direction)
-        products = backward_precision(precision, GATES[cell]) if direction == "backward" else precision
-        found.append([cell, batch, hidden, direction, compile_kernel(cell, direction, dtype, hidden, plan,
-                                                                     products).metadata.shared])
+from rnnbench.ops.aot import variant_usage
+found = [[cell, batch, hidden, direction,
+          variant_usage(cell, direction, getattr(torch, dtype), batch, hidden, precision, {}, {})[1]["shared"]]
+         for cell, batch, hidden, dtype, precision in json.loads(sys.argv[1]) for direction in ("forward", "backward")]
 print(json.dumps(found))
 """
 

@@ -1040,9 +1040,7 @@ def _backward_fields(req: _Request, fields: dict) -> dict:
                                 req.multiprocessors, req.precision, req.step_precision, override)
         # (streamed where its narrowest chunk and the gate gradients do not fit: the transpose plan)
         narrowest = Plan(**{**split, "block_k": MIN_BLOCK, "num_stages": 1})
-        if "split_k" in override or split["w_resident"] or streamed_bytes(
-                narrowest, hidden_size, req.num_gates, req.element, req.direction, req.step_precision) <= (
-                    req.smem - SHARED_MEMORY_MARGIN):
+        if "split_k" in override or split["w_resident"] or _chunks_fit_in(narrowest, req):
             return split
         return {}
     if override.get("gate_split", gate_default):
@@ -1086,6 +1084,13 @@ def _streamed(plan: Plan) -> bool:
     return not (plan.w_resident or plan.h_on_chip or plan.fma)
 
 
+def _chunks_fit_in(plan: Plan, req: _Request) -> bool:
+    """Whether ``plan``'s chunks in flight (:func:`streamed_bytes`) fit in the block's shared
+    memory less :data:`SHARED_MEMORY_MARGIN`."""
+    return streamed_bytes(plan, req.hidden_size, req.num_gates, req.element, req.direction,
+                          req.step_precision) <= req.smem - SHARED_MEMORY_MARGIN
+
+
 def _chunks_fit(plan: Plan, req: _Request) -> Plan:
     """``plan`` with a streamed step's chunks in flight (:func:`streamed_bytes`) narrowed to fit
     in a block's shared memory less :data:`SHARED_MEMORY_MARGIN`: chunks half as wide down to
@@ -1107,15 +1112,10 @@ def _chunks_fit(plan: Plan, req: _Request) -> Plan:
                          "h_on_chip or w_resident)")
     if req.slots is None or not _streamed(plan):
         return plan
-
-    def over(p: Plan) -> bool:
-        return streamed_bytes(p, req.hidden_size, req.num_gates, req.element, req.direction, req.step_precision) > (
-            req.smem - SHARED_MEMORY_MARGIN)
-
     narrows = "block_k" not in req.override and not (plan.split_once and not plan.split_fp16)
-    while narrows and plan.block_k > MIN_BLOCK and over(plan):
+    while narrows and plan.block_k > MIN_BLOCK and not _chunks_fit_in(plan, req):
         plan = dataclasses.replace(plan, block_k=plan.block_k // 2)
-    while "num_stages" not in req.override and plan.num_stages > 1 and over(plan):
+    while "num_stages" not in req.override and plan.num_stages > 1 and not _chunks_fit_in(plan, req):
         plan = dataclasses.replace(plan, num_stages=plan.num_stages - 1)
     return plan
 
@@ -1227,8 +1227,7 @@ def _check_plan(plan: Plan, req: _Request) -> None:
     if slots is not None and nh * nb > slots and not plan.fma:  # (fma programs never wait for each other)
         raise ValueError(f"{nh * nb} programs cannot all be resident on {slots} multiprocessors "
                          f"(batch_size {req.batch_size}, hidden_size {hidden_size})")
-    if slots is not None and _streamed(plan) and streamed_bytes(
-            plan, hidden_size, num_gates, element, direction, req.step_precision) > req.smem - SHARED_MEMORY_MARGIN:
+    if slots is not None and _streamed(plan) and not _chunks_fit_in(plan, req):
         raise ValueError(f"{plan.num_stages} chunks {plan.block_k} wide in flight do not fit in shared memory at "
                          f"batch_size {req.batch_size}, hidden_size {hidden_size} ({plan.block_b} batch rows and "
                          f"{plan.block_h} units a program)")
