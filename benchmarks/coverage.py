@@ -97,12 +97,12 @@ def summary(rows: list[dict], grid: dict) -> tuple[list[str], bool]:
     return lines, not bad
 
 
-def run(grid: dict, out: Path, jobs: int, deadline: float) -> None:
-    """Every slice's ``rnnbench run``, ``jobs`` at a time, each with its output in
-    ``OUT/<slice>.log``; none started past ``deadline`` seconds, and those running then stopped."""
+def run(grid: dict, out: Path, jobs: int, deadline: float, command=command) -> None:
+    """Every slice's ``rnnbench run`` (``command(piece, grid, out)``), ``jobs`` at a time, each with
+    its output in ``OUT/<slice>.log``; none started past ``deadline`` seconds, and those running
+    then stopped."""
     stop_at = time.monotonic() + deadline
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(Path(__file__).resolve().parents[1] / "src"),
-                                                                      os.environ.get("PYTHONPATH"))))}
+    env = engine_env()
 
     def one(piece: dict) -> None:
         left = stop_at - time.monotonic()
@@ -116,6 +116,13 @@ def run(grid: dict, out: Path, jobs: int, deadline: float) -> None:
 
     with ThreadPoolExecutor(jobs) as pool:
         list(pool.map(one, slices(grid)))
+
+
+def engine_env() -> dict:
+    """This environment with the package's ``src`` first on ``PYTHONPATH`` (``python -m rnnbench``
+    from a checkout, installed or not)."""
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (src, os.environ.get("PYTHONPATH"))))}
 
 
 def read_rows(out: Path) -> list[dict]:
@@ -153,7 +160,7 @@ def parse(argv: list[str]) -> tuple[Path, dict, int, float]:
         flag, value = args[i], args[i + 1]
         del args[i:i + 2]
         if flag in GRID_FLAGS:
-            grid[GRID_FLAGS[flag]] = _choices(flag, value, FULL[GRID_FLAGS[flag]])
+            grid[GRID_FLAGS[flag]] = choices(flag, value, FULL[GRID_FLAGS[flag]])
             continue
         try:
             number = float(value)
@@ -168,17 +175,17 @@ def parse(argv: list[str]) -> tuple[Path, dict, int, float]:
     return Path(args[0]), grid, jobs, deadline
 
 
-def _choices(flag: str, value: str, full: tuple) -> tuple:
+def choices(flag: str, value: str, full: tuple, script: str = "coverage.py") -> tuple:
     """The comma list ``value`` of ``flag``: names from ``full``, or positive sizes where ``full``
-    holds sizes. Raises ValueError (the line to print) for anything else."""
+    holds sizes. Raises ValueError (the line to print, after ``script``) for anything else."""
     items = tuple(v.strip() for v in value.split(",") if v.strip())
     if isinstance(full[0], int):
         if not items or not all(v.isdigit() and int(v) > 0 for v in items):
-            raise ValueError(f"coverage.py: {flag} takes positive whole numbers, got {value!r}")
+            raise ValueError(f"{script}: {flag} takes positive whole numbers, got {value!r}")
         return tuple(int(v) for v in items)
     unknown = [v for v in items if v not in full]
     if not items or unknown:
-        raise ValueError(f"coverage.py: unknown {flag[2:]} {(unknown or [value])[0]!r}; choose from {', '.join(full)}")
+        raise ValueError(f"{script}: unknown {flag[2:]} {(unknown or [value])[0]!r}; choose from {', '.join(full)}")
     return items
 
 
@@ -187,11 +194,11 @@ def main(argv: list[str]) -> int:
     try:
         out, grid, jobs, deadline = parse(argv)
     except ValueError as e:
-        return _refuse(str(e))
+        return refuse(str(e))
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        return _refuse(f"coverage.py: cannot make {out}: {e.strerror or e}")
+        return refuse(f"coverage.py: cannot make {out}: {e.strerror or e}")
     run(grid, out, jobs, deadline)
     lines, clean = summary(read_rows(out), grid)
     (out / "summary.md").write_text("\n".join(lines) + "\n")
@@ -199,7 +206,7 @@ def main(argv: list[str]) -> int:
     return 0 if clean else 1
 
 
-def _refuse(message: str) -> int:
+def refuse(message: str) -> int:
     print(message, file=sys.stderr)
     return 2
 
