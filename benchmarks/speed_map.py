@@ -44,21 +44,22 @@ GRID = {"cells": CELLS, "dtypes": DTYPES, "hidden_sizes": HIDDEN_SIZES, "batch_s
 MARKS = {"refused": "cuDNN", "failed": "FAIL", "mismatch": "MISMATCH", "oom": "oom", "missing": "·"}
 
 
-def command(grid: dict, out_file: Path, lanes=LANES, budget: float = 0.2) -> list[str]:
+def command(grid: dict, out_file: Path, lanes=LANES, budget: float = 0.2, resume: bool = True) -> list[str]:
     """The ``rnnbench run`` of ``grid`` (input = hidden, :data:`SEQ_LEN` steps, one layer, forward
-    and train) on ``lanes``, appending to ``out_file`` and resuming it."""
+    and train) on ``lanes``, appending to ``out_file`` (skipping the pairs it holds: ``resume``)."""
     return [sys.executable, "-m", "rnnbench", "run", "--lanes", ",".join(lanes),
             "--cell", ",".join(grid["cells"]), "--dtype", ",".join(grid["dtypes"]),
             "--hidden-size", ",".join(map(str, grid["hidden_sizes"])),
             "--batch-size", ",".join(map(str, grid["batch_sizes"])), "--seq-len", str(SEQ_LEN),
             "--input-size", "hidden", "--num-layers", "1", "--mode", ",".join(coverage.MODES),
-            "--budget", str(budget), "--out", str(out_file), "--resume"]
+            "--budget", str(budget), "--out", str(out_file)] + (["--resume"] if resume else [])
 
 
 def warm_command(piece: dict, grid: dict, out: Path) -> list[str]:
-    """One slice of the grid on the ``triton`` lane alone, shortest budget (compiles its kernels)."""
+    """One slice of the grid on the ``triton`` lane alone, shortest budget: it compiles its kernels,
+    so it runs every pair again (a resumed map may be on another machine, with an empty cache)."""
     one = {**grid, "cells": (piece["cell"],), "dtypes": (piece["dtype"],), "hidden_sizes": (piece["hidden_size"],)}
-    return command(one, out / f"{piece['name']}.jsonl", lanes=("triton",), budget=0.01)
+    return command(one, out / f"{piece['name']}.jsonl", lanes=("triton",), budget=0.01, resume=False)
 
 
 def table(rows: list[dict], grid: dict) -> list[str]:
@@ -109,8 +110,8 @@ def parse(argv: list[str]) -> tuple[Path, dict, int, float, float]:
         flag, value = args[i], args[i + 1]
         del args[i:i + 2]
         if flag in coverage.GRID_FLAGS:
-            full = {**coverage.FULL, "dtypes": coverage.DTYPES}[coverage.GRID_FLAGS[flag]]
-            grid[coverage.GRID_FLAGS[flag]] = coverage.choices(flag, value, full, "speed_map.py")
+            field = coverage.GRID_FLAGS[flag]
+            grid[field] = coverage.choices(flag, value, coverage.FULL[field], "speed_map.py")
             continue
         try:
             numbers[flag] = float(value)
