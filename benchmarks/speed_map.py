@@ -4,7 +4,7 @@ suites' (batch 1 as in serving, 1024 as in large-batch training; hidden to 4096)
 against the float64 reference before it is timed, as in any run.
 
     python benchmarks/speed_map.py OUT [--deadline SECONDS] [--jobs N] [--budget SECONDS]
-        [--cells LIST] [--dtypes LIST] [--hidden-sizes LIST] [--batch-sizes LIST]
+        [--cells LIST] [--dtypes LIST] [--hidden-sizes LIST] [--batch-sizes LIST] [--table]
 
 Two phases. First the kernels are compiled: each (cell, dtype, hidden_size) slice's ``rnnbench run``
 on the ``triton`` lane alone, shortest budget, ``--jobs`` at a time (coverage.py's runner; rows in
@@ -16,14 +16,18 @@ process (``OUT/map.jsonl``, resumed where it stopped if it exists). Past ``--dea
 
 Writes and prints ``OUT/map.md``: per cell, dtype and mode, a table of batch_size x hidden_size
 holding torch-nn's time over ours (above 1: ours is faster), or what became of our row
-(:data:`MARKS`), and a count of the cells ours wins. Exit 0, or 2 with one line for bad arguments.
+(:data:`MARKS`), and a count of the cells ours wins. ``--table``: that file alone, from the rows
+already in ``OUT/map.jsonl`` (or ``map.jsonl.gz``), nothing run. Exit 0, or 2 with one line for bad
+arguments.
 
 Why: the seed suites stop at batch 128 and hidden 1024, and ``backend="auto"`` runs our kernels at
 every size they can run (coverage.py), so a user needs to know where that is slower than cuDNN.
 """
 from __future__ import annotations
 
+import gzip
 import importlib.util
+import json
 import subprocess
 import sys
 import time
@@ -96,12 +100,24 @@ def _ratio(ours: dict | None, base: dict | None) -> float | None:
     return base["ms_per_batch"] / ours["ms_per_batch"]
 
 
-def parse(argv: list[str]) -> tuple[Path, dict, int, float, float]:
-    """``(OUT, grid, jobs, deadline, budget)`` from the command line (module docstring).
+def read_map(out: Path) -> list[dict]:
+    """The result rows of ``OUT/map.jsonl``, or of ``OUT/map.jsonl.gz`` where that is all there
+    is (results kept in the repository), a torn last line skipped."""
+    packed = out / "map.jsonl.gz"
+    if packed.exists() and not (out / "map.jsonl").exists():
+        rows = (json.loads(line) for line in gzip.open(packed, "rt") if line.endswith("\n"))
+        return [r for r in rows if r.get("record") == "result"]
+    return coverage.read_rows(out)
+
+
+def parse(argv: list[str]) -> tuple[Path, dict, int, float, float, bool]:
+    """``(OUT, grid, jobs, deadline, budget, table_only)`` from the command line (module docstring).
 
     Raises:
         ValueError: the one line to print for bad arguments."""
     args, grid, numbers = list(argv), dict(GRID), {"--jobs": 14.0, "--deadline": 560.0, "--budget": 0.2}
+    table_only = "--table" in args
+    args = [a for a in args if a != "--table"]
     flags = {**dict.fromkeys(numbers), **coverage.GRID_FLAGS}
     while any(a in flags for a in args):
         i = next(i for i, a in enumerate(args) if a in flags)
@@ -121,16 +137,20 @@ def parse(argv: list[str]) -> tuple[Path, dict, int, float, float]:
             raise ValueError(f"speed_map.py: {flag} takes a positive number, got {value!r}")
     if len(args) != 1 or args[0].startswith("-"):
         raise ValueError("usage: speed_map.py OUT [--deadline SECONDS] [--jobs N] [--budget SECONDS] [--cells LIST] "
-                         "[--dtypes LIST] [--hidden-sizes LIST] [--batch-sizes LIST]")
-    return Path(args[0]), grid, int(numbers["--jobs"]), numbers["--deadline"], numbers["--budget"]
+                         "[--dtypes LIST] [--hidden-sizes LIST] [--batch-sizes LIST] [--table]")
+    return Path(args[0]), grid, int(numbers["--jobs"]), numbers["--deadline"], numbers["--budget"], table_only
 
 
 def main(argv: list[str]) -> int:
     """The command line (module docstring)."""
     try:
-        out, grid, jobs, deadline, budget = parse(argv)
+        out, grid, jobs, deadline, budget, table_only = parse(argv)
     except ValueError as e:
         return coverage.refuse(str(e))
+    if table_only:
+        if not (out / "map.jsonl").exists() and not (out / "map.jsonl.gz").exists():
+            return coverage.refuse(f"speed_map.py: no map.jsonl in {out}")
+        return _write_table(out, grid)
     try:
         (out / "warm").mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -145,7 +165,11 @@ def main(argv: list[str]) -> int:
                            env=coverage.engine_env(), timeout=max(1.0, stop_at - time.monotonic()))
         except subprocess.TimeoutExpired:
             log.write("\nstopped at the deadline\n")
-    lines = table(coverage.read_rows(out), grid)
+    return _write_table(out, grid)
+
+
+def _write_table(out: Path, grid: dict) -> int:
+    lines = table(read_map(out), grid)
     (out / "map.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
