@@ -33,6 +33,8 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from rnnbench.errors import UsageError, check_choice
+
 CELLS = ("lstm", "gru", "rnn_tanh")
 DTYPES = ("fp32", "tf32", "bf16", "fp16")
 MODES = ("forward", "train")
@@ -183,9 +185,11 @@ def choices(flag: str, value: str, full: tuple, script: str = "coverage.py") -> 
         if not items or not all(v.isdigit() and int(v) > 0 for v in items):
             raise ValueError(f"{script}: {flag} takes positive whole numbers, got {value!r}")
         return tuple(int(v) for v in items)
-    unknown = [v for v in items if v not in full]
-    if not items or unknown:
-        raise ValueError(f"{script}: unknown {flag[2:]} {(unknown or [value])[0]!r}; choose from {', '.join(full)}")
+    try:
+        for item in items or (value,):
+            check_choice(flag[2:], item, full)
+    except UsageError as e:
+        raise ValueError(f"{script}: {e}") from None
     return items
 
 
