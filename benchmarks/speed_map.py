@@ -9,8 +9,9 @@ against the float64 reference before it is timed, as in any run.
 Two phases. First the kernels are compiled: each (cell, dtype, hidden_size) slice's ``rnnbench run``
 on the ``triton`` lane alone, shortest budget, ``--jobs`` at a time (coverage.py's runner; rows in
 ``OUT/warm/``). Triton keeps what it compiles in its on-disk cache, so the second phase's first
-calls load kernels instead of compiling them (3-6 s each on an H200, 2026-11-29, against a timed
-call of 0.1-100 ms). Then one ``rnnbench run`` times the whole grid, both lanes in turns in one
+calls load kernels instead of compiling them (on an H200, 2026-11-29: a first call took 2.2 s at
+the median and 5.7 s at the 90th percentile in coverage.py's rows, 13 ms and 0.74 s in this
+script's timed run after the warm phase; a timed call takes 0.1-100 ms). Then one ``rnnbench run`` times the whole grid, both lanes in turns in one
 process (``OUT/map.jsonl``, resumed where it stopped if it exists). Past ``--deadline`` seconds
 (default 560; the warm phase gets at most a third) each phase is stopped, its rows kept.
 
@@ -84,7 +85,7 @@ def table(rows: list[dict], grid: dict) -> list[str]:
                         ours, base = (latest.get((cell, dtype, mode, batch, hidden, lane)) for lane in LANES)
                         ratio = _ratio(ours, base)
                         if ratio is None:
-                            cells.append(MARKS.get(coverage.kind(ours) if ours else "missing", "FAIL"))
+                            cells.append(_mark(ours))
                             continue
                         timed, won, near = timed + 1, won + (ratio > 1), near + (ratio >= 0.9)
                         cells.append(f"**{ratio:.2f}**" if ratio > 1 else f"{ratio:.2f}")
@@ -92,6 +93,15 @@ def table(rows: list[dict], grid: dict) -> list[str]:
     head = [f"Ours faster than torch-nn in {won} of {timed} timed cells, at least 0.9x as fast in {near} "
             f"(torch-nn's ms_per_batch / ours; bold: ours faster; {', '.join(f'{v}: {k}' for k, v in MARKS.items())})."]
     return head + lines
+
+
+def _mark(ours: dict | None) -> str:
+    """What the table shows for our row without a ratio: :data:`MARKS`, or the status itself where
+    the run gave a row no verdict (``too_large``: not attempted; ``unavailable``)."""
+    if ours is None:
+        return MARKS["missing"]
+    kind = coverage.kind(ours)
+    return ours["status"] if kind == "failed" and ours["status"] != "error" else MARKS[kind]
 
 
 def _ratio(ours: dict | None, base: dict | None) -> float | None:

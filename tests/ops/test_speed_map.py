@@ -43,12 +43,13 @@ def test_the_table_divides_torch_nns_time_by_ours_and_marks_the_rest():
             _row("triton", "forward", 1024, 4096, "error", message=refused),
             _row("torch-nn", "forward", 1024, 4096),
             _row("triton", "train", 16, 1024, ms=9.0), _row("torch-nn", "train", 16, 1024, ms=9.5),
-            _row("triton", "train", 16, 1024, ms=10.0)]  # (run again: the latest counts)
+            _row("triton", "train", 16, 1024, ms=10.0),  # (run again: the latest counts)
+            _row("triton", "train", 1024, 4096, "too_large", message="needs about 50.1 GiB")]
     lines = speed_map.table(rows, GRID)
     forward = lines[lines.index("**gru bf16 forward** (torch-nn's time / ours)") + 4:][:2]
     assert forward == ["| 16 | **2.50** | FAIL |", "| 1024 | 0.75 | cuDNN |"], forward
     train = lines[lines.index("**gru bf16 train** (torch-nn's time / ours)") + 4:][:2]
-    assert train == ["| 16 | 0.95 | · |", "| 1024 | · | · |"], train
+    assert train == ["| 16 | 0.95 | · |", "| 1024 | · | too_large |"], train
     assert lines[0].startswith("Ours faster than torch-nn in 1 of 3 timed cells, at least 0.9x as fast in 2 "), lines[0]
 
 
