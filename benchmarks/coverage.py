@@ -150,31 +150,41 @@ def parse(argv: list[str]) -> tuple[Path, dict, int, float]:
 
     Raises:
         ValueError: the one line to print for bad arguments."""
-    args, grid, jobs, deadline = list(argv), dict(FULL), 14, 540.0
+    args, grid = list(argv), dict(FULL)
     if "--quick" in args:
         args.remove("--quick")
         grid = dict(QUICK)
-    flags = {"--jobs": None, "--deadline": None, **GRID_FLAGS}
-    while any(a in flags for a in args):
-        i = next(i for i, a in enumerate(args) if a in flags)
-        if i + 1 == len(args):
-            raise ValueError(f"coverage.py: {args[i]} takes a value")
-        flag, value = args[i], args[i + 1]
-        del args[i:i + 2]
-        if flag in GRID_FLAGS:
-            grid[GRID_FLAGS[flag]] = choices(flag, value, FULL[GRID_FLAGS[flag]])
-            continue
-        try:
-            number = float(value)
-        except ValueError:
-            number = 0.0
-        if number <= 0:
-            raise ValueError(f"coverage.py: {flag} takes a positive number, got {value!r}")
-        jobs, deadline = (int(number), deadline) if flag == "--jobs" else (jobs, number)
+    numbers = {"--jobs": 14.0, "--deadline": 540.0}
+    args = take_flags(args, numbers, grid, "coverage.py")
+    jobs, deadline = int(numbers["--jobs"]), numbers["--deadline"]
     if len(args) != 1 or args[0].startswith("-"):
         raise ValueError("usage: coverage.py OUT [--quick] [--jobs N] [--deadline SECONDS] [--cells LIST] "
                          "[--dtypes LIST] [--hidden-sizes LIST] [--batch-sizes LIST]")
     return Path(args[0]), grid, jobs, deadline
+
+
+def take_flags(args: list[str], numbers: dict, grid: dict, script: str) -> list[str]:
+    """``args`` without the flags it takes: each flag of ``numbers`` (flag -> its default) set to the
+    positive number given, each of :data:`GRID_FLAGS` into ``grid`` (:func:`choices`). Raises
+    ValueError (the line to print, after ``script``) for a flag without a value or a bad value."""
+    args = list(args)
+    flags = {**dict.fromkeys(numbers), **GRID_FLAGS}
+    while any(a in flags for a in args):
+        i = next(i for i, a in enumerate(args) if a in flags)
+        if i + 1 == len(args):
+            raise ValueError(f"{script}: {args[i]} takes a value")
+        flag, value = args[i], args[i + 1]
+        del args[i:i + 2]
+        if flag in GRID_FLAGS:
+            grid[GRID_FLAGS[flag]] = choices(flag, value, FULL[GRID_FLAGS[flag]], script)
+            continue
+        try:
+            numbers[flag] = float(value)
+        except ValueError:
+            numbers[flag] = 0.0
+        if numbers[flag] <= 0:
+            raise ValueError(f"{script}: {flag} takes a positive number, got {value!r}")
+    return args
 
 
 def choices(flag: str, value: str, full: tuple, script: str = "coverage.py") -> tuple:

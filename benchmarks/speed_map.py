@@ -127,24 +127,7 @@ def parse(argv: list[str]) -> tuple[Path, dict, int, float, float, bool]:
         ValueError: the one line to print for bad arguments."""
     args, grid, numbers = list(argv), dict(GRID), {"--jobs": 14.0, "--deadline": 560.0, "--budget": 0.2}
     table_only = "--table" in args
-    args = [a for a in args if a != "--table"]
-    flags = {**dict.fromkeys(numbers), **coverage.GRID_FLAGS}
-    while any(a in flags for a in args):
-        i = next(i for i, a in enumerate(args) if a in flags)
-        if i + 1 == len(args):
-            raise ValueError(f"speed_map.py: {args[i]} takes a value")
-        flag, value = args[i], args[i + 1]
-        del args[i:i + 2]
-        if flag in coverage.GRID_FLAGS:
-            field = coverage.GRID_FLAGS[flag]
-            grid[field] = coverage.choices(flag, value, coverage.FULL[field], "speed_map.py")
-            continue
-        try:
-            numbers[flag] = float(value)
-        except ValueError:
-            numbers[flag] = 0.0
-        if numbers[flag] <= 0:
-            raise ValueError(f"speed_map.py: {flag} takes a positive number, got {value!r}")
+    args = coverage.take_flags([a for a in args if a != "--table"], numbers, grid, "speed_map.py")
     if len(args) != 1 or args[0].startswith("-"):
         raise ValueError("usage: speed_map.py OUT [--deadline SECONDS] [--jobs N] [--budget SECONDS] [--cells LIST] "
                          "[--dtypes LIST] [--hidden-sizes LIST] [--batch-sizes LIST] [--table]")
