@@ -24,7 +24,6 @@ GPU than it has (the transpose backward's shared memory at hidden 2560 in TF32, 
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import subprocess
 import sys
@@ -34,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from rnnbench.errors import UsageError, check_choice
+from rnnbench.results import read_records
 
 CELLS = ("lstm", "gru", "rnn_tanh")
 DTYPES = ("fp32", "tf32", "bf16", "fp16")
@@ -128,17 +128,9 @@ def engine_env() -> dict:
 
 
 def read_rows(out: Path) -> list[dict]:
-    """The result rows of every ``OUT/*.jsonl`` (a torn last line skipped), in file order."""
-    rows = []
-    for path in sorted(out.glob("*.jsonl")):
-        for line in path.read_text().splitlines():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if record.get("record") == "result":
-                rows.append(record)
-    return rows
+    """The result rows of every ``OUT/*.jsonl``, in file order (``rnnbench.results.read_records``:
+    a torn last line skipped; UsageError for a file that is not rnnbench's)."""
+    return [row for path in sorted(out.glob("*.jsonl")) for row in read_records(path, "result")]
 
 
 GRID_FLAGS = {"--cells": "cells", "--dtypes": "dtypes", "--hidden-sizes": "hidden_sizes",
@@ -214,7 +206,11 @@ def main(argv: list[str]) -> int:
     except OSError as e:
         return refuse(f"coverage.py: cannot make {out}: {e.strerror or e}")
     run(grid, out, jobs, deadline)
-    lines, clean = summary(read_rows(out), grid)
+    try:
+        rows = read_rows(out)
+    except UsageError as e:
+        return refuse(f"coverage.py: {e}")
+    lines, clean = summary(rows, grid)
     (out / "summary.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0 if clean else 1

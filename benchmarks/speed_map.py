@@ -11,9 +11,10 @@ on the ``triton`` lane alone, shortest budget, ``--jobs`` at a time (coverage.py
 ``OUT/warm/``). Triton keeps what it compiles in its on-disk cache, so the second phase's first
 calls load kernels instead of compiling them (on an H200, 2026-11-29: a first call took 2.2 s at
 the median and 5.7 s at the 90th percentile in coverage.py's rows, 13 ms and 0.74 s in this
-script's timed run after the warm phase; a timed call takes 0.1-100 ms). Then one ``rnnbench run`` times the whole grid, both lanes in turns in one
-process (``OUT/map.jsonl``, resumed where it stopped if it exists). Past ``--deadline`` seconds
-(default 560; the warm phase gets at most a third) each phase is stopped, its rows kept.
+script's timed run after the warm phase; a timed call takes 0.1-100 ms). Then one ``rnnbench run``
+times the whole grid, both lanes in turns in one process (``OUT/map.jsonl``, resumed where it
+stopped if it exists). Past ``--deadline`` seconds (default 560; the warm phase gets at most a
+third) each phase is stopped, its rows kept.
 
 Writes and prints ``OUT/map.md``: per cell, dtype and mode, a table of batch_size x hidden_size
 holding torch-nn's time over ours (above 1: ours is faster), or what became of our row
@@ -26,13 +27,14 @@ every size they can run (coverage.py), so a user needs to know where that is slo
 """
 from __future__ import annotations
 
-import gzip
 import importlib.util
-import json
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from rnnbench.errors import UsageError
+from rnnbench.results import read_records
 
 _spec = importlib.util.spec_from_file_location("coverage_script", Path(__file__).with_name("coverage.py"))
 coverage = importlib.util.module_from_spec(_spec)
@@ -112,12 +114,10 @@ def _ratio(ours: dict | None, base: dict | None) -> float | None:
 
 def read_map(out: Path) -> list[dict]:
     """The result rows of ``OUT/map.jsonl``, or of ``OUT/map.jsonl.gz`` where that is all there
-    is (results kept in the repository), a torn last line skipped."""
-    packed = out / "map.jsonl.gz"
-    if packed.exists() and not (out / "map.jsonl").exists():
-        rows = (json.loads(line) for line in gzip.open(packed, "rt") if line.endswith("\n"))
-        return [r for r in rows if r.get("record") == "result"]
-    return coverage.read_rows(out)
+    is (results kept in the repository): ``rnnbench.results.read_records`` (a torn last line
+    skipped; UsageError for a file that is not rnnbench's, or not whole gzip)."""
+    path = out / "map.jsonl"
+    return list(read_records(path if path.exists() else out / "map.jsonl.gz", "result"))
 
 
 def parse(argv: list[str]) -> tuple[Path, dict, int, float, float, bool]:
@@ -150,7 +150,10 @@ def main(argv: list[str]) -> int:
         return coverage.refuse(f"speed_map.py: cannot make {out}: {e.strerror or e}")
     stop_at = time.monotonic() + deadline
     coverage.run(grid, out / "warm", jobs, deadline / 3, command=warm_command)
-    warm, _ = coverage.summary(coverage.read_rows(out / "warm"), grid)
+    try:
+        warm, _ = coverage.summary(coverage.read_rows(out / "warm"), grid)
+    except UsageError as e:
+        return coverage.refuse(f"speed_map.py: {e}")
     (out / "warm" / "summary.md").write_text("\n".join(warm) + "\n")
     with open(out / "map.log", "a") as log:
         try:
@@ -162,7 +165,10 @@ def main(argv: list[str]) -> int:
 
 
 def _write_table(out: Path, grid: dict) -> int:
-    lines = table(read_map(out), grid)
+    try:
+        lines = table(read_map(out), grid)
+    except UsageError as e:
+        return coverage.refuse(f"speed_map.py: {e}")
     (out / "map.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from benchmark_helpers import assert_refused, run_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("coverage_script", ROOT / "benchmarks" / "coverage.py")
@@ -24,14 +23,6 @@ GRID = {"cells": ("lstm",), "dtypes": ("bf16",), "hidden_sizes": (650,), "batch_
 def _row(mode, batch, status, message=""):
     return {"record": "result", "cell": "lstm", "dtype": "bf16", "mode": mode, "batch_size": batch,
             "hidden_size": 650, "status": status, "message": message}
-
-
-def _script(*args: str, interpret: bool = False) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    if interpret:
-        env["TRITON_INTERPRET"] = "1"
-    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "coverage.py"), *args], env=env,
-                          capture_output=True, text=True, timeout=600)
 
 
 def test_a_crash_is_failed_a_refusal_is_not_and_the_latest_row_counts():
@@ -79,15 +70,13 @@ def test_each_slice_runs_its_sizes_on_the_triton_lane_alone(tmp_path):
     (("out", "--batch-sizes", "0"), "--batch-sizes takes positive whole numbers"),
     (("out", "other"), "usage: coverage.py OUT")])
 def test_bad_arguments_get_one_line_and_exit_2(args, message):
-    proc = _script(*args)
-    assert proc.returncode == 2 and proc.stdout == "", proc
-    assert proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
+    assert_refused(run_benchmark("coverage.py", *args), message)
 
 
 @pytest.mark.usefixtures("interpreter")
 def test_one_slice_runs_through_the_engine(tmp_path):
-    proc = _script(str(tmp_path), "--quick", "--cells", "rnn_tanh", "--hidden-sizes", "3", "--batch-sizes", "3",
-                   interpret=True)
+    proc = run_benchmark("coverage.py", str(tmp_path), "--quick", "--cells", "rnn_tanh", "--hidden-sizes", "3",
+                         "--batch-sizes", "3", interpret=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "| rnn_tanh | fp32 | forward | 1 | 0 | 0 | 0 | 0 | 0 |" in proc.stdout
     assert "| rnn_tanh | fp32 | train | 1 | 0 | 0 | 0 | 0 | 0 |" in proc.stdout

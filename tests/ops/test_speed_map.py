@@ -6,12 +6,11 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from benchmark_helpers import assert_refused, run_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("speed_map_script", ROOT / "benchmarks" / "speed_map.py")
@@ -26,16 +25,9 @@ def _row(lane, mode, batch, hidden, status="ok", ms=1.0, message=""):
             "hidden_size": hidden, "lane": lane, "status": status, "ms_per_batch": ms, "message": message}
 
 
-def _script(*args: str, interpret: bool = False) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    if interpret:
-        env["TRITON_INTERPRET"] = "1"
-    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "speed_map.py"), *args], env=env,
-                          capture_output=True, text=True, timeout=600)
-
-
 def test_the_table_divides_torch_nns_time_by_ours_and_marks_the_rest():
-    refused = "RuntimeError: rnnbench.nn.GRU(backend='triton') cannot run this call: 160 programs cannot all be resident"
+    refused = ("RuntimeError: rnnbench.nn.GRU(backend='triton') cannot run this call: 160 programs cannot all be "
+               "resident")
     rows = [_row("triton", "forward", 16, 1024, ms=2.0), _row("torch-nn", "forward", 16, 1024, ms=5.0),
             _row("triton", "forward", 1024, 1024, ms=4.0), _row("torch-nn", "forward", 1024, 1024, ms=3.0),
             _row("triton", "forward", 16, 4096, "error", message="OutOfResources: shared memory"),
@@ -70,10 +62,15 @@ def test_the_table_alone_reads_a_kept_map(tmp_path):
     rows = [_row("triton", "forward", 16, 1024, ms=2.0), _row("torch-nn", "forward", 16, 1024, ms=3.0)]
     with gzip.open(tmp_path / "map.jsonl.gz", "wt") as f:
         f.write("".join(json.dumps(r) + "\n" for r in rows) + '{"record": "res')  # (a torn last line)
-    proc = _script(str(tmp_path), "--table", "--cells", "gru", "--dtypes", "bf16", "--hidden-sizes", "1024",
-                   "--batch-sizes", "16")
+    proc = run_benchmark("speed_map.py", str(tmp_path), "--table", "--cells", "gru", "--dtypes", "bf16",
+                         "--hidden-sizes", "1024", "--batch-sizes", "16")
     assert proc.returncode == 0, proc.stderr
     assert "| 16 | **1.50** |" in proc.stdout and (tmp_path / "map.md").read_text() == proc.stdout
+
+
+def test_a_kept_map_that_is_not_whole_gzip_is_refused_in_one_line(tmp_path):
+    (tmp_path / "map.jsonl.gz").write_bytes(b"not gzip")
+    assert_refused(run_benchmark("speed_map.py", str(tmp_path), "--table"), "cannot be read as gzip")
 
 
 @pytest.mark.parametrize("args, message", [
@@ -83,15 +80,13 @@ def test_the_table_alone_reads_a_kept_map(tmp_path):
     (("out", "--hidden-sizes", "x"), "speed_map.py: --hidden-sizes takes positive whole numbers"),
     (("nowhere", "--table"), "speed_map.py: no map.jsonl in nowhere")])
 def test_bad_arguments_get_one_line_and_exit_2(args, message):
-    proc = _script(*args)
-    assert proc.returncode == 2 and proc.stdout == "", proc
-    assert proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
+    assert_refused(run_benchmark("speed_map.py", *args), message)
 
 
 @pytest.mark.usefixtures("interpreter")
 def test_a_tiny_map_runs_through_the_engine(tmp_path):
-    proc = _script(str(tmp_path), "--cells", "rnn_tanh", "--dtypes", "fp32", "--hidden-sizes", "3",
-                   "--batch-sizes", "2", "--budget", "0.01", interpret=True)
+    proc = run_benchmark("speed_map.py", str(tmp_path), "--cells", "rnn_tanh", "--dtypes", "fp32", "--hidden-sizes",
+                         "3", "--batch-sizes", "2", "--budget", "0.01", interpret=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = [json.loads(line) for line in (tmp_path / "map.jsonl").read_text().splitlines()]
     timed = {(r["lane"], r["mode"]): r["status"] for r in rows if r["record"] == "result"}
