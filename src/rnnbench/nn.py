@@ -5,8 +5,9 @@ the same names (a ``torch.nn.LSTM`` state_dict loads unchanged, and back), same
 ``forward(input, hx=None) -> (output, h_n)``. One more argument, ``backend``:
 
 - ``"auto"`` (default): the Triton kernels where they apply (CUDA tensors, float32 / bfloat16 /
-  float16, no ``proj_size``, a batch and width the grid can hold); anywhere else PyTorch's own path,
-  announced once per reason with ``warnings.warn`` -- never a silent change of results.
+  float16, no ``proj_size``, a batch and width the grid can hold) and cuDNN was not measured faster
+  (large batch × hidden: ``rnnbench.ops.preference``); anywhere else PyTorch's own path, announced
+  once per reason with ``warnings.warn`` -- never a silent change of results.
 - ``"triton"``: the kernels or an error. With ``TRITON_INTERPRET=1`` set before the kernels are
   first imported, they run on CPU tensors under Triton's interpreter (one program per batch block).
 - ``"torch"``: torch.nn's own forward (cuDNN on CUDA).
@@ -93,9 +94,9 @@ _OPS: dict = {}
 
 
 def _ops(name: str):
-    """``rnnbench.ops.<name>`` (``recurrence``, ``replay``, ``replayed_layer``), imported on first
-    use (they import Triton) and kept: an import statement inside a function costs about a
-    microsecond on every call."""
+    """``rnnbench.ops.<name>`` (``recurrence``, ``preference``, ``replay``, ``replayed_layer``),
+    imported on first use (they import Triton) and kept: an import statement inside a function
+    costs about a microsecond on every call."""
     module = _OPS.get(name)
     if module is None:
         module = _OPS[name] = importlib.import_module(f"{__package__}.ops.{name}")
@@ -305,8 +306,9 @@ class _KernelPath:
 
     def _launch(self, input: torch.Tensor, cell: str, amp: torch.dtype | None, batch: int | None = None):
         """``(launch, None)`` if the kernels can run this call (``launch`` the plans of every layer,
-        ``rnnbench.ops.recurrence.layer_launch``), else ``(None, why not)`` in one line. ``input``
-        is the padded input, or a packed one's data with its ``batch`` size given."""
+        ``rnnbench.ops.recurrence.layer_launch``) and, under ``backend="auto"`` on CUDA, cuDNN was
+        not measured faster there (``rnnbench.ops.preference``); else ``(None, why not)`` in one
+        line. ``input`` is the padded input, or a packed one's data with its ``batch`` size given."""
         if not _triton_installed():
             return None, "Triton is not installed"
         if self.proj_size:
@@ -323,7 +325,17 @@ class _KernelPath:
         if batch is None:
             batch = 1 if dim == 2 else input.shape[0 if self.batch_first else 1]
         # Imports Triton: only once a kernel is a candidate.
-        return _ops("recurrence").launch_or_refusal(cell, batch, self.hidden_size, amp or input.dtype, device)
+        dtype = amp or input.dtype
+        launch, reason = _ops("recurrence").launch_or_refusal(cell, batch, self.hidden_size, dtype, device)
+        if reason is None and self.backend == "auto" and device.type == "cuda":
+            # Where cuDNN was measured faster (ops/preference.py); "triton" runs ours there anyway.
+            preference = _ops("preference")
+            grad = torch.is_grad_enabled() and (input.requires_grad or self._flat_weights[1].requires_grad)
+            name = preference.dtype_name(dtype, launch.precision)
+            reason = preference.cudnn_faster(cell, batch, self.hidden_size, name, grad)
+            if reason is not None:
+                launch = None
+        return launch, reason
 
     def _packed_forward(self, input: PackedSequence, hx, cell: str, amp: torch.dtype | None, launch):
         """A ``PackedSequence`` as torch.nn takes it: the stack runs on the padded batch in the

@@ -212,6 +212,49 @@ def test_modules_inside_a_compiled_model_on_cuda(mode):
             assert relative_error(a, b) <= tolerance("lstm", "bf16"), (seed, k, relative_error(a, b))
 
 
+def test_auto_runs_cudnn_where_it_was_measured_faster(monkeypatch):
+    """ops/preference.py's rule through the module: the bf16 LSTM at batch 1024, hidden 1024 (0.78x
+    cuDNN's speed training on the H200) trains on torch.nn's path under ``backend="auto"``, said once,
+    with torch.nn's exact output; forward only (ours 1.04x) it runs our kernels, silently; so does
+    ``backend="triton"`` training, and strict fp32 training (ours 1.3x and more there)."""
+    monkeypatch.setattr(rnn, "_WARNED", set())
+    torch_paths = []
+    real = rnn.LSTM._torch_forward
+    monkeypatch.setattr(rnn.LSTM, "_torch_forward", lambda self, *a: torch_paths.append(self) or real(self, *a))
+    torch.manual_seed(0)
+    theirs = torch.nn.LSTM(64, 1024).to("cuda")
+    x = torch.randn(3, 1024, 64, device="cuda")
+    with matmul_mode("fp32"):
+        want32 = theirs(x)[0]
+        strict = rnn.LSTM(64, 1024).to("cuda")
+        strict.load_state_dict(theirs.state_dict())
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # (no fallback said)
+            got32 = strict(x)[0]
+    assert torch_paths == [] and relative_error(got32, want32) < tolerance("lstm", "fp32")
+    theirs, x = theirs.to(torch.bfloat16), x.to(torch.bfloat16)
+    want = theirs(x)[0]
+    auto, forced = (rnn.LSTM(64, 1024, backend=b).to("cuda", torch.bfloat16) for b in ("auto", "triton"))
+    for module in (auto, forced):
+        module.load_state_dict(theirs.state_dict())
+    with pytest.warns(RuntimeWarning, match="cuDNN trains faster in bf16.*PyTorch's own path"):
+        got = auto(x)[0]
+    assert torch_paths == [auto] and got.grad_fn is not None and torch.equal(got, want)
+    with warnings.catch_warnings():
+        # Errors on our fallback's warning alone: torch.nn's own bf16 path warns (a UserWarning)
+        # that its weights are not one contiguous chunk.
+        warnings.simplefilter("error", RuntimeWarning)
+        auto(x)  # (said once)
+        with torch.no_grad():
+            forward_only = auto(x)[0]
+        trained = forced(x)[0]
+        trained.float().sum().backward()
+    assert torch_paths == [auto, auto], "forward only, and backend='triton', run our kernels"
+    for out in (forward_only, trained):
+        assert relative_error(out, want) < tolerance("lstm", "bf16")
+    assert forced.weight_hh_l0.grad is not None
+
+
 REPLAYED_MODULES = {"lstm": rnn.LSTM, "gru": rnn.GRU, "rnn_tanh": rnn.RNN, "rnn_relu": rnn.RNN}
 # Past hidden 128 the layer runs on tensor cores (streamed or resident weights, a grid barrier a
 # step): glample's hidden 500, theano's 512, and an odd hidden whose biases may sit off 16 bytes.

@@ -1,0 +1,67 @@
+"""Where cuDNN was measured faster than our kernels, so that ``backend="auto"`` runs torch.nn's path.
+
+Our kernels keep a layer's recurrence in one launch, each program holding or streaming its slice
+of the recurrent weights; every program must be resident, so past a batch × hidden of about a
+million each program's tile outgrows its registers and spills (docs/kernels.md, "Against cuDNN
+past the seeds' sizes"), while cuDNN runs each step as one GPU-filling matrix product. Measured by
+``benchmarks/speed_map.py`` on one NVIDIA H200 (132 multiprocessors), 2026-11-29, seq_len 50,
+input = hidden (``benchmarks/results/h200/speed-map/``: torch-nn's time over ours):
+
+- LSTM and GRU in TF32, bf16 and fp16, training: at batch_size × hidden_size ≥ 2^20 from hidden
+  1024, 0.34-0.98 (batch 256 at 4096, 512 at 2048, 1024 at 1024 and 2048); below it 0.94-5.9.
+- The same, forward: at batch_size × hidden_size ≥ 2^21, or ≥ 2^20 at hidden 4096, 0.26-1.14
+  (the GRU in TF32 at batch 256, hidden 4096: 1.14); below it 0.90-9.2.
+- RNN in TF32, training: at hidden 2048 from batch 256, and at hidden 4096, 0.74-0.98 (its reverse
+  product is 3xTF32, fp32-accurate: docs/kernels.md); elsewhere, in bf16 and fp16, and every
+  forward, 1.02-10.5.
+- Strict fp32 (3xTF32 products, ours; cuDNN's float32 without TF32): ours 1.16-3.78x at every
+  size measured, batch 256 and 1024 × hidden 1024 and 4096 included. Never sent to cuDNN.
+
+``tests/ops/test_preference.py`` checks this rule against those files: cuDNN wherever we measured
+under 0.8x, ours wherever over 1.2x. Other GPUs will cross over elsewhere (not measured).
+"""
+
+from __future__ import annotations
+
+import torch
+
+MILLION = 1 << 20  # batch_size × hidden_size, about where one step is a GPU-filling product
+
+
+def dtype_name(dtype: torch.dtype, precision: str) -> str:
+    """rnnbench's name for what a layer computes in: ``"fp32"``, ``"tf32"``, ``"bf16"`` or
+    ``"fp16"`` (``rnnbench.precision.TORCH_DTYPE``'s keys). ``precision`` is the recurrence's dot
+    precision (``rnnbench.ops.plans.dot_precision``: ``"tf32"`` where torch allows TF32).
+
+    Raises:
+        ValueError: a dtype the kernels do not take.
+    """
+    names = {torch.bfloat16: "bf16", torch.float16: "fp16"}
+    if dtype == torch.float32:
+        return "tf32" if precision == "tf32" else "fp32"
+    if dtype not in names:
+        raise ValueError(f"no kernel computes in {dtype}")
+    return names[dtype]
+
+
+def cudnn_faster(cell: str, batch_size: int, hidden_size: int, dtype: str, grad: bool) -> str | None:
+    """Why torch.nn's path (cuDNN) runs this call under ``backend="auto"``, in one line; None
+    where our kernels were measured as fast or faster, or nothing was measured (module docstring).
+
+    Args:
+        cell: ``"lstm"``, ``"gru"``, ``"rnn_tanh"`` or ``"rnn_relu"``.
+        batch_size, hidden_size: the call's.
+        dtype: what the layer computes in, as :func:`dtype_name` names it.
+        grad: whether the call records a backward (gradients wanted).
+    """
+    size = batch_size * hidden_size
+    if dtype == "fp32":
+        return None
+    if cell in ("lstm", "gru"):
+        if grad and hidden_size >= 1024 and size >= MILLION:
+            return f"cuDNN trains faster in {dtype} at batch_size x hidden_size >= 2^20 from hidden 1024 (speed map, H200)"
+        if not grad and (size >= 2 * MILLION or (hidden_size >= 4096 and size >= MILLION)):
+            return f"cuDNN runs faster in {dtype} at batch_size x hidden_size >= 2^21 (2^20 at hidden 4096) (speed map, H200)"
+    elif grad and dtype == "tf32" and (hidden_size >= 4096 or (hidden_size >= 2048 and batch_size >= 256)):
+        return "cuDNN trains the RNN faster in tf32 from hidden 2048 at batch 256, and at hidden 4096 (speed map, H200)"
+    return None
