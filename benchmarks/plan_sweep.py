@@ -1,6 +1,6 @@
 """Our recurrence kernels alone under launch-plan overrides: µs per step, forward and backward (one GPU).
 
-    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit|pad_rows_16bit_rule|resident_chunks|lm_backward|gate_split_wide|gate_split_wider|gate_split_narrow] [--budget SECONDS]
+    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit|pad_rows_16bit_rule|resident_chunks|lm_backward|gate_split_wide|gate_split_wider|gate_split_narrow|pieces] [--budget SECONDS]
 
 For each case (cell, batch_size, hidden_size, dtype, seq_len) and each plan override
 (``rnnbench.ops.recurrence.plan_override``; ``{}`` is the default plan), on prebuilt inputs
@@ -81,6 +81,9 @@ the choice against float64 and times the lanes. Case sets:
   program (hidden 576, 640, 650, 704 at batch 64 and 128), TF32 and bf16.
 - ``half_operands_wide``: fp16 operands (the default since this set's run) against TF32's at every
   width from 136 to 768 (batch 1, 32, 128).
+- ``pieces``: the LSTM's 16-bit forward in slices of units (``Plan.pieces``, its default where the
+  step's accumulator would be 64 or more fp32 values a thread) against the whole tile and another
+  slice count, batch 256-1024 x hidden 512-4096.
 - ``gate_split_rule``: then where the rule was open: 16-bit at hidden 768-1024 and TF32 at 768
   (split-K's default) at batch 16-128, strict fp32 at batch 32, 2 and 3 stages.
 
@@ -301,6 +304,15 @@ CASE_SETS["tall_backward"] = [
     *[(cell, 128, 1024, "tf32", 30, TALL_BACKWARD) for cell in ("lstm", "gru")],
     *[(cell, 32, 1024, "tf32", 30, TALL_BACKWARD[:3]) for cell in ("lstm", "gru")],
     *[(cell, 128, 1024, "fp32", 30, TALL_BACKWARD[:3]) for cell in ("lstm", "gru")],
+]
+# The LSTM's forward in slices of units (Plan.pieces: the default, as many slices as bring the step's
+# accumulator to 32 fp32 values a thread) against the whole tile and another slice count, where the
+# whole tile's accumulator is 64-256 values a thread (16-bit weights, batch x hidden 2^19-2^22).
+CASE_SETS["pieces"] = [
+    *[("lstm", b, h, "bf16", 30, [{}, {"forward_pieces": 1}, {"forward_pieces": alt}]) for b, h, alt in (
+        (1024, 2048, 4), (1024, 1024, 8), (512, 2048, 8), (256, 4096, 8), (512, 4096, 4))],
+    ("lstm", 1024, 2048, "fp16", 30, [{}, {"forward_pieces": 1}]),
+    *[("lstm", b, h, "bf16", 30, [{}, {"forward_pieces": 1}]) for b, h in ((512, 1024), (256, 2048), (1024, 512))],
 ]
 FIELDS = ("cell", "batch_size", "hidden_size", "dtype", "seq_len", "plan")
 

@@ -38,6 +38,7 @@ from .plans import (Plan, backward_precision, chip_split_level, choose_plan, fma
                     k_padded, row_stride, split_k_pieces, split_once_level)
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
+from .lstm.pieces import lstm_forward_pieces_kernel
 from .rnn.fma import CHAINS as FMA_CHAINS
 from .rnn.fma import rnn_backward_fma_kernel, rnn_forward_fma_kernel
 from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
@@ -51,6 +52,7 @@ KERNELS = {
     ("lstm", "forward"): lstm_forward_kernel, ("lstm", "backward"): lstm_backward_kernel,
     ("gru", "forward"): gru_forward_kernel, ("gru", "backward"): gru_backward_kernel,
     ("rnn", "forward"): rnn_forward_kernel, ("rnn", "backward"): rnn_backward_kernel,
+    ("lstm", "forward", "pieces"): lstm_forward_pieces_kernel,
     ("lstm", "backward", "split_k"): lstm_backward_split_k_kernel,
     ("gru", "backward", "split_k"): gru_backward_split_k_kernel,
     ("rnn", "forward", "fma"): rnn_forward_fma_kernel, ("rnn", "backward", "fma"): rnn_backward_fma_kernel,
@@ -93,7 +95,8 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
     if plan.fma and cell in ("lstm", "gru"):
         return compile_gated_fma(cell, dtype, hidden_size, plan, save, capability, lengths, precision)
     split_k = direction == "backward" and plan.split_k
-    fn = KERNELS[(cell, direction, "split_k") if split_k else (cell, direction, "fma") if plan.fma else (cell, direction)]
+    variant = "split_k" if split_k else "fma" if plan.fma else "pieces" if plan.pieces > 1 else None
+    fn = KERNELS[(cell, direction, variant) if variant else (cell, direction)]
     names = fn.arg_names
     kp = k_padded(hidden_size)
     # The split-K backward's pieces are block_k units high, however wide h is padded.
@@ -105,7 +108,7 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
                       CHIP_SPLIT=chip_split_level(plan), SAVE=save, RELU=False,
                       HAS_BIAS=True, HAS_H0=True, HAS_C0=True, HAS_D_OUT=True, HAS_D_H_N=True, HAS_D_C_N=True,
                       HAS_LENGTHS=lengths, CHAINS=FMA_CHAINS, PDL=capability >= 90,
-                      H_STRIDE=row_stride(plan, hidden_size))
+                      H_STRIDE=row_stride(plan, hidden_size), PIECES=plan.pieces)
     if direction == "backward":  # (always: a constexpr left out would compile as a runtime argument)
         constexprs.update(gate_split_constexprs(plan, hidden_size))
     stages = plan.num_stages

@@ -186,7 +186,7 @@ HALF_OPERANDS = True
 HALF_WEIGHTS = True
 # Overrides of a TF32 forward that mean its own fp32 operands (a weight path, 3xTF32's splits): given,
 # the forward does not take Plan.half_operands by default (and a split asked for is refused as such).
-_TF32_OPERAND_FIELDS = frozenset({"w_resident", "split_once", "split_w_once"})
+_TF32_OPERAND_FIELDS = frozenset({"w_resident", "split_once", "split_w_once", "pieces"})
 # Plan overrides that pick a tile or weight path: given without h_on_chip, they mean the exchange plan.
 _EXCHANGE_FIELDS = frozenset({"block_h", "block_k", "w_resident"})
 
@@ -354,6 +354,11 @@ class Plan:
             shared memory a step. Up to :data:`REG_WEIGHTS_MAX_PIECES` pieces of h; a forward
             that saves for the backward holds them only up to :data:`REG_WEIGHTS_SAVING_MAX_PIECES`
             (:func:`reg_weights_kernel`). The default wherever allowed.
+        pieces: the LSTM's streamed exchange forward (no ``w_resident``, ``h_on_chip``,
+            ``split_once``, ``half_operands`` or ``pad_rows``) with its step computed in this many
+            slices of the program's units, each slice's product, gates and cell update stored
+            before the next (``ops/lstm/pieces.py``): its accumulator is ``1 / pieces`` of the
+            tile's, which at large batch × hidden outgrows the registers. 1: the whole tile.
     """
 
     block_b: int
@@ -379,6 +384,7 @@ class Plan:
     pad_rows: bool = False
     reg_weights: bool = False
     half_weights: bool = False
+    pieces: int = 1
 
     def grid(self, batch_size: int, hidden_size: int) -> tuple[int, int]:
         """(programs over hidden units, programs over batch rows); with :attr:`gate_split`, whole
@@ -833,8 +839,34 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     if _half_operands_default(plan, req):
         return _half_operands_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision,
                                    direction, asked)
+    if "pieces" not in req.override:
+        plan = dataclasses.replace(plan, pieces=pieces_default(plan, req.cuda, direction, num_gates))
     _check_plan(plan, req)
     return plan
+
+
+# Fp32 accumulator values a thread that a forward step's product may hold whole: 8-32 never spilled
+# (the LSTM's and GRU's default plans at hidden >= 1024, compiled for sm_90 by Triton 3.6), 64 did
+# (224-424 bytes a thread), 128-256 more (0.9-3.4 KB), where ours ran 0.26-1.36x cuDNN's speed
+# (results/h200/speed-map/aot-spills).
+PIECE_ACCUMULATOR = 32
+
+
+def forward_accumulator(plan: Plan, num_gates: int) -> int:
+    """A forward step's stacked gate product, ``[gates_padded * block_h, block_b]`` fp32, in values a
+    thread (``num_warps`` warps of 32 threads share it)."""
+    return next_pow2(num_gates) * plan.block_h * plan.block_b // (32 * plan.num_warps)
+
+
+def pieces_default(plan: Plan, cuda: bool, direction: str, num_gates: int) -> int:
+    """:attr:`Plan.pieces` by default: on CUDA, for the LSTM's streamed forward that exchanges h
+    (no split or padded operands), as many slices as bring the step's accumulator
+    (:func:`forward_accumulator`) to :data:`PIECE_ACCUMULATOR` values a thread, each slice at
+    least :data:`MIN_BLOCK_H` units; else 1."""
+    if not (cuda and direction == "forward" and num_gates == 4 and _streamed(plan) and not plan.gluon
+            and split_once_level(plan) == 0):
+        return 1
+    return max(1, min(forward_accumulator(plan, num_gates) // PIECE_ACCUMULATOR, plan.block_h // MIN_BLOCK_H))
 
 
 def _request(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, direction, bounded,
@@ -1216,6 +1248,12 @@ def _check_plan(plan: Plan, req: _Request) -> None:
     if plan.h_on_chip and slots is not None and not plan.fma and (
             on_chip_bytes(plan.block_b, hidden_size, num_gates, element, direction) > req.smem - SHARED_MEMORY_MARGIN):
         raise ValueError(f"an on-chip tile at hidden_size {hidden_size} does not fit in shared memory")
+    if plan.pieces != 1 and (num_gates != 4 or direction != "forward" or plan.w_resident or plan.h_on_chip
+                             or plan.fma or plan.gluon or split_once_level(plan) or plan.pieces != next_pow2(plan.pieces)
+                             or plan.block_h // max(plan.pieces, 1) < MIN_BLOCK_H):
+        raise ValueError(f"pieces is the LSTM's forward with streamed weights that exchanges h (no split or padded "
+                         f"operands), in a power of 2 of slices of at least {MIN_BLOCK_H} units, got {plan.pieces} "
+                         f"of block_h {plan.block_h}")
     for name, least in (("block_b", 1 if plan.fma else MIN_BLOCK), ("block_h", MIN_BLOCK_H), ("block_k", MIN_BLOCK)):
         value = getattr(plan, name)
         if value < least or value != next_pow2(value):
@@ -1247,13 +1285,14 @@ def _half_operands_plan(batch_size, hidden_size, num_gates, dtype, device, multi
     """
     fields = {k: v for k, v in asked.items() if k not in ("half_operands", "forward_half_operands")}
     pad_asked = fields.pop("forward_pad_rows", fields.pop("pad_rows", None))  # (the forward's own)
-    if (direction != "forward" or dtype != torch.float32 or num_gates not in (3, 4)
+    pieces = fields.pop("forward_pieces", fields.pop("pieces", 1))
+    if (direction != "forward" or dtype != torch.float32 or num_gates not in (3, 4) or pieces != 1
             or (device.type == "cuda" and precision != "tf32") or any(
                 fields.get(prefix + name) for prefix in ("", "forward_")
                 for name in ("h_on_chip", "fma", "split_once", "split_w_once"))):
         raise ValueError("half_operands is the LSTM's and GRU's forward with float32 weights (TF32 on CUDA) that "
-                         "exchanges h: not on chip, FMA, Gluon or 3xTF32")
-    fields.update(gluon=False, input_ahead=False)
+                         "exchanges h: not on chip, FMA, Gluon, 3xTF32 or in pieces")
+    fields.update(gluon=False, input_ahead=False, pieces=1)  # (ops/lstm/pieces.py takes no fp16 copies)
     fields.update(h_on_chip=False, fma=False)  # (fp16's plan at a small width, or the interpreter's, is on chip)
     plan = choose_plan(batch_size, hidden_size, num_gates, torch.float16, device, multiprocessors, "ieee", direction,
                        **fields, pad_rows=bool(pad_asked))  # (asked with too few units a program: refused there)

@@ -1,0 +1,143 @@
+"""The LSTM's streamed forward with its step in pieces of units (:attr:`Plan.pieces`).
+
+Every program of a recurrence must be resident (they meet at a grid barrier each step), so at
+large batch × hidden each program's tile is large: at batch 1024, hidden 2048, 128 programs of 64
+rows × 256 units, whose stacked gate product ``[4 * 256, 64]`` in fp32 is 256 values a thread at
+8 warps, the whole register file. ``lstm_forward_kernel`` holds that accumulator, the step's input
+projection, h and c across the step and spills 2.4-3.4 KB a thread there (compiled for sm_90,
+``results/h200/speed-map/aot-spills``), 0.26-0.71x cuDNN's speed. Here the program computes its
+tile ``PIECES`` slices of units at a time: a slice's product (its rows of ``W_hh``, every chunk of
+``h_{t-1}``), gates, cell update, stores of h_t and c_t, then the next slice. Nothing of a slice
+is live in the next, so the accumulator is ``1 / PIECES`` of the tile; the price is reading h's
+chunks ``PIECES`` times a step (from L2, beside the ``4 * BLOCK_H`` rows of ``W_hh`` streamed).
+With lengths, a row past its end keeps c (h_buf holds zeros
+there, as ``lstm_forward_kernel`` publishes them) and its h_n, c_n are stored at its last step.
+c_t lives in fp32 in memory between steps: ``c_buf [T+1, B, H]`` when saving for the backward
+(step t reads ``c_buf[t]``, writes ``c_buf[t+1]``), else a ``[2, B, H]`` scratch, slot ``t % 2``
+read and ``(t + 1) % 2`` written. h_t is stored slice by slice into
+``h_buf[t+1]`` while later slices still read ``h_buf[t]``; the program arrives at the barrier once,
+after its last slice.
+
+Same arguments and outputs as ``lstm_forward_kernel`` (``ops/lstm/kernels.py``, the reference for
+the arithmetic), plus ``PIECES``; only its streamed exchange form: weights re-read from L2, h
+exchanged through ``h_buf`` (no split operands, no padded rows).
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from ..common import (_act_sigmoid, _act_tanh, _arrive, _gate_bias, _load_f32, _previous_h, _release_counters,
+                      _row_lengths, _split_gates, _stacked_matmul, _stacked_rows, _wait, _where_running)
+
+
+@triton.jit
+def _slice(pid_h, p, row_mask, H: tl.constexpr, SLICE: tl.constexpr, PIECES: tl.constexpr):
+    """Slice ``p`` of the program's units: ``(units, unit_mask, mask)``."""
+    units = (pid_h * PIECES + p) * SLICE + tl.arange(0, SLICE)
+    unit_mask = units < H
+    return units, unit_mask, unit_mask[:, None] & row_mask[None, :]
+
+
+@triton.jit
+def _at(plane_rows, units, width: tl.constexpr):
+    """Offsets of the tile (``units`` by batch rows) in planes of ``width`` columns, the rows'
+    absolute indices ``plane_rows`` (int64: plane t's row b is ``t * B + b``). Formed at each use
+    from two vectors: kept as a tile across the time loop, every slice's offsets and masks would
+    hold as many registers as the accumulator this kernel divides."""
+    return plane_rows[None, :] * width + units[:, None]
+
+
+@triton.jit(do_not_specialize=["T", "B"])
+def lstm_forward_pieces_kernel(
+    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, c0_ptr, lengths_ptr,
+    h_buf_ptr, h_n_ptr, c_n_ptr, c_buf_ptr, gates_ptr, w_split_ptr, h_split_ptr, counters_ptr,
+    T, B,
+    H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, HAS_C0: tl.constexpr, SAVE: tl.constexpr,
+    BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
+    CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
+    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr, HAS_LENGTHS: tl.constexpr,
+    H_STRIDE: tl.constexpr, PIECES: tl.constexpr,
+):
+    """``c_buf`` is the ``[T+1, B, H]`` fp32 cell states when ``SAVE``, else a ``[2, B, H]`` fp32
+    scratch; ``w_split`` and ``h_split`` are not read (module docstring)."""
+    tl.static_assert(not W_RESIDENT and not ON_CHIP and SPLIT_ONCE == 0 and H_STRIDE == H,
+                     "pieces: the streamed exchange forward only")
+    SLICE: tl.constexpr = BLOCK_H // PIECES
+    pid_h = tl.program_id(0)
+    pid_b = tl.program_id(1)
+    rows = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
+    row_mask = rows < B
+    lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
+    plane_h = B.to(tl.int64) * H
+    plane_g = B.to(tl.int64) * (4 * H)
+    out_ty = h_buf_ptr.dtype.element_ty
+    counter = counters_ptr + pid_b
+    for p in tl.static_range(PIECES):  # the initial state where the steps read it; T == 0's h_n, c_n
+        units, unit_mask, mask = _slice(pid_h, p, row_mask, H, SLICE, PIECES)
+        hid = _at(rows.to(tl.int64), units, H)
+        c = _load_f32(c0_ptr, hid, mask) if HAS_C0 else tl.zeros([SLICE, BLOCK_B], dtype=tl.float32)
+        h = _load_f32(h0_ptr, hid, mask) if HAS_H0 else tl.zeros([SLICE, BLOCK_B], dtype=tl.float32)
+        tl.store(c_buf_ptr + hid, c, mask=mask)
+        if SAVE:
+            tl.store(h_buf_ptr + hid, h.to(out_ty), mask=mask)
+        tl.store(h_n_ptr + hid, h.to(h_n_ptr.dtype.element_ty), mask=mask)
+        tl.store(c_n_ptr + hid, c.to(c_n_ptr.dtype.element_ty), mask=mask)
+    t = 0
+    while t < T:
+        h_src, live = _previous_h(h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask, HAS_H0)
+        row_t = (t * B + rows).to(tl.int64)  # step t's rows in x_proj, gates, c_buf; h_buf[t + 1]'s are B on
+        # c_{t-1} and c_t: c_buf[t] and c_buf[t + 1] when saving, else the scratch's slots t % 2, (t + 1) % 2
+        c_in = row_t if SAVE else ((t % 2) * B + rows).to(tl.int64)
+        c_out = row_t + B if SAVE else (((t + 1) % 2) * B + rows).to(tl.int64)
+        for p in tl.static_range(PIECES):
+            units, unit_mask, mask = _slice(pid_h, p, row_mask, H, SLICE, PIECES)
+            w_rows, w_valid = _stacked_rows(pid_h * PIECES + p, H, 4, 4, SLICE)
+            acc = _stacked_matmul(0, w_hh_ptr, w_rows, w_valid, h_src, rows, live,
+                                  tl.zeros([4 * SLICE, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
+                                  False, PRECISION, UPCAST)
+            a_i, a_f, a_g, a_o = _split_gates(acc, SLICE, BLOCK_B)
+            # (the input projection loaded after the product: not live across it)
+            x_g = _at(row_t, units, 4 * H)
+            i = _act_sigmoid(a_i + _load_f32(x_proj_ptr, x_g + 0 * H, mask)
+                             + _gate_bias(b_ih_ptr, b_hh_ptr, 0 * H + units, unit_mask, HAS_BIAS, True), FAST_ACT)
+            f = _act_sigmoid(a_f + _load_f32(x_proj_ptr, x_g + 1 * H, mask)
+                             + _gate_bias(b_ih_ptr, b_hh_ptr, 1 * H + units, unit_mask, HAS_BIAS, True), FAST_ACT)
+            g = _act_tanh(a_g + _load_f32(x_proj_ptr, x_g + 2 * H, mask)
+                          + _gate_bias(b_ih_ptr, b_hh_ptr, 2 * H + units, unit_mask, HAS_BIAS, True), FAST_ACT)
+            o = _act_sigmoid(a_o + _load_f32(x_proj_ptr, x_g + 3 * H, mask)
+                             + _gate_bias(b_ih_ptr, b_hh_ptr, 3 * H + units, unit_mask, HAS_BIAS, True), FAST_ACT)
+            c_prev = _load_f32(c_buf_ptr, _at(c_in, units, H), mask)
+            c = _where_running(t, lengths, f * c_prev + i * g, c_prev, HAS_LENGTHS)
+            h = o * _act_tanh(c, FAST_ACT)
+            # h_t where step t + 1 reads it (h_buf[t + 1]: this step's later slices read h_buf[t]);
+            # past a row's end zeros, as lstm_forward_kernel's, and h_n, c_n at its last step
+            tl.store(h_buf_ptr + _at(row_t + B, units, H), _where_running(t, lengths, h, 0.0, HAS_LENGTHS).to(out_ty),
+                     mask=mask)
+            if HAS_LENGTHS:
+                last = mask & (lengths == t + 1)[None, :]
+                hid = _at(rows.to(tl.int64), units, H)
+                tl.store(h_n_ptr + hid, h.to(h_n_ptr.dtype.element_ty), mask=last)
+                tl.store(c_n_ptr + hid, c.to(c_n_ptr.dtype.element_ty), mask=last)
+            tl.store(c_buf_ptr + _at(c_out, units, H), c, mask=mask)
+            if SAVE:
+                tl.store(gates_ptr + x_g + 0 * H, i, mask=mask)
+                tl.store(gates_ptr + x_g + 1 * H, f, mask=mask)
+                tl.store(gates_ptr + x_g + 2 * H, g, mask=mask)
+                tl.store(gates_ptr + x_g + 3 * H, o, mask=mask)
+        if t + 1 < T:  # every slice's h_t published at once, then every program's awaited
+            _arrive(counter)
+            _wait(counter, tl.num_programs(0) * (t + 1))
+        t += 1
+    if T > 0 and not HAS_LENGTHS:  # h_n and c_n: the last step's, read back (this program's own stores)
+        tl.debug_barrier()
+        last = ((T * B + rows) if SAVE else ((T % 2) * B + rows)).to(tl.int64)
+        for p in tl.static_range(PIECES):
+            units, unit_mask, mask = _slice(pid_h, p, row_mask, H, SLICE, PIECES)
+            hid = _at(rows.to(tl.int64), units, H)
+            h_last = tl.load(h_buf_ptr + _at((T * B + rows).to(tl.int64), units, H), mask=mask)
+            tl.store(h_n_ptr + hid, h_last.to(h_n_ptr.dtype.element_ty), mask=mask)
+            c_last = tl.load(c_buf_ptr + _at(last, units, H), mask=mask)
+            tl.store(c_n_ptr + hid, c_last.to(c_n_ptr.dtype.element_ty), mask=mask)
+    _release_counters(counters_ptr)
