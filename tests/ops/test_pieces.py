@@ -115,6 +115,27 @@ def test_the_plan_refuses_slices_where_no_kernel_takes_them(cell, fields, why):
     assert why  # (the message names every condition; the parameter says which this row breaks)
 
 
+@pytest.mark.parametrize("cell, dtype, precision, batch, hidden, pieces", [
+    ("lstm", torch.bfloat16, "ieee", 1024, 2048, 4),  # (the whole tile: 256 values a thread)
+    ("lstm", torch.float16, "ieee", 512, 4096, 4),
+    ("lstm", torch.bfloat16, "ieee", 1024, 1024, 1),  # (128: slices were 0.93-1.31x as fast)
+    ("lstm", torch.bfloat16, "ieee", 256, 2048, 1),  # (64)
+    ("lstm", torch.float32, "tf32", 1024, 2048, 1),  # (on fp16 operands: no slices)
+    ("lstm", torch.float32, "tf32x3", 1024, 2048, 1),  # (split once: no slices)
+    ("gru", torch.bfloat16, "ieee", 1024, 2048, 1),  # (no kernel in slices)
+])
+def test_slices_by_default_where_the_whole_tile_held_256_values_a_thread(cell, dtype, precision, batch, hidden,
+                                                                         pieces):
+    """Planned for an H100 (132 multiprocessors), forward and backward."""
+    from rnnbench.ops.plans import choose_plan
+
+    gates = 4 if cell == "lstm" else 3
+    for direction, want in (("forward", pieces), ("backward", 1)):
+        got = choose_plan(batch, hidden, gates, dtype, torch.device("cuda"), multiprocessors=132,
+                          precision=precision, direction=direction)
+        assert got.pieces == want, (direction, got)
+
+
 _SPILLS = """
 import json, sys, torch
 from rnnbench.ops import aot

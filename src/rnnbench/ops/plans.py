@@ -845,11 +845,16 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     return plan
 
 
-# Fp32 accumulator values a thread that a forward step's product may hold whole: 8-32 never spilled
-# (the LSTM's and GRU's default plans at hidden >= 1024, compiled for sm_90 by Triton 3.6), 64 did
-# (224-424 bytes a thread), 128-256 more (0.9-3.4 KB), where ours ran 0.26-1.36x cuDNN's speed
-# (results/h200/speed-map/aot-spills).
-PIECE_ACCUMULATOR = 32
+# Fp32 accumulator values a thread that a forward step's product may hold whole (PIECES_FROM), and
+# what a slice holds past it (PIECE_ACCUMULATOR). Compiled for sm_90 (Triton 3.6) the whole tile
+# spilled 224-424 bytes a thread at 64 values, 0.9-1.5 KB at 128 and 2.4-3.4 KB at 256
+# (results/h200/speed-map/aot-spills). Timed on the H200 (the LSTM in bf16 and fp16, kernels alone,
+# results/h200/pieces/sweep-1eab503): at 256 a thread, 4 slices of 64 took 0.37-0.39x the whole
+# tile's time a step (8 slices of 32: 0.58-0.59x); at 128, 4 slices 0.93-1.31x, 8 slices 1.53-2.14x;
+# at 64, 2 slices 1.17-1.20x. Slices re-read h's chunks each; below 256 that costs more than the
+# spills.
+PIECES_FROM = 256
+PIECE_ACCUMULATOR = 64
 
 
 def forward_accumulator(plan: Plan, num_gates: int) -> int:
@@ -860,13 +865,14 @@ def forward_accumulator(plan: Plan, num_gates: int) -> int:
 
 def pieces_default(plan: Plan, cuda: bool, direction: str, num_gates: int) -> int:
     """:attr:`Plan.pieces` by default: on CUDA, for the LSTM's streamed forward that exchanges h
-    (no split or padded operands), as many slices as bring the step's accumulator
-    (:func:`forward_accumulator`) to :data:`PIECE_ACCUMULATOR` values a thread, each slice at
-    least :data:`MIN_BLOCK_H` units; else 1."""
+    (no split or padded operands) whose step's accumulator (:func:`forward_accumulator`) is
+    :data:`PIECES_FROM` values a thread or more, as many slices as bring it to
+    :data:`PIECE_ACCUMULATOR`, each slice at least :data:`MIN_BLOCK_H` units; else 1."""
+    accumulator = forward_accumulator(plan, num_gates)
     if not (cuda and direction == "forward" and num_gates == 4 and _streamed(plan) and not plan.gluon
-            and split_once_level(plan) == 0):
+            and split_once_level(plan) == 0 and accumulator >= PIECES_FROM):
         return 1
-    return max(1, min(forward_accumulator(plan, num_gates) // PIECE_ACCUMULATOR, plan.block_h // MIN_BLOCK_H))
+    return max(1, min(accumulator // PIECE_ACCUMULATOR, plan.block_h // MIN_BLOCK_H))
 
 
 def _request(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, direction, bounded,

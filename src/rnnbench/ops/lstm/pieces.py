@@ -1,22 +1,27 @@
-"""The LSTM's streamed forward with its step in pieces of units (:attr:`Plan.pieces`).
+"""The LSTM's streamed forward with its step in slices of units (:attr:`Plan.pieces`).
 
 Every program of a recurrence must be resident (they meet at a grid barrier each step), so at
 large batch × hidden each program's tile is large: at batch 1024, hidden 2048, 128 programs of 64
 rows × 256 units, whose stacked gate product ``[4 * 256, 64]`` in fp32 is 256 values a thread at
 8 warps, the whole register file. ``lstm_forward_kernel`` holds that accumulator, the step's input
 projection, h and c across the step and spills 2.4-3.4 KB a thread there (compiled for sm_90,
-``results/h200/speed-map/aot-spills``), 0.26-0.71x cuDNN's speed. Here the program computes its
-tile ``PIECES`` slices of units at a time: a slice's product (its rows of ``W_hh``, every chunk of
-``h_{t-1}``), gates, cell update, stores of h_t and c_t, then the next slice. Nothing of a slice
-is live in the next, so the accumulator is ``1 / PIECES`` of the tile; the price is reading h's
-chunks ``PIECES`` times a step (from L2, beside the ``4 * BLOCK_H`` rows of ``W_hh`` streamed).
-With lengths, a row past its end keeps c (h_buf holds zeros
-there, as ``lstm_forward_kernel`` publishes them) and its h_n, c_n are stored at its last step.
+``results/h200/speed-map/aot-spills``). Here the program computes its tile ``PIECES`` slices of
+units at a time: a slice's product (its rows of ``W_hh``, every chunk of ``h_{t-1}``), gates, cell
+update, stores of h_t and c_t, then the next slice. Nothing of a slice is live in the next, so
+the accumulator is ``1 / PIECES`` of the tile; the price is reading h's chunks ``PIECES`` times a
+step (from L2, beside the ``4 * BLOCK_H`` rows of ``W_hh`` streamed). On the H200 in bf16 at batch
+1024, hidden 2048, 4 slices took 0.37x the whole tile's time a step (``results/h200/pieces``).
+
+The tile's offsets are formed at each use from vectors that change with t (:func:`_at`): held as
+tiles across the time loop, every slice's would fill the registers the slices free.
+
 c_t lives in fp32 in memory between steps: ``c_buf [T+1, B, H]`` when saving for the backward
 (step t reads ``c_buf[t]``, writes ``c_buf[t+1]``), else a ``[2, B, H]`` scratch, slot ``t % 2``
-read and ``(t + 1) % 2`` written. h_t is stored slice by slice into
-``h_buf[t+1]`` while later slices still read ``h_buf[t]``; the program arrives at the barrier once,
-after its last slice.
+read and ``(t + 1) % 2`` written. h_t is stored slice by slice into ``h_buf[t+1]`` while later
+slices still read ``h_buf[t]``; the program arrives at the barrier once, after its last slice.
+With lengths, a row's h_n and c_n are stored at its last step and ``h_buf`` holds zeros past its
+end, as ``lstm_forward_kernel`` publishes them; its c runs on there, which the backward multiplies
+by zero gradients only.
 
 Same arguments and outputs as ``lstm_forward_kernel`` (``ops/lstm/kernels.py``, the reference for
 the arithmetic), plus ``PIECES``; only its streamed exchange form: weights re-read from L2, h
@@ -44,8 +49,8 @@ def _slice(pid_h, p, row_mask, H: tl.constexpr, SLICE: tl.constexpr, PIECES: tl.
 def _at(plane_rows, units, width: tl.constexpr):
     """Offsets of the tile (``units`` by batch rows) in planes of ``width`` columns, the rows'
     absolute indices ``plane_rows`` (int64: plane t's row b is ``t * B + b``). Formed at each use
-    from two vectors: kept as a tile across the time loop, every slice's offsets and masks would
-    hold as many registers as the accumulator this kernel divides."""
+    from two vectors (module docstring; compiled for sm_90, the offsets as tiles computed once
+    spilled more)."""
     return plane_rows[None, :] * width + units[:, None]
 
 
@@ -108,8 +113,7 @@ def lstm_forward_pieces_kernel(
                           + _gate_bias(b_ih_ptr, b_hh_ptr, 2 * H + units, unit_mask, HAS_BIAS, True), FAST_ACT)
             o = _act_sigmoid(a_o + _load_f32(x_proj_ptr, x_g + 3 * H, mask)
                              + _gate_bias(b_ih_ptr, b_hh_ptr, 3 * H + units, unit_mask, HAS_BIAS, True), FAST_ACT)
-            c_prev = _load_f32(c_buf_ptr, _at(c_in, units, H), mask)
-            c = _where_running(t, lengths, f * c_prev + i * g, c_prev, HAS_LENGTHS)
+            c = f * _load_f32(c_buf_ptr, _at(c_in, units, H), mask) + i * g
             h = o * _act_tanh(c, FAST_ACT)
             # h_t where step t + 1 reads it (h_buf[t + 1]: this step's later slices read h_buf[t]);
             # past a row's end zeros, as lstm_forward_kernel's, and h_n, c_n at its last step
