@@ -41,7 +41,7 @@ import triton.language as tl
 from . import split_products
 from .launch import Constexprs, KernelLauncher, counters
 from .plans import cdiv
-from .products import Tiles, _product_tile, even
+from .products import Tiles, _product_tile, cublas_at, even
 
 # The three products' FLOPs (2 N G*H (2I + H)) up to which one fused launch replaces the torch
 # calls. Strict fp32 on the H100 (results/h100/triton-lane-15, both paths checked against float64
@@ -196,7 +196,8 @@ def layer_gradients(d_gx, d_gh, x, h_prev, w_ih, need: tuple[bool, ...], precisi
     if not (any(need[:3]) and biases_fit and fused(rows, gate_width, input_size, hidden_size, limit)):
         if precision == "tf32x3" and splits_pay(rows, gate_width, input_size, hidden_size):
             return split_gradients(d_gx, d_gh, x, h_prev, w_ih, need)
-        return reference_gradients(d_gx, d_gh, x, h_prev, w_ih, need)
+        with cublas_at(precision, x.dtype):
+            return reference_gradients(d_gx, d_gh, x, h_prev, w_ih, need)
     dev, dtype = x.device, w_ih.dtype
     x, w_ih = x.contiguous(), w_ih.contiguous()  # the kernel takes rows of stride I (x may come as a view)
     dx = torch.empty(rows, input_size, device=dev, dtype=dtype) if need[0] else None

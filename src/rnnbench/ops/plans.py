@@ -1381,6 +1381,23 @@ def dot_precision(dtype: torch.dtype, strict_fp32: str = STRICT_FP32_DEFAULT) ->
     return strict_fp32
 
 
+# A TF32 layer this narrow multiplies as strict fp32 does (layer_precision): on the H200, the RNN's
+# TF32 training at hidden 1 missed float64 by 1.15e-2 in its bias gradients (sums whose terms cancel,
+# each off by TF32's rounding of the input projection) against TF32's 1e-2 tolerance, 1.5-5.7e-3 on
+# neighbouring draws, where cuDNN, which takes no TF32 at that size, missed by 4.2e-5
+# (results/h200/speed-map/tf32-hidden1-ee2b5ae). Up to 16 units a step's products are one chunk
+# of the reduction, mostly padding: strict products cost little there.
+STRICT_TF32_MAX_HIDDEN = 16
+
+
+def layer_precision(dtype: torch.dtype, hidden_size: int, strict_fp32: str = STRICT_FP32_DEFAULT) -> str:
+    """:func:`dot_precision` for a layer ``hidden_size`` wide: TF32's becomes ``strict_fp32`` up to
+    :data:`STRICT_TF32_MAX_HIDDEN` units (every product of the layer: the recurrence, the input
+    projection, the gradients; torch's own products too, :func:`~rnnbench.ops.products.cublas_at`)."""
+    precision = dot_precision(dtype, strict_fp32)
+    return strict_fp32 if precision == "tf32" and hidden_size <= STRICT_TF32_MAX_HIDDEN else precision
+
+
 def fast_activations(dtype: torch.dtype, precision: str) -> bool:
     """Whether a forward in ``dtype`` with products in ``precision`` computes its nonlinearities on
     the multi-function unit (``tanh.approx.f32``, relative error about 2^-11): wherever the

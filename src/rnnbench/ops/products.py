@@ -5,8 +5,10 @@ less host time than a cuBLAS call from torch (results/h100/triton-lane-15)."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
+import torch
 import triton
 import triton.language as tl
 
@@ -25,6 +27,22 @@ class Tiles:
     num_warps: int = 4
     num_stages: int = 2
     even: bool = True
+
+
+@contextlib.contextmanager
+def cublas_at(precision: str, dtype: torch.dtype):
+    """Within the block, torch's products (cuBLAS) of ``dtype`` operands at the kernels'
+    ``precision``: float32 ones never in TF32 where it is strict (not ``"tf32"``), whatever
+    ``torch.backends.cuda.matmul.allow_tf32`` says (a TF32 layer multiplying strictly at a tiny
+    width: ``plans.layer_precision``); otherwise as torch's setting has them."""
+    if dtype != torch.float32 or precision == "tf32" or not torch.backends.cuda.matmul.allow_tf32:
+        yield
+        return
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = True
 
 
 def even(tiles: Tiles, m: int, n: int, k: int, *strides: int) -> bool:

@@ -36,7 +36,7 @@ from . import split_products
 from .common import _arrive, _launch_dependents
 from .launch import Constexprs, KernelLauncher, capturing, dependent_launch, note_unrecorded
 from .plans import cdiv
-from .products import Tiles, _product_tile, even
+from .products import Tiles, _product_tile, cublas_at, even
 
 # FLOPs of the product (2 T*B G*H I) up to which our launch replaces F.linear eagerly. With masked
 # tiles ours take longer on the device than cuBLAS at every shape measured (600x400x100 fp32: 7.6
@@ -138,7 +138,8 @@ def input_projection(x: torch.Tensor, w_ih: torch.Tensor, precision: str, upcast
     # In a CUDA graph being captured the host time does not recur, and cuBLAS' kernel is the faster one.
     if flop > (EVEN_MAX_FLOP if whole else PROJECTION_MAX_FLOP) or capturing(x):
         note_unrecorded()  # (cuBLAS: no launch of ours to replay, ops/replay.py)
-        return F.linear(x, w_ih).contiguous()  # (a no-op call unless a strided input came out strided)
+        with cublas_at(precision, x.dtype):
+            return F.linear(x, w_ih).contiguous()  # (a no-op call unless a strided input came out strided)
     make_cublas(x)
     return our_projection(x, w_ih, precision, upcast, EVEN_TILES if whole else TILES)
 

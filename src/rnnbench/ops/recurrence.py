@@ -49,7 +49,8 @@ from .lstm import gluon as lstm_gluon
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .lstm.pieces import lstm_forward_pieces_kernel
 from .plans import (AHEAD_MIN_STEPS, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, chip_split_level,
-                    choose_plan, dot_precision, fma_warps, gate_split_constexprs, k_chunks, k_padded, multiprocessors,
+                    choose_plan, fma_warps, gate_split_constexprs, k_chunks, k_padded, layer_precision,
+                    multiprocessors,
                     producers, reg_weights_kernel, row_stride, split_k_pieces, split_once_level, upcast_dot)
 from .products import Tiles
 from .projection import (EVEN_MAX_FLOP, UNPRODUCED, input_projection, make_cublas, produced_constexprs, produced_tiles,
@@ -116,8 +117,9 @@ def refusal(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtype, de
 
 def _setting(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtype, device: torch.device) -> tuple:
     """The key of the cached choices: the call's shape, the dot precision that the TF32 setting
-    and :func:`strict_fp32` of the moment give its dtype, and any :func:`plan_override`."""
-    precision = dot_precision(dtype, _STRICT_FP32.get()) if dtype in SUPPORTED_DTYPES else "ieee"
+    and :func:`strict_fp32` of the moment give its dtype and width (``plans.layer_precision``), and
+    any :func:`plan_override`."""
+    precision = layer_precision(dtype, hidden_size, _STRICT_FP32.get()) if dtype in SUPPORTED_DTYPES else "ieee"
     return cell, batch_size, hidden_size, dtype, device, precision, _PLAN_OVERRIDE.get()
 
 
