@@ -49,8 +49,7 @@ from .lstm import gluon as lstm_gluon
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .lstm.pieces import lstm_forward_pieces_kernel
 from .plans import (AHEAD_MIN_STEPS, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, chip_split_level,
-                    choose_plan, fma_warps, gate_split_constexprs, k_chunks, k_padded, layer_precision,
-                    multiprocessors,
+                    choose_plan, fma_warps, gate_split_constexprs, k_chunks, k_padded, layer_precision, multiprocessors,
                     producers, reg_weights_kernel, row_stride, split_k_pieces, split_once_level, upcast_dot)
 from .products import Tiles
 from .projection import (EVEN_MAX_FLOP, UNPRODUCED, input_projection, make_cublas, produced_constexprs, produced_tiles,

@@ -75,7 +75,8 @@ def lstm_forward_pieces_kernel(
     rows = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
     row_mask = rows < B
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
-    plane_h = B.to(tl.int64) * H
+    wide_b = B.to(tl.int64)  # (row indices t * B + b in int64: T * B may pass 2^31)
+    plane_h = wide_b * H
     plane_g = B.to(tl.int64) * (4 * H)
     out_ty = h_buf_ptr.dtype.element_ty
     counter = counters_ptr + pid_b
@@ -92,10 +93,10 @@ def lstm_forward_pieces_kernel(
     t = 0
     while t < T:
         h_src, live = _previous_h(h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask, HAS_H0)
-        row_t = (t * B + rows).to(tl.int64)  # step t's rows in x_proj, gates, c_buf; h_buf[t + 1]'s are B on
+        row_t = wide_b * t + rows  # step t's rows in x_proj, gates, c_buf; h_buf[t + 1]'s are B on
         # c_{t-1} and c_t: c_buf[t] and c_buf[t + 1] when saving, else the scratch's slots t % 2, (t + 1) % 2
-        c_in = row_t if SAVE else ((t % 2) * B + rows).to(tl.int64)
-        c_out = row_t + B if SAVE else (((t + 1) % 2) * B + rows).to(tl.int64)
+        c_in = row_t if SAVE else wide_b * (t % 2) + rows
+        c_out = row_t + B if SAVE else wide_b * ((t + 1) % 2) + rows
         for p in tl.static_range(PIECES):
             units, unit_mask, mask = _slice(pid_h, p, row_mask, H, SLICE, PIECES)
             w_rows, w_valid = _stacked_rows(pid_h * PIECES + p, H, 4, 4, SLICE)
@@ -136,11 +137,11 @@ def lstm_forward_pieces_kernel(
         t += 1
     if T > 0 and not HAS_LENGTHS:  # h_n and c_n: the last step's, read back (this program's own stores)
         tl.debug_barrier()
-        last = ((T * B + rows) if SAVE else ((T % 2) * B + rows)).to(tl.int64)
+        last = wide_b * T + rows if SAVE else wide_b * (T % 2) + rows
         for p in tl.static_range(PIECES):
             units, unit_mask, mask = _slice(pid_h, p, row_mask, H, SLICE, PIECES)
             hid = _at(rows.to(tl.int64), units, H)
-            h_last = tl.load(h_buf_ptr + _at((T * B + rows).to(tl.int64), units, H), mask=mask)
+            h_last = tl.load(h_buf_ptr + _at(wide_b * T + rows, units, H), mask=mask)
             tl.store(h_n_ptr + hid, h_last.to(h_n_ptr.dtype.element_ty), mask=mask)
             c_last = tl.load(c_buf_ptr + _at(last, units, H), mask=mask)
             tl.store(c_n_ptr + hid, c_last.to(c_n_ptr.dtype.element_ty), mask=mask)
