@@ -12,7 +12,8 @@ hidden sizes first, each appending to ``OUT/<slice>.jsonl``; past ``--deadline``
 slice starts and the running ones are stopped (their rows so far kept). Then writes and prints
 ``OUT/summary.md``: per cell, dtype and mode, the rows ``ok``, ``refused`` (the kernels said they
 cannot run the call: under ``backend="auto"`` PyTorch runs it, with a warning), ``failed`` (any
-other error: a crash a user would meet), ``mismatch``, ``oom`` and ``missing`` (not reached), then
+other error: a crash a user would meet), ``mismatch``, ``oom``, ``not_run`` (the engine did not
+attempt it: ``too_large`` for the memory free, ``unavailable``) and ``missing`` (not reached), then
 every failed and mismatched row. Exit 0 when nothing failed or mismatched, 1 otherwise, 2 with one
 line for bad arguments. ``--quick``: a few small sizes (the CPU under ``TRITON_INTERPRET=1``);
 ``--cells`` and the rest (comma lists): that part of the grid only.
@@ -46,7 +47,8 @@ SEQ_LEN, INPUT_SIZE = 5, 37  # (input ≠ hidden; five steps: the recurrence run
 QUICK = {"cells": CELLS, "dtypes": ("fp32",), "hidden_sizes": (3, 37), "batch_sizes": (1, 3)}
 FULL = {"cells": CELLS, "dtypes": DTYPES, "hidden_sizes": HIDDEN_SIZES, "batch_sizes": BATCH_SIZES}
 REFUSED = "cannot run this call"  # (nn.py's message for backend="triton")
-KINDS = ("ok", "refused", "failed", "mismatch", "oom", "missing")
+KINDS = ("ok", "refused", "failed", "mismatch", "oom", "not_run", "missing")
+NOT_RUN = ("too_large", "unavailable")  # (rnnbench.runner's statuses of a case it did not attempt)
 
 
 def slices(grid: dict) -> list[dict]:
@@ -72,6 +74,8 @@ def kind(row: dict) -> str:
     status = row["status"]
     if status == "error":
         return "refused" if REFUSED in row.get("message", "") else "failed"
+    if status in NOT_RUN:
+        return "not_run"
     return status if status in KINDS else "failed"
 
 

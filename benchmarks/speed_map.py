@@ -99,11 +99,11 @@ def table(rows: list[dict], grid: dict) -> list[str]:
 
 def _mark(ours: dict | None) -> str:
     """What the table shows for our row without a ratio: :data:`MARKS`, or the status itself where
-    the run gave a row no verdict (``too_large``: not attempted; ``unavailable``)."""
+    the run did not attempt it (``coverage.NOT_RUN``: ``too_large``, ``unavailable``)."""
     if ours is None:
         return MARKS["missing"]
     kind = coverage.kind(ours)
-    return ours["status"] if kind == "failed" and ours["status"] != "error" else MARKS[kind]
+    return ours["status"] if kind == "not_run" else MARKS[kind]
 
 
 def _ratio(ours: dict | None, base: dict | None) -> float | None:

@@ -5,7 +5,6 @@ under benchmarks/results/h100/."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,15 +17,15 @@ from rnnbench.ops.plans import ON_CHIP_SPLITS
 from rnnbench.precision import tolerance
 from rnnbench.verify import relative_error
 
+from benchmark_helpers import run_benchmark
+
 ROOT = Path(__file__).resolve().parents[2]
 _CUDA = torch.cuda.is_available()
 pytestmark = pytest.mark.usefixtures("interpreter")
 
 
 def _run(script: str, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT / "src")}
-    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], env=env, capture_output=True,
-                          text=True, timeout=600)
+    return run_benchmark(script, *args, interpret=True)
 
 
 def test_on_chip_compares_both_plans_on_one_case(tmp_path):

@@ -34,9 +34,9 @@ def test_a_crash_is_failed_a_refusal_is_not_and_the_latest_row_counts():
     lines, clean = coverage.summary(rows, GRID)
     assert not clean
     counts = {line.split(" | ")[2]: line for line in lines if line.startswith("| lstm")}
-    # ok, refused, failed, mismatch, oom, missing
-    assert counts["forward"].endswith("| 1 | 0 | 1 | 0 | 0 | 0 |"), counts
-    assert counts["train"].endswith("| 1 | 1 | 0 | 0 | 0 | 0 |"), counts
+    # ok, refused, failed, mismatch, oom, not_run, missing
+    assert counts["forward"].endswith("| 1 | 0 | 1 | 0 | 0 | 0 | 0 |"), counts
+    assert counts["train"].endswith("| 1 | 1 | 0 | 0 | 0 | 0 | 0 |"), counts
     assert "1 rows failed or mismatched:" in lines
     assert [line for line in lines if line.startswith("- ")] == [
         f"- lstm bf16 forward batch 1024 hidden 650: error: {crash}"]
@@ -45,11 +45,23 @@ def test_a_crash_is_failed_a_refusal_is_not_and_the_latest_row_counts():
 def test_rows_not_reached_are_missing_and_a_mismatch_is_not_clean():
     lines, clean = coverage.summary([_row("forward", 128, "mismatch", "output relative error 0.5 > tolerance")], GRID)
     assert not clean
-    assert any(line.startswith("| lstm | bf16 | forward |") and line.endswith("| 0 | 0 | 0 | 1 | 0 | 1 |")
+    assert any(line.startswith("| lstm | bf16 | forward |") and line.endswith("| 0 | 0 | 0 | 1 | 0 | 0 | 1 |")
                for line in lines), lines
-    assert any(line.startswith("| lstm | bf16 | train |") and line.endswith("| 0 | 0 | 0 | 0 | 0 | 2 |")
+    assert any(line.startswith("| lstm | bf16 | train |") and line.endswith("| 0 | 0 | 0 | 0 | 0 | 0 | 2 |")
                for line in lines), lines
     assert coverage.summary([_row(m, b, "ok") for m in ("forward", "train") for b in (128, 1024)], GRID)[1]
+
+
+def test_a_row_the_engine_did_not_attempt_is_not_run_not_failed():
+    """``too_large`` (the memory free) and ``unavailable`` rows say nothing of the kernels: counted
+    apart, and the grid still clean."""
+    rows = [_row("forward", 128, "ok"), _row("forward", 1024, "too_large", "needs about 50.1 GiB"),
+            _row("train", 128, "unavailable", "needs a CUDA device"), _row("train", 1024, "ok")]
+    lines, clean = coverage.summary(rows, GRID)
+    assert clean and "0 rows failed or mismatched." in lines, lines
+    counts = {line.split(" | ")[2]: line for line in lines if line.startswith("| lstm")}
+    assert counts["forward"].endswith("| 1 | 0 | 0 | 0 | 0 | 1 | 0 |"), counts
+    assert counts["train"].endswith("| 1 | 0 | 0 | 0 | 0 | 1 | 0 |"), counts
 
 
 def test_each_slice_runs_its_sizes_on_the_triton_lane_alone(tmp_path):
