@@ -1,6 +1,6 @@
 """Our recurrence kernels alone under launch-plan overrides: µs per step, forward and backward (one GPU).
 
-    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit|pad_rows_16bit_rule|resident_chunks|lm_backward|gate_split_wide|gate_split_wider|gate_split_narrow|pieces] [--budget SECONDS]
+    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit|pad_rows_16bit_rule|resident_chunks|lm_backward|gate_split_wide|gate_split_wider|gate_split_narrow|pieces|pieces_gru] [--budget SECONDS]
 
 For each case (cell, batch_size, hidden_size, dtype, seq_len) and each plan override
 (``rnnbench.ops.recurrence.plan_override``; ``{}`` is the default plan), on prebuilt inputs
@@ -84,6 +84,8 @@ the choice against float64 and times the lanes. Case sets:
 - ``pieces``: the LSTM's 16-bit forward in slices of units (``Plan.pieces``, its default where the
   step's accumulator would be 64 or more fp32 values a thread) against the whole tile and another
   slice count, batch 256-1024 x hidden 512-4096.
+- ``pieces_gru``: the GRU's in slices (its default at batch 1024 x hidden 2048 and 512 x 4096 in
+  bf16) against the whole tile.
 - ``gate_split_rule``: then where the rule was open: 16-bit at hidden 768-1024 and TF32 at 768
   (split-K's default) at batch 16-128, strict fp32 at batch 32, 2 and 3 stages.
 
@@ -314,6 +316,9 @@ CASE_SETS["pieces"] = [
     ("lstm", 1024, 2048, "fp16", 30, [{}, {"forward_pieces": 1}]),
     *[("lstm", b, h, "bf16", 30, [{}, {"forward_pieces": 1}]) for b, h in ((512, 1024), (256, 2048), (1024, 512))],
 ]
+# The GRU's forward in slices (the same rule: its stacked tile has four gate blocks too) against the
+# whole tile, where the rule slices it.
+CASE_SETS["pieces_gru"] = [("gru", b, h, "bf16", 30, [{}, {"forward_pieces": 1}]) for b, h in ((1024, 2048), (512, 4096))]
 FIELDS = ("cell", "batch_size", "hidden_size", "dtype", "seq_len", "plan")
 
 

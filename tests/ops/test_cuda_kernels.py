@@ -113,27 +113,30 @@ def test_layer_on_many_programs(cell, dtype, block_h, resident, nan_buffers):
 @pytest.mark.parametrize("pieces", [2, 8, 1])
 @pytest.mark.parametrize("lengths", [False, True], ids=["same-lengths", "lengths"])
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
-def test_lstm_forward_in_slices_on_the_gpu(dtype, lengths, pieces, nan_buffers):
-    """The LSTM's streamed forward in slices of units (``Plan.pieces``, ops/lstm/pieces.py) at
-    batch 512, hidden 1024 (16 programs of 64 units x 8 batch blocks of 64 rows) in 2 slices of 32
-    units and 8 of 8, and whole (the control): output, final states and every gradient against
-    float64, each sequence its own length or not; the counters left at zero."""
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_forward_in_slices_on_the_gpu(cell, dtype, lengths, pieces, nan_buffers):
+    """The LSTM's and GRU's streamed forward in slices of units (``Plan.pieces``,
+    ops/<cell>/pieces.py) at batch 512, hidden 1024 (16 programs of 64 units x 8 batch blocks of 64
+    rows) in 2 slices of 32 units and 8 of 8, and whole (the control): output, final states and
+    every gradient against float64, each sequence its own length or not; the counters left at
+    zero."""
     lengths = torch.randint(0, 10, (512,), generator=torch.Generator().manual_seed(2)) if lengths else None
     with plan_override(forward_pieces=pieces):
-        got = plan("lstm", 512, 1024, TORCH_DTYPE[dtype], torch.device("cuda"))
+        got = plan(cell, 512, 1024, TORCH_DTYPE[dtype], torch.device("cuda"))
         assert got.pieces == pieces and not got.w_resident, got
-        check_layer("lstm", dtype, _layer("lstm", 512, 9, 64, 1024), lengths)
+        check_layer(cell, dtype, _layer(cell, 512, 9, 64, 1024), lengths)
     torch.cuda.synchronize()
     assert all(not buf.any() for buf in COUNTERS.values())
 
 
 @pytest.mark.parametrize("dtype", [d for d in DTYPES if d != "fp32"])
-def test_lstm_forward_in_slices_across_many_programs(dtype):
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_forward_in_slices_across_many_programs(cell, dtype):
     """Hidden 100 over 7 programs of 16 units in 4 slices of 4, batch 20 in two batch blocks; TF32
     on its own products and 16 bits on unpadded rows (slices take no copies of their own)."""
     with plan_override(block_h=16, block_b=16, w_resident=False, h_on_chip=False, forward_pieces=4,
                        forward_pad_rows=False):
-        check_layer("lstm", dtype, _layer("lstm", 20, 9, 5, 100))
+        check_layer(cell, dtype, _layer(cell, 20, 9, 5, 100))
 
 
 # Plans a variable-length batch meets: the default; h exchanged across 7 programs (weights

@@ -1,9 +1,9 @@
-"""The LSTM's streamed forward with its step in slices of units (``Plan.pieces``,
-``ops/lstm/pieces.py``). On CPU tensors under Triton's interpreter, every float buffer starting as
-NaN: output, final states and every gradient against the float64 reference, in one program and
-in six, with and without initial states and lengths, saving for the backward and not; the plan
-refuses it outside the LSTM's streamed exchange forward; and, compiled for sm_90, the registers it
-is for."""
+"""The LSTM's and GRU's streamed forward with its step in slices of units (``Plan.pieces``,
+``ops/<cell>/pieces.py``). On CPU tensors under Triton's interpreter, every float buffer starting
+as NaN: output, final states and every gradient against the float64 reference, in one program and
+in six, with and without initial states and lengths, saving for the backward and not, and bit for
+bit the whole tile's; the plan refuses it outside their streamed exchange forward; and, compiled
+for sm_90, the registers it is for."""
 
 from __future__ import annotations
 
@@ -18,31 +18,33 @@ from test_recurrence import DTYPES, LENGTHS, check_layer, make_layer, run_layer,
 
 # the exchange plan with streamed weights (the interpreter's default is on chip)
 STREAMED = {"h_on_chip": False, "w_resident": False, "block_k": 16}
+CELLS = ("lstm", "gru")  # (the cells with a forward in slices)
 
 
-def _layer(tensors, dtype, pieces, lengths=None, grad=True):
-    """The LSTM layer's (output, h_n, c_n) with ``pieces`` slices, recording a backward or not."""
+def _layer(cell, tensors, dtype, pieces, lengths=None, grad=True):
+    """The layer's (output, h_n, c_n) with ``pieces`` slices, recording a backward or not."""
     from rnnbench.ops.recurrence import plan_override, recurrent_layer
 
     with plan_override(**STREAMED, forward_pieces=pieces), torch.set_grad_enabled(grad):
-        return recurrent_layer("lstm", *[None if t is None else t.to(DTYPES[dtype]) for t in tensors],
+        return recurrent_layer(cell, *[None if t is None else t.to(DTYPES[dtype]) for t in tensors],
                                lengths=lengths)
 
 
 @pytest.mark.usefixtures("interpreter", "nan_buffers")
 @pytest.mark.parametrize("pieces", [2, 4])
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-def test_slices_match_the_reference(dtype, pieces):
+@pytest.mark.parametrize("cell", CELLS)
+def test_slices_match_the_reference(cell, dtype, pieces):
     """Hidden 37 (64 units a program: slices of 32 and 16, the last partly masked), batch 3, 7
-    steps, input 5, with h0 and c0: every output and gradient within the dtype's tolerance."""
+    steps, input 5, with initial states: every output and gradient within the dtype's tolerance."""
     from rnnbench.ops.recurrence import plan, plan_override
 
     with plan_override(**STREAMED, forward_pieces=pieces):
-        assert plan("lstm", 3, 37, DTYPES[dtype], torch.device("cpu")).pieces == pieces
-        check_layer("lstm", make_layer("lstm", (3, 7, 5, 37)), dtype, tolerance("lstm", dtype))
+        assert plan(cell, 3, 37, DTYPES[dtype], torch.device("cpu")).pieces == pieces
+        check_layer(cell, make_layer(cell, (3, 7, 5, 37)), dtype, tolerance(cell, dtype))
 
 
-def _whole_and_sliced(tensors, lengths=None) -> list:
+def _whole_and_sliced(cell, tensors, lengths=None) -> list:
     """The layer's outputs and gradients in one tile, then in 4 slices: finite, and bit for bit
     the same (slicing moves no sum: the same chunks of h and rows of W_hh, in the same order).
     Returns the sliced form's."""
@@ -51,7 +53,7 @@ def _whole_and_sliced(tensors, lengths=None) -> list:
     got = []
     for pieces in (1, 4):
         with plan_override(**STREAMED, forward_pieces=pieces):
-            out, grads = run_layer(recurrent_layer, "lstm", tensors, torch.float32, lengths=lengths)
+            out, grads = run_layer(recurrent_layer, cell, tensors, torch.float32, lengths=lengths)
             got.append(out + grads)
     assert all(torch.isfinite(t).all() for t in got[1])
     assert len(got[1]) >= 3 and all(torch.equal(a, b) for a, b in zip(*got))
@@ -59,46 +61,50 @@ def _whole_and_sliced(tensors, lengths=None) -> list:
 
 
 @pytest.mark.usefixtures("interpreter", "nan_buffers")
-def test_slices_give_the_whole_tiles_outputs_without_initial_states_and_with_lengths():
-    """No h0 or c0 (step 0 reads no row); lengths 4, 7, 0 (a finished row keeps its state and
-    publishes zeros, a row of none keeps h0 and c0), also against the float64 reference."""
+@pytest.mark.parametrize("cell", CELLS)
+def test_slices_give_the_whole_tiles_outputs_without_initial_states_and_with_lengths(cell):
+    """No initial states (step 0 reads no row); lengths 4, 7, 0 (a finished row keeps its state
+    and publishes zeros, a row of none keeps its initial states), also against the float64
+    reference."""
     from rnnbench.ops.recurrence import plan_override
 
-    x, h0, c0, *weights = make_layer("lstm", (3, 7, 5, 37))
-    _whole_and_sliced([x, None, None, *weights])
-    _whole_and_sliced([x, h0, c0, *weights], LENGTHS)
+    x, h0, c0, *weights = make_layer(cell, (3, 7, 5, 37))
+    _whole_and_sliced(cell, [x, None, None, *weights])
+    _whole_and_sliced(cell, [x, h0, c0, *weights], LENGTHS)
     with plan_override(**STREAMED, forward_pieces=2):
-        check_layer("lstm", [x, h0, c0, *weights], "fp32", tolerance("lstm", "fp32"), LENGTHS)
+        check_layer(cell, [x, h0, c0, *weights], "fp32", tolerance(cell, "fp32"), LENGTHS)
 
 
 @pytest.mark.usefixtures("interpreter", "nan_buffers")
 @pytest.mark.parametrize("lengths", [None, LENGTHS], ids=["same-lengths", "lengths"])
-def test_a_forward_without_backward_gives_the_saving_forwards_outputs(lengths):
-    """Recording no backward, the cell states live in a scratch of two slots instead of the saved
-    ``c_buf``: the same output, h_n and c_n, bit for bit."""
-    leaves = [t.requires_grad_() for t in make_layer("lstm", (3, 7, 5, 37))]
-    saving = _layer(leaves, "fp32", 2, lengths)
-    assert saving[0].grad_fn is not None
-    for a, b in zip(saving, _layer(leaves, "fp32", 2, lengths, grad=False)):
+@pytest.mark.parametrize("cell", CELLS)
+def test_a_forward_without_backward_gives_the_saving_forwards_outputs(cell, lengths):
+    """Recording no backward (the LSTM's cell states in a scratch of two slots instead of the
+    saved ``c_buf``; nothing saved): the same outputs and final states, bit for bit."""
+    leaves = [None if t is None else t.requires_grad_() for t in make_layer(cell, (3, 7, 5, 37))]
+    saving = [t for t in _layer(cell, leaves, "fp32", 2, lengths) if t is not None]
+    assert saving[0].grad_fn is not None and len(saving) == (3 if cell == "lstm" else 2)
+    for a, b in zip(saving, _layer(cell, leaves, "fp32", 2, lengths, grad=False)):
         assert torch.isfinite(b).all() and torch.equal(a.detach(), b)
 
 
 @pytest.mark.usefixtures("concurrent_programs", "nan_buffers")
 @pytest.mark.parametrize("lengths", [None, LENGTHS], ids=["same-lengths", "lengths"])
-def test_slices_across_programs(lengths):
+@pytest.mark.parametrize("cell", CELLS)
+def test_slices_across_programs(cell, lengths):
     """Over 6 programs (hidden 37 in 3 unit blocks of 16, in slices of 8; batch 20 in two batch
     blocks): each stores its slices' h_t while its later slices still read h_{t-1}, and arrives
     once."""
     from rnnbench.ops.recurrence import plan_override
 
-    tensors = make_layer("lstm", (20, 5, 4, 37))
+    tensors = make_layer(cell, (20, 5, 4, 37))
     rows = None if lengths is None else torch.arange(20) % 6
     with plan_override(block_h=16, block_b=16, **STREAMED, forward_pieces=2):
-        check_layer("lstm", tensors, "fp32", tolerance("lstm", "fp32"), rows)
+        check_layer(cell, tensors, "fp32", tolerance(cell, "fp32"), rows)
 
 
 @pytest.mark.parametrize("cell, fields, why", [
-    ("gru", {"forward_pieces": 2}, "the LSTM's"),
+    ("rnn", {"forward_pieces": 2}, "the LSTM's and GRU's"),
     ("lstm", {"pieces": 2}, "forward"),  # (the backward's plan too)
     ("lstm", {"forward_pieces": 2, "w_resident": True}, "streamed weights"),
     ("lstm", {"forward_pieces": 3}, "power of 2"),
@@ -109,9 +115,9 @@ def test_the_plan_refuses_slices_where_no_kernel_takes_them(cell, fields, why):
 
     direction = "backward" if "pieces" in fields else "forward"
     asked = {k.removeprefix("forward_"): v for k, v in fields.items()}
-    with pytest.raises(ValueError, match="pieces is the LSTM's forward with streamed weights"):
-        choose_plan(256, 1024, 4 if cell == "lstm" else 3, torch.bfloat16, torch.device("cuda"), multiprocessors=132,
-                    direction=direction, block_k=64, **({"w_resident": False} | asked))
+    with pytest.raises(ValueError, match="pieces is the LSTM's and GRU's forward with streamed weights"):
+        choose_plan(256, 1024, {"lstm": 4, "gru": 3, "rnn": 1}[cell], torch.bfloat16, torch.device("cuda"),
+                    multiprocessors=132, direction=direction, block_k=64, **({"w_resident": False} | asked))
     assert why  # (the message names every condition; the parameter says which this row breaks)
 
 
@@ -122,14 +128,16 @@ def test_the_plan_refuses_slices_where_no_kernel_takes_them(cell, fields, why):
     ("lstm", torch.bfloat16, "ieee", 256, 2048, 1),  # (64)
     ("lstm", torch.float32, "tf32", 1024, 2048, 1),  # (on fp16 operands: no slices)
     ("lstm", torch.float32, "tf32x3", 1024, 2048, 1),  # (split once: no slices)
-    ("gru", torch.bfloat16, "ieee", 1024, 2048, 1),  # (no kernel in slices)
+    ("gru", torch.bfloat16, "ieee", 1024, 2048, 4),  # (its stacked tile has four gate blocks too)
+    ("gru", torch.float16, "ieee", 512, 2048, 1),  # (128)
+    ("rnn", torch.bfloat16, "ieee", 1024, 2048, 1),  # (no kernel in slices)
 ])
 def test_slices_by_default_where_the_whole_tile_held_256_values_a_thread(cell, dtype, precision, batch, hidden,
                                                                          pieces):
     """Planned for an H100 (132 multiprocessors), forward and backward."""
     from rnnbench.ops.plans import choose_plan
 
-    gates = 4 if cell == "lstm" else 3
+    gates = {"lstm": 4, "gru": 3, "rnn": 1}[cell]
     for direction, want in (("forward", pieces), ("backward", 1)):
         got = choose_plan(batch, hidden, gates, dtype, torch.device("cuda"), multiprocessors=132,
                           precision=precision, direction=direction)

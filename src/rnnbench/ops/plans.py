@@ -354,10 +354,10 @@ class Plan:
             shared memory a step. Up to :data:`REG_WEIGHTS_MAX_PIECES` pieces of h; a forward
             that saves for the backward holds them only up to :data:`REG_WEIGHTS_SAVING_MAX_PIECES`
             (:func:`reg_weights_kernel`). The default wherever allowed.
-        pieces: the LSTM's streamed exchange forward (no ``w_resident``, ``h_on_chip``,
+        pieces: the LSTM's and GRU's streamed exchange forward (no ``w_resident``, ``h_on_chip``,
             ``split_once``, ``half_operands`` or ``pad_rows``) with its step computed in this many
             slices of the program's units, each slice's product, gates and cell update stored
-            before the next (``ops/lstm/pieces.py``): its accumulator is ``1 / pieces`` of the
+            before the next (``ops/<cell>/pieces.py``): its accumulator is ``1 / pieces`` of the
             tile's, which at large batch × hidden outgrows the registers. 1: the whole tile.
     """
 
@@ -864,12 +864,12 @@ def forward_accumulator(plan: Plan, num_gates: int) -> int:
 
 
 def pieces_default(plan: Plan, cuda: bool, direction: str, num_gates: int) -> int:
-    """:attr:`Plan.pieces` by default: on CUDA, for the LSTM's streamed forward that exchanges h
+    """:attr:`Plan.pieces` by default: on CUDA, for the LSTM's and GRU's streamed forward that exchanges h
     (no split or padded operands) whose step's accumulator (:func:`forward_accumulator`) is
     :data:`PIECES_FROM` values a thread or more, as many slices as bring it to
     :data:`PIECE_ACCUMULATOR`, each slice at least :data:`MIN_BLOCK_H` units; else 1."""
     accumulator = forward_accumulator(plan, num_gates)
-    if not (cuda and direction == "forward" and num_gates == 4 and _streamed(plan) and not plan.gluon
+    if not (cuda and direction == "forward" and num_gates in (3, 4) and _streamed(plan) and not plan.gluon
             and split_once_level(plan) == 0 and accumulator >= PIECES_FROM):
         return 1
     return max(1, min(accumulator // PIECE_ACCUMULATOR, plan.block_h // MIN_BLOCK_H))
@@ -1254,12 +1254,12 @@ def _check_plan(plan: Plan, req: _Request) -> None:
     if plan.h_on_chip and slots is not None and not plan.fma and (
             on_chip_bytes(plan.block_b, hidden_size, num_gates, element, direction) > req.smem - SHARED_MEMORY_MARGIN):
         raise ValueError(f"an on-chip tile at hidden_size {hidden_size} does not fit in shared memory")
-    if plan.pieces != 1 and (num_gates != 4 or direction != "forward" or plan.w_resident or plan.h_on_chip
-                             or plan.fma or plan.gluon or split_once_level(plan) or plan.pieces != next_pow2(plan.pieces)
-                             or plan.block_h // max(plan.pieces, 1) < MIN_BLOCK_H):
-        raise ValueError(f"pieces is the LSTM's forward with streamed weights that exchanges h (no split or padded "
-                         f"operands), in a power of 2 of slices of at least {MIN_BLOCK_H} units, got {plan.pieces} "
-                         f"of block_h {plan.block_h}")
+    if plan.pieces != 1 and (num_gates not in (3, 4) or direction != "forward" or plan.w_resident
+                             or plan.h_on_chip or plan.fma or plan.gluon or split_once_level(plan)
+                             or plan.pieces != next_pow2(plan.pieces) or plan.block_h // max(plan.pieces, 1) < MIN_BLOCK_H):
+        raise ValueError(f"pieces is the LSTM's and GRU's forward with streamed weights that exchanges h (no "
+                         f"split or padded operands), in a power of 2 of slices of at least {MIN_BLOCK_H} units, "
+                         f"got {plan.pieces} of block_h {plan.block_h}")
     for name, least in (("block_b", 1 if plan.fma else MIN_BLOCK), ("block_h", MIN_BLOCK_H), ("block_k", MIN_BLOCK)):
         value = getattr(plan, name)
         if value < least or value != next_pow2(value):

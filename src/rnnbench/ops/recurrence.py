@@ -48,6 +48,7 @@ from .lstm import fma as lstm_fma
 from .lstm import gluon as lstm_gluon
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .lstm.pieces import lstm_forward_pieces_kernel
+from .gru.pieces import gru_forward_pieces_kernel
 from .plans import (AHEAD_MIN_STEPS, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, chip_split_level,
                     choose_plan, fma_warps, gate_split_constexprs, k_chunks, k_padded, layer_precision, multiprocessors,
                     producers, reg_weights_kernel, row_stride, split_k_pieces, split_once_level, upcast_dot)
@@ -61,6 +62,7 @@ from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
 _LSTM_FORWARD, _LSTM_BACKWARD = KernelLauncher(lstm_forward_kernel), KernelLauncher(lstm_backward_kernel)
 _LSTM_BACKWARD_SPLIT_K = KernelLauncher(lstm_backward_split_k_kernel)
 _LSTM_FORWARD_PIECES = KernelLauncher(lstm_forward_pieces_kernel)
+_GRU_FORWARD_PIECES = KernelLauncher(gru_forward_pieces_kernel)
 _GRU_FORWARD, _GRU_BACKWARD = KernelLauncher(gru_forward_kernel), KernelLauncher(gru_backward_kernel)
 _GRU_BACKWARD_SPLIT_K = KernelLauncher(gru_backward_split_k_kernel)
 _RNN_FORWARD, _RNN_BACKWARD = KernelLauncher(rnn_forward_kernel), KernelLauncher(rnn_backward_kernel)
@@ -313,7 +315,7 @@ class _Launch:
                 meta.update(CHIP_SPLIT=chip_split_level(plan))
             else:
                 meta.update(H_STRIDE=row_stride(plan, self.hidden_size))
-            if plan.pieces > 1:  # (ops/lstm/pieces.py's kernel alone takes it)
+            if plan.pieces > 1:  # (ops/<cell>/pieces.py's kernels alone take it)
                 meta.update(PIECES=plan.pieces)
         return meta
 
@@ -392,7 +394,7 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     if ready is not None and not gluon:
         raise ValueError("ready: x_proj written while the kernel runs is the Gluon kernels' (gluon_runs)")
     c_n = c_buf = None
-    pieces = lstm and launch.forward.pieces > 1  # (ops/lstm/pieces.py: c between steps in memory)
+    pieces = launch.forward.pieces > 1  # (ops/<cell>/pieces.py: c, or the GRU's fp32 h, between steps in memory)
     if lstm:
         c_n = torch.empty(1, B, H, device=dev, dtype=dtype)
         c_buf = torch.empty(T + 1, B, H, **f32) if save else torch.empty(2, B, H, **f32) if pieces else h_n
@@ -438,6 +440,9 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
         args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, lengths, h_buf, h_n, c_n, c_buf, saved,
                 w_split, h_split, counters, T, B)
         (_LSTM_FORWARD_PIECES if pieces else _LSTM_FORWARD)(grid, args, constexprs, stream, keyed=7)
+    elif pieces:  # (the GRU's: its fp32 h in two slots, ops/gru/pieces.py)
+        args = (x_proj, w_hh, *biases, h0, lengths, h_buf, h_n, saved, torch.empty(2, B, H, **f32), counters, T, B)
+        _GRU_FORWARD_PIECES(grid, args, constexprs, stream, keyed=6)
     else:
         args = (x_proj, w_hh, *biases, h0, lengths, h_buf, h_n, saved, w_split, h_split, counters, T, B)
         (_GRU_FORWARD if cell == "gru" else _RNN_FORWARD)(grid, args, constexprs, stream, keyed=6)

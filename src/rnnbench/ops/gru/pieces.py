@@ -1,0 +1,104 @@
+"""The GRU's streamed forward with its step in slices of units (:attr:`Plan.pieces`).
+
+The LSTM's (``ops/lstm/pieces.py``, which says why and what was measured) for the GRU: each
+slice's product (its rows of ``W_hh``, three gates and the stacked tile's zero fourth, against
+every chunk of ``h_{t-1}``), gates and update ``h_t = n + z (h_{t-1} - n)``, then the next slice.
+``gru_forward_kernel`` (``ops/gru/kernels.py``, the reference for the arithmetic) carries its
+units' h in fp32 across steps; here that fp32 h lives in memory between steps, ``h_state [2, B,
+H]``, slot ``t % 2`` read and ``(t + 1) % 2`` written, so the update reads what the whole-tile
+kernel holds, not the output's rounding of it. With lengths a finished row keeps its h there and
+``h_buf`` holds zeros past its end; ``h_n`` is the last slot, read back after the loop.
+
+Its arguments are ``gru_forward_kernel``'s with ``h_state`` in place of the split operands' copies
+(``w_split``, ``h_split``: none here), plus ``PIECES``; only the streamed exchange form.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from ..common import (_act_sigmoid, _act_tanh, _arrive, _gate_bias, _load_f32, _previous_h, _release_counters,
+                      _row_lengths, _split_gates, _stacked_matmul, _stacked_rows, _wait, _where_running)
+from ..lstm.pieces import _at, _slice
+
+
+@triton.jit(do_not_specialize=["T", "B"])
+def gru_forward_pieces_kernel(
+    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, lengths_ptr,
+    h_buf_ptr, h_n_ptr, saved_ptr, h_state_ptr, counters_ptr,
+    T, B,
+    H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
+    BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
+    CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
+    UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr, HAS_LENGTHS: tl.constexpr,
+    H_STRIDE: tl.constexpr, PIECES: tl.constexpr,
+):
+    """``h_state``: fp32 ``[2, B, H]`` (module docstring); ``saved [T, B, 4H]`` fp32 r, z, n, hn
+    when ``SAVE``, as ``gru_forward_kernel``'s."""
+    tl.static_assert(not W_RESIDENT and not ON_CHIP and SPLIT_ONCE == 0 and H_STRIDE == H,
+                     "pieces: the streamed exchange forward only")
+    SLICE: tl.constexpr = BLOCK_H // PIECES
+    pid_h = tl.program_id(0)
+    pid_b = tl.program_id(1)
+    rows = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
+    row_mask = rows < B
+    lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
+    wide_b = B.to(tl.int64)  # (row indices t * B + b in int64: T * B may pass 2^31)
+    plane_h = wide_b * H
+    out_ty = h_buf_ptr.dtype.element_ty
+    counter = counters_ptr + pid_b
+    for p in tl.static_range(PIECES):  # h0 where the steps read it (slot 0), and h_buf[0] when saving
+        units, unit_mask, mask = _slice(pid_h, p, row_mask, H, SLICE, PIECES)
+        hid = _at(rows.to(tl.int64), units, H)
+        h = _load_f32(h0_ptr, hid, mask) if HAS_H0 else tl.zeros([SLICE, BLOCK_B], dtype=tl.float32)
+        tl.store(h_state_ptr + hid, h, mask=mask)
+        if SAVE:
+            tl.store(h_buf_ptr + hid, h.to(out_ty), mask=mask)
+    t = 0
+    while t < T:
+        h_src, live = _previous_h(h_buf_ptr, h0_ptr, t, plane_h, rows, row_mask, HAS_H0)
+        row_t = wide_b * t + rows  # step t's rows in x_proj and saved; h_buf[t + 1]'s are B on
+        h_in = wide_b * (t % 2) + rows  # h_{t-1} and h_t in h_state's slots t % 2, (t + 1) % 2
+        h_out = wide_b * ((t + 1) % 2) + rows
+        for p in tl.static_range(PIECES):
+            units, unit_mask, mask = _slice(pid_h, p, row_mask, H, SLICE, PIECES)
+            w_rows, w_valid = _stacked_rows(pid_h * PIECES + p, H, 3, 4, SLICE)
+            acc = _stacked_matmul(0, w_hh_ptr, w_rows, w_valid, h_src, rows, live,
+                                  tl.zeros([4 * SLICE, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
+                                  False, PRECISION, UPCAST)
+            a_r, a_z, a_n, _ = _split_gates(acc, SLICE, BLOCK_B)
+            # (the input projection loaded after the product: not live across it)
+            x_g = _at(row_t, units, 3 * H)
+            r = _act_sigmoid(a_r + _load_f32(x_proj_ptr, x_g + 0 * H, mask)
+                             + _gate_bias(b_ih_ptr, b_hh_ptr, 0 * H + units, unit_mask, HAS_BIAS, True), FAST_ACT)
+            z = _act_sigmoid(a_z + _load_f32(x_proj_ptr, x_g + 1 * H, mask)
+                             + _gate_bias(b_ih_ptr, b_hh_ptr, 1 * H + units, unit_mask, HAS_BIAS, True), FAST_ACT)
+            hn = a_n + _gate_bias(b_hh_ptr, b_ih_ptr, 2 * H + units, unit_mask, HAS_BIAS, False)  # b_hn
+            n = _act_tanh(_load_f32(x_proj_ptr, x_g + 2 * H, mask)
+                          + _gate_bias(b_ih_ptr, b_hh_ptr, 2 * H + units, unit_mask, HAS_BIAS, False)  # b_in
+                          + r * hn, FAST_ACT)
+            h_prev = _load_f32(h_state_ptr, _at(h_in, units, H), mask)
+            h = _where_running(t, lengths, n + z * (h_prev - n), h_prev, HAS_LENGTHS)
+            # h_t where step t + 1 reads it (h_buf[t + 1]: this step's later slices read h_buf[t]);
+            # past a row's end zeros, as gru_forward_kernel publishes them
+            tl.store(h_buf_ptr + _at(row_t + B, units, H), _where_running(t, lengths, h, 0.0, HAS_LENGTHS).to(out_ty),
+                     mask=mask)
+            tl.store(h_state_ptr + _at(h_out, units, H), h, mask=mask)
+            if SAVE:
+                s_g = _at(row_t, units, 4 * H)
+                tl.store(saved_ptr + s_g + 0 * H, r, mask=mask)
+                tl.store(saved_ptr + s_g + 1 * H, z, mask=mask)
+                tl.store(saved_ptr + s_g + 2 * H, n, mask=mask)
+                tl.store(saved_ptr + s_g + 3 * H, hn, mask=mask)
+        if t + 1 < T:  # every slice's h_t published at once, then every program's awaited
+            _arrive(counter)
+            _wait(counter, tl.num_programs(0) * (t + 1))
+        t += 1
+    tl.debug_barrier()  # h_n: the last slot (h0's when T is 0; a finished row's kept h), this program's own stores
+    last = wide_b * (T % 2) + rows
+    for p in tl.static_range(PIECES):
+        units, unit_mask, mask = _slice(pid_h, p, row_mask, H, SLICE, PIECES)
+        h_last = tl.load(h_state_ptr + _at(last, units, H), mask=mask)
+        tl.store(h_n_ptr + _at(rows.to(tl.int64), units, H), h_last.to(h_n_ptr.dtype.element_ty), mask=mask)
+    _release_counters(counters_ptr)
