@@ -852,7 +852,9 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
 # results/h200/pieces/sweep-1eab503): at 256 a thread, 4 slices of 64 took 0.37-0.39x the whole
 # tile's time a step (8 slices of 32: 0.58-0.59x); at 128, 4 slices 0.93-1.31x, 8 slices 1.53-2.14x;
 # at 64, 2 slices 1.17-1.20x. Slices re-read h's chunks each; below 256 that costs more than the
-# spills.
+# spills. The GRU's whole tile spills as much at 256 (2.4 KB a thread; 280 bytes in 4 slices) but
+# costs less: in bf16 at batch 1024, hidden 2048 a step took 130.8 µs whole against the LSTM's 426.0,
+# and 4 slices took 1.14-1.27x its time (results/h200/pieces/gru-1f9a566). So the LSTM's alone.
 PIECES_FROM = 256
 PIECE_ACCUMULATOR = 64
 
@@ -864,12 +866,13 @@ def forward_accumulator(plan: Plan, num_gates: int) -> int:
 
 
 def pieces_default(plan: Plan, cuda: bool, direction: str, num_gates: int) -> int:
-    """:attr:`Plan.pieces` by default: on CUDA, for the LSTM's and GRU's streamed forward that exchanges h
+    """:attr:`Plan.pieces` by default: on CUDA, for the LSTM's streamed forward that exchanges h
     (no split or padded operands) whose step's accumulator (:func:`forward_accumulator`) is
     :data:`PIECES_FROM` values a thread or more, as many slices as bring it to
-    :data:`PIECE_ACCUMULATOR`, each slice at least :data:`MIN_BLOCK_H` units; else 1."""
+    :data:`PIECE_ACCUMULATOR`, each slice at least :data:`MIN_BLOCK_H` units; else 1 (the GRU's
+    in slices was slower: the comment above :data:`PIECES_FROM`)."""
     accumulator = forward_accumulator(plan, num_gates)
-    if not (cuda and direction == "forward" and num_gates in (3, 4) and _streamed(plan) and not plan.gluon
+    if not (cuda and direction == "forward" and num_gates == 4 and _streamed(plan) and not plan.gluon
             and split_once_level(plan) == 0 and accumulator >= PIECES_FROM):
         return 1
     return max(1, min(accumulator // PIECE_ACCUMULATOR, plan.block_h // MIN_BLOCK_H))
