@@ -290,17 +290,18 @@ def test_a_recorded_training_call_returns_what_the_module_returns(cell, with_sta
 @needs_interpreter
 def test_a_replay_key_changes_with_everything_the_path_decides_on(monkeypatch):
     """``_replay_key``: one call's key equals another's only where the normal path would decide
-    the same: another batch, states given or not, the TF32 switch (fp32), strict fp32's mode, a
-    plan override, autocast, the backend or a weight's device each give another key; a strided or misaligned input
-    none at all. (The dot precision as on CUDA: the interpreter's is ieee whatever the switches.)"""
+    the same: another batch, states given or not, the TF32 switch (fp32, past 16 units: not below,
+    where TF32 multiplies strictly), strict fp32's mode, a plan override, autocast, the backend or a
+    weight's device each give another key; a strided or misaligned input none at all. (The dot
+    precision as on CUDA: the interpreter's is ieee whatever the switches.)"""
     from rnnbench.ops import plans
     from rnnbench.ops.recurrence import plan_override, strict_fp32
     from rnnbench.precision import matmul_mode
 
     monkeypatch.setattr(plans, "INTERPRET", False)
 
-    module = make("lstm", 8, 16, backend="triton")
-    x, hx = torch.randn(5, 3, 8), (torch.randn(1, 3, 16), torch.randn(1, 3, 16))
+    module = make("lstm", 8, 24, backend="triton")  # (past 16 units: TF32 is TF32)
+    x, hx = torch.randn(5, 3, 8), (torch.randn(1, 3, 24), torch.randn(1, 3, 24))
 
     def key(x=x, states=hx):
         return module._replay_key(x, states)
@@ -308,7 +309,7 @@ def test_a_replay_key_changes_with_everything_the_path_decides_on(monkeypatch):
     with matmul_mode("fp32"):
         base = key()
         assert key() == base and key(torch.randn(5, 3, 8)) == base  # same shapes, other values
-        others = [key(torch.randn(5, 4, 8), (torch.randn(1, 4, 16),) * 2), key(states=())]
+        others = [key(torch.randn(5, 4, 8), (torch.randn(1, 4, 24),) * 2), key(states=())]
         with strict_fp32("ieee"):
             others.append(key())
         with plan_override(block_b=16):
@@ -328,6 +329,13 @@ def test_a_replay_key_changes_with_everything_the_path_decides_on(monkeypatch):
         others.append(key())
     assert [k is not None and k != base for k in others] == [True] * len(others)
     assert len(set(others)) == len(others)
+    narrow = make("lstm", 8, 16, backend="triton")  # (up to 16 units TF32 multiplies strictly: plans.layer_precision)
+    narrow_hx = (torch.randn(1, 3, 16), torch.randn(1, 3, 16))
+    keys = []
+    for mode in ("fp32", "tf32"):
+        with matmul_mode(mode):
+            keys.append(narrow._replay_key(x, narrow_hx))
+    assert keys[0] is not None and keys[0] == keys[1]
 
 
 @needs_interpreter
