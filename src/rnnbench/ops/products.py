@@ -12,6 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
+from ..precision import matmul_mode
 from .common import _mma
 
 
@@ -29,20 +30,13 @@ class Tiles:
     even: bool = True
 
 
-@contextlib.contextmanager
 def cublas_at(precision: str, dtype: torch.dtype):
-    """Within the block, torch's products (cuBLAS) of ``dtype`` operands at the kernels'
+    """A context in which torch's products (cuBLAS) of ``dtype`` operands take the kernels'
     ``precision``: float32 ones never in TF32 where it is strict (not ``"tf32"``), whatever
-    ``torch.backends.cuda.matmul.allow_tf32`` says (a TF32 layer multiplying strictly at a tiny
-    width: ``plans.layer_precision``); otherwise as torch's setting has them."""
-    if dtype != torch.float32 or precision == "tf32" or not torch.backends.cuda.matmul.allow_tf32:
-        yield
-        return
-    torch.backends.cuda.matmul.allow_tf32 = False
-    try:
-        yield
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = True
+    ``torch.backends.cuda.matmul.allow_tf32`` says (``rnnbench.precision.matmul_mode("fp32")``: a
+    TF32 layer multiplying strictly at a tiny width, ``plans.layer_precision``); otherwise as
+    torch's setting has them."""
+    return matmul_mode("fp32") if dtype == torch.float32 and precision != "tf32" else contextlib.nullcontext()
 
 
 def even(tiles: Tiles, m: int, n: int, k: int, *strides: int) -> bool:
