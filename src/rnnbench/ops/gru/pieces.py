@@ -18,9 +18,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_act_sigmoid, _act_tanh, _arrive, _gate_bias, _load_f32, _previous_h, _release_counters,
-                      _row_lengths, _split_gates, _stacked_matmul, _stacked_rows, _wait, _where_running)
-from ..lstm.pieces import _at, _slice
+from ..common import _act_sigmoid, _act_tanh, _gate_bias, _load_f32, _previous_h, _release_counters, _where_running
+from ..lstm.pieces import _at, _program_rows, _slice, _slice_product, _step_published
 
 
 @triton.jit(do_not_specialize=["T", "B"])
@@ -40,14 +39,10 @@ def gru_forward_pieces_kernel(
                      "pieces: the streamed exchange forward only")
     SLICE: tl.constexpr = BLOCK_H // PIECES
     pid_h = tl.program_id(0)
-    pid_b = tl.program_id(1)
-    rows = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
-    row_mask = rows < B
-    lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
-    wide_b = B.to(tl.int64)  # (row indices t * B + b in int64: T * B may pass 2^31)
+    rows, row_mask, lengths, wide_b = _program_rows(B, BLOCK_B, lengths_ptr, HAS_LENGTHS)
     plane_h = wide_b * H
     out_ty = h_buf_ptr.dtype.element_ty
-    counter = counters_ptr + pid_b
+    counter = counters_ptr + tl.program_id(1)
     for p in tl.static_range(PIECES):  # h0 where the steps read it (slot 0), and h_buf[0] when saving
         units, unit_mask, mask = _slice(pid_h, p, row_mask, H, SLICE, PIECES)
         hid = _at(rows.to(tl.int64), units, H)
@@ -63,11 +58,8 @@ def gru_forward_pieces_kernel(
         h_out = wide_b * ((t + 1) % 2) + rows
         for p in tl.static_range(PIECES):
             units, unit_mask, mask = _slice(pid_h, p, row_mask, H, SLICE, PIECES)
-            w_rows, w_valid = _stacked_rows(pid_h * PIECES + p, H, 3, 4, SLICE)
-            acc = _stacked_matmul(0, w_hh_ptr, w_rows, w_valid, h_src, rows, live,
-                                  tl.zeros([4 * SLICE, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
-                                  False, PRECISION, UPCAST)
-            a_r, a_z, a_n, _ = _split_gates(acc, SLICE, BLOCK_B)
+            a_r, a_z, a_n, _ = _slice_product(pid_h, p, 3, w_hh_ptr, h_src, rows, live, H, K_PAD, BLOCK_K, CHUNKS,
+                                              PRECISION, UPCAST, SLICE, BLOCK_B, PIECES)
             # (the input projection loaded after the product: not live across it)
             x_g = _at(row_t, units, 3 * H)
             r = _act_sigmoid(a_r + _load_f32(x_proj_ptr, x_g + 0 * H, mask)
@@ -91,9 +83,7 @@ def gru_forward_pieces_kernel(
                 tl.store(saved_ptr + s_g + 1 * H, z, mask=mask)
                 tl.store(saved_ptr + s_g + 2 * H, n, mask=mask)
                 tl.store(saved_ptr + s_g + 3 * H, hn, mask=mask)
-        if t + 1 < T:  # every slice's h_t published at once, then every program's awaited
-            _arrive(counter)
-            _wait(counter, tl.num_programs(0) * (t + 1))
+        _step_published(counter, t, T)
         t += 1
     tl.debug_barrier()  # h_n: the last slot (h0's when T is 0; a finished row's kept h), this program's own stores
     last = wide_b * (T % 2) + rows

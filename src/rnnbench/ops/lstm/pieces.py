@@ -46,6 +46,36 @@ def _slice(pid_h, p, row_mask, H: tl.constexpr, SLICE: tl.constexpr, PIECES: tl.
 
 
 @triton.jit
+def _program_rows(B, BLOCK_B: tl.constexpr, lengths_ptr, HAS_LENGTHS: tl.constexpr):
+    """The program's batch rows: ``(rows, row_mask, lengths, wide_b)``, ``wide_b`` B in int64
+    (row indices ``t * B + b`` are formed in int64: ``T * B`` may pass 2^31)."""
+    rows = tl.program_id(1) * BLOCK_B + tl.arange(0, BLOCK_B)
+    row_mask = rows < B
+    return rows, row_mask, _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS), B.to(tl.int64)
+
+
+@triton.jit
+def _slice_product(pid_h, p, GATES: tl.constexpr, w_hh_ptr, h_src, rows, live, H: tl.constexpr, K_PAD: tl.constexpr,
+                   BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+                   SLICE: tl.constexpr, BLOCK_B: tl.constexpr, PIECES: tl.constexpr):
+    """Slice ``p``'s rows of ``W_hh`` (``GATES`` gates, stacked four high) times every chunk of
+    ``h_{t-1}``: the four ``[SLICE, BLOCK_B]`` fp32 gate products (the fourth zero for the GRU)."""
+    w_rows, w_valid = _stacked_rows(pid_h * PIECES + p, H, GATES, 4, SLICE)
+    acc = _stacked_matmul(0, w_hh_ptr, w_rows, w_valid, h_src, rows, live,
+                          tl.zeros([4 * SLICE, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
+                          False, PRECISION, UPCAST)
+    return _split_gates(acc, SLICE, BLOCK_B)
+
+
+@triton.jit
+def _step_published(counter, t, T):
+    """Every slice's h_t published at once, then every program's awaited (none after the last step)."""
+    if t + 1 < T:
+        _arrive(counter)
+        _wait(counter, tl.num_programs(0) * (t + 1))
+
+
+@triton.jit
 def _at(plane_rows, units, width: tl.constexpr):
     """Offsets of the tile (``units`` by batch rows) in planes of ``width`` columns, the rows'
     absolute indices ``plane_rows`` (int64: plane t's row b is ``t * B + b``). Formed at each use
@@ -71,15 +101,10 @@ def lstm_forward_pieces_kernel(
                      "pieces: the streamed exchange forward only")
     SLICE: tl.constexpr = BLOCK_H // PIECES
     pid_h = tl.program_id(0)
-    pid_b = tl.program_id(1)
-    rows = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
-    row_mask = rows < B
-    lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
-    wide_b = B.to(tl.int64)  # (row indices t * B + b in int64: T * B may pass 2^31)
+    rows, row_mask, lengths, wide_b = _program_rows(B, BLOCK_B, lengths_ptr, HAS_LENGTHS)
     plane_h = wide_b * H
-    plane_g = B.to(tl.int64) * (4 * H)
     out_ty = h_buf_ptr.dtype.element_ty
-    counter = counters_ptr + pid_b
+    counter = counters_ptr + tl.program_id(1)
     for p in tl.static_range(PIECES):  # the initial state where the steps read it; T == 0's h_n, c_n
         units, unit_mask, mask = _slice(pid_h, p, row_mask, H, SLICE, PIECES)
         hid = _at(rows.to(tl.int64), units, H)
@@ -99,11 +124,8 @@ def lstm_forward_pieces_kernel(
         c_out = row_t + B if SAVE else wide_b * ((t + 1) % 2) + rows
         for p in tl.static_range(PIECES):
             units, unit_mask, mask = _slice(pid_h, p, row_mask, H, SLICE, PIECES)
-            w_rows, w_valid = _stacked_rows(pid_h * PIECES + p, H, 4, 4, SLICE)
-            acc = _stacked_matmul(0, w_hh_ptr, w_rows, w_valid, h_src, rows, live,
-                                  tl.zeros([4 * SLICE, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
-                                  False, PRECISION, UPCAST)
-            a_i, a_f, a_g, a_o = _split_gates(acc, SLICE, BLOCK_B)
+            a_i, a_f, a_g, a_o = _slice_product(pid_h, p, 4, w_hh_ptr, h_src, rows, live, H, K_PAD, BLOCK_K, CHUNKS,
+                                                PRECISION, UPCAST, SLICE, BLOCK_B, PIECES)
             # (the input projection loaded after the product: not live across it)
             x_g = _at(row_t, units, 4 * H)
             i = _act_sigmoid(a_i + _load_f32(x_proj_ptr, x_g + 0 * H, mask)
@@ -131,9 +153,7 @@ def lstm_forward_pieces_kernel(
                 tl.store(gates_ptr + x_g + 1 * H, f, mask=mask)
                 tl.store(gates_ptr + x_g + 2 * H, g, mask=mask)
                 tl.store(gates_ptr + x_g + 3 * H, o, mask=mask)
-        if t + 1 < T:  # every slice's h_t published at once, then every program's awaited
-            _arrive(counter)
-            _wait(counter, tl.num_programs(0) * (t + 1))
+        _step_published(counter, t, T)
         t += 1
     if T > 0 and not HAS_LENGTHS:  # h_n and c_n: the last step's, read back (this program's own stores)
         tl.debug_barrier()
