@@ -1,6 +1,6 @@
 """Our recurrence kernels alone under launch-plan overrides: µs per step, forward and backward (one GPU).
 
-    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit|pad_rows_16bit_rule|resident_chunks|lm_backward|gate_split_wide|gate_split_wider|gate_split_narrow|pieces|pieces_gru] [--budget SECONDS]
+    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit|pad_rows_16bit_rule|resident_chunks|lm_backward|gate_split_wide|gate_split_wider|gate_split_narrow|pieces|pieces_gru|pieces_backward] [--budget SECONDS]
 
 For each case (cell, batch_size, hidden_size, dtype, seq_len) and each plan override
 (``rnnbench.ops.recurrence.plan_override``; ``{}`` is the default plan), on prebuilt inputs
@@ -86,6 +86,9 @@ the choice against float64 and times the lanes. Case sets:
   slice count, batch 256-1024 x hidden 512-4096.
 - ``pieces_gru``: the GRU's in slices (its default at batch 1024 x hidden 2048 and 512 x 4096 in
   bf16) against the whole tile.
+- ``pieces_backward``: the LSTM's backward with its cell gradients in slices (the backward's
+  ``Plan.pieces``) against the whole tile, with and without the gate split, batch 256-1024 x
+  hidden 1024-4096 in bf16, and at 1024 x 2048 in fp16 and TF32.
 - ``gate_split_rule``: then where the rule was open: 16-bit at hidden 768-1024 and TF32 at 768
   (split-K's default) at batch 16-128, strict fp32 at batch 32, 2 and 3 stages.
 
@@ -319,6 +322,17 @@ CASE_SETS["pieces"] = [
 # The GRU's forward in slices (the same rule: its stacked tile has four gate blocks too) against the
 # whole tile, where the rule slices it.
 CASE_SETS["pieces_gru"] = [("gru", b, h, "bf16", 30, [{}, {"forward_pieces": 1}]) for b, h in ((1024, 2048), (512, 4096))]
+# The LSTM's backward with its cell gradients in slices (the backward's Plan.pieces, ops/lstm/pieces.py)
+# against the whole tile, its product as one (gate_split 0) or in gate partials (the default's, where
+# it is), where the whole tile spilled 1.4-5.2 KB a thread (results/h200/pieces/aot_backward.txt).
+_SLICED_BACK = [{"backward_pieces": 4}, {"backward_gate_split": 0}, {"backward_gate_split": 0, "backward_pieces": 4},
+                {"backward_gate_split": 0, "backward_pieces": 2}]
+CASE_SETS["pieces_backward"] = [
+    *[("lstm", b, h, "bf16", 30, [{}, *_SLICED_BACK]) for b, h in ((1024, 2048), (512, 4096))],
+    *[("lstm", b, h, "bf16", 30, [{}, {"backward_pieces": 2}, *_SLICED_BACK[2:]])
+      for b, h in ((1024, 1024), (512, 2048), (256, 4096))],
+    *[("lstm", 1024, 2048, dtype, 30, [{}, _SLICED_BACK[2]]) for dtype in ("fp16", "tf32")],
+]
 FIELDS = ("cell", "batch_size", "hidden_size", "dtype", "seq_len", "plan")
 
 

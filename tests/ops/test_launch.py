@@ -45,10 +45,10 @@ def test_refuses_a_tensor_after_an_integer():
 def test_every_recurrence_kernel_takes_the_cached_launch():
     launchers = [v for v in vars(recurrence).values() if isinstance(v, KernelLauncher)]
     # a forward and a backward per cell family, the LSTM's and GRU's split-K backwards, the RNN's
-    # forward and backward on FMA units, the LSTM's and GRU's forwards in slices (and the Gluon
-    # forwards where this Triton has Gluon)
+    # forward and backward on FMA units, the LSTM's and GRU's forwards in slices, the LSTM's backward
+    # in slices (and the Gluon forwards where this Triton has Gluon)
     gluon = sum(isinstance(getattr(recurrence, n), KernelLauncher) for n in ("_LSTM_FORWARD_GLUON", "_GRU_FORWARD_GLUON"))
-    assert len(launchers) == 2 * len({"lstm", "gru", "rnn"}) + 2 + 2 + 2 + gluon
+    assert len(launchers) == 2 * len({"lstm", "gru", "rnn"}) + 2 + 2 + 2 + 1 + gluon
     for launcher in launchers:
         params = inspect.signature(launcher.fn.fn).parameters.values()
         runtime = [p.name for p in params if p.annotation not in (tl.constexpr, "tl.constexpr")]
@@ -57,8 +57,9 @@ def test_every_recurrence_kernel_takes_the_cached_launch():
 
 
 @pytest.mark.parametrize("fields", [{}, {"h_on_chip": False}, {"split_k": True}, {"w_resident": False, "gate_split": True},
-                                    {"w_resident": False, "h_on_chip": False, "forward_pieces": 2}],
-                         ids=["on_chip", "transpose", "split_k", "gate_split", "slices"])
+                                    {"w_resident": False, "h_on_chip": False, "forward_pieces": 2},
+                                    {"w_resident": False, "h_on_chip": False, "split_k": False, "backward_pieces": 2}],
+                         ids=["on_chip", "transpose", "split_k", "gate_split", "slices", "backward_slices"])
 @pytest.mark.parametrize("cell", ["lstm", "gru", "rnn_tanh"])
 def test_every_launch_gives_every_constexpr_its_kernel_takes(cell, fields, interpreter, monkeypatch):
     """A cached launch passes the compiled kernel every constexpr by value, read from its
@@ -69,6 +70,8 @@ def test_every_launch_gives_every_constexpr_its_kernel_takes(cell, fields, inter
         pytest.skip(f"no such backward for {cell}")
     if cell.startswith("rnn_") and "forward_pieces" in fields:
         pytest.skip(f"no forward in slices for {cell}")
+    if cell != "lstm" and "backward_pieces" in fields:
+        pytest.skip(f"no backward in slices for {cell}")
     launched = []
     monkeypatch.setattr(KernelLauncher, "__call__", lambda self, grid, args, constexprs, stream=None, keyed=None:
                         launched.append((self.fn, constexprs)))
@@ -80,6 +83,7 @@ def test_every_launch_gives_every_constexpr_its_kernel_takes(cell, fields, inter
     kernels = {fn.__name__ for fn, _ in launched}
     assert any("backward" in name for name in kernels) and any("forward" in name for name in kernels), kernels
     assert (f"{cell}_forward_pieces_kernel" in kernels) == ("forward_pieces" in fields), kernels
+    assert (f"{cell}_backward_pieces_kernel" in kernels) == ("backward_pieces" in fields), kernels
     for fn, constexprs in launched:
         wanted = [p.name for p in inspect.signature(fn.fn).parameters.values()
                   if p.annotation in (tl.constexpr, "tl.constexpr")]

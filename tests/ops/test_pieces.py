@@ -44,15 +44,15 @@ def test_slices_match_the_reference(cell, dtype, pieces):
         check_layer(cell, make_layer(cell, (3, 7, 5, 37)), dtype, tolerance(cell, dtype))
 
 
-def _whole_and_sliced(cell, tensors, lengths=None) -> list:
-    """The layer's outputs and gradients in one tile, then in 4 slices: finite, and bit for bit
-    the same (slicing moves no sum: the same chunks of h and rows of W_hh, in the same order).
-    Returns the sliced form's."""
+def _whole_and_sliced(cell, tensors, lengths=None, field="forward_pieces", **fields) -> list:
+    """The layer's outputs and gradients in one tile, then in 4 slices (``field``: the forward's,
+    the backward's): finite, and bit for bit the same (slicing moves no sum: the same chunks of h
+    and rows of W_hh, in the same order). Returns the sliced form's."""
     from rnnbench.ops.recurrence import plan_override, recurrent_layer
 
     got = []
     for pieces in (1, 4):
-        with plan_override(**STREAMED, forward_pieces=pieces):
+        with plan_override(**STREAMED, **fields, **{field: pieces}):
             out, grads = run_layer(recurrent_layer, cell, tensors, torch.float32, lengths=lengths)
             got.append(out + grads)
     assert all(torch.isfinite(t).all() for t in got[1])
@@ -103,19 +103,61 @@ def test_slices_across_programs(cell, lengths):
         check_layer(cell, tensors, "fp32", tolerance(cell, "fp32"), rows)
 
 
+@pytest.mark.usefixtures("interpreter", "nan_buffers")
+@pytest.mark.parametrize("gate_split", [0, 4], ids=["transpose", "gate-split"])
+@pytest.mark.parametrize("pieces", [2, 4])
+def test_the_lstm_backward_in_slices_matches_the_reference(pieces, gate_split):
+    """The LSTM's reverse recurrence with its cell gradients in slices (hidden 37, 64 units a
+    program; batch 3, 7 steps), the product of the whole tile after the barrier as one product or
+    in gate partials: every gradient within fp32's tolerance of float64."""
+    from rnnbench.ops.recurrence import plan, plan_override
+
+    with plan_override(**STREAMED, backward_pieces=pieces, backward_gate_split=gate_split):
+        got = plan("lstm", 3, 37, torch.float32, torch.device("cpu"), direction="backward")
+        assert (got.pieces, got.gate_split, got.split_k) == (pieces, gate_split, False)
+        check_layer("lstm", make_layer("lstm", (3, 7, 5, 37)), "fp32", tolerance("lstm", "fp32"))
+
+
+@pytest.mark.usefixtures("interpreter", "nan_buffers")
+@pytest.mark.parametrize("gate_split", [0, 4], ids=["transpose", "gate-split"])
+def test_the_lstm_backward_in_slices_gives_the_whole_tiles_gradients(gate_split):
+    """Bit for bit the whole tile's gradients: without initial states (no gradient reaching h_T,
+    c_T but the output's), and with lengths 4, 7, 0 (a finished row's gradients pass through
+    unchanged; a row of none hands its final states' gradients to its initial states)."""
+    x, h0, c0, *weights = make_layer("lstm", (3, 7, 5, 37))
+    for tensors, lengths in (([x, None, None, *weights], None), ([x, h0, c0, *weights], LENGTHS)):
+        _whole_and_sliced("lstm", tensors, lengths, "backward_pieces", backward_gate_split=gate_split)
+
+
+@pytest.mark.usefixtures("concurrent_programs", "nan_buffers")
+@pytest.mark.parametrize("lengths", [None, LENGTHS], ids=["same-lengths", "lengths"])
+def test_the_lstm_backward_in_slices_across_programs(lengths):
+    """Over 6 programs (hidden 37 in 3 unit blocks of 16, in slices of 8; batch 20 in two batch
+    blocks): each publishes its slices' gate gradients with one arrival, and multiplies every
+    program's after the barrier."""
+    from rnnbench.ops.recurrence import plan_override
+
+    tensors = make_layer("lstm", (20, 5, 4, 37))
+    rows = None if lengths is None else torch.arange(20) % 6
+    with plan_override(block_h=16, block_b=16, **STREAMED, backward_pieces=2):
+        check_layer("lstm", tensors, "fp32", tolerance("lstm", "fp32"), rows)
+
+
 @pytest.mark.parametrize("cell, fields", [
     ("rnn", {"forward_pieces": 2}),  # (not the LSTM or GRU)
-    ("lstm", {"pieces": 2}),  # (the backward's plan too)
+    ("gru", {"pieces": 2}),  # (the backward's plan: the LSTM's alone)
+    ("lstm", {"pieces": 2, "split_k": True}),  # (the backward on the forward's split)
     ("lstm", {"forward_pieces": 2, "w_resident": True}),  # (resident weights)
     ("lstm", {"forward_pieces": 3}),  # (not a power of 2)
     ("lstm", {"forward_pieces": 32, "block_h": 64}),  # (slices of 2 units)
-], ids=["rnn", "backward", "resident", "three", "too-narrow"])
+], ids=["rnn", "gru-backward", "split-k-backward", "resident", "three", "too-narrow"])
 def test_the_plan_refuses_slices_where_no_kernel_takes_them(cell, fields):
     from rnnbench.ops.plans import choose_plan
 
     direction = "backward" if "pieces" in fields else "forward"
     asked = {k.removeprefix("forward_"): v for k, v in fields.items()}
-    with pytest.raises(ValueError, match="pieces is the LSTM's and GRU's forward with streamed weights"):
+    with pytest.raises(ValueError, match="pieces is the LSTM's and GRU's forward with streamed weights .* and the "
+                                         "LSTM's streamed transpose backward"):
         choose_plan(256, 1024, {"lstm": 4, "gru": 3, "rnn": 1}[cell], torch.bfloat16, torch.device("cuda"),
                     multiprocessors=132, direction=direction, block_k=64, **({"w_resident": False} | asked))
 

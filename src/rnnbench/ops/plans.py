@@ -1257,12 +1257,14 @@ def _check_plan(plan: Plan, req: _Request) -> None:
     if plan.h_on_chip and slots is not None and not plan.fma and (
             on_chip_bytes(plan.block_b, hidden_size, num_gates, element, direction) > req.smem - SHARED_MEMORY_MARGIN):
         raise ValueError(f"an on-chip tile at hidden_size {hidden_size} does not fit in shared memory")
-    if plan.pieces != 1 and (num_gates not in (3, 4) or direction != "forward" or plan.w_resident
-                             or plan.h_on_chip or plan.fma or plan.gluon or split_once_level(plan)
+    # (the kernels in slices: ops/lstm/pieces.py, ops/gru/pieces.py)
+    sliced = (num_gates in (3, 4) and not split_once_level(plan) if direction == "forward"
+              else num_gates == 4 and not plan.split_k)
+    if plan.pieces != 1 and (not sliced or plan.w_resident or plan.h_on_chip or plan.fma or plan.gluon
                              or plan.pieces != next_pow2(plan.pieces) or plan.block_h // max(plan.pieces, 1) < MIN_BLOCK_H):
         raise ValueError(f"pieces is the LSTM's and GRU's forward with streamed weights that exchanges h (no "
-                         f"split or padded operands), in a power of 2 of slices of at least {MIN_BLOCK_H} units, "
-                         f"got {plan.pieces} of block_h {plan.block_h}")
+                         f"split or padded operands) and the LSTM's streamed transpose backward, in a power of 2 "
+                         f"of slices of at least {MIN_BLOCK_H} units, got {plan.pieces} of block_h {plan.block_h}")
     for name, least in (("block_b", 1 if plan.fma else MIN_BLOCK), ("block_h", MIN_BLOCK_H), ("block_k", MIN_BLOCK)):
         value = getattr(plan, name)
         if value < least or value != next_pow2(value):

@@ -47,7 +47,7 @@ from .launch import capturing, dependent_launch, launch_stream
 from .lstm import fma as lstm_fma
 from .lstm import gluon as lstm_gluon
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
-from .lstm.pieces import lstm_forward_pieces_kernel
+from .lstm.pieces import lstm_backward_pieces_kernel, lstm_forward_pieces_kernel
 from .gru.pieces import gru_forward_pieces_kernel
 from .plans import (AHEAD_MIN_STEPS, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, chip_split_level,
                     choose_plan, fma_warps, gate_split_constexprs, k_chunks, k_padded, layer_precision, multiprocessors,
@@ -62,6 +62,7 @@ from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
 _LSTM_FORWARD, _LSTM_BACKWARD = KernelLauncher(lstm_forward_kernel), KernelLauncher(lstm_backward_kernel)
 _LSTM_BACKWARD_SPLIT_K = KernelLauncher(lstm_backward_split_k_kernel)
 _LSTM_FORWARD_PIECES = KernelLauncher(lstm_forward_pieces_kernel)
+_LSTM_BACKWARD_PIECES = KernelLauncher(lstm_backward_pieces_kernel)
 _GRU_FORWARD_PIECES = KernelLauncher(gru_forward_pieces_kernel)
 _GRU_FORWARD, _GRU_BACKWARD = KernelLauncher(gru_forward_kernel), KernelLauncher(gru_backward_kernel)
 _GRU_BACKWARD_SPLIT_K = KernelLauncher(gru_backward_split_k_kernel)
@@ -315,8 +316,8 @@ class _Launch:
                 meta.update(CHIP_SPLIT=chip_split_level(plan))
             else:
                 meta.update(H_STRIDE=row_stride(plan, self.hidden_size))
-            if plan.pieces > 1:  # (ops/<cell>/pieces.py's kernels alone take it)
-                meta.update(PIECES=plan.pieces)
+        if plan.pieces > 1:  # (ops/<cell>/pieces.py's kernels alone take it)
+            meta.update(PIECES=plan.pieces)
         return meta
 
 
@@ -542,8 +543,13 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
     if cell == "lstm":
         d_gates = torch.empty(T, B, 4 * H, device=dev, dtype=dtype)
         d_c0 = torch.empty_like(d_h0)
-        _LSTM_BACKWARD(grid, (d_out, d_h_n, d_c0 if d_c_n is None else d_c_n, saved, c_buf, w_hh_t, d_gates, d_h0,
-                              d_c0, lengths, partials, counters, T, B), constexprs, stream)
+        args = (d_out, d_h_n, d_c0 if d_c_n is None else d_c_n, saved, c_buf, w_hh_t, d_gates, d_h0, d_c0, lengths,
+                partials, counters)
+        if plan_.pieces > 1:  # (ops/lstm/pieces.py: the gradients reaching h and c in two slots, [2, 2, B, H])
+            _LSTM_BACKWARD_PIECES(grid, (*args, torch.empty(2, 2, B, H, device=dev, dtype=torch.float32), T, B),
+                                  constexprs, stream)
+        else:
+            _LSTM_BACKWARD(grid, (*args, T, B), constexprs, stream)
         return d_gates, d_gates, d_h0, d_c0
     if cell == "gru":
         d_gates_h = torch.empty(T, B, 3 * H, device=dev, dtype=dtype)

@@ -33,8 +33,10 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_act_sigmoid, _act_tanh, _arrive, _gate_bias, _load_f32, _previous_h, _release_counters,
-                      _row_lengths, _split_gates, _stacked_matmul, _stacked_rows, _wait, _where_running)
+from ..common import (_act_sigmoid, _act_tanh, _arrive, _gate_bias, _gradient_in, _load_f32, _previous_h,
+                      _release_counters, _row_lengths, _split_gates, _stacked_matmul, _stacked_rows, _transpose_columns,
+                      _wait, _where_running)
+from .kernels import _cell_step_back, _saved_step
 
 
 @triton.jit
@@ -166,3 +168,85 @@ def lstm_forward_pieces_kernel(
             c_last = tl.load(c_buf_ptr + _at(last, units, H), mask=mask)
             tl.store(c_n_ptr + hid, c_last.to(c_n_ptr.dtype.element_ty), mask=mask)
     _release_counters(counters_ptr)
+
+
+@triton.jit(do_not_specialize=["T", "B"])
+def lstm_backward_pieces_kernel(
+    d_out_ptr, d_h_n_ptr, d_c_n_ptr, gates_ptr, c_buf_ptr, w_hh_t_ptr, d_gates_ptr, d_h0_ptr, d_c0_ptr,
+    lengths_ptr, partials_ptr, counters_ptr, d_state_ptr,
+    T, B,
+    H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr, HAS_D_C_N: tl.constexpr,
+    BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
+    W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+    HAS_LENGTHS: tl.constexpr, GATE_GROUP: tl.constexpr = 0, SPAN_PAD: tl.constexpr = 0, PIECES: tl.constexpr = 1,
+):
+    """The reverse recurrence of ``lstm_backward_kernel`` (``ops/lstm/kernels.py``, the reference
+    for the arithmetic: same arguments and outputs, plus ``d_state`` and ``PIECES``; its streamed
+    transpose form only) with the cell's part of a step in slices of units. That kernel holds
+    across the step's product the gradients reaching h_t and c_t and, loaded before the grid
+    barrier, the next step's output gradient, gates and cell states: nine ``[BLOCK_H, BLOCK_B]``
+    fp32 tiles, 576 values a thread at 256 units and 64 rows on 8 warps, which spilled 3.9 KB a
+    thread compiled for sm_90 (``results/h200/speed-map/aot-spills``). Here a step first runs each
+    slice's cell gradients (its saved values loaded then, stores of its gate gradients and of the
+    ``d_c`` reaching c_{t-1}), arrives once, and after the barrier multiplies the whole tile,
+    ``dh_{t-1} = d_gates[t] @ W_hh[:, units]`` (an accumulator of one gate's size, or
+    ``Plan.gate_split``'s partials), storing it for the next step's slices.
+
+    ``d_state [2, 2, B, H]`` fp32: by step parity (``s % 2`` read, ``(s + 1) % 2`` written) the
+    gradients reaching h and c, each program's own units only. With lengths a finished row's
+    ``d_h`` is stored there by its slice and kept by the product's store, as the whole-tile kernel
+    passes it through."""
+    tl.static_assert(not W_RESIDENT and not ON_CHIP, "pieces: the streamed transpose backward only")
+    SLICE: tl.constexpr = BLOCK_H // PIECES
+    pid_h = tl.program_id(0)
+    rows, row_mask, lengths, wide_b = _program_rows(B, BLOCK_B, lengths_ptr, HAS_LENGTHS)
+    plane_h = wide_b * H
+    plane_g = wide_b * (4 * H)
+    zero = tl.zeros([SLICE, BLOCK_B], dtype=tl.float32)
+    for p in tl.static_range(PIECES):  # the gradients reaching h_T and c_T in slot 0 (zeros when absent)
+        units, unit_mask, mask = _slice(pid_h, p, row_mask, H, SLICE, PIECES)
+        hid = rows[None, :] * H + units[:, None]
+        tl.store(d_state_ptr + hid, _load_f32(d_h_n_ptr, hid, mask) if HAS_D_H_N else zero, mask=mask)
+        tl.store(d_state_ptr + plane_h + hid, _load_f32(d_c_n_ptr, hid, mask) if HAS_D_C_N else zero, mask=mask)
+    units = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)  # the whole tile, for the product
+    unit_mask = units < H
+    tile_mask = unit_mask[:, None] & row_mask[None, :]
+    tile = rows[None, :] * H + units[:, None]
+    s = 0
+    while s < T:
+        t = T - 1 - s
+        dg_t = d_gates_ptr + t * plane_g
+        state_in = d_state_ptr + (s % 2) * (2 * plane_h)
+        state_out = d_state_ptr + ((s + 1) % 2) * (2 * plane_h)
+        tl.debug_barrier()  # this program's stores of d_state (the start's, the last product's) seen by all its threads
+        for p in tl.static_range(PIECES):
+            units_p, unit_mask_p, mask = _slice(pid_h, p, row_mask, H, SLICE, PIECES)
+            hid = rows[None, :] * H + units_p[:, None]
+            gid = rows[None, :] * (4 * H) + units_p[:, None]
+            d_out, i, f, g, o, c, c_prev = _saved_step(t, d_out_ptr, gates_ptr, c_buf_ptr, hid, gid, mask,
+                                                       plane_h, plane_g, H, HAS_D_OUT)
+            d_h, d_h_cell = _gradient_in(t, lengths, _load_f32(state_in, hid, mask), d_out, zero, HAS_LENGTHS)
+            d_c = _load_f32(state_in + plane_h, hid, mask)
+            d_c_cell = _where_running(t, lengths, d_c, zero, HAS_LENGTHS)
+            _, _, _, _, d_c_prev = _cell_step_back(d_h_cell, d_c_cell, i, f, g, o, c, c_prev, dg_t, gid, mask, H)
+            tl.store(state_out + plane_h + hid, _where_running(t, lengths, d_c_prev, d_c, HAS_LENGTHS), mask=mask)
+            if HAS_LENGTHS:  # (a finished row's d_h, for h_{t-1} unchanged: read back after the product)
+                tl.store(state_out + hid, d_h, mask=mask)
+        _arrive(counters_ptr + tl.program_id(1))  # our gate gradients published
+        # dh_{t-1} = d_gates[t] @ W_hh[:, our units], after the barrier (_transpose_columns waits)
+        d_h_rec = _transpose_columns(tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32), 0, w_hh_t_ptr, units,
+                                     unit_mask, dg_t, rows, row_mask, partials_ptr, counters_ptr, s, plane_h, tile,
+                                     tile_mask, H, 4, GATE_GROUP, BLOCK_H, SPAN_PAD, K_PAD, BLOCK_K, W_RESIDENT,
+                                     PRECISION, UPCAST)
+        if HAS_LENGTHS:
+            d_h_rec = _where_running(t, lengths, d_h_rec, _load_f32(state_out, tile, tile_mask), HAS_LENGTHS)
+        tl.store(state_out + tile, d_h_rec, mask=tile_mask)
+        s += 1
+    tl.debug_barrier()  # d_h0, d_c0: the last slot (d_h_n's and d_c_n's when T is 0), this program's own stores
+    last = d_state_ptr + (T % 2) * (2 * plane_h)
+    for p in tl.static_range(PIECES):
+        units_p, unit_mask_p, mask = _slice(pid_h, p, row_mask, H, SLICE, PIECES)
+        hid = rows[None, :] * H + units_p[:, None]
+        tl.store(d_h0_ptr + hid, tl.load(last + hid, mask=mask).to(d_h0_ptr.dtype.element_ty), mask=mask)
+        tl.store(d_c0_ptr + hid, tl.load(last + plane_h + hid, mask=mask).to(d_c0_ptr.dtype.element_ty), mask=mask)
+    _release_counters(counters_ptr, GATE_GROUP)
