@@ -162,26 +162,39 @@ def test_the_plan_refuses_slices_where_no_kernel_takes_them(cell, fields):
                     multiprocessors=132, direction=direction, block_k=64, **({"w_resident": False} | asked))
 
 
-@pytest.mark.parametrize("cell, dtype, precision, batch, hidden, pieces", [
-    ("lstm", torch.bfloat16, "ieee", 1024, 2048, 4),  # (the whole tile: 256 values a thread)
-    ("lstm", torch.float16, "ieee", 512, 4096, 4),
-    ("lstm", torch.bfloat16, "ieee", 1024, 1024, 1),  # (128: slices were 0.93-1.31x as fast)
-    ("lstm", torch.bfloat16, "ieee", 256, 2048, 1),  # (64)
-    ("lstm", torch.float32, "tf32", 1024, 2048, 1),  # (on fp16 operands: no slices)
-    ("lstm", torch.float32, "tf32x3", 1024, 2048, 1),  # (split once: no slices)
-    ("gru", torch.bfloat16, "ieee", 1024, 2048, 1),  # (256 too, but slower in slices: plans.PIECES_FROM)
-    ("rnn", torch.bfloat16, "ieee", 1024, 2048, 1),  # (no kernel in slices)
+@pytest.mark.parametrize("cell, dtype, precision, batch, hidden, forward, backward", [
+    ("lstm", torch.bfloat16, "ieee", 1024, 2048, 4, 4),  # (forward: 256 values a thread; backward tiles 64)
+    ("lstm", torch.float16, "ieee", 512, 4096, 4, 4),
+    ("lstm", torch.bfloat16, "ieee", 1024, 1024, 1, 2),  # (128: slices were 0.93-1.31x as fast; tiles 32)
+    ("lstm", torch.bfloat16, "ieee", 256, 2048, 1, 1),  # (64; tiles 16)
+    ("lstm", torch.float32, "tf32", 1024, 2048, 1, 4),  # (on fp16 operands: no forward slices)
+    ("lstm", torch.float32, "tf32x3", 1024, 2048, 1, 1),  # (split once; 3xTF32's backward not measured)
+    ("gru", torch.bfloat16, "ieee", 1024, 2048, 1, 1),  # (256 too, but slower in slices: plans.PIECES_FROM)
+    ("rnn", torch.bfloat16, "ieee", 1024, 2048, 1, 1),  # (no kernel in slices)
 ])
-def test_slices_by_default_where_the_whole_tile_held_256_values_a_thread(cell, dtype, precision, batch, hidden,
-                                                                         pieces):
-    """Planned for an H100 (132 multiprocessors), forward and backward."""
+def test_slices_by_default_where_the_whole_tile_spilled(cell, dtype, precision, batch, hidden, forward, backward):
+    """Planned for an H100 (132 multiprocessors), forward (where its accumulator was 256 values a
+    thread) and backward (where its tiles are 32 values a thread or more: the transpose plan, its
+    product as one, in slices of 16 a tile; asked for one slice, the plan before, the gate split)."""
     from rnnbench.ops.plans import choose_plan
 
     gates = {"lstm": 4, "gru": 3, "rnn": 1}[cell]
-    for direction, want in (("forward", pieces), ("backward", 1)):
-        got = choose_plan(batch, hidden, gates, dtype, torch.device("cuda"), multiprocessors=132,
-                          precision=precision, direction=direction)
-        assert got.pieces == want, (direction, got)
+    plans = {direction: choose_plan(batch, hidden, gates, dtype, torch.device("cuda"), multiprocessors=132,
+                                    precision=precision, direction=direction) for direction in ("forward", "backward")}
+    assert (plans["forward"].pieces, plans["backward"].pieces) == (forward, backward), plans
+    if backward > 1:
+        assert not (plans["backward"].gate_split or plans["backward"].split_k), plans["backward"]
+
+
+def test_one_backward_slice_asked_for_is_the_plan_before_slices():
+    """The control of ``plan_sweep.py --cases pieces_backward``: at batch 1024, hidden 2048 in bf16
+    the backward asked for one slice is the gate split in chunks of 16, as planned before the
+    slices (``results/h200/speed-map/aot-spills/plans_and_spills.txt``)."""
+    from rnnbench.ops.plans import choose_plan
+
+    whole = choose_plan(1024, 2048, 4, torch.bfloat16, torch.device("cuda"), multiprocessors=132,
+                        direction="backward", pieces=1)
+    assert (whole.pieces, whole.gate_split, whole.block_h, whole.block_k) == (1, 4, 256, 16), whole
 
 
 _SPILLS = """

@@ -840,7 +840,7 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         return _half_operands_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision,
                                    direction, asked)
     if "pieces" not in req.override:
-        plan = dataclasses.replace(plan, pieces=pieces_default(plan, req.cuda, direction, num_gates))
+        plan = dataclasses.replace(plan, pieces=pieces_default(plan, req))
     _check_plan(plan, req)
     return plan
 
@@ -859,20 +859,53 @@ PIECES_FROM = 256
 PIECE_ACCUMULATOR = 64
 
 
+# The LSTM's streamed transpose backward holds nine [block_h, block_b] fp32 tiles across its step's
+# product (the gradients reaching h_t and c_t, the next step's saved values): from BACKWARD_PIECES_FROM
+# values a tile a thread (288 a step) it runs its cell gradients in slices of BACKWARD_PIECE_TILE a
+# tile, and its product as one (no gate split, whose partials of a group's units are 4x the tile).
+# Compiled for sm_90 the whole tile spilled 1.4-5.2 KB a thread there, 2 or 4 slices 0-168 bytes
+# (results/h200/pieces/aot_backward.txt); on the H200 (kernels alone, results/h200/pieces/
+# backward-2eb4c0b) a step took 0.20-0.70x the default's time in bf16 at batch 256-1024 x hidden
+# 1024-4096 (1024 x 2048: 99.1 us against 494.3), 0.21x in fp16 and 0.25x in TF32 at 1024 x 2048,
+# and the gate split with slices 1.27-4.6x as long as without. Below 32 (512 x 1024: 16) not measured.
+BACKWARD_PIECES_FROM = 32
+BACKWARD_PIECE_TILE = 16
+
+
+def tile_values(plan: Plan) -> int:
+    """A ``[block_h, block_b]`` fp32 tile in values a thread (``num_warps`` warps of 32 threads)."""
+    return plan.block_h * plan.block_b // (32 * plan.num_warps)
+
+
+def backward_sliced(num_gates: int, fields: dict, cuda: bool, step_precision: str) -> bool:
+    """Whether the LSTM's backward of these plan ``fields`` runs in slices by default
+    (:data:`BACKWARD_PIECES_FROM`): on CUDA, its streamed transpose form (not split-K, 3xTF32's
+    products or on FMA units), whose tile is that many values a thread or more."""
+    return (cuda and num_gates == 4 and step_precision != "tf32x3" and not fields["fma"]
+            and not fields["w_resident"] and not fields["h_on_chip"] and not fields.get("split_k")
+            and fields["block_h"] * fields["block_b"] // (32 * fields["num_warps"]) >= BACKWARD_PIECES_FROM)
+
+
 def forward_accumulator(plan: Plan, num_gates: int) -> int:
     """A forward step's stacked gate product, ``[gates_padded * block_h, block_b]`` fp32, in values a
     thread (``num_warps`` warps of 32 threads share it)."""
     return next_pow2(num_gates) * plan.block_h * plan.block_b // (32 * plan.num_warps)
 
 
-def pieces_default(plan: Plan, cuda: bool, direction: str, num_gates: int) -> int:
-    """:attr:`Plan.pieces` by default: on CUDA, for the LSTM's streamed forward that exchanges h
-    (no split or padded operands) whose step's accumulator (:func:`forward_accumulator`) is
-    :data:`PIECES_FROM` values a thread or more, as many slices as bring it to
-    :data:`PIECE_ACCUMULATOR`, each slice at least :data:`MIN_BLOCK_H` units; else 1 (the GRU's
-    in slices was slower: the comment above :data:`PIECES_FROM`)."""
-    accumulator = forward_accumulator(plan, num_gates)
-    if not (cuda and direction == "forward" and num_gates == 4 and _streamed(plan) and not plan.gluon
+def pieces_default(plan: Plan, req: _Request) -> int:
+    """:attr:`Plan.pieces` by default. The forward's: on CUDA, for the LSTM's streamed forward that
+    exchanges h (no split or padded operands) whose step's accumulator
+    (:func:`forward_accumulator`) is :data:`PIECES_FROM` values a thread or more, as many slices as
+    bring it to :data:`PIECE_ACCUMULATOR`, each slice at least :data:`MIN_BLOCK_H` units (the
+    GRU's in slices was slower: the comment above :data:`PIECES_FROM`). The backward's: where
+    :func:`backward_sliced`, slices of :data:`BACKWARD_PIECE_TILE` values a thread. Else 1."""
+    if req.backward:
+        if not (backward_sliced(req.num_gates, dataclasses.asdict(plan), req.cuda, req.step_precision)
+                and not plan.gate_split):
+            return 1
+        return max(1, min(tile_values(plan) // BACKWARD_PIECE_TILE, plan.block_h // MIN_BLOCK_H))
+    accumulator = forward_accumulator(plan, req.num_gates)
+    if not (req.cuda and req.num_gates == 4 and _streamed(plan) and not plan.gluon
             and split_once_level(plan) == 0 and accumulator >= PIECES_FROM):
         return 1
     return max(1, min(accumulator // PIECE_ACCUMULATOR, plan.block_h // MIN_BLOCK_H))
@@ -1066,6 +1099,10 @@ def _backward_fields(req: _Request, fields: dict) -> dict:
     on_chip, cells = fields["h_on_chip"], req.num_gates in (3, 4)
     split_default = (req.cuda and cells and req.tensor_cores and not on_chip
                      and hidden_size <= (SPLIT_K_16BIT_MAX_HIDDEN if req.element == 2 else SPLIT_K_MAX_HIDDEN))
+    # The LSTM's backward in slices (BACKWARD_PIECES_FROM) is the transpose plan's, its product one.
+    if (backward_sliced(req.num_gates, {**fields, "w_resident": False}, req.cuda, req.step_precision)
+            and override.get("pieces", 2) > 1 and not {"split_k", "gate_split"} & override.keys()):
+        return {"w_resident": False}
     gate_default = (req.cuda and cells and req.tensor_cores and not on_chip and not fields["fma"]
                     and not override.get("w_resident") and (hidden_size <= GATE_SPLIT_MAX_HIDDEN or (
                         hidden_size <= GATE_SPLIT_WIDE_MAX_HIDDEN and fields["block_h"] <= GATE_SPLIT_WIDE_MAX_UNITS))
