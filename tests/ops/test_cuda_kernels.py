@@ -139,30 +139,33 @@ def test_forward_in_slices_across_many_programs(cell, dtype):
         check_layer(cell, dtype, _layer(cell, 20, 9, 5, 100))
 
 
-@pytest.mark.parametrize("gate_split", [0, 4], ids=["transpose", "gate-split"])
+@pytest.mark.parametrize("gate_split", [False, True], ids=["transpose", "gate-split"])
 @pytest.mark.parametrize("pieces", [2, 4])
 @pytest.mark.parametrize("lengths", [False, True], ids=["same-lengths", "lengths"])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_lstm_backward_in_slices_on_the_gpu(dtype, lengths, pieces, gate_split, nan_buffers):
-    """The LSTM's reverse recurrence with its cell gradients in slices (``Plan.pieces`` of the
-    backward, ops/lstm/pieces.py) at batch 512, hidden 1024 (16 programs of 64 units x 8 batch
-    blocks of 64 rows), in 2 and 4 slices, its product as one or in gate partials: output, final
-    states and every gradient against float64, each sequence its own length or not; the
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_backward_in_slices_on_the_gpu(cell, dtype, lengths, pieces, gate_split, nan_buffers):
+    """The LSTM's and GRU's reverse recurrence with its cell gradients in slices (``Plan.pieces``
+    of the backward, ops/<cell>/pieces.py) at batch 512, hidden 1024 (16 programs of 64 units x 8
+    batch blocks of 64 rows), in 2 and 4 slices, its product as one or in gate partials: output,
+    final states and every gradient against float64, each sequence its own length or not; the
     counters left at zero."""
     lengths = torch.randint(0, 10, (512,), generator=torch.Generator().manual_seed(3)) if lengths else None
     with plan_override(backward_pieces=pieces, backward_gate_split=gate_split):
-        got = plan("lstm", 512, 1024, TORCH_DTYPE[dtype], torch.device("cuda"), direction="backward")
-        assert (got.pieces, got.gate_split, got.split_k, got.w_resident) == (pieces, gate_split, False, False), got
-        check_layer("lstm", dtype, _layer("lstm", 512, 9, 64, 1024), lengths)
+        got = plan(cell, 512, 1024, TORCH_DTYPE[dtype], torch.device("cuda"), direction="backward")
+        assert (got.pieces, bool(got.gate_split), got.split_k, got.w_resident) == (pieces, gate_split, False,
+                                                                                   False), got
+        check_layer(cell, dtype, _layer(cell, 512, 9, 64, 1024), lengths)
     torch.cuda.synchronize()
     assert all(not buf.any() for buf in COUNTERS.values())
 
 
-def test_lstm_backward_in_slices_across_many_programs():
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_backward_in_slices_across_many_programs(cell):
     """Hidden 100 over 7 programs of 16 units in 2 slices of 8, batch 20 in two batch blocks, bf16."""
     with plan_override(block_h=16, block_b=16, w_resident=False, h_on_chip=False, split_k=False,
                        backward_pieces=2):
-        check_layer("lstm", "bf16", _layer("lstm", 20, 9, 5, 100))
+        check_layer(cell, "bf16", _layer(cell, 20, 9, 5, 100))
 
 
 # Plans a variable-length batch meets: the default; h exchanged across 7 programs (weights

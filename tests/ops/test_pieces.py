@@ -104,60 +104,63 @@ def test_slices_across_programs(cell, lengths):
 
 
 @pytest.mark.usefixtures("interpreter", "nan_buffers")
-@pytest.mark.parametrize("gate_split", [0, 4], ids=["transpose", "gate-split"])
+@pytest.mark.parametrize("gate_split", [False, True], ids=["transpose", "gate-split"])
 @pytest.mark.parametrize("pieces", [2, 4])
-def test_the_lstm_backward_in_slices_matches_the_reference(pieces, gate_split):
-    """The LSTM's reverse recurrence with its cell gradients in slices (hidden 37, 64 units a
-    program; batch 3, 7 steps), the product of the whole tile after the barrier as one product or
-    in gate partials: every gradient within fp32's tolerance of float64."""
+@pytest.mark.parametrize("cell", CELLS)
+def test_the_backward_in_slices_matches_the_reference(cell, pieces, gate_split):
+    """The reverse recurrence with its cell gradients in slices (hidden 37, 64 units a program;
+    batch 3, 7 steps), the product of the whole tile after the barrier as one product or in gate
+    partials: every gradient within fp32's tolerance of float64."""
     from rnnbench.ops.recurrence import plan, plan_override
 
     with plan_override(**STREAMED, backward_pieces=pieces, backward_gate_split=gate_split):
-        got = plan("lstm", 3, 37, torch.float32, torch.device("cpu"), direction="backward")
-        assert (got.pieces, got.gate_split, got.split_k) == (pieces, gate_split, False)
-        check_layer("lstm", make_layer("lstm", (3, 7, 5, 37)), "fp32", tolerance("lstm", "fp32"))
+        got = plan(cell, 3, 37, torch.float32, torch.device("cpu"), direction="backward")
+        assert (got.pieces, bool(got.gate_split), got.split_k) == (pieces, gate_split, False)
+        check_layer(cell, make_layer(cell, (3, 7, 5, 37)), "fp32", tolerance(cell, "fp32"))
 
 
 @pytest.mark.usefixtures("interpreter", "nan_buffers")
-@pytest.mark.parametrize("gate_split", [0, 4], ids=["transpose", "gate-split"])
-def test_the_lstm_backward_in_slices_gives_the_whole_tiles_gradients(gate_split):
-    """Bit for bit the whole tile's gradients: without initial states (no gradient reaching h_T,
-    c_T but the output's), and with lengths 4, 7, 0 (a finished row's gradients pass through
-    unchanged; a row of none hands its final states' gradients to its initial states)."""
-    x, h0, c0, *weights = make_layer("lstm", (3, 7, 5, 37))
+@pytest.mark.parametrize("gate_split", [False, True], ids=["transpose", "gate-split"])
+@pytest.mark.parametrize("cell", CELLS)
+def test_the_backward_in_slices_gives_the_whole_tiles_gradients(cell, gate_split):
+    """Bit for bit the whole tile's gradients: without initial states (no gradient reaching the
+    final states but the output's), and with lengths 4, 7, 0 (a finished row's gradients pass
+    through unchanged; a row of none hands its final states' gradients to its initial states)."""
+    x, h0, c0, *weights = make_layer(cell, (3, 7, 5, 37))
     for tensors, lengths in (([x, None, None, *weights], None), ([x, h0, c0, *weights], LENGTHS)):
-        _whole_and_sliced("lstm", tensors, lengths, "backward_pieces", backward_gate_split=gate_split)
+        _whole_and_sliced(cell, tensors, lengths, "backward_pieces", backward_gate_split=gate_split)
 
 
 @pytest.mark.usefixtures("concurrent_programs", "nan_buffers")
 @pytest.mark.parametrize("lengths", [None, LENGTHS], ids=["same-lengths", "lengths"])
-def test_the_lstm_backward_in_slices_across_programs(lengths):
+@pytest.mark.parametrize("cell", CELLS)
+def test_the_backward_in_slices_across_programs(cell, lengths):
     """Over 6 programs (hidden 37 in 3 unit blocks of 16, in slices of 8; batch 20 in two batch
     blocks): each publishes its slices' gate gradients with one arrival, and multiplies every
     program's after the barrier."""
     from rnnbench.ops.recurrence import plan_override
 
-    tensors = make_layer("lstm", (20, 5, 4, 37))
+    tensors = make_layer(cell, (20, 5, 4, 37))
     rows = None if lengths is None else torch.arange(20) % 6
     with plan_override(block_h=16, block_b=16, **STREAMED, backward_pieces=2):
-        check_layer("lstm", tensors, "fp32", tolerance("lstm", "fp32"), rows)
+        check_layer(cell, tensors, "fp32", tolerance(cell, "fp32"), rows)
 
 
 @pytest.mark.parametrize("cell, fields", [
     ("rnn", {"forward_pieces": 2}),  # (not the LSTM or GRU)
-    ("gru", {"pieces": 2}),  # (the backward's plan: the LSTM's alone)
-    ("lstm", {"pieces": 2, "split_k": True}),  # (the backward on the forward's split)
+    ("rnn", {"pieces": 2}),  # (the backward's plan: the LSTM's and GRU's alone)
+    ("gru", {"pieces": 2, "split_k": True}),  # (the backward on the forward's split)
     ("lstm", {"forward_pieces": 2, "w_resident": True}),  # (resident weights)
     ("lstm", {"forward_pieces": 3}),  # (not a power of 2)
     ("lstm", {"forward_pieces": 32, "block_h": 64}),  # (slices of 2 units)
-], ids=["rnn", "gru-backward", "split-k-backward", "resident", "three", "too-narrow"])
+], ids=["rnn", "rnn-backward", "split-k-backward", "resident", "three", "too-narrow"])
 def test_the_plan_refuses_slices_where_no_kernel_takes_them(cell, fields):
     from rnnbench.ops.plans import choose_plan
 
     direction = "backward" if "pieces" in fields else "forward"
     asked = {k.removeprefix("forward_"): v for k, v in fields.items()}
-    with pytest.raises(ValueError, match="pieces is the LSTM's and GRU's forward with streamed weights .* and the "
-                                         "LSTM's streamed transpose backward"):
+    with pytest.raises(ValueError, match="pieces is the LSTM's and GRU's forward with streamed weights .* and "
+                                         "their streamed transpose backward"):
         choose_plan(256, 1024, {"lstm": 4, "gru": 3, "rnn": 1}[cell], torch.bfloat16, torch.device("cuda"),
                     multiprocessors=132, direction=direction, block_k=64, **({"w_resident": False} | asked))
 
@@ -169,7 +172,8 @@ def test_the_plan_refuses_slices_where_no_kernel_takes_them(cell, fields):
     ("lstm", torch.bfloat16, "ieee", 256, 2048, 1, 1),  # (64; tiles 16)
     ("lstm", torch.float32, "tf32", 1024, 2048, 1, 4),  # (on fp16 operands: no forward slices)
     ("lstm", torch.float32, "tf32x3", 1024, 2048, 1, 1),  # (split once; 3xTF32's backward not measured)
-    ("gru", torch.bfloat16, "ieee", 1024, 2048, 1, 1),  # (256 too, but slower in slices: plans.PIECES_FROM)
+    ("gru", torch.bfloat16, "ieee", 1024, 2048, 1, 4),  # (256 too, but slower in slices: plans.PIECES_FROM)
+    ("gru", torch.bfloat16, "ieee", 1024, 1024, 1, 2),  # (split-K before)
     ("rnn", torch.bfloat16, "ieee", 1024, 2048, 1, 1),  # (no kernel in slices)
 ])
 def test_slices_by_default_where_the_whole_tile_spilled(cell, dtype, precision, batch, hidden, forward, backward):

@@ -39,7 +39,7 @@ from .plans import (Plan, backward_precision, chip_split_level, choose_plan, fma
 from .gru.kernels import gru_backward_kernel, gru_backward_split_k_kernel, gru_forward_kernel
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .lstm.pieces import lstm_backward_pieces_kernel, lstm_forward_pieces_kernel
-from .gru.pieces import gru_forward_pieces_kernel
+from .gru.pieces import gru_backward_pieces_kernel, gru_forward_pieces_kernel
 from .rnn.fma import CHAINS as FMA_CHAINS
 from .rnn.fma import rnn_backward_fma_kernel, rnn_forward_fma_kernel
 from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
@@ -47,7 +47,7 @@ from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
 POINTER = {torch.float32: "*fp32", torch.bfloat16: "*bf16", torch.float16: "*fp16"}
 F32_POINTERS = {"c_buf_ptr", "gates_ptr", "saved_ptr", "partials_ptr",  # fp32 whatever the dtype (saved for backward;
                 "w_split_ptr", "h_split_ptr",  # split operands, Plan.split_once)
-                "h_state_ptr", "d_state_ptr"}  # (the GRU's fp32 h, the LSTM's backward state in slices: Plan.pieces)
+                "h_state_ptr", "d_state_ptr"}  # (the GRU's fp32 h, the backward's state in slices: Plan.pieces)
 GATES = {"lstm": 4, "gru": 3, "rnn": 1}
 
 KERNELS = {
@@ -55,7 +55,7 @@ KERNELS = {
     ("gru", "forward"): gru_forward_kernel, ("gru", "backward"): gru_backward_kernel,
     ("rnn", "forward"): rnn_forward_kernel, ("rnn", "backward"): rnn_backward_kernel,
     ("lstm", "forward", "pieces"): lstm_forward_pieces_kernel, ("gru", "forward", "pieces"): gru_forward_pieces_kernel,
-    ("lstm", "backward", "pieces"): lstm_backward_pieces_kernel,
+    ("lstm", "backward", "pieces"): lstm_backward_pieces_kernel, ("gru", "backward", "pieces"): gru_backward_pieces_kernel,
     ("lstm", "backward", "split_k"): lstm_backward_split_k_kernel,
     ("gru", "backward", "split_k"): gru_backward_split_k_kernel,
     ("rnn", "forward", "fma"): rnn_forward_fma_kernel, ("rnn", "backward", "fma"): rnn_backward_fma_kernel,

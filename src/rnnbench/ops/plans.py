@@ -881,7 +881,7 @@ def backward_sliced(num_gates: int, fields: dict, cuda: bool, step_precision: st
     """Whether the LSTM's backward of these plan ``fields`` runs in slices by default
     (:data:`BACKWARD_PIECES_FROM`): on CUDA, its streamed transpose form (not split-K, 3xTF32's
     products or on FMA units), whose tile is that many values a thread or more."""
-    return (cuda and num_gates == 4 and step_precision != "tf32x3" and not fields["fma"]
+    return (cuda and num_gates in (3, 4) and step_precision != "tf32x3" and not fields["fma"]
             and not fields["w_resident"] and not fields["h_on_chip"] and not fields.get("split_k")
             and fields["block_h"] * fields["block_b"] // (32 * fields["num_warps"]) >= BACKWARD_PIECES_FROM)
 
@@ -1295,12 +1295,11 @@ def _check_plan(plan: Plan, req: _Request) -> None:
             on_chip_bytes(plan.block_b, hidden_size, num_gates, element, direction) > req.smem - SHARED_MEMORY_MARGIN):
         raise ValueError(f"an on-chip tile at hidden_size {hidden_size} does not fit in shared memory")
     # (the kernels in slices: ops/lstm/pieces.py, ops/gru/pieces.py)
-    sliced = (num_gates in (3, 4) and not split_once_level(plan) if direction == "forward"
-              else num_gates == 4 and not plan.split_k)
+    sliced = num_gates in (3, 4) and not (split_once_level(plan) if direction == "forward" else plan.split_k)
     if plan.pieces != 1 and (not sliced or plan.w_resident or plan.h_on_chip or plan.fma or plan.gluon
                              or plan.pieces != next_pow2(plan.pieces) or plan.block_h // max(plan.pieces, 1) < MIN_BLOCK_H):
         raise ValueError(f"pieces is the LSTM's and GRU's forward with streamed weights that exchanges h (no "
-                         f"split or padded operands) and the LSTM's streamed transpose backward, in a power of 2 "
+                         f"split or padded operands) and their streamed transpose backward, in a power of 2 "
                          f"of slices of at least {MIN_BLOCK_H} units, got {plan.pieces} of block_h {plan.block_h}")
     for name, least in (("block_b", 1 if plan.fma else MIN_BLOCK), ("block_h", MIN_BLOCK_H), ("block_k", MIN_BLOCK)):
         value = getattr(plan, name)

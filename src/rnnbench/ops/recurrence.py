@@ -48,7 +48,7 @@ from .lstm import fma as lstm_fma
 from .lstm import gluon as lstm_gluon
 from .lstm.kernels import lstm_backward_kernel, lstm_backward_split_k_kernel, lstm_forward_kernel
 from .lstm.pieces import lstm_backward_pieces_kernel, lstm_forward_pieces_kernel
-from .gru.pieces import gru_forward_pieces_kernel
+from .gru.pieces import gru_backward_pieces_kernel, gru_forward_pieces_kernel
 from .plans import (AHEAD_MIN_STEPS, STRICT_FP32_DEFAULT, SUPPORTED_DTYPES, Plan, backward_precision, chip_split_level,
                     choose_plan, fma_warps, gate_split_constexprs, k_chunks, k_padded, layer_precision, multiprocessors,
                     producers, reg_weights_kernel, row_stride, split_k_pieces, split_once_level, upcast_dot)
@@ -64,6 +64,7 @@ _LSTM_BACKWARD_SPLIT_K = KernelLauncher(lstm_backward_split_k_kernel)
 _LSTM_FORWARD_PIECES = KernelLauncher(lstm_forward_pieces_kernel)
 _LSTM_BACKWARD_PIECES = KernelLauncher(lstm_backward_pieces_kernel)
 _GRU_FORWARD_PIECES = KernelLauncher(gru_forward_pieces_kernel)
+_GRU_BACKWARD_PIECES = KernelLauncher(gru_backward_pieces_kernel)
 _GRU_FORWARD, _GRU_BACKWARD = KernelLauncher(gru_forward_kernel), KernelLauncher(gru_backward_kernel)
 _GRU_BACKWARD_SPLIT_K = KernelLauncher(gru_backward_split_k_kernel)
 _RNN_FORWARD, _RNN_BACKWARD = KernelLauncher(rnn_forward_kernel), KernelLauncher(rnn_backward_kernel)
@@ -554,8 +555,12 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
     if cell == "gru":
         d_gates_h = torch.empty(T, B, 3 * H, device=dev, dtype=dtype)
         d_gates_x = torch.empty_like(d_gates_h)
-        _GRU_BACKWARD(grid, (d_out, d_h_n, saved, h_buf, w_hh_t, d_gates_h, d_gates_x, d_h0, lengths, partials,
-                             counters, T, B), constexprs, stream)
+        args = (d_out, d_h_n, saved, h_buf, w_hh_t, d_gates_h, d_gates_x, d_h0, lengths, partials, counters)
+        if plan_.pieces > 1:  # (ops/gru/pieces.py: the gradient reaching h in two slots, [2, B, H])
+            _GRU_BACKWARD_PIECES(grid, (*args, torch.empty(2, B, H, device=dev, dtype=torch.float32), T, B),
+                                 constexprs, stream)
+        else:
+            _GRU_BACKWARD(grid, (*args, T, B), constexprs, stream)
         return d_gates_x, d_gates_h, d_h0, None
     d_pre = torch.empty(T, B, H, device=dev, dtype=dtype)
     _RNN_BACKWARD(grid, (d_out, d_h_n, saved, w_hh_t, d_pre, d_h0, lengths, counters, T, B), constexprs, stream)

@@ -18,8 +18,10 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import _act_sigmoid, _act_tanh, _gate_bias, _load_f32, _previous_h, _release_counters, _where_running
+from ..common import (_act_sigmoid, _act_tanh, _arrive, _gate_bias, _gradient_in, _load_f32, _previous_h,
+                      _release_counters, _transpose_columns, _where_running)
 from ..lstm.pieces import _at, _program_rows, _slice, _slice_product, _step_published
+from .kernels import _cell_step_back, _saved_step
 
 
 @triton.jit(do_not_specialize=["T", "B"])
@@ -92,3 +94,71 @@ def gru_forward_pieces_kernel(
         h_last = tl.load(h_state_ptr + _at(last, units, H), mask=mask)
         tl.store(h_n_ptr + _at(rows.to(tl.int64), units, H), h_last.to(h_n_ptr.dtype.element_ty), mask=mask)
     _release_counters(counters_ptr)
+
+
+@triton.jit(do_not_specialize=["T", "B"])
+def gru_backward_pieces_kernel(
+    d_out_ptr, d_h_n_ptr, saved_ptr, h_buf_ptr, w_hh_t_ptr, d_gates_h_ptr, d_gates_x_ptr, d_h0_ptr,
+    lengths_ptr, partials_ptr, counters_ptr, d_state_ptr,
+    T, B,
+    H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr,
+    BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
+    W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+    HAS_LENGTHS: tl.constexpr, GATE_GROUP: tl.constexpr = 0, SPAN_PAD: tl.constexpr = 0, PIECES: tl.constexpr = 1,
+):
+    """``gru_backward_kernel`` (``ops/gru/kernels.py``, the reference for the arithmetic) with the
+    cell's part of a step in slices of units, as ``lstm_backward_pieces_kernel`` is the LSTM's
+    (``ops/lstm/pieces.py``, which says why): same arguments and outputs plus ``d_state`` and
+    ``PIECES``. ``d_state [2, B, H]`` fp32, by step parity: the gradient reaching h. A slice stores
+    there its part of ``dh_{t-1}`` through the z gate (``d_h * z``; a finished row's ``d_h``), which
+    the product after the barrier starts from."""
+    tl.static_assert(not W_RESIDENT and not ON_CHIP, "pieces: the streamed transpose backward only")
+    SLICE: tl.constexpr = BLOCK_H // PIECES
+    pid_h = tl.program_id(0)
+    rows, row_mask, lengths, wide_b = _program_rows(B, BLOCK_B, lengths_ptr, HAS_LENGTHS)
+    plane_h = wide_b * H
+    plane_g = wide_b * (3 * H)
+    plane_s = wide_b * (4 * H)  # (the saved activations' [B, 4H] planes)
+    zero = tl.zeros([SLICE, BLOCK_B], dtype=tl.float32)
+    for p in tl.static_range(PIECES):  # the gradient reaching h_T in slot 0 (zeros when absent)
+        units, unit_mask, mask = _slice(pid_h, p, row_mask, H, SLICE, PIECES)
+        hid = rows[None, :] * H + units[:, None]
+        tl.store(d_state_ptr + hid, _load_f32(d_h_n_ptr, hid, mask) if HAS_D_H_N else zero, mask=mask)
+    units = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)  # the whole tile, for the product
+    unit_mask = units < H
+    tile_mask = unit_mask[:, None] & row_mask[None, :]
+    tile = rows[None, :] * H + units[:, None]
+    s = 0
+    while s < T:
+        t = T - 1 - s
+        dg_t = d_gates_h_ptr + t * plane_g
+        state_in = d_state_ptr + (s % 2) * plane_h
+        state_out = d_state_ptr + ((s + 1) % 2) * plane_h
+        tl.debug_barrier()  # this program's stores of d_state (the start's, the last product's) seen by all its threads
+        for p in tl.static_range(PIECES):
+            units_p, unit_mask_p, mask = _slice(pid_h, p, row_mask, H, SLICE, PIECES)
+            hid = rows[None, :] * H + units_p[:, None]
+            gid = rows[None, :] * (3 * H) + units_p[:, None]
+            sid = rows[None, :] * (4 * H) + units_p[:, None]
+            d_out, r, z, n, hn, h_prev = _saved_step(t, d_out_ptr, saved_ptr, h_buf_ptr, hid, sid, mask, plane_h,
+                                                     plane_s, H, HAS_D_OUT)
+            d_h, d_h_cell = _gradient_in(t, lengths, _load_f32(state_in, hid, mask), d_out, zero, HAS_LENGTHS)
+            _, _, _, direct = _cell_step_back(d_h_cell, r, z, n, hn, h_prev, dg_t, d_gates_x_ptr + t * plane_g, gid,
+                                              mask, H)
+            tl.store(state_out + hid, _where_running(t, lengths, direct, d_h, HAS_LENGTHS), mask=mask)
+        _arrive(counters_ptr + tl.program_id(1))  # our gate gradients published
+        # dh_{t-1} = direct + d_gates[t] @ W_hh[:, our units], after the barrier (_transpose_columns waits)
+        start = _load_f32(state_out, tile, tile_mask)
+        d_h_rec = _transpose_columns(start, 0, w_hh_t_ptr, units, unit_mask, dg_t, rows, row_mask, partials_ptr,
+                                     counters_ptr, s, plane_h, tile, tile_mask, H, 3, GATE_GROUP, BLOCK_H, SPAN_PAD,
+                                     K_PAD, BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
+        d_h_rec = _where_running(t, lengths, d_h_rec, start, HAS_LENGTHS)  # a finished row's passes through
+        tl.store(state_out + tile, d_h_rec, mask=tile_mask)
+        s += 1
+    tl.debug_barrier()  # d_h0: the last slot (d_h_n's when T is 0), this program's own stores
+    last = d_state_ptr + (T % 2) * plane_h
+    for p in tl.static_range(PIECES):
+        units_p, unit_mask_p, mask = _slice(pid_h, p, row_mask, H, SLICE, PIECES)
+        hid = rows[None, :] * H + units_p[:, None]
+        tl.store(d_h0_ptr + hid, tl.load(last + hid, mask=mask).to(d_h0_ptr.dtype.element_ty), mask=mask)
+    _release_counters(counters_ptr, GATE_GROUP)
