@@ -859,15 +859,18 @@ PIECES_FROM = 256
 PIECE_ACCUMULATOR = 64
 
 
-# The LSTM's streamed transpose backward holds nine [block_h, block_b] fp32 tiles across its step's
-# product (the gradients reaching h_t and c_t, the next step's saved values): from BACKWARD_PIECES_FROM
-# values a tile a thread (288 a step) it runs its cell gradients in slices of BACKWARD_PIECE_TILE a
-# tile, and its product as one (no gate split, whose partials of a group's units are 4x the tile).
-# Compiled for sm_90 the whole tile spilled 1.4-5.2 KB a thread there, 2 or 4 slices 0-168 bytes
-# (results/h200/pieces/aot_backward.txt); on the H200 (kernels alone, results/h200/pieces/
-# backward-2eb4c0b) a step took 0.20-0.70x the default's time in bf16 at batch 256-1024 x hidden
-# 1024-4096 (1024 x 2048: 99.1 us against 494.3), 0.21x in fp16 and 0.25x in TF32 at 1024 x 2048,
-# and the gate split with slices 1.27-4.6x as long as without. Below 32 (512 x 1024: 16) not measured.
+# The LSTM's and GRU's streamed transpose backward hold nine and eight [block_h, block_b] fp32 tiles
+# across the step's product (the gradients reaching h_t, and c_t; the next step's saved values): from
+# BACKWARD_PIECES_FROM values a tile a thread (288 a step for the LSTM) they run their cell gradients
+# in slices of BACKWARD_PIECE_TILE a tile, and the product as one (no gate split, whose partials of a
+# group's units are 4x the tile, and no split-K). Compiled for sm_90 the whole tile spilled 1.4-5.2
+# KB a thread there, slices 0-696 bytes (results/h200/pieces/aot_backward.txt, docs/kernels.md "The
+# backward in slices"). On the H200, kernels alone, a step took 0.20-0.70x the plan before's in
+# bf16 at batch 256-1024 x hidden 1024-4096 for the LSTM (1024 x 2048: 99.1 us against 494.3),
+# 0.13-0.77x for the GRU (1024 x 1024: 28.3 against split-K's 211.7), 0.25x and 0.51-0.64x in TF32
+# (results/h200/pieces/backward-2eb4c0b, gru-backward-96ef09c); 2 and 4 slices within 1-4 % of each
+# other; the LSTM's gate split with slices 1.27-4.6x as long as without. 3xTF32's, and tiles under 32
+# (512 x 1024: 16), not measured.
 BACKWARD_PIECES_FROM = 32
 BACKWARD_PIECE_TILE = 16
 
@@ -878,7 +881,7 @@ def tile_values(plan: Plan) -> int:
 
 
 def backward_sliced(num_gates: int, fields: dict, cuda: bool, step_precision: str) -> bool:
-    """Whether the LSTM's backward of these plan ``fields`` runs in slices by default
+    """Whether the LSTM's or GRU's backward of these plan ``fields`` runs in slices by default
     (:data:`BACKWARD_PIECES_FROM`): on CUDA, its streamed transpose form (not split-K, 3xTF32's
     products or on FMA units), whose tile is that many values a thread or more."""
     return (cuda and num_gates in (3, 4) and step_precision != "tf32x3" and not fields["fma"]

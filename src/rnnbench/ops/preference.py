@@ -9,6 +9,10 @@ input = hidden (``benchmarks/results/h200/speed-map/``: torch-nn's time over our
 
 - LSTM and GRU in TF32, bf16 and fp16, training: at batch_size × hidden_size ≥ 2^20 from hidden
   1024, 0.34-0.98 (batch 256 at 4096, 512 at 2048, 1024 at 1024 and 2048); below it 0.94-5.9.
+  With the backward in slices (2026-11-30, ``lstm-slices-backward-befec70``,
+  ``gru-slices-backward-55913c7``) 0.66-0.99 in bf16 and 0.88-1.08 for the GRU in TF32 at batch 512
+  and 1024: faster than before, cuDNN still ahead but for the GRU in TF32 at 2^20 (1.04-1.08,
+  within noise of even), so the rule stands.
 - The same, forward: at batch_size × hidden_size ≥ 2^21, or ≥ 2^20 at hidden 4096, 0.26-1.14
   (the GRU in TF32 at batch 256, hidden 4096: 1.14); below it 0.90-9.2.
 - RNN in TF32, training: at hidden 2048 from batch 256, and at hidden 4096, 0.74-0.98 (its reverse
