@@ -20,7 +20,7 @@ import triton.language as tl
 
 from ..common import (_act_sigmoid, _act_tanh, _arrive, _gate_bias, _gradient_in, _load_f32, _previous_h,
                       _release_counters, _transpose_columns, _where_running)
-from ..lstm.pieces import _at, _program_rows, _slice, _slice_product, _step_published
+from ..lstm.pieces import _at, _program_rows, _slice, _slice_planes, _slice_product, _step_published, _whole_tile
 from .kernels import _cell_step_back, _saved_step
 
 
@@ -121,13 +121,9 @@ def gru_backward_pieces_kernel(
     plane_s = wide_b * (4 * H)  # (the saved activations' [B, 4H] planes)
     zero = tl.zeros([SLICE, BLOCK_B], dtype=tl.float32)
     for p in tl.static_range(PIECES):  # the gradient reaching h_T in slot 0 (zeros when absent)
-        units, unit_mask, mask = _slice(pid_h, p, row_mask, H, SLICE, PIECES)
-        hid = rows[None, :] * H + units[:, None]
+        mask, hid, _planes = _slice_planes(pid_h, p, rows, row_mask, H, SLICE, PIECES, 3)
         tl.store(d_state_ptr + hid, _load_f32(d_h_n_ptr, hid, mask) if HAS_D_H_N else zero, mask=mask)
-    units = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)  # the whole tile, for the product
-    unit_mask = units < H
-    tile_mask = unit_mask[:, None] & row_mask[None, :]
-    tile = rows[None, :] * H + units[:, None]
+    units, unit_mask, tile, tile_mask = _whole_tile(pid_h, rows, row_mask, H, BLOCK_H)  # (for the product)
     s = 0
     while s < T:
         t = T - 1 - s
@@ -136,10 +132,8 @@ def gru_backward_pieces_kernel(
         state_out = d_state_ptr + ((s + 1) % 2) * plane_h
         tl.debug_barrier()  # this program's stores of d_state (the start's, the last product's) seen by all its threads
         for p in tl.static_range(PIECES):
-            units_p, unit_mask_p, mask = _slice(pid_h, p, row_mask, H, SLICE, PIECES)
-            hid = rows[None, :] * H + units_p[:, None]
-            gid = rows[None, :] * (3 * H) + units_p[:, None]
-            sid = rows[None, :] * (4 * H) + units_p[:, None]
+            mask, hid, gid = _slice_planes(pid_h, p, rows, row_mask, H, SLICE, PIECES, 3)
+            sid = _slice_planes(pid_h, p, rows, row_mask, H, SLICE, PIECES, 4)[2]  # (the saved values' [B, 4H] plane)
             d_out, r, z, n, hn, h_prev = _saved_step(t, d_out_ptr, saved_ptr, h_buf_ptr, hid, sid, mask, plane_h,
                                                      plane_s, H, HAS_D_OUT)
             d_h, d_h_cell = _gradient_in(t, lengths, _load_f32(state_in, hid, mask), d_out, zero, HAS_LENGTHS)
@@ -158,7 +152,6 @@ def gru_backward_pieces_kernel(
     tl.debug_barrier()  # d_h0: the last slot (d_h_n's when T is 0), this program's own stores
     last = d_state_ptr + (T % 2) * plane_h
     for p in tl.static_range(PIECES):
-        units_p, unit_mask_p, mask = _slice(pid_h, p, row_mask, H, SLICE, PIECES)
-        hid = rows[None, :] * H + units_p[:, None]
+        mask, hid, _planes = _slice_planes(pid_h, p, rows, row_mask, H, SLICE, PIECES, 3)
         tl.store(d_h0_ptr + hid, tl.load(last + hid, mask=mask).to(d_h0_ptr.dtype.element_ty), mask=mask)
     _release_counters(counters_ptr, GATE_GROUP)

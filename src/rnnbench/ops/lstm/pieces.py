@@ -70,6 +70,24 @@ def _slice_product(pid_h, p, GATES: tl.constexpr, w_hh_ptr, h_src, rows, live, H
 
 
 @triton.jit
+def _slice_planes(pid_h, p, rows, row_mask, H: tl.constexpr, SLICE: tl.constexpr, PIECES: tl.constexpr,
+                  GATES: tl.constexpr):
+    """Slice ``p`` of a backward's tile: ``(mask, hid, gid)``, its offsets in a ``[B, H]`` plane
+    and in a ``[B, GATES * H]`` plane of gate gradients."""
+    units, unit_mask, mask = _slice(pid_h, p, row_mask, H, SLICE, PIECES)
+    return mask, rows[None, :] * H + units[:, None], rows[None, :] * (GATES * H) + units[:, None]
+
+
+@triton.jit
+def _whole_tile(pid_h, rows, row_mask, H: tl.constexpr, BLOCK_H: tl.constexpr):
+    """The program's whole tile, for a backward's product: ``(units, unit_mask, tile, tile_mask)``,
+    ``tile`` its offsets in a ``[B, H]`` plane."""
+    units = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)
+    unit_mask = units < H
+    return units, unit_mask, rows[None, :] * H + units[:, None], unit_mask[:, None] & row_mask[None, :]
+
+
+@triton.jit
 def _step_published(counter, t, T):
     """Every slice's h_t published at once, then every program's awaited (none after the last step)."""
     if t + 1 < T:
@@ -204,14 +222,10 @@ def lstm_backward_pieces_kernel(
     plane_g = wide_b * (4 * H)
     zero = tl.zeros([SLICE, BLOCK_B], dtype=tl.float32)
     for p in tl.static_range(PIECES):  # the gradients reaching h_T and c_T in slot 0 (zeros when absent)
-        units, unit_mask, mask = _slice(pid_h, p, row_mask, H, SLICE, PIECES)
-        hid = rows[None, :] * H + units[:, None]
+        mask, hid, _planes = _slice_planes(pid_h, p, rows, row_mask, H, SLICE, PIECES, 4)
         tl.store(d_state_ptr + hid, _load_f32(d_h_n_ptr, hid, mask) if HAS_D_H_N else zero, mask=mask)
         tl.store(d_state_ptr + plane_h + hid, _load_f32(d_c_n_ptr, hid, mask) if HAS_D_C_N else zero, mask=mask)
-    units = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)  # the whole tile, for the product
-    unit_mask = units < H
-    tile_mask = unit_mask[:, None] & row_mask[None, :]
-    tile = rows[None, :] * H + units[:, None]
+    units, unit_mask, tile, tile_mask = _whole_tile(pid_h, rows, row_mask, H, BLOCK_H)  # (for the product)
     s = 0
     while s < T:
         t = T - 1 - s
@@ -220,9 +234,7 @@ def lstm_backward_pieces_kernel(
         state_out = d_state_ptr + ((s + 1) % 2) * (2 * plane_h)
         tl.debug_barrier()  # this program's stores of d_state (the start's, the last product's) seen by all its threads
         for p in tl.static_range(PIECES):
-            units_p, unit_mask_p, mask = _slice(pid_h, p, row_mask, H, SLICE, PIECES)
-            hid = rows[None, :] * H + units_p[:, None]
-            gid = rows[None, :] * (4 * H) + units_p[:, None]
+            mask, hid, gid = _slice_planes(pid_h, p, rows, row_mask, H, SLICE, PIECES, 4)
             d_out, i, f, g, o, c, c_prev = _saved_step(t, d_out_ptr, gates_ptr, c_buf_ptr, hid, gid, mask,
                                                        plane_h, plane_g, H, HAS_D_OUT)
             d_h, d_h_cell = _gradient_in(t, lengths, _load_f32(state_in, hid, mask), d_out, zero, HAS_LENGTHS)
@@ -245,8 +257,7 @@ def lstm_backward_pieces_kernel(
     tl.debug_barrier()  # d_h0, d_c0: the last slot (d_h_n's and d_c_n's when T is 0), this program's own stores
     last = d_state_ptr + (T % 2) * (2 * plane_h)
     for p in tl.static_range(PIECES):
-        units_p, unit_mask_p, mask = _slice(pid_h, p, row_mask, H, SLICE, PIECES)
-        hid = rows[None, :] * H + units_p[:, None]
+        mask, hid, _planes = _slice_planes(pid_h, p, rows, row_mask, H, SLICE, PIECES, 4)
         tl.store(d_h0_ptr + hid, tl.load(last + hid, mask=mask).to(d_h0_ptr.dtype.element_ty), mask=mask)
         tl.store(d_c0_ptr + hid, tl.load(last + plane_h + hid, mask=mask).to(d_c0_ptr.dtype.element_ty), mask=mask)
     _release_counters(counters_ptr, GATE_GROUP)
