@@ -358,7 +358,10 @@ class Plan:
             ``split_once``, ``half_operands`` or ``pad_rows``) with its step computed in this many
             slices of the program's units, each slice's product, gates and cell update stored
             before the next (``ops/<cell>/pieces.py``): its accumulator is ``1 / pieces`` of the
-            tile's, which at large batch × hidden outgrows the registers. 1: the whole tile.
+            tile's, which at large batch × hidden outgrows the registers. Of the backward: their
+            streamed transpose backward (no ``split_k``) with the cell's gradients computed in
+            this many slices before the barrier and the whole tile's product after it (not
+            holding the next step's saved values across the product). 1: the whole tile.
     """
 
     block_b: int
@@ -875,9 +878,9 @@ BACKWARD_PIECES_FROM = 32
 BACKWARD_PIECE_TILE = 16
 
 
-def tile_values(plan: Plan) -> int:
+def tile_values(block_h: int, block_b: int, num_warps: int) -> int:
     """A ``[block_h, block_b]`` fp32 tile in values a thread (``num_warps`` warps of 32 threads)."""
-    return plan.block_h * plan.block_b // (32 * plan.num_warps)
+    return block_h * block_b // (32 * num_warps)
 
 
 def backward_sliced(num_gates: int, fields: dict, cuda: bool, step_precision: str) -> bool:
@@ -886,7 +889,7 @@ def backward_sliced(num_gates: int, fields: dict, cuda: bool, step_precision: st
     products or on FMA units), whose tile is that many values a thread or more."""
     return (cuda and num_gates in (3, 4) and step_precision != "tf32x3" and not fields["fma"]
             and not fields["w_resident"] and not fields["h_on_chip"] and not fields.get("split_k")
-            and fields["block_h"] * fields["block_b"] // (32 * fields["num_warps"]) >= BACKWARD_PIECES_FROM)
+            and tile_values(fields["block_h"], fields["block_b"], fields["num_warps"]) >= BACKWARD_PIECES_FROM)
 
 
 def forward_accumulator(plan: Plan, num_gates: int) -> int:
@@ -906,7 +909,8 @@ def pieces_default(plan: Plan, req: _Request) -> int:
         if not (backward_sliced(req.num_gates, dataclasses.asdict(plan), req.cuda, req.step_precision)
                 and not plan.gate_split):
             return 1
-        return max(1, min(tile_values(plan) // BACKWARD_PIECE_TILE, plan.block_h // MIN_BLOCK_H))
+        tile = tile_values(plan.block_h, plan.block_b, plan.num_warps)
+        return max(1, min(tile // BACKWARD_PIECE_TILE, plan.block_h // MIN_BLOCK_H))
     accumulator = forward_accumulator(plan, req.num_gates)
     if not (req.cuda and req.num_gates == 4 and _streamed(plan) and not plan.gluon
             and split_once_level(plan) == 0 and accumulator >= PIECES_FROM):
@@ -1102,7 +1106,7 @@ def _backward_fields(req: _Request, fields: dict) -> dict:
     on_chip, cells = fields["h_on_chip"], req.num_gates in (3, 4)
     split_default = (req.cuda and cells and req.tensor_cores and not on_chip
                      and hidden_size <= (SPLIT_K_16BIT_MAX_HIDDEN if req.element == 2 else SPLIT_K_MAX_HIDDEN))
-    # The LSTM's backward in slices (BACKWARD_PIECES_FROM) is the transpose plan's, its product one.
+    # The LSTM's and GRU's backward in slices (BACKWARD_PIECES_FROM): the transpose plan, its product one.
     if (backward_sliced(req.num_gates, {**fields, "w_resident": False}, req.cuda, req.step_precision)
             and override.get("pieces", 2) > 1 and not {"split_k", "gate_split"} & override.keys()):
         return {"w_resident": False}

@@ -1,4 +1,5 @@
-"""The GRU's streamed forward with its step in slices of units (:attr:`Plan.pieces`).
+"""The GRU's streamed forward and transpose backward with their steps in slices of units
+(:attr:`Plan.pieces`); the backward's is ``gru_backward_pieces_kernel``'s docstring.
 
 The LSTM's (``ops/lstm/pieces.py``, which says why and what was measured) for the GRU: each
 slice's product (its rows of ``W_hh``, three gates and the stacked tile's zero fourth, against

@@ -1,4 +1,5 @@
-"""The LSTM's streamed forward with its step in slices of units (:attr:`Plan.pieces`).
+"""The LSTM's streamed forward and transpose backward with their steps in slices of units
+(:attr:`Plan.pieces`); the backward's is ``lstm_backward_pieces_kernel``'s docstring.
 
 Every program of a recurrence must be resident (they meet at a grid barrier each step), so at
 large batch × hidden each program's tile is large: at batch 1024, hidden 2048, 128 programs of 64
