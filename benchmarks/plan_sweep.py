@@ -1,6 +1,6 @@
 """Our recurrence kernels alone under launch-plan overrides: µs per step, forward and backward (one GPU).
 
-    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit|pad_rows_16bit_rule|resident_chunks|lm_backward|gate_split_wide|gate_split_wider|gate_split_narrow|pieces|pieces_gru|pieces_backward|pieces_backward_gru] [--budget SECONDS]
+    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit|pad_rows_16bit_rule|resident_chunks|lm_backward|gate_split_wide|gate_split_wider|gate_split_narrow|pieces|pieces_gru|pieces_backward|pieces_backward_gru|pieces_tf32] [--budget SECONDS]
 
 For each case (cell, batch_size, hidden_size, dtype, seq_len) and each plan override
 (``rnnbench.ops.recurrence.plan_override``; ``{}`` is the default plan), on prebuilt inputs
@@ -90,6 +90,8 @@ the choice against float64 and times the lanes. Case sets:
   ``Plan.pieces``) against the whole tile, with and without the gate split, batch 256-1024 x
   hidden 1024-4096 in bf16, and at 1024 x 2048 in fp16 and TF32; ``pieces_backward_gru``: the GRU's
   default against one slice asked (the plan before) and 2 and 4 slices.
+- ``pieces_tf32``: TF32's LSTM and GRU forward on fp16 operands (the default past hidden 128)
+  against TF32 on its own operands, in slices and whole.
 - ``gate_split_rule``: then where the rule was open: 16-bit at hidden 768-1024 and TF32 at 768
   (split-K's default) at batch 16-128, strict fp32 at batch 32, 2 and 3 stages.
 
@@ -340,6 +342,15 @@ CASE_SETS["pieces_backward_gru"] = [
     *[("gru", b, h, "bf16", 30, [{}, {"backward_pieces": 1}, {"backward_pieces": 2}, {"backward_pieces": 4}])
       for b, h in ((1024, 2048), (512, 4096), (1024, 1024), (512, 2048), (256, 4096))],
     *[("gru", b, h, "tf32", 30, [{}, {"backward_pieces": 1}]) for b, h in ((1024, 2048), (1024, 1024))],
+]
+# TF32's forward in slices: its default (fp16 operands, Plan.half_operands, whole tile) against TF32
+# on its own fp32 operands in slices (asking for pieces leaves fp16 operands out) and whole.
+CASE_SETS["pieces_tf32"] = [
+    *[("lstm", b, h, "tf32", 30, [{}, {"forward_pieces": 4}, {"forward_pieces": 2}, {"forward_half_operands": False}])
+      for b, h in ((1024, 2048), (512, 4096))],
+    *[("gru", b, h, "tf32", 30, [{}, {"forward_pieces": 4}, {"forward_half_operands": False}])
+      for b, h in ((1024, 2048), (512, 4096))],
+    ("lstm", 1024, 1024, "tf32", 30, [{}, {"forward_pieces": 2}]),
 ]
 FIELDS = ("cell", "batch_size", "hidden_size", "dtype", "seq_len", "plan")
 
