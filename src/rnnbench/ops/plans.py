@@ -871,9 +871,9 @@ PIECE_ACCUMULATOR = 64
 # backward in slices"). On the H200, kernels alone, a step took 0.20-0.70x the plan before's in
 # bf16 at batch 256-1024 x hidden 1024-4096 for the LSTM (1024 x 2048: 99.1 us against 494.3),
 # 0.13-0.77x for the GRU (1024 x 1024: 28.3 against split-K's 211.7), 0.25x and 0.51-0.64x in TF32
-# (results/h200/pieces/backward-2eb4c0b, gru-backward-96ef09c); 2 and 4 slices within 1-4 % of each
-# other; the LSTM's gate split with slices 1.27-4.6x as long as without. 3xTF32's, and tiles under 32
-# (512 x 1024: 16), not measured.
+# (results/h200/pieces/backward-2eb4c0b, gru-backward-96ef09c); 2 and 4 slices within 1-5 % of each
+# other but at the LSTM's 1024 x 2048 (4: 0.92x); the LSTM's gate split with slices 1.15-4.6x as long
+# as without. 3xTF32's, and tiles under 32 (512 x 1024: 16), not measured.
 BACKWARD_PIECES_FROM = 32
 BACKWARD_PIECE_TILE = 16
 
