@@ -170,6 +170,7 @@ def test_the_plan_refuses_slices_where_no_kernel_takes_them(cell, fields):
     ("lstm", torch.float16, "ieee", 512, 4096, 4, 4),
     ("lstm", torch.bfloat16, "ieee", 1024, 1024, 1, 2),  # (128: slices were 0.93-1.31x as fast; tiles 32)
     ("lstm", torch.bfloat16, "ieee", 256, 2048, 1, 1),  # (64; tiles 16)
+    ("lstm", torch.float32, "tf32", 1024, 650, 1, 1),  # (tiles 32, but below hidden 1024: split-K, as measured)
     ("lstm", torch.float32, "tf32", 1024, 2048, 1, 4),  # (on fp16 operands: no forward slices)
     ("lstm", torch.float32, "tf32x3", 1024, 2048, 1, 1),  # (split once; 3xTF32's backward not measured)
     ("gru", torch.bfloat16, "ieee", 1024, 2048, 1, 4),  # (256 too, but slower in slices: plans.PIECES_FROM)

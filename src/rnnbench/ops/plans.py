@@ -873,9 +873,11 @@ PIECE_ACCUMULATOR = 64
 # 0.13-0.77x for the GRU (1024 x 1024: 28.3 against split-K's 211.7), 0.25x and 0.51-0.64x in TF32
 # (results/h200/pieces/backward-2eb4c0b, gru-backward-96ef09c); 2 and 4 slices within 1-5 % of each
 # other but at the LSTM's 1024 x 2048 (4: 0.92x); the LSTM's gate split with slices 1.15-4.6x as long
-# as without. 3xTF32's, and tiles under 32 (512 x 1024: 16), not measured.
+# as without. Measured from hidden BACKWARD_PIECES_MIN_HIDDEN; narrower layers (TF32's split-K at
+# batch 1024, hidden 650), 3xTF32's, and tiles under 32 (512 x 1024: 16), not measured, keep their plans.
 BACKWARD_PIECES_FROM = 32
 BACKWARD_PIECE_TILE = 16
+BACKWARD_PIECES_MIN_HIDDEN = 1024
 
 
 def tile_values(block_h: int, block_b: int, num_warps: int) -> int:
@@ -883,11 +885,13 @@ def tile_values(block_h: int, block_b: int, num_warps: int) -> int:
     return block_h * block_b // (32 * num_warps)
 
 
-def backward_sliced(num_gates: int, fields: dict, cuda: bool, step_precision: str) -> bool:
+def backward_sliced(num_gates: int, hidden_size: int, fields: dict, cuda: bool, step_precision: str) -> bool:
     """Whether the LSTM's or GRU's backward of these plan ``fields`` runs in slices by default
-    (:data:`BACKWARD_PIECES_FROM`): on CUDA, its streamed transpose form (not split-K, 3xTF32's
-    products or on FMA units), whose tile is that many values a thread or more."""
-    return (cuda and num_gates in (3, 4) and step_precision != "tf32x3" and not fields["fma"]
+    (:data:`BACKWARD_PIECES_FROM`): on CUDA from hidden :data:`BACKWARD_PIECES_MIN_HIDDEN`, its
+    streamed transpose form (not split-K, 3xTF32's products or on FMA units), whose tile is that
+    many values a thread or more."""
+    return (cuda and num_gates in (3, 4) and hidden_size >= BACKWARD_PIECES_MIN_HIDDEN
+            and step_precision != "tf32x3" and not fields["fma"]
             and not fields["w_resident"] and not fields["h_on_chip"] and not fields.get("split_k")
             and tile_values(fields["block_h"], fields["block_b"], fields["num_warps"]) >= BACKWARD_PIECES_FROM)
 
@@ -906,7 +910,8 @@ def pieces_default(plan: Plan, req: _Request) -> int:
     GRU's in slices was slower: the comment above :data:`PIECES_FROM`). The backward's: where
     :func:`backward_sliced`, slices of :data:`BACKWARD_PIECE_TILE` values a thread. Else 1."""
     if req.backward:
-        if not (backward_sliced(req.num_gates, dataclasses.asdict(plan), req.cuda, req.step_precision)
+        if not (backward_sliced(req.num_gates, req.hidden_size, dataclasses.asdict(plan), req.cuda,
+                                req.step_precision)
                 and not plan.gate_split):
             return 1
         tile = tile_values(plan.block_h, plan.block_b, plan.num_warps)
@@ -1107,7 +1112,7 @@ def _backward_fields(req: _Request, fields: dict) -> dict:
     split_default = (req.cuda and cells and req.tensor_cores and not on_chip
                      and hidden_size <= (SPLIT_K_16BIT_MAX_HIDDEN if req.element == 2 else SPLIT_K_MAX_HIDDEN))
     # The LSTM's and GRU's backward in slices (BACKWARD_PIECES_FROM): the transpose plan, its product one.
-    if (backward_sliced(req.num_gates, {**fields, "w_resident": False}, req.cuda, req.step_precision)
+    if (backward_sliced(req.num_gates, hidden_size, {**fields, "w_resident": False}, req.cuda, req.step_precision)
             and override.get("pieces", 2) > 1 and not {"split_k", "gate_split"} & override.keys()):
         return {"w_resident": False}
     gate_default = (req.cuda and cells and req.tensor_cores and not on_chip and not fields["fma"]
