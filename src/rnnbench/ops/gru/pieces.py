@@ -20,8 +20,8 @@ import triton
 import triton.language as tl
 
 from ..common import (_act_sigmoid, _act_tanh, _arrive, _gate_bias, _gradient_in, _load_f32, _previous_h,
-                      _release_counters, _transpose_columns, _where_running)
-from ..lstm.pieces import _at, _program_rows, _slice, _slice_planes, _slice_product, _step_published, _whole_tile
+                      _program_tile, _release_counters, _transpose_columns, _where_running)
+from ..lstm.pieces import _at, _program_rows, _slice, _slice_planes, _slice_product, _step_published
 from .kernels import _cell_step_back, _saved_step
 
 
@@ -124,7 +124,8 @@ def gru_backward_pieces_kernel(
     for p in tl.static_range(PIECES):  # the gradient reaching h_T in slot 0 (zeros when absent)
         mask, hid, _planes = _slice_planes(pid_h, p, rows, row_mask, H, SLICE, PIECES, 3)
         tl.store(d_state_ptr + hid, _load_f32(d_h_n_ptr, hid, mask) if HAS_D_H_N else zero, mask=mask)
-    units, unit_mask, tile, tile_mask = _whole_tile(pid_h, rows, row_mask, H, BLOCK_H)  # (for the product)
+    # the whole tile, for the product
+    _pid_h, _pid_b, units, _rows, unit_mask, _row_mask, tile_mask, tile = _program_tile(B, H, BLOCK_B, BLOCK_H)
     s = 0
     while s < T:
         t = T - 1 - s

@@ -35,8 +35,8 @@ import triton
 import triton.language as tl
 
 from ..common import (_act_sigmoid, _act_tanh, _arrive, _gate_bias, _gradient_in, _load_f32, _previous_h,
-                      _release_counters, _row_lengths, _split_gates, _stacked_matmul, _stacked_rows, _transpose_columns,
-                      _wait, _where_running)
+                      _program_tile, _release_counters, _row_lengths, _split_gates, _stacked_matmul, _stacked_rows,
+                      _transpose_columns, _wait, _where_running)
 from .kernels import _cell_step_back, _saved_step
 
 
@@ -77,15 +77,6 @@ def _slice_planes(pid_h, p, rows, row_mask, H: tl.constexpr, SLICE: tl.constexpr
     and in a ``[B, GATES * H]`` plane of gate gradients."""
     units, unit_mask, mask = _slice(pid_h, p, row_mask, H, SLICE, PIECES)
     return mask, rows[None, :] * H + units[:, None], rows[None, :] * (GATES * H) + units[:, None]
-
-
-@triton.jit
-def _whole_tile(pid_h, rows, row_mask, H: tl.constexpr, BLOCK_H: tl.constexpr):
-    """The program's whole tile, for a backward's product: ``(units, unit_mask, tile, tile_mask)``,
-    ``tile`` its offsets in a ``[B, H]`` plane."""
-    units = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)
-    unit_mask = units < H
-    return units, unit_mask, rows[None, :] * H + units[:, None], unit_mask[:, None] & row_mask[None, :]
 
 
 @triton.jit
@@ -226,7 +217,8 @@ def lstm_backward_pieces_kernel(
         mask, hid, _planes = _slice_planes(pid_h, p, rows, row_mask, H, SLICE, PIECES, 4)
         tl.store(d_state_ptr + hid, _load_f32(d_h_n_ptr, hid, mask) if HAS_D_H_N else zero, mask=mask)
         tl.store(d_state_ptr + plane_h + hid, _load_f32(d_c_n_ptr, hid, mask) if HAS_D_C_N else zero, mask=mask)
-    units, unit_mask, tile, tile_mask = _whole_tile(pid_h, rows, row_mask, H, BLOCK_H)  # (for the product)
+    # the whole tile, for the product
+    _pid_h, _pid_b, units, _rows, unit_mask, _row_mask, tile_mask, tile = _program_tile(B, H, BLOCK_B, BLOCK_H)
     s = 0
     while s < T:
         t = T - 1 - s
