@@ -1,6 +1,6 @@
 """Our recurrence kernels alone under launch-plan overrides: µs per step, forward and backward (one GPU).
 
-    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit|pad_rows_16bit_rule|resident_chunks|lm_backward|gate_split_wide|gate_split_wider|gate_split_narrow|pieces|pieces_gru|pieces_backward|pieces_backward_gru|pieces_tf32] [--budget SECONDS]
+    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit|pad_rows_16bit_rule|resident_chunks|lm_backward|gate_split_wide|gate_split_wider|gate_split_narrow|pieces|pieces_gru|pieces_backward|pieces_backward_gru|pieces_tf32|pieces_tf32_rule|pieces_rows] [--budget SECONDS]
 
 For each case (cell, batch_size, hidden_size, dtype, seq_len) and each plan override
 (``rnnbench.ops.recurrence.plan_override``; ``{}`` is the default plan), on prebuilt inputs
@@ -92,6 +92,9 @@ the choice against float64 and times the lanes. Case sets:
   default against one slice asked (the plan before) and 2 and 4 slices.
 - ``pieces_tf32``: TF32's LSTM and GRU forward on fp16 operands (the default past hidden 128)
   against TF32 on its own operands, in slices and whole.
+- ``pieces_tf32_rule``: TF32's LSTM default since (its own operands in 2 slices where fp16 operands'
+  whole tile would hold 256 values a thread) against fp16 operands whole and 4 slices;
+  ``pieces_rows``: the bf16 LSTM's forward at 128 batch rows a program in slices against its default.
 - ``gate_split_rule``: then where the rule was open: 16-bit at hidden 768-1024 and TF32 at 768
   (split-K's default) at batch 16-128, strict fp32 at batch 32, 2 and 3 stages.
 
@@ -351,6 +354,19 @@ CASE_SETS["pieces_tf32"] = [
     *[("gru", b, h, "tf32", 30, [{}, {"forward_pieces": 4}, {"forward_half_operands": False}])
       for b, h in ((1024, 2048), (512, 4096))],
     ("lstm", 1024, 1024, "tf32", 30, [{}, {"forward_pieces": 2}]),
+]
+# The rule that followed (plans.PIECE_ACCUMULATOR_TF32): the LSTM's default in TF32 where fp16 operands'
+# whole tile would hold 256 values a thread (its own operands in 2 slices) against that plan before
+# (fp16 operands, whole) and 4 slices, at the four shapes it applies to on 132 multiprocessors.
+CASE_SETS["pieces_tf32_rule"] = [
+    ("lstm", b, h, "tf32", 30, [{}, {"forward_half_operands": True}, {"forward_pieces": 4}])
+    for b, h in ((1024, 2048), (512, 4096), (1024, 1536), (512, 3072))]
+# The forward's weights re-read from L2 by every batch block (16 blocks of 64 rows at batch 1024): 128
+# rows a program halves that, in slices that keep the accumulator at 32-64 values a thread.
+CASE_SETS["pieces_rows"] = [
+    ("lstm", 1024, 2048, "bf16", 30, [{}, *[{"forward_block_b": 128, "forward_block_h": bh, "forward_pieces": n}
+                                           for bh, n in ((128, 4), (128, 8), (256, 8))]]),
+    ("lstm", 512, 4096, "bf16", 30, [{}, {"forward_block_b": 128, "forward_block_h": 256, "forward_pieces": 8}]),
 ]
 FIELDS = ("cell", "batch_size", "hidden_size", "dtype", "seq_len", "plan")
 

@@ -112,19 +112,32 @@ def test_layer_on_many_programs(cell, dtype, block_h, resident, nan_buffers):
 
 @pytest.mark.parametrize("pieces", [2, 8, 1])
 @pytest.mark.parametrize("lengths", [False, True], ids=["same-lengths", "lengths"])
-@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("dtype", ["bf16", "fp16", "tf32"])
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
 def test_forward_in_slices_on_the_gpu(cell, dtype, lengths, pieces, nan_buffers):
     """The LSTM's and GRU's streamed forward in slices of units (``Plan.pieces``,
     ops/<cell>/pieces.py) at batch 512, hidden 1024 (16 programs of 64 units x 8 batch blocks of 64
-    rows) in 2 slices of 32 units and 8 of 8, and whole (the control): output, final states and
-    every gradient against float64, each sequence its own length or not; the counters left at
-    zero."""
+    rows) in 2 slices of 32 units and 8 of 8, and whole (the control; TF32 on its own operands,
+    asked pieces meaning them): output, final states and every gradient against float64, each
+    sequence its own length or not; the counters left at zero."""
     lengths = torch.randint(0, 10, (512,), generator=torch.Generator().manual_seed(2)) if lengths else None
     with plan_override(forward_pieces=pieces):
-        got = plan(cell, 512, 1024, TORCH_DTYPE[dtype], torch.device("cuda"))
-        assert got.pieces == pieces and not got.w_resident, got
+        got = plan(cell, 512, 1024, TORCH_DTYPE[dtype], torch.device("cuda"), "tf32" if dtype == "tf32" else "ieee")
+        assert got.pieces == pieces and not (got.w_resident or got.half_operands), got
         check_layer(cell, dtype, _layer(cell, 512, 9, 64, 1024), lengths)
+    torch.cuda.synchronize()
+    assert all(not buf.any() for buf in COUNTERS.values())
+
+
+@pytest.mark.parametrize("lengths", [False, True], ids=["same-lengths", "lengths"])
+def test_tf32_lstm_forward_in_slices_by_default(lengths, nan_buffers):
+    """TF32's LSTM at batch 1024, hidden 2048, its default plan (``plans.PIECE_ACCUMULATOR_TF32``:
+    its own fp32 operands in 2 slices of 128 units, 8 x 16 programs, not fp16 operands whole):
+    output, final states and every gradient against float64; the counters left at zero."""
+    got = plan("lstm", 1024, 2048, torch.float32, torch.device("cuda"), "tf32")
+    assert (got.pieces, got.half_operands, got.block_h, got.block_b) == (2, False, 256, 64), got
+    lengths = torch.randint(0, 6, (1024,), generator=torch.Generator().manual_seed(3)) if lengths else None
+    check_layer("lstm", "tf32", _layer("lstm", 1024, 5, 64, 2048), lengths)
     torch.cuda.synchronize()
     assert all(not buf.any() for buf in COUNTERS.values())
 

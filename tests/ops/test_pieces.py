@@ -171,7 +171,10 @@ def test_the_plan_refuses_slices_where_no_kernel_takes_them(cell, fields):
     ("lstm", torch.bfloat16, "ieee", 1024, 1024, 1, 2),  # (128: slices were 0.93-1.31x as fast; tiles 32)
     ("lstm", torch.bfloat16, "ieee", 256, 2048, 1, 1),  # (64; tiles 16)
     ("lstm", torch.float32, "tf32", 1024, 650, 1, 1),  # (tiles 32, but below hidden 1024: split-K, as measured)
-    ("lstm", torch.float32, "tf32", 1024, 2048, 1, 4),  # (on fp16 operands: no forward slices)
+    ("lstm", torch.float32, "tf32", 1024, 2048, 2, 4),  # (its own fp32 operands in slices of 128, not fp16's)
+    ("lstm", torch.float32, "tf32", 512, 4096, 2, 4),
+    ("lstm", torch.float32, "tf32", 1024, 1024, 1, 2),  # (128: fp16 operands, whole)
+    ("gru", torch.float32, "tf32", 1024, 2048, 1, 4),  # (fp16 operands, whole: the GRU's forward is not sliced)
     ("lstm", torch.float32, "tf32x3", 1024, 2048, 1, 1),  # (split once; 3xTF32's backward not measured)
     ("gru", torch.bfloat16, "ieee", 1024, 2048, 1, 4),  # (256 too, but slower in slices: plans.PIECES_FROM)
     ("gru", torch.bfloat16, "ieee", 1024, 1024, 1, 2),  # (split-K before)
@@ -187,6 +190,7 @@ def test_slices_by_default_where_the_whole_tile_spilled(cell, dtype, precision, 
     plans = {direction: choose_plan(batch, hidden, gates, dtype, torch.device("cuda"), multiprocessors=132,
                                     precision=precision, direction=direction) for direction in ("forward", "backward")}
     assert (plans["forward"].pieces, plans["backward"].pieces) == (forward, backward), plans
+    assert plans["forward"].half_operands == (precision == "tf32" and forward == 1), plans["forward"]
     if backward > 1:
         assert not (plans["backward"].gate_split or plans["backward"].split_k), plans["backward"]
 

@@ -860,6 +860,13 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
 # and 4 slices took 1.14-1.27x its time (results/h200/pieces/gru-1f9a566). So the LSTM's alone.
 PIECES_FROM = 256
 PIECE_ACCUMULATOR = 64
+# TF32's LSTM forward on its own fp32 operands, where fp16 operands' whole tile (Plan.half_operands,
+# its default) would hold PIECES_FROM values a thread: in slices of PIECE_ACCUMULATOR_TF32 (2 at 256)
+# instead. Each slice reads h's chunks again, in fp32 twice the bytes of fp16's. On the H200, kernels
+# alone (results/h200/pieces/tf32-304de8d), a step in 2 slices took 0.43x and 0.44x the fp16 operands'
+# whole tile (batch 1024 x hidden 2048: 189.4 us against 445.0; 512 x 4096: 375.6 against 856.9), in
+# 4 slices 0.57-0.58x; at 128 values (1024 x 1024) 2 slices took 1.22x, so fp16 operands stay there.
+PIECE_ACCUMULATOR_TF32 = 128
 
 
 # The LSTM's and GRU's streamed transpose backward hold nine and eight [block_h, block_b] fp32 tiles
@@ -920,7 +927,8 @@ def pieces_default(plan: Plan, req: _Request) -> int:
     if not (req.cuda and req.num_gates == 4 and _streamed(plan) and not plan.gluon
             and split_once_level(plan) == 0 and accumulator >= PIECES_FROM):
         return 1
-    return max(1, min(accumulator // PIECE_ACCUMULATOR, plan.block_h // MIN_BLOCK_H))
+    per_slice = PIECE_ACCUMULATOR_TF32 if req.element == 4 else PIECE_ACCUMULATOR
+    return max(1, min(accumulator // per_slice, plan.block_h // MIN_BLOCK_H))
 
 
 def _request(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, direction, bounded,
@@ -1254,7 +1262,8 @@ def _half_operands_default(plan: Plan, req: _Request) -> bool:
         return plan.half_operands
     return (HALF_OPERANDS and req.cuda and not req.backward and req.dtype == torch.float32
             and req.precision == "tf32" and req.num_gates in (3, 4) and k_padded(req.hidden_size) > FMA_MAX_K
-            and _TF32_OPERAND_FIELDS.isdisjoint(req.override) and not (plan.h_on_chip or plan.fma))
+            and _TF32_OPERAND_FIELDS.isdisjoint(req.override) and not (plan.h_on_chip or plan.fma)
+            and pieces_default(plan, req) == 1)  # (else its own operands in slices: PIECE_ACCUMULATOR_TF32)
 
 
 def _check_plan(plan: Plan, req: _Request) -> None:
