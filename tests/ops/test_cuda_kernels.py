@@ -129,15 +129,35 @@ def test_forward_in_slices_on_the_gpu(cell, dtype, lengths, pieces, nan_buffers)
     assert all(not buf.any() for buf in COUNTERS.values())
 
 
+@pytest.mark.parametrize("wide", [True, False], ids=["128-rows", "64-rows"])
 @pytest.mark.parametrize("lengths", [False, True], ids=["same-lengths", "lengths"])
-def test_tf32_lstm_forward_in_slices_by_default(lengths, nan_buffers):
-    """TF32's LSTM at batch 1024, hidden 2048, its default plan (``plans.PIECE_ACCUMULATOR_TF32``:
-    its own fp32 operands in 2 slices of 128 units, 8 x 16 programs, not fp16 operands whole):
-    output, final states and every gradient against float64; the counters left at zero."""
-    got = plan("lstm", 1024, 2048, torch.float32, torch.device("cuda"), "tf32")
-    assert (got.pieces, got.half_operands, got.block_h, got.block_b) == (2, False, 256, 64), got
-    lengths = torch.randint(0, 6, (1024,), generator=torch.Generator().manual_seed(3)) if lengths else None
-    check_layer("lstm", "tf32", _layer("lstm", 1024, 5, 64, 2048), lengths)
+def test_tf32_lstm_forward_in_slices_by_default(lengths, wide, nan_buffers):
+    """TF32's LSTM at batch 1024, hidden 2048 on its own fp32 operands in 2 slices, not fp16
+    operands whole: its default plan (``plans.wide_rows_default``: 128 rows and 128 units a
+    program, 16 x 8 programs) and, 64 rows asked, the plan before (``plans.PIECE_ACCUMULATOR_TF32``:
+    256 units, 8 x 16): output, final states and every gradient against float64; the counters
+    left at zero."""
+    with plan_override(**({} if wide else {"forward_block_b": 64})):
+        got = plan("lstm", 1024, 2048, torch.float32, torch.device("cuda"), "tf32")
+        assert (got.pieces, got.half_operands, got.block_h, got.block_b) == (2, False, *((128, 128) if wide else
+                                                                                         (256, 64))), got
+        lengths = torch.randint(0, 6, (1024,), generator=torch.Generator().manual_seed(3)) if lengths else None
+        check_layer("lstm", "tf32", _layer("lstm", 1024, 5, 64, 2048), lengths)
+    torch.cuda.synchronize()
+    assert all(not buf.any() for buf in COUNTERS.values())
+
+
+@pytest.mark.parametrize("lengths", [False, True], ids=["same-lengths", "lengths"])
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_wide_rows_forward_by_default(cell, dtype, lengths, nan_buffers):
+    """16-bit at batch 1024, hidden 1024, the default plan (``plans.wide_rows_default``: 128 rows and
+    64 units a program in 2 slices of 32, 16 x 8 programs): output, final states and every gradient
+    against float64, each sequence its own length or not; the counters left at zero."""
+    got = plan(cell, 1024, 1024, TORCH_DTYPE[dtype], torch.device("cuda"))
+    assert (got.block_b, got.block_h, got.pieces) == (128, 64, 2), got
+    lengths = torch.randint(0, 6, (1024,), generator=torch.Generator().manual_seed(4)) if lengths else None
+    check_layer(cell, dtype, _layer(cell, 1024, 5, 64, 1024), lengths)
     torch.cuda.synchronize()
     assert all(not buf.any() for buf in COUNTERS.values())
 

@@ -842,6 +842,10 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     if _half_operands_default(plan, req):
         return _half_operands_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision,
                                    direction, asked)
+    if wide_rows_default(plan, req):
+        return choose_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, direction,
+                           bounded, **{**asked, "block_b": WIDE_ROWS, "block_h": plan.block_h // 2,
+                                       "pieces": WIDE_ROWS_PIECES})
     if "pieces" not in req.override:
         plan = dataclasses.replace(plan, pieces=pieces_default(plan, req))
     _check_plan(plan, req)
@@ -885,6 +889,38 @@ PIECE_ACCUMULATOR_TF32 = 128
 BACKWARD_PIECES_FROM = 32
 BACKWARD_PIECE_TILE = 16
 BACKWARD_PIECES_MIN_HIDDEN = 1024
+
+
+# Batch rows a program of the LSTM's and GRU's streamed forward where its 64-row tile is wide. Every
+# batch block's programs stream the same rows of W_hh from L2 each step; at 64 rows a program (16
+# blocks at batch 1024) that traffic, not the arithmetic, bounds the step. WIDE_ROWS rows and half the
+# units a program (the same programs) halve it; the step's product then runs in WIDE_ROWS_PIECES
+# slices. On the H200, kernels alone (results/h200/pieces/rows-more-ae9b435, rows-3b9c458): in bf16 a
+# step took 0.44-0.71x the 64-row default's (LSTM 1024 x 2048: 86.8 us against 158.3; 256 x 4096: 82.9
+# against 188.9; 1024 x 1024: 25.3 against 35.8; GRU 1024 x 2048: 75.4 against 132.6) and TF32 on its
+# own operands 0.82-0.83x (1024 x 2048: 158.1 against 189.4); 4 slices took 1.19-1.31x 2's, the GRU
+# whole 1.13x. From an accumulator of WIDE_ROWS_FROM values a thread at 64 rows (16-bit weights;
+# PIECES_FROM for fp32's, where TF32 leaves fp16 operands), as measured: 128 and 256 at batch 256-1024.
+WIDE_ROWS = 128
+WIDE_ROWS_PIECES = 2
+WIDE_ROWS_FROM = 128
+
+
+def wide_rows_default(plan: Plan, req: _Request) -> bool:
+    """Whether the forward ``plan`` (64 rows a program) is planned again at :data:`WIDE_ROWS` rows and
+    half its units a program in :data:`WIDE_ROWS_PIECES` slices, by default: on CUDA, the LSTM's and
+    GRU's streamed exchange forward on its own operands (16-bit, or TF32's: not 3xTF32, fp16 operands or
+    Gluon) whose accumulator (:func:`forward_accumulator`) is :data:`WIDE_ROWS_FROM` values a thread or
+    more (:data:`PIECES_FROM` for fp32 weights), none of its tile fields asked for, at no more programs
+    (a batch that is not a multiple of :data:`WIDE_ROWS` may need more: 320 rows take 3 blocks of 128)."""
+    if (req.backward or not req.cuda or req.num_gates not in (3, 4) or not _streamed(plan) or plan.gluon
+            or split_once_level(plan) or req.precision == "tf32x3" or plan.block_b != MAX_BLOCK_B
+            or req.batch_size < WIDE_ROWS or not {"block_b", "block_h", "pieces"}.isdisjoint(req.override)):
+        return False
+    least = PIECES_FROM if req.element == 4 else WIDE_ROWS_FROM
+    programs = cdiv(req.hidden_size, plan.block_h // 2) * cdiv(req.batch_size, WIDE_ROWS)
+    before = cdiv(req.hidden_size, plan.block_h) * cdiv(req.batch_size, plan.block_b)
+    return forward_accumulator(plan, req.num_gates) >= least and programs <= before
 
 
 def tile_values(block_h: int, block_b: int, num_warps: int) -> int:
