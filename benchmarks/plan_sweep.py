@@ -1,6 +1,6 @@
 """Our recurrence kernels alone under launch-plan overrides: µs per step, forward and backward (one GPU).
 
-    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit|pad_rows_16bit_rule|resident_chunks|lm_backward|gate_split_wide|gate_split_wider|gate_split_narrow|pieces|pieces_gru|pieces_backward|pieces_backward_gru|pieces_tf32|pieces_tf32_rule|pieces_rows|pieces_rows_more|wide_rows] [--budget SECONDS]
+    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit|pad_rows_16bit_rule|resident_chunks|lm_backward|gate_split_wide|gate_split_wider|gate_split_narrow|pieces|pieces_gru|pieces_backward|pieces_backward_gru|pieces_tf32|pieces_tf32_rule|pieces_rows|pieces_rows_more|wide_rows|wide_rows_backward] [--budget SECONDS]
 
 For each case (cell, batch_size, hidden_size, dtype, seq_len) and each plan override
 (``rnnbench.ops.recurrence.plan_override``; ``{}`` is the default plan), on prebuilt inputs
@@ -96,7 +96,8 @@ the choice against float64 and times the lanes. Case sets:
   whole tile would hold 256 values a thread) against fp16 operands whole and 4 slices;
   ``pieces_rows``: the bf16 LSTM's forward at 128 batch rows a program in slices against its default;
   ``pieces_rows_more``: the same at more shapes, in TF32, for the GRU and for the LSTM's backward;
-  ``wide_rows``: the rule that followed (128 rows a program) against the 64-row plan before it.
+  ``wide_rows``: the rule that followed (128 rows a program) against the 64-row plan before it;
+  ``wide_rows_backward``: the backward at 128 rows a program against its default.
 - ``gate_split_rule``: then where the rule was open: 16-bit at hidden 768-1024 and TF32 at 768
   (split-K's default) at batch 16-128, strict fp32 at batch 32, 2 and 3 stages.
 
@@ -381,8 +382,8 @@ CASE_SETS["pieces_rows_more"] = [
     *[("lstm", b, h, "tf32", 30, [{}, *[{**_ROWS, "forward_block_h": 128, "forward_pieces": n} for n in (2, 4)]])
       for b, h in ((1024, 2048), (512, 4096))],
     ("gru", 1024, 2048, "bf16", 30, [{}, *[{**_ROWS, "forward_block_h": 128, "forward_pieces": n} for n in (1, 2, 4)]]),
-    ("lstm", 1024, 2048, "bf16", 30, [{"backward_block_b": 128, "backward_block_h": 128, "backward_pieces": n}
-                                      for n in (4, 8)]),
+    ("lstm", 1024, 2048, "bf16", 30, [{}, *[{"backward_block_b": 128, "backward_block_h": 128, "backward_pieces": n}
+                                           for n in (4, 8)]]),  # ({} since: ae9b435 timed it in the first row)
 ]
 # The rule that followed (plans.wide_rows_default: 128 rows, half the units, 2 slices) against the 64-row
 # plan before it (asked for: the rule steps aside), where no sweep above timed the rule's plan.
@@ -392,6 +393,18 @@ CASE_SETS["wide_rows"] = [
     *[("lstm", b, h, dtype, 30, [{}, {"forward_block_b": 64}])
       for dtype in ("bf16", "tf32") for b, h in ((1024, 1536), (512, 3072))],
     ("lstm", 1024, 2048, "fp16", 30, [{}, {"forward_block_b": 64}]),
+]
+# And the backward at 128 rows a program (the LSTM at 1024 x 2048: 91.7 us a step in 4 slices against
+# 103.2, pieces_rows_more), not a default: its transposed product re-reads W_hh per batch block too.
+def _wide_back(bh, n):
+    return {"backward_block_b": 128, "backward_block_h": bh, "backward_pieces": n}
+
+
+CASE_SETS["wide_rows_backward"] = [
+    ("lstm", 1024, 2048, "bf16", 30, [{}, _wide_back(128, 4), _wide_back(128, 2)]),
+    ("lstm", 512, 4096, "bf16", 30, [{}, _wide_back(128, 4)]),
+    *[(cell, 1024, 1024, "bf16", 30, [{}, _wide_back(64, 2)]) for cell in ("lstm", "gru")],
+    ("gru", 1024, 2048, "bf16", 30, [{}, _wide_back(128, 4)]),
 ]
 FIELDS = ("cell", "batch_size", "hidden_size", "dtype", "seq_len", "plan")
 
