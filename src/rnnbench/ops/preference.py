@@ -15,6 +15,12 @@ input = hidden (``benchmarks/results/h200/speed-map/``: torch-nn's time over our
   within noise of even), so the rule stands.
 - The same, forward: at batch_size × hidden_size ≥ 2^21, or ≥ 2^20 at hidden 4096, 0.26-1.14
   (the GRU in TF32 at batch 256, hidden 4096: 1.14); below it 0.90-9.2.
+- Since the forward's 128 batch rows a program and TF32's own operands in slices (2026-11-30,
+  ``wide-rows-bf16-063585d``, ``wide-rows-tf32-d567cf0``): the LSTM in TF32 below hidden 4096 at
+  batch 512 and 1024 is even with cuDNN or ahead, training 1.01-1.08 and forward 1.05-1.19, so it
+  stays ours there (at hidden 4096, batch 512: 0.89 and 0.93, cuDNN's). In bf16 at 2^20-2^21 the
+  LSTM's forward is 1.00-1.37 and training 0.86-1.00, the GRU's 0.89-1.30 and 0.86-1.05, batch 512
+  at hidden 4096 0.80-0.92: cuDNN's training and the forward's larger sizes keep the rule above.
 - RNN in TF32, training: at hidden 2048 from batch 256, and at hidden 4096, 0.74-0.98 (its reverse
   product is 3xTF32, fp32-accurate: docs/kernels.md); elsewhere, in bf16 and fp16, and every
   forward, 1.02-10.5.
@@ -61,6 +67,8 @@ def cudnn_faster(cell: str, batch_size: int, hidden_size: int, dtype: str, grad:
     size = batch_size * hidden_size
     if dtype == "fp32":
         return None
+    if cell == "lstm" and dtype == "tf32" and hidden_size < 4096:
+        return None  # (its own operands in slices at 128 rows: even with cuDNN or ahead, module docstring)
     if cell in ("lstm", "gru"):
         if grad and hidden_size >= 1024 and size >= MILLION:
             return f"cuDNN trains faster in {dtype} at batch_size x hidden_size >= 2^20 from hidden 1024 (speed map, H200)"
