@@ -217,16 +217,17 @@ def test_one_backward_slice_asked_for_is_the_plan_before_slices():
 _SPILLS = """
 import json, sys, torch
 from rnnbench.ops import aot
-usage = {p: aot.variant_usage("lstm", "forward", torch.bfloat16, 1024, 1024, "ieee", {}, {"pieces": p})[1]
+usage = {p: aot.variant_usage("lstm", "forward", torch.bfloat16, 1024, 1024, "ieee", {"block_b": 64}, {"pieces": p})[1]
          for p in (1, 8)}
 print(json.dumps({p: u.get("stack") for p, u in usage.items()}))
 """
 
 
 def test_slices_bound_the_accumulator_compiled_for_sm90():
-    """bf16 at batch 1024, hidden 1024 (the default plan: 64 rows and 128 units a program, the
-    stacked accumulator 128 fp32 values a thread), compiled for sm_90: the whole tile spills more
-    than 1 KB a thread, 8 slices of 16 units none (``results/h200/speed-map/aot-spills``)."""
+    """bf16 at batch 1024, hidden 1024 at 64 rows a program (the default plan before 128 rows: 128
+    units a program, the stacked accumulator 128 fp32 values a thread), compiled for sm_90: the
+    whole tile spills more than 1 KB a thread, 8 slices of 16 units none
+    (``results/h200/speed-map/aot-spills``)."""
     proc = uninterpreted("-c", _SPILLS)
     assert proc.returncode == 0, proc.stderr
     spills = json.loads(proc.stdout.splitlines()[-1])

@@ -807,7 +807,11 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
       every unit per program, :func:`on_chip_warps` warps;
     - any streamed step (weights neither resident nor on chip): its chunks in flight narrowed, then
       fewer, to fit in shared memory (:func:`_chunks_fit`), and split-K that cannot fit the
-      transpose plan instead.
+      transpose plan instead;
+    - the LSTM's and GRU's streamed forward whose 64-row tile is wide: :data:`WIDE_ROWS` batch rows
+      and half the units a program, in slices (:func:`wide_rows_default`); else the LSTM's in
+      slices where its accumulator would spill (:func:`pieces_default`), TF32's on its own operands
+      there instead of fp16's.
 
     Under the interpreter one program owns all hidden units of its batch block, on chip unless an
     override asks for a tile or weight path (``block_h``, ``block_k``, ``w_resident``) without
