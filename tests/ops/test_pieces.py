@@ -103,6 +103,24 @@ def test_slices_across_programs(cell, lengths):
         check_layer(cell, tensors, "fp32", tolerance(cell, "fp32"), rows)
 
 
+@pytest.mark.usefixtures("concurrent_programs", "nan_buffers")
+@pytest.mark.parametrize("lengths", [False, True], ids=["same-lengths", "lengths"])
+@pytest.mark.parametrize("cell", CELLS)
+def test_slices_at_128_rows_with_a_ragged_last_block(cell, lengths):
+    """128 batch rows a program (``plans.WIDE_ROWS``, the wide forward's default on CUDA; here the
+    backward too) over 6 programs: batch 130 in two batch blocks, the second 2 rows and 126 masked
+    (a batch the rule may take unaligned: 200 at hidden 4096), hidden 37 in 3 unit blocks of 16, in
+    2 slices; every output and gradient against float64."""
+    from rnnbench.ops.recurrence import plan, plan_override
+
+    tensors = make_layer(cell, (130, 4, 3, 37))
+    rows = torch.arange(130) % 5 if lengths else None
+    with plan_override(block_h=16, block_b=128, **STREAMED, pieces=2):
+        for direction in ("forward", "backward"):
+            assert plan(cell, 130, 37, torch.float32, torch.device("cpu"), direction=direction).grid(130, 37) == (3, 2)
+        check_layer(cell, tensors, "fp32", tolerance(cell, "fp32"), rows)
+
+
 @pytest.mark.usefixtures("interpreter", "nan_buffers")
 @pytest.mark.parametrize("gate_split", [False, True], ids=["transpose", "gate-split"])
 @pytest.mark.parametrize("pieces", [2, 4])
