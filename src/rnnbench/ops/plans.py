@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from dataclasses import dataclass
 
 import torch
@@ -922,8 +923,8 @@ def wide_rows_default(plan: Plan, req: _Request) -> bool:
             or req.batch_size < WIDE_ROWS or not {"block_b", "block_h", "pieces"}.isdisjoint(req.override)):
         return False
     least = PIECES_FROM if req.element == 4 else WIDE_ROWS_FROM
-    programs = cdiv(req.hidden_size, plan.block_h // 2) * cdiv(req.batch_size, WIDE_ROWS)
-    before = cdiv(req.hidden_size, plan.block_h) * cdiv(req.batch_size, plan.block_b)
+    wide = dataclasses.replace(plan, block_b=WIDE_ROWS, block_h=plan.block_h // 2)
+    programs, before = (math.prod(p.grid(req.batch_size, req.hidden_size)) for p in (wide, plan))
     return forward_accumulator(plan, req.num_gates) >= least and programs <= before
 
 
