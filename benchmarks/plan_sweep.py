@@ -1,6 +1,6 @@
 """Our recurrence kernels alone under launch-plan overrides: µs per step, forward and backward (one GPU).
 
-    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit|pad_rows_16bit_rule|resident_chunks|lm_backward|gate_split_wide|gate_split_wider|gate_split_narrow|pieces|pieces_gru|pieces_backward|pieces_backward_gru|pieces_tf32|pieces_tf32_rule|pieces_rows|pieces_rows_more|wide_rows|wide_rows_backward] [--budget SECONDS]
+    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit|pad_rows_16bit_rule|resident_chunks|lm_backward|gate_split_wide|gate_split_wider|gate_split_narrow|pieces|pieces_gru|pieces_backward|pieces_backward_gru|pieces_tf32|pieces_tf32_rule|pieces_rows|pieces_rows_more|wide_rows|wide_rows_backward|wide_rows_backward_more] [--budget SECONDS]
 
 For each case (cell, batch_size, hidden_size, dtype, seq_len) and each plan override
 (``rnnbench.ops.recurrence.plan_override``; ``{}`` is the default plan), on prebuilt inputs
@@ -97,7 +97,9 @@ the choice against float64 and times the lanes. Case sets:
   ``pieces_rows``: the bf16 LSTM's forward at 128 batch rows a program in slices against its default;
   ``pieces_rows_more``: the same at more shapes, in TF32, for the GRU and for the LSTM's backward;
   ``wide_rows``: the rule that followed (128 rows a program) against the 64-row plan before it;
-  ``wide_rows_backward``: the backward at 128 rows a program against its default.
+  ``wide_rows_backward``: the backward at 128 rows a program against its default;
+  ``wide_rows_backward_more``: that at more shapes and TF32, and TF32's GRU forward at 128 rows on its
+  own operands.
 - ``gate_split_rule``: then where the rule was open: 16-bit at hidden 768-1024 and TF32 at 768
   (split-K's default) at batch 16-128, strict fp32 at batch 32, 2 and 3 stages.
 
@@ -405,6 +407,19 @@ CASE_SETS["wide_rows_backward"] = [
     ("lstm", 512, 4096, "bf16", 30, [{}, _wide_back(128, 4)]),
     *[(cell, 1024, 1024, "bf16", 30, [{}, _wide_back(64, 2)]) for cell in ("lstm", "gru")],
     ("gru", 1024, 2048, "bf16", 30, [{}, _wide_back(128, 4)]),
+]
+# Then (0.87-0.91x a step at 256 units a program, 1.00-1.05x at 128: wide-rows-backward-d567cf0) the rest
+# of the shapes whose sliced backward holds 256 units a program, TF32's too; and TF32's GRU forward on its
+# own operands at 128 rows (its default: fp16 operands whole at 64 rows, 256 units a program).
+CASE_SETS["wide_rows_backward_more"] = [
+    *[(cell, b, h, dtype, 30, [{}, _wide_back(128, 4)])
+      for cell, dtype, shapes in (("lstm", "bf16", ((1024, 1536), (512, 3072), (2048, 1024))),
+                                  ("gru", "bf16", ((512, 4096), (1024, 1536))),
+                                  ("lstm", "tf32", ((1024, 2048), (512, 4096))), ("gru", "tf32", ((1024, 2048),)))
+      for b, h in shapes],
+    *[("gru", b, h, "tf32", 30, [{}, *[{"forward_block_b": 128, "forward_block_h": 128, "forward_pieces": n,
+                                         "forward_half_operands": False} for n in (2, 1)]])
+      for b, h in ((1024, 2048), (512, 4096))],
 ]
 FIELDS = ("cell", "batch_size", "hidden_size", "dtype", "seq_len", "plan")
 
