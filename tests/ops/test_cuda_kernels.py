@@ -200,9 +200,10 @@ def test_backward_in_slices_on_the_gpu(cell, dtype, lengths, pieces, gate_split,
 @pytest.mark.parametrize("dtype", ["tf32", "bf16"])
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
 def test_backward_in_slices_at_128_rows(cell, dtype, lengths, nan_buffers):
-    """The reverse recurrence in slices at 128 batch rows and 64 units a program (asked for: not a
-    default; ``plan_sweep.py --cases wide_rows_backward``), batch 512, hidden 1024, 2 slices: output,
-    final states and every gradient against float64; the counters left at zero."""
+    """The reverse recurrence in slices at 128 batch rows and 64 units a program (asked for: the
+    default takes 128 rows from 128 units a program, ``plans.wide_rows_backward_default``), batch 512,
+    hidden 1024, 2 slices: output, final states and every gradient against float64; the counters
+    left at zero."""
     lengths = torch.randint(0, 10, (512,), generator=torch.Generator().manual_seed(5)) if lengths else None
     with plan_override(backward_block_b=128, backward_block_h=64, backward_pieces=2, backward_split_k=False,
                        backward_gate_split=False):
@@ -210,6 +211,26 @@ def test_backward_in_slices_at_128_rows(cell, dtype, lengths, nan_buffers):
                    direction="backward")
         assert (got.block_b, got.block_h, got.pieces, got.split_k, got.gate_split) == (128, 64, 2, False, 0), got
         check_layer(cell, dtype, _layer(cell, 512, 9, 64, 1024), lengths)
+    torch.cuda.synchronize()
+    assert all(not buf.any() for buf in COUNTERS.values())
+
+
+@pytest.mark.parametrize("lengths", [False, True], ids=["same-lengths", "lengths"])
+@pytest.mark.parametrize("dtype", ["tf32", "bf16"])
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_wide_rows_both_ways_by_default(cell, dtype, lengths, nan_buffers):
+    """Batch 1024, hidden 1536 on the default plans: forward at 128 rows and 128 units a program in 2
+    slices (``plans.wide_rows_default``; TF32's GRU too, on its own operands, not fp16's whole) and
+    backward at 128 rows and 128 units in 4 slices (``plans.wide_rows_backward_default``), 12 x 8
+    programs each: output, final states and every gradient against float64, each sequence its own
+    length or not; the counters left at zero."""
+    precision = "tf32" if dtype == "tf32" else "ieee"
+    plans = [plan(cell, 1024, 1536, TORCH_DTYPE[dtype], torch.device("cuda"), precision, direction=direction)
+             for direction in ("forward", "backward")]
+    assert [(p.block_b, p.block_h, p.pieces, p.half_operands, p.gate_split, p.split_k) for p in plans] == [
+        (128, 128, 2, False, 0, False), (128, 128, 4, False, 0, False)], plans
+    lengths = torch.randint(0, 6, (1024,), generator=torch.Generator().manual_seed(6)) if lengths else None
+    check_layer(cell, dtype, _layer(cell, 1024, 5, 64, 1536), lengths)
     torch.cuda.synchronize()
     assert all(not buf.any() for buf in COUNTERS.values())
 

@@ -184,40 +184,43 @@ def test_the_plan_refuses_slices_where_no_kernel_takes_them(cell, fields):
 
 
 @pytest.mark.parametrize("cell, dtype, precision, batch, hidden, forward, backward", [
-    ("lstm", torch.bfloat16, "ieee", 1024, 2048, (2, 128), 4),  # (forward: 128 rows, 128 units; backward tiles 64)
-    ("lstm", torch.float16, "ieee", 512, 4096, (2, 128), 4),
-    ("lstm", torch.bfloat16, "ieee", 1024, 1024, (2, 128), 2),  # (128 values at 64 rows: 128 rows, 64 units)
-    ("lstm", torch.bfloat16, "ieee", 256, 4096, (2, 128), 2),
-    ("lstm", torch.bfloat16, "ieee", 256, 2048, (1, 64), 1),  # (64 values; tiles 16)
-    ("lstm", torch.bfloat16, "ieee", 320, 2048, (1, 64), 2),  # (128 rows would take 96 programs for 80)
-    ("lstm", torch.bfloat16, "ieee", 320, 4096, (4, 64), 4),  # (too: its 64-row tile in slices, PIECES_FROM)
-    ("lstm", torch.float32, "tf32", 1024, 650, (1, 64), 1),  # (tiles 32, but below hidden 1024: split-K, as measured)
-    ("lstm", torch.float32, "tf32", 1024, 2048, (2, 128), 4),  # (its own fp32 operands, not fp16's, at 128 rows)
-    ("lstm", torch.float32, "tf32", 320, 4096, (2, 64), 4),  # (its own at 64 rows: PIECE_ACCUMULATOR_TF32)
-    ("lstm", torch.float32, "tf32", 512, 4096, (2, 128), 4),
-    ("lstm", torch.float32, "tf32", 1024, 1024, (1, 64), 2),  # (128: fp16 operands, whole)
-    ("gru", torch.float32, "tf32", 1024, 2048, (1, 64), 4),  # (fp16 operands, whole: the GRU's forward is not sliced)
-    ("lstm", torch.float32, "tf32x3", 1024, 2048, (1, 64), 1),  # (split once; 3xTF32's backward not measured)
-    ("gru", torch.bfloat16, "ieee", 1024, 2048, (2, 128), 4),  # (at 64 rows slower in slices: plans.PIECES_FROM)
-    ("gru", torch.bfloat16, "ieee", 320, 4096, (1, 64), 4),
-    ("gru", torch.bfloat16, "ieee", 1024, 1024, (2, 128), 2),  # (split-K before)
-    ("rnn", torch.bfloat16, "ieee", 1024, 2048, (1, 64), 1),  # (no kernel in slices)
+    ("lstm", torch.bfloat16, "ieee", 1024, 2048, (2, 128), (4, 128)),  # (128 rows, 128 units each way)
+    ("lstm", torch.float16, "ieee", 512, 4096, (2, 128), (4, 128)),
+    ("lstm", torch.bfloat16, "ieee", 1024, 1024, (2, 128), (2, 64)),  # (backward tiles 32: 64 rows)
+    ("lstm", torch.bfloat16, "ieee", 256, 4096, (2, 128), (2, 64)),
+    ("lstm", torch.bfloat16, "ieee", 256, 2048, (1, 64), (1, 64)),  # (64 values; tiles 16)
+    ("lstm", torch.bfloat16, "ieee", 320, 2048, (1, 64), (2, 64)),  # (128 rows would take 96 programs for 80)
+    ("lstm", torch.bfloat16, "ieee", 320, 4096, (4, 64), (4, 64)),  # (too: its 64-row tile in slices, PIECES_FROM)
+    ("lstm", torch.float32, "tf32", 1024, 650, (1, 64), (1, 64)),  # (tiles 32, but below hidden 1024: split-K)
+    ("lstm", torch.float32, "tf32", 1024, 2048, (2, 128), (4, 128)),  # (its own fp32 operands, not fp16's)
+    ("lstm", torch.float32, "tf32", 320, 4096, (2, 64), (4, 64)),  # (its own at 64 rows: PIECE_ACCUMULATOR_TF32)
+    ("lstm", torch.float32, "tf32", 512, 4096, (2, 128), (4, 128)),
+    ("lstm", torch.float32, "tf32", 1024, 1024, (1, 64), (2, 64)),  # (128: fp16 operands, whole)
+    ("gru", torch.float32, "tf32", 1024, 2048, (2, 128), (4, 128)),  # (its own operands at 128 rows, as the LSTM's)
+    ("gru", torch.float32, "tf32", 320, 4096, (1, 64), (4, 64)),  # (fp16 operands whole: the GRU's takes no slices)
+    ("gru", torch.float32, "tf32", 1024, 1024, (1, 64), (2, 64)),  # (128: fp16 operands, whole)
+    ("lstm", torch.float32, "tf32x3", 1024, 2048, (1, 64), (1, 64)),  # (split once; 3xTF32's backward not measured)
+    ("gru", torch.bfloat16, "ieee", 1024, 2048, (2, 128), (4, 128)),  # (at 64 rows slower in slices: PIECES_FROM)
+    ("gru", torch.bfloat16, "ieee", 320, 4096, (1, 64), (4, 64)),
+    ("gru", torch.bfloat16, "ieee", 1024, 1024, (2, 128), (2, 64)),  # (split-K before)
+    ("rnn", torch.bfloat16, "ieee", 1024, 2048, (1, 64), (1, 64)),  # (no kernel in slices)
 ])
 def test_slices_by_default_where_the_whole_tile_spilled(cell, dtype, precision, batch, hidden, forward, backward):
-    """Planned for an H100 (132 multiprocessors), forward (its slices and batch rows a program: 128
-    where its 64-row accumulator was 128 values a thread, 256 for fp32 weights, at no more programs;
-    else slices where it was 256) and backward (where its tiles are 32 values a thread or more: the
-    transpose plan, its product as one, in slices of 16 a tile; asked for one slice, the plan
-    before, the gate split)."""
+    """Planned for an H100 (132 multiprocessors), ``(pieces, block_b)`` forward (128 batch rows a
+    program where its 64-row accumulator was 128 values a thread, 256 for fp32 weights, at no more
+    programs; else slices where it was 256) and backward (where its tiles are 32 values a thread or
+    more: the transpose plan, its product as one, in slices of 16 a tile; 128 rows where they were 64
+    at 64 rows, at no more programs; asked for one slice, the plan before, the gate split). TF32 runs
+    on fp16 operands where its forward has one slice at 64 rows."""
     from rnnbench.ops.plans import choose_plan
 
     gates = {"lstm": 4, "gru": 3, "rnn": 1}[cell]
     plans = {direction: choose_plan(batch, hidden, gates, dtype, torch.device("cuda"), multiprocessors=132,
                                     precision=precision, direction=direction) for direction in ("forward", "backward")}
-    assert ((plans["forward"].pieces, plans["forward"].block_b), plans["backward"].pieces) == (forward, backward), plans
-    assert plans["forward"].half_operands == (precision == "tf32" and forward[0] == 1), plans["forward"]
-    assert plans["backward"].block_b == 64, plans["backward"]  # (128 rows: the forward's alone)
-    if backward > 1:
+    got = {direction: (plan.pieces, plan.block_b) for direction, plan in plans.items()}
+    assert (got["forward"], got["backward"]) == (forward, backward), plans
+    assert plans["forward"].half_operands == (precision == "tf32" and forward == (1, 64)), plans["forward"]
+    if backward[0] > 1:
         assert not (plans["backward"].gate_split or plans["backward"].split_k), plans["backward"]
 
 

@@ -851,6 +851,9 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         return choose_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, direction,
                            bounded, **{**asked, "block_b": WIDE_ROWS, "block_h": plan.block_h // 2,
                                        "pieces": WIDE_ROWS_PIECES})
+    if wide_rows_backward_default(plan, req):
+        return choose_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, direction,
+                           bounded, **{**asked, "block_b": WIDE_ROWS, "block_h": plan.block_h // 2})
     if "pieces" not in req.override:
         plan = dataclasses.replace(plan, pieces=pieces_default(plan, req))
     _check_plan(plan, req)
@@ -926,6 +929,33 @@ def wide_rows_default(plan: Plan, req: _Request) -> bool:
     wide = dataclasses.replace(plan, block_b=WIDE_ROWS, block_h=plan.block_h // 2)
     programs, before = (math.prod(p.grid(req.batch_size, req.hidden_size)) for p in (wide, plan))
     return forward_accumulator(plan, req.num_gates) >= least and programs <= before
+
+
+# And the LSTM's and GRU's sliced backward (BACKWARD_PIECES_FROM), whose transposed product re-reads
+# W_hh per batch block too: where its 64-row tile holds WIDE_ROWS_BACKWARD_FROM values a thread (256
+# units a program), WIDE_ROWS rows and half the units, its slices at their default (4). On the H200,
+# kernels alone (results/h200/pieces/wide-rows-backward-d567cf0, wide-rows-backward-more-dfdfa55), a
+# step took 0.85-0.97x the 64-row plan's in bf16 (LSTM 1024 x 2048: 92.2 us against 102.9; 512 x 4096:
+# 162.5 against 186.8; GRU 512 x 4096: 124.2 against 146.0) and 0.79-0.86x in TF32; at 128 units a
+# program (1024 x 1024, 32 values a thread) 1.00-1.05x, so not there.
+WIDE_ROWS_BACKWARD_FROM = 64
+
+
+def wide_rows_backward_default(plan: Plan, req: _Request) -> bool:
+    """Whether the backward ``plan`` (64 rows a program) is planned again at :data:`WIDE_ROWS` rows and
+    half its units a program, by default: on CUDA, the LSTM's and GRU's backward in slices
+    (:func:`backward_sliced`, no gate split) in 16 bits or TF32 whose tile is :data:`WIDE_ROWS_BACKWARD_FROM` values a
+    thread or more, none of its tile fields asked for, at no more programs (as
+    :func:`wide_rows_default`)."""
+    if (not req.backward or plan.gate_split or plan.block_b != MAX_BLOCK_B or req.batch_size < WIDE_ROWS
+            or not (req.element == 2 or req.step_precision == "tf32")  # (as measured; not strict fp32)
+            or not {"block_b", "block_h", "pieces"}.isdisjoint(req.override)
+            or not backward_sliced(req.num_gates, req.hidden_size, dataclasses.asdict(plan), req.cuda,
+                                   req.step_precision)):
+        return False
+    wide = dataclasses.replace(plan, block_b=WIDE_ROWS, block_h=plan.block_h // 2)
+    programs, before = (math.prod(p.grid(req.batch_size, req.hidden_size)) for p in (wide, plan))
+    return tile_values(plan.block_h, plan.block_b, plan.num_warps) >= WIDE_ROWS_BACKWARD_FROM and programs <= before
 
 
 def tile_values(block_h: int, block_b: int, num_warps: int) -> int:
@@ -1298,13 +1328,15 @@ def _kernel_fields(plan: Plan, req: _Request) -> Plan:
 def _half_operands_default(plan: Plan, req: _Request) -> bool:
     """Whether ``plan`` is planned again on fp16 operands (:func:`_half_operands_plan`): asked
     for, or by default TF32's LSTM and GRU forward past :data:`FMA_MAX_K` that exchanges h, none of
-    TF32's own operand fields asked for."""
+    TF32's own operand fields asked for, where its own operands would run neither in slices
+    (:func:`pieces_default`) nor at 128 rows (:func:`wide_rows_default`)."""
     if "half_operands" in req.override:
         return plan.half_operands
     return (HALF_OPERANDS and req.cuda and not req.backward and req.dtype == torch.float32
             and req.precision == "tf32" and req.num_gates in (3, 4) and k_padded(req.hidden_size) > FMA_MAX_K
             and _TF32_OPERAND_FIELDS.isdisjoint(req.override) and not (plan.h_on_chip or plan.fma)
-            and pieces_default(plan, req) == 1)  # (else its own operands in slices: PIECE_ACCUMULATOR_TF32)
+            and pieces_default(plan, req) == 1  # (else its own operands in slices: PIECE_ACCUMULATOR_TF32)
+            and not wide_rows_default(plan, req))  # (the GRU's, which takes no slices at 64 rows)
 
 
 def _check_plan(plan: Plan, req: _Request) -> None:
