@@ -280,20 +280,6 @@ def _load_f32(ptr, offsets, mask):
 
 
 @triton.jit
-def _load_once_f32(ptr, offsets, mask):
-    """:func:`_load_f32` of a value read once (a step's input projection): first out of L2, where the
-    streamed weights that every step reads again should stay."""
-    return tl.load(ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
-
-
-@triton.jit
-def _store_saved(ptr, offsets, value, mask):
-    """Store ``value`` saved for the backward (read once, after every forward step): first out of L2,
-    for the streamed weights every step reads again."""
-    tl.store(ptr + offsets, value, mask=mask, eviction_policy="evict_first")
-
-
-@triton.jit
 def _load_gate_padded(ptr, row_stride, rows, row_mask, c0, H: tl.constexpr, GATES: tl.constexpr,
                       K_PAD: tl.constexpr, BLOCK_K: tl.constexpr):
     """Tile ``[BLOCK_B, BLOCK_K]``: columns ``c0 .. c0 + BLOCK_K`` of the gate-padded view of a

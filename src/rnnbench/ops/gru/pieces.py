@@ -19,8 +19,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_act_sigmoid, _act_tanh, _arrive, _gate_bias, _gradient_in, _load_f32, _load_once_f32,
-                      _previous_h, _store_saved,
+from ..common import (_act_sigmoid, _act_tanh, _arrive, _gate_bias, _gradient_in, _load_f32, _previous_h,
                       _program_tile, _release_counters, _transpose_columns, _where_running)
 from ..lstm.pieces import _at, _program_rows, _slice, _slice_planes, _slice_product, _step_published
 from .kernels import _cell_step_back, _saved_step
@@ -66,12 +65,12 @@ def gru_forward_pieces_kernel(
                                               PRECISION, UPCAST, SLICE, BLOCK_B, PIECES)
             # (the input projection loaded after the product: not live across it)
             x_g = _at(row_t, units, 3 * H)
-            r = _act_sigmoid(a_r + _load_once_f32(x_proj_ptr, x_g + 0 * H, mask)
+            r = _act_sigmoid(a_r + _load_f32(x_proj_ptr, x_g + 0 * H, mask)
                              + _gate_bias(b_ih_ptr, b_hh_ptr, 0 * H + units, unit_mask, HAS_BIAS, True), FAST_ACT)
-            z = _act_sigmoid(a_z + _load_once_f32(x_proj_ptr, x_g + 1 * H, mask)
+            z = _act_sigmoid(a_z + _load_f32(x_proj_ptr, x_g + 1 * H, mask)
                              + _gate_bias(b_ih_ptr, b_hh_ptr, 1 * H + units, unit_mask, HAS_BIAS, True), FAST_ACT)
             hn = a_n + _gate_bias(b_hh_ptr, b_ih_ptr, 2 * H + units, unit_mask, HAS_BIAS, False)  # b_hn
-            n = _act_tanh(_load_once_f32(x_proj_ptr, x_g + 2 * H, mask)
+            n = _act_tanh(_load_f32(x_proj_ptr, x_g + 2 * H, mask)
                           + _gate_bias(b_ih_ptr, b_hh_ptr, 2 * H + units, unit_mask, HAS_BIAS, False)  # b_in
                           + r * hn, FAST_ACT)
             h_prev = _load_f32(h_state_ptr, _at(h_in, units, H), mask)
@@ -83,10 +82,10 @@ def gru_forward_pieces_kernel(
             tl.store(h_state_ptr + _at(h_out, units, H), h, mask=mask)
             if SAVE:
                 s_g = _at(row_t, units, 4 * H)
-                _store_saved(saved_ptr, s_g + 0 * H, r, mask)
-                _store_saved(saved_ptr, s_g + 1 * H, z, mask)
-                _store_saved(saved_ptr, s_g + 2 * H, n, mask)
-                _store_saved(saved_ptr, s_g + 3 * H, hn, mask)
+                tl.store(saved_ptr + s_g + 0 * H, r, mask=mask)
+                tl.store(saved_ptr + s_g + 1 * H, z, mask=mask)
+                tl.store(saved_ptr + s_g + 2 * H, n, mask=mask)
+                tl.store(saved_ptr + s_g + 3 * H, hn, mask=mask)
         _step_published(counter, t, T)
         t += 1
     tl.debug_barrier()  # h_n: the last slot (h0's when T is 0; a finished row's kept h), this program's own stores

@@ -34,8 +34,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_act_sigmoid, _act_tanh, _arrive, _gate_bias, _gradient_in, _load_f32, _load_once_f32,
-                      _previous_h, _store_saved,
+from ..common import (_act_sigmoid, _act_tanh, _arrive, _gate_bias, _gradient_in, _load_f32, _previous_h,
                       _program_tile, _release_counters, _row_lengths, _split_gates, _stacked_matmul, _stacked_rows,
                       _transpose_columns, _wait, _where_running)
 from .kernels import _cell_step_back, _saved_step
@@ -141,13 +140,13 @@ def lstm_forward_pieces_kernel(
                                                 PRECISION, UPCAST, SLICE, BLOCK_B, PIECES)
             # (the input projection loaded after the product: not live across it)
             x_g = _at(row_t, units, 4 * H)
-            i = _act_sigmoid(a_i + _load_once_f32(x_proj_ptr, x_g + 0 * H, mask)
+            i = _act_sigmoid(a_i + _load_f32(x_proj_ptr, x_g + 0 * H, mask)
                              + _gate_bias(b_ih_ptr, b_hh_ptr, 0 * H + units, unit_mask, HAS_BIAS, True), FAST_ACT)
-            f = _act_sigmoid(a_f + _load_once_f32(x_proj_ptr, x_g + 1 * H, mask)
+            f = _act_sigmoid(a_f + _load_f32(x_proj_ptr, x_g + 1 * H, mask)
                              + _gate_bias(b_ih_ptr, b_hh_ptr, 1 * H + units, unit_mask, HAS_BIAS, True), FAST_ACT)
-            g = _act_tanh(a_g + _load_once_f32(x_proj_ptr, x_g + 2 * H, mask)
+            g = _act_tanh(a_g + _load_f32(x_proj_ptr, x_g + 2 * H, mask)
                           + _gate_bias(b_ih_ptr, b_hh_ptr, 2 * H + units, unit_mask, HAS_BIAS, True), FAST_ACT)
-            o = _act_sigmoid(a_o + _load_once_f32(x_proj_ptr, x_g + 3 * H, mask)
+            o = _act_sigmoid(a_o + _load_f32(x_proj_ptr, x_g + 3 * H, mask)
                              + _gate_bias(b_ih_ptr, b_hh_ptr, 3 * H + units, unit_mask, HAS_BIAS, True), FAST_ACT)
             c = f * _load_f32(c_buf_ptr, _at(c_in, units, H), mask) + i * g
             h = o * _act_tanh(c, FAST_ACT)
@@ -162,10 +161,10 @@ def lstm_forward_pieces_kernel(
                 tl.store(c_n_ptr + hid, c.to(c_n_ptr.dtype.element_ty), mask=last)
             tl.store(c_buf_ptr + _at(c_out, units, H), c, mask=mask)
             if SAVE:
-                _store_saved(gates_ptr, x_g + 0 * H, i, mask)
-                _store_saved(gates_ptr, x_g + 1 * H, f, mask)
-                _store_saved(gates_ptr, x_g + 2 * H, g, mask)
-                _store_saved(gates_ptr, x_g + 3 * H, o, mask)
+                tl.store(gates_ptr + x_g + 0 * H, i, mask=mask)
+                tl.store(gates_ptr + x_g + 1 * H, f, mask=mask)
+                tl.store(gates_ptr + x_g + 2 * H, g, mask=mask)
+                tl.store(gates_ptr + x_g + 3 * H, o, mask=mask)
         _step_published(counter, t, T)
         t += 1
     if T > 0 and not HAS_LENGTHS:  # h_n and c_n: the last step's, read back (this program's own stores)
