@@ -20,8 +20,8 @@ import triton
 import triton.language as tl
 
 from ..common import (_act_sigmoid, _act_tanh, _arrive, _gate_bias, _gradient_in, _load_f32, _previous_h,
-                      _program_tile, _release_counters, _transpose_columns, _wait, _where_running)
-from ..lstm.pieces import _at, _program_rows, _slice, _slice_planes, _slice_product, _store_gates
+                      _program_tile, _release_counters, _transpose_columns, _where_running)
+from ..lstm.pieces import _at, _program_rows, _slice, _slice_planes, _slice_product, _step_published
 from .kernels import _cell_step_back, _saved_step
 
 
@@ -80,15 +80,13 @@ def gru_forward_pieces_kernel(
             tl.store(h_buf_ptr + _at(row_t + B, units, H), _where_running(t, lengths, h, 0.0, HAS_LENGTHS).to(out_ty),
                      mask=mask)
             tl.store(h_state_ptr + _at(h_out, units, H), h, mask=mask)
-            s_g = _at(row_t, units, 4 * H)
-            if SAVE and p + 1 < PIECES:  # (the last slice's after the arrival, below: as the LSTM's)
-                _store_gates(saved_ptr, s_g, H, r, z, n, hn, mask)
-        if t + 1 < T:
-            _arrive(counter)
-        if SAVE:
-            _store_gates(saved_ptr, s_g, H, r, z, n, hn, mask)
-        if t + 1 < T:
-            _wait(counter, tl.num_programs(0) * (t + 1))
+            if SAVE:
+                s_g = _at(row_t, units, 4 * H)
+                tl.store(saved_ptr + s_g + 0 * H, r, mask=mask)
+                tl.store(saved_ptr + s_g + 1 * H, z, mask=mask)
+                tl.store(saved_ptr + s_g + 2 * H, n, mask=mask)
+                tl.store(saved_ptr + s_g + 3 * H, hn, mask=mask)
+        _step_published(counter, t, T)
         t += 1
     tl.debug_barrier()  # h_n: the last slot (h0's when T is 0; a finished row's kept h), this program's own stores
     last = wide_b * (T % 2) + rows

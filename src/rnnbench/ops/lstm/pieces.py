@@ -80,12 +80,11 @@ def _slice_planes(pid_h, p, rows, row_mask, H: tl.constexpr, SLICE: tl.constexpr
 
 
 @triton.jit
-def _store_gates(ptr, offsets, H: tl.constexpr, a, b, c, d, mask):
-    """A slice's four gate activations saved for the backward: planes ``0 .. 3`` of ``H`` columns."""
-    tl.store(ptr + offsets + 0 * H, a, mask=mask)
-    tl.store(ptr + offsets + 1 * H, b, mask=mask)
-    tl.store(ptr + offsets + 2 * H, c, mask=mask)
-    tl.store(ptr + offsets + 3 * H, d, mask=mask)
+def _step_published(counter, t, T):
+    """Every slice's h_t published at once, then every program's awaited (none after the last step)."""
+    if t + 1 < T:
+        _arrive(counter)
+        _wait(counter, tl.num_programs(0) * (t + 1))
 
 
 @triton.jit
@@ -161,16 +160,12 @@ def lstm_forward_pieces_kernel(
                 tl.store(h_n_ptr + hid, h.to(h_n_ptr.dtype.element_ty), mask=last)
                 tl.store(c_n_ptr + hid, c.to(c_n_ptr.dtype.element_ty), mask=last)
             tl.store(c_buf_ptr + _at(c_out, units, H), c, mask=mask)
-            if SAVE and p + 1 < PIECES:  # (the last slice's after the arrival, below)
-                _store_gates(gates_ptr, x_g, H, i, f, g, o, mask)
-        # h_t published (the release waits for this program's stores in flight: common._arrive), then
-        # the last slice's saved gates, which no program reads in this launch, then every program awaited
-        if t + 1 < T:
-            _arrive(counter)
-        if SAVE:
-            _store_gates(gates_ptr, x_g, H, i, f, g, o, mask)
-        if t + 1 < T:
-            _wait(counter, tl.num_programs(0) * (t + 1))
+            if SAVE:
+                tl.store(gates_ptr + x_g + 0 * H, i, mask=mask)
+                tl.store(gates_ptr + x_g + 1 * H, f, mask=mask)
+                tl.store(gates_ptr + x_g + 2 * H, g, mask=mask)
+                tl.store(gates_ptr + x_g + 3 * H, o, mask=mask)
+        _step_published(counter, t, T)
         t += 1
     if T > 0 and not HAS_LENGTHS:  # h_n and c_n: the last step's, read back (this program's own stores)
         tl.debug_barrier()
