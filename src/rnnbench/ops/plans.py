@@ -810,9 +810,11 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
       fewer, to fit in shared memory (:func:`_chunks_fit`), and split-K that cannot fit the
       transpose plan instead;
     - the LSTM's and GRU's streamed forward whose 64-row tile is wide: :data:`WIDE_ROWS` batch rows
-      and half the units a program, in slices (:func:`wide_rows_default`); else the LSTM's in
-      slices where its accumulator would spill (:func:`pieces_default`), TF32's on its own operands
-      there instead of fp16's.
+      and half the units a program, in slices (:func:`wide_rows_default`; TF32's on its own
+      operands); else the LSTM's in slices where its accumulator would spill
+      (:func:`pieces_default`), TF32's on its own operands there instead of fp16's;
+    - the LSTM's and GRU's backward in slices whose 64-row tile is wide: :data:`WIDE_ROWS` batch
+      rows and half the units a program (:func:`wide_rows_backward_default`).
 
     Under the interpreter one program owns all hidden units of its batch block, on chip unless an
     override asks for a tile or weight path (``block_h``, ``block_k``, ``w_resident``) without
@@ -935,7 +937,7 @@ def wide_rows_default(plan: Plan, req: _Request) -> bool:
 # W_hh per batch block too: where its 64-row tile holds WIDE_ROWS_BACKWARD_FROM values a thread (256
 # units a program), WIDE_ROWS rows and half the units, its slices at their default (4). On the H200,
 # kernels alone (results/h200/pieces/wide-rows-backward-d567cf0, wide-rows-backward-more-dfdfa55), a
-# step took 0.85-0.97x the 64-row plan's in bf16 (LSTM 1024 x 2048: 92.2 us against 102.9; 512 x 4096:
+# step took 0.85-0.98x the 64-row plan's in bf16 (LSTM 1024 x 2048: 92.2 us against 102.9; 512 x 4096:
 # 162.5 against 186.8; GRU 512 x 4096: 124.2 against 146.0) and 0.79-0.86x in TF32; at 128 units a
 # program (1024 x 1024, 32 values a thread) 1.00-1.05x, so not there.
 WIDE_ROWS_BACKWARD_FROM = 64

@@ -21,6 +21,9 @@ input = hidden (``benchmarks/results/h200/speed-map/``: torch-nn's time over our
   stays ours there (at hidden 4096, batch 512: 0.89 and 0.93, cuDNN's). In bf16 at 2^20-2^21 the
   LSTM's forward is 1.00-1.37 and training 0.86-1.00, the GRU's 0.89-1.30 and 0.86-1.05, batch 512
   at hidden 4096 0.80-0.92: cuDNN's training and the forward's larger sizes keep the rule above.
+- Since the backward's 128 rows and TF32's GRU forward there (2026-11-30,
+  ``wide-rows-backward-2a9c33f``), at batch 1024, hidden 2048: training 0.88-0.90 in bf16, the GRU
+  in TF32 1.00 with its forward 0.89: cuDNN's still, by the same rule.
 - RNN in TF32, training: at hidden 2048 from batch 256, and at hidden 4096, 0.74-0.98 (its reverse
   product is 3xTF32, fp32-accurate: docs/kernels.md); elsewhere, in bf16 and fp16, and every
   forward, 1.02-10.5.
