@@ -200,6 +200,7 @@ def test_the_plan_refuses_slices_where_no_kernel_takes_them(cell, fields):
     ("gru", torch.float32, "tf32", 320, 4096, (1, 64), (4, 64)),  # (fp16 operands whole: the GRU's takes no slices)
     ("gru", torch.float32, "tf32", 1024, 1024, (1, 64), (2, 64)),  # (128: fp16 operands, whole)
     ("lstm", torch.float32, "tf32x3", 1024, 2048, (1, 64), (1, 64)),  # (split once; 3xTF32's backward not measured)
+    ("lstm", torch.float32, "ieee", 1024, 2048, (2, 128), (4, 64)),  # (strict fp32's backward not measured at 128 rows)
     ("gru", torch.bfloat16, "ieee", 1024, 2048, (2, 128), (4, 128)),  # (at 64 rows slower in slices: PIECES_FROM)
     ("gru", torch.bfloat16, "ieee", 320, 4096, (1, 64), (4, 64)),
     ("gru", torch.bfloat16, "ieee", 1024, 1024, (2, 128), (2, 64)),  # (split-K before)

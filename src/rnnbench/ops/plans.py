@@ -946,9 +946,9 @@ WIDE_ROWS_BACKWARD_FROM = 64
 def wide_rows_backward_default(plan: Plan, req: _Request) -> bool:
     """Whether the backward ``plan`` (64 rows a program) is planned again at :data:`WIDE_ROWS` rows and
     half its units a program, by default: on CUDA, the LSTM's and GRU's backward in slices
-    (:func:`backward_sliced`, no gate split) in 16 bits or TF32 whose tile is :data:`WIDE_ROWS_BACKWARD_FROM` values a
-    thread or more, none of its tile fields asked for, at no more programs (as
-    :func:`wide_rows_default`)."""
+    (:func:`backward_sliced`, no gate split) in 16 bits or TF32 whose tile is
+    :data:`WIDE_ROWS_BACKWARD_FROM` values a thread or more, none of its tile fields asked for, at no
+    more programs (as :func:`wide_rows_default`)."""
     if (not req.backward or plan.gate_split or plan.block_b != MAX_BLOCK_B or req.batch_size < WIDE_ROWS
             or not (req.element == 2 or req.step_precision == "tf32")  # (as measured; not strict fp32)
             or not {"block_b", "block_h", "pieces"}.isdisjoint(req.override)
