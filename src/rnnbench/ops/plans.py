@@ -849,13 +849,11 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
     if _half_operands_default(plan, req):
         return _half_operands_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision,
                                    direction, asked)
-    if wide_rows_default(plan, req):
+    if wide_rows_default(plan, req) or wide_rows_backward_default(plan, req):
+        # (the forward's slices WIDE_ROWS_PIECES; the backward's at their default)
+        slices = {} if req.backward else {"pieces": WIDE_ROWS_PIECES}
         return choose_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, direction,
-                           bounded, **{**asked, "block_b": WIDE_ROWS, "block_h": plan.block_h // 2,
-                                       "pieces": WIDE_ROWS_PIECES})
-    if wide_rows_backward_default(plan, req):
-        return choose_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, direction,
-                           bounded, **{**asked, "block_b": WIDE_ROWS, "block_h": plan.block_h // 2})
+                           bounded, **{**asked, **_wide_rows_fields(plan), **slices})
     if "pieces" not in req.override:
         plan = dataclasses.replace(plan, pieces=pieces_default(plan, req))
     _check_plan(plan, req)
@@ -928,9 +926,20 @@ def wide_rows_default(plan: Plan, req: _Request) -> bool:
             or req.batch_size < WIDE_ROWS or not {"block_b", "block_h", "pieces"}.isdisjoint(req.override)):
         return False
     least = PIECES_FROM if req.element == 4 else WIDE_ROWS_FROM
-    wide = dataclasses.replace(plan, block_b=WIDE_ROWS, block_h=plan.block_h // 2)
+    return forward_accumulator(plan, req.num_gates) >= least and _wide_rows_fit(plan, req)
+
+
+def _wide_rows_fields(plan: Plan) -> dict:
+    """The tile fields of ``plan`` (64 rows a program) at :data:`WIDE_ROWS` rows and half its units."""
+    return {"block_b": WIDE_ROWS, "block_h": plan.block_h // 2}
+
+
+def _wide_rows_fit(plan: Plan, req: _Request) -> bool:
+    """Whether ``plan`` at :data:`WIDE_ROWS` rows (:func:`_wide_rows_fields`) needs no more programs
+    than it does (a batch that is not a multiple of :data:`WIDE_ROWS` may need more)."""
+    wide = dataclasses.replace(plan, **_wide_rows_fields(plan))
     programs, before = (math.prod(p.grid(req.batch_size, req.hidden_size)) for p in (wide, plan))
-    return forward_accumulator(plan, req.num_gates) >= least and programs <= before
+    return programs <= before
 
 
 # And the LSTM's and GRU's sliced backward (BACKWARD_PIECES_FROM), whose transposed product re-reads
@@ -955,9 +964,8 @@ def wide_rows_backward_default(plan: Plan, req: _Request) -> bool:
             or not backward_sliced(req.num_gates, req.hidden_size, dataclasses.asdict(plan), req.cuda,
                                    req.step_precision)):
         return False
-    wide = dataclasses.replace(plan, block_b=WIDE_ROWS, block_h=plan.block_h // 2)
-    programs, before = (math.prod(p.grid(req.batch_size, req.hidden_size)) for p in (wide, plan))
-    return tile_values(plan.block_h, plan.block_b, plan.num_warps) >= WIDE_ROWS_BACKWARD_FROM and programs <= before
+    return (tile_values(plan.block_h, plan.block_b, plan.num_warps) >= WIDE_ROWS_BACKWARD_FROM
+            and _wide_rows_fit(plan, req))
 
 
 def tile_values(block_h: int, block_b: int, num_warps: int) -> int:
