@@ -48,6 +48,9 @@ def main(argv: list[str]) -> int:
     from rnnbench.precision import matmul_mode
     from triton_dev import _graph_ms, _torch_dtype
 
+    if len(argv) != 1:  # (one line, no traceback)
+        print("usage: python3 save_forward.py OUT_DIR", file=sys.stderr)
+        return 2
     out = Path(argv[0])
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "save_forward.jsonl", "w") as f:

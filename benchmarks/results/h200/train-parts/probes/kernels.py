@@ -68,6 +68,9 @@ def main(argv: list[str]) -> int:
     from rnnbench.precision import matmul_mode
     from rnnbench.workload import lane_step, make_inputs
 
+    if len(argv) != 1:  # (one line, no traceback)
+        print("usage: python3 kernels.py OUT_DIR", file=sys.stderr)
+        return 2
     out = Path(argv[0])
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "kernels.jsonl", "w") as f:
