@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection|products|gluon|ahead|fma|gated_fma|gated_fma_more|gate_split|gate_split_wide|gate_split_wider|gate_split_narrow|half_operands|half_wide|reg_weights|pad_rows|pad_rows_16bit] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection|products|gluon|ahead|fma|gated_fma|gated_fma_more|gate_split|gate_split_wide|gate_split_wider|gate_split_narrow|half_operands|half_wide|reg_weights|pad_rows|pad_rows_16bit|half_saved] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -213,6 +213,7 @@ PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip":
          "masked_products": {}, "products": {},  # the tile products as they were, as they are (_setting)
          "tl": {"forward_gluon": False}, "projection_first": {"forward_input_ahead": False},
          "ahead": {"forward_input_ahead": True}, "fma": {"fma": True}, "tensor_cores": {"fma": False},
+         "fp32_saved": {"forward_half_saved": False}, "half_saved": {"forward_half_saved": True},
          "fma_forward": {"forward_fma": True}, "tc_forward": {"forward_fma": False},
          "gate_split": {}, "no_gate_split": {"backward_gate_split": False},
          "gate_split_asked": {"backward_gate_split": True},
@@ -570,6 +571,14 @@ PAD_16BIT_CASES = [*[_case(cell, 128, 650, "bf16", PAD_16BIT) for cell in ("lstm
                    _case("lstm", 32, 650, "bf16", PAD_16BIT), _case("lstm", 20, 650, "bf16", PAD_16BIT, seq_len=35),
                    _case("lstm", 20, 1500, "bf16", PAD_16BIT, seq_len=35), _case("lstm", 128, 650, "fp16", PAD_16BIT),
                    _case("lstm", 128, 640, "bf16", PAD_16BIT)]
+# The sliced 16-bit forward saving its gates in fp32 against in the weights' dtype (Plan.half_saved):
+# the LSTM and GRU in bf16 at batch 1024, hidden 2048 and 512 x 4096 (seq_len 50, the speed map's),
+# the LSTM at 1024 x 1024 and in fp16 at 1024 x 2048.
+HALF_SAVED = ("fp32_saved", "half_saved")
+HALF_SAVED_CASES = [*[_case(cell, b, h, "bf16", HALF_SAVED, seq_len=50) for b, h in ((1024, 2048), (512, 4096))
+                      for cell in ("lstm", "gru")],
+                    _case("lstm", 1024, 1024, "bf16", HALF_SAVED, seq_len=50),
+                    _case("lstm", 1024, 2048, "fp16", HALF_SAVED, seq_len=50)]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
                "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES, "split_k_x3": X3_CASES,
                "split_k_tf32": TF32_TALL_CASES,
@@ -581,7 +590,7 @@ COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLI
                "gate_split_wide": GATE_SPLIT_WIDE_CASES,
                "gate_split_wider": GATE_SPLIT_WIDER_CASES, "gate_split_narrow": GATE_SPLIT_NARROW_CASES,
                "half_operands": HALF_OPERAND_CASES, "half_wide": HALF_WIDE_CASES, "reg_weights": REG_WEIGHT_CASES,
-               "pad_rows": PAD_ROW_CASES, "pad_rows_16bit": PAD_16BIT_CASES}
+               "pad_rows": PAD_ROW_CASES, "pad_rows_16bit": PAD_16BIT_CASES, "half_saved": HALF_SAVED_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 
 

@@ -88,6 +88,60 @@ def test_a_forward_without_backward_gives_the_saving_forwards_outputs(cell, leng
         assert torch.isfinite(b).all() and torch.equal(a.detach(), b)
 
 
+@pytest.mark.usefixtures("interpreter", "nan_buffers")
+@pytest.mark.parametrize("half_saved", [True, False], ids=["16-bit-saved", "fp32-saved"])
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("cell", CELLS)
+def test_16bit_slices_save_their_gates_in_the_weights_dtype(cell, dtype, half_saved):
+    """A 16-bit forward in slices saves its gate activations in the weights' dtype by default
+    (``Plan.half_saved``; fp32 when asked), the LSTM's cell states in fp32 either way, and the
+    backward reading them gives every output and gradient within the dtype's tolerance of float64
+    (hidden 37, batch 3, 7 steps, initial states, lengths)."""
+    from rnnbench.ops.recurrence import plan_override, recurrent_layer
+
+    tensors = [None if t is None else t.to(DTYPES[dtype]) for t in make_layer(cell, (3, 7, 5, 37))]
+    asked = {} if half_saved else {"forward_half_saved": False}
+    with plan_override(**STREAMED, forward_pieces=2, **asked):
+        out = recurrent_layer(cell, *[None if t is None else t.detach().requires_grad_() for t in tensors],
+                              lengths=LENGTHS)[0]
+        x, w_ih, w_hh, h_buf, saved, c_buf = out.grad_fn.saved_tensors
+        assert saved.dtype == (DTYPES[dtype] if half_saved else torch.float32), saved.dtype
+        assert saved.shape == (7, 3, 4 * 37) and (c_buf is None) == (cell == "gru")
+        assert cell == "gru" or c_buf.dtype == torch.float32
+        check_layer(cell, tensors, dtype, tolerance(cell, dtype), LENGTHS)
+
+
+@pytest.mark.parametrize("cell, dtype, precision, batch, hidden, half_saved", [
+    ("lstm", torch.bfloat16, "ieee", 1024, 2048, True),  # (2 slices at 128 rows)
+    ("gru", torch.float16, "ieee", 512, 4096, True),
+    ("lstm", torch.bfloat16, "ieee", 320, 4096, True),  # (4 slices at 64 rows: PIECES_FROM)
+    ("lstm", torch.bfloat16, "ieee", 256, 2048, False),  # (the whole tile)
+    ("gru", torch.bfloat16, "ieee", 320, 4096, False),  # (the GRU's whole at 64 rows)
+    ("lstm", torch.float32, "tf32", 1024, 2048, False),  # (in slices, but fp32 weights)
+])
+def test_half_saved_by_default_in_16bit_slices(cell, dtype, precision, batch, hidden, half_saved):
+    """Planned for an H100: the forward saves 16-bit gates where it runs in slices with 16-bit weights,
+    and only there; a backward plan never has the field."""
+    from rnnbench.ops.plans import choose_plan
+
+    plans = [choose_plan(batch, hidden, {"lstm": 4, "gru": 3}[cell], dtype, torch.device("cuda"), multiprocessors=132,
+                         precision=precision, direction=direction) for direction in ("forward", "backward")]
+    assert (plans[0].half_saved, plans[1].half_saved) == (half_saved, False), plans
+
+
+@pytest.mark.parametrize("dtype, direction, fields", [
+    (torch.float32, "forward", {"pieces": 2}),  # (fp32 weights)
+    (torch.bfloat16, "forward", {"pieces": 1}),  # (the whole tile)
+    (torch.bfloat16, "backward", {"pieces": 2}),  # (the backward reads what the forward saved)
+], ids=["fp32", "whole-tile", "backward"])
+def test_the_plan_refuses_half_saved_outside_16bit_slices(dtype, direction, fields):
+    from rnnbench.ops.plans import choose_plan
+
+    with pytest.raises(ValueError, match="half_saved is the LSTM's and GRU's forward in slices"):
+        choose_plan(1024, 2048, 4, dtype, torch.device("cuda"), multiprocessors=132, direction=direction,
+                    precision="tf32" if dtype == torch.float32 else "ieee", half_saved=True, **fields)
+
+
 @pytest.mark.usefixtures("concurrent_programs", "nan_buffers")
 @pytest.mark.parametrize("lengths", [None, LENGTHS], ids=["same-lengths", "lengths"])
 @pytest.mark.parametrize("cell", CELLS)

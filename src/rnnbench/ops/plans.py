@@ -363,6 +363,13 @@ class Plan:
             streamed transpose backward (no ``split_k``) with the cell's gradients computed in
             this many slices before the barrier and the whole tile's product after it (not
             holding the next step's saved values across the product). 1: the whole tile.
+        half_saved: a forward in slices (``pieces`` > 1) with 16-bit weights that saves for the
+            backward stores the gate activations (the GRU's r, z, n and ``W_hn h + b_hn``) in the
+            weights' dtype instead of fp32, half the bytes written a step and read back by the
+            backward (the LSTM's cell states stay fp32). Stored in fp32 beside the 16-bit loads of
+            ``x_proj`` and stores of h, Triton computed the gates in two register layouts and
+            spilled (sm_90: 1,568 bytes a thread against 424, ``results/h200/half-saved``). See
+            :func:`half_saved_default`.
     """
 
     block_b: int
@@ -389,6 +396,7 @@ class Plan:
     reg_weights: bool = False
     half_weights: bool = False
     pieces: int = 1
+    half_saved: bool = False
 
     def grid(self, batch_size: int, hidden_size: int) -> tuple[int, int]:
         """(programs over hidden units, programs over batch rows); with :attr:`gate_split`, whole
@@ -856,6 +864,8 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
                            bounded, **{**asked, **_wide_rows_fields(plan), **slices})
     if "pieces" not in req.override:
         plan = dataclasses.replace(plan, pieces=pieces_default(plan, req))
+    if "half_saved" not in req.override:
+        plan = dataclasses.replace(plan, half_saved=half_saved_default(plan, req))
     _check_plan(plan, req)
     return plan
 
@@ -1010,6 +1020,11 @@ def pieces_default(plan: Plan, req: _Request) -> int:
         return 1
     per_slice = PIECE_ACCUMULATOR_TF32 if req.element == 4 else PIECE_ACCUMULATOR
     return max(1, min(accumulator // per_slice, plan.block_h // MIN_BLOCK_H))
+
+
+def half_saved_default(plan: Plan, req: _Request) -> bool:
+    """:attr:`Plan.half_saved` by default: every forward in slices with 16-bit weights."""
+    return not req.backward and req.element == 2 and plan.pieces > 1
 
 
 def _request(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, direction, bounded,
@@ -1405,6 +1420,8 @@ def _check_plan(plan: Plan, req: _Request) -> None:
         raise ValueError(f"pieces is the LSTM's and GRU's forward with streamed weights that exchanges h (no "
                          f"split or padded operands) and their streamed transpose backward, in a power of 2 "
                          f"of slices of at least {MIN_BLOCK_H} units, got {plan.pieces} of block_h {plan.block_h}")
+    if plan.half_saved and (direction != "forward" or element != 2 or plan.pieces == 1):
+        raise ValueError("half_saved is the LSTM's and GRU's forward in slices (pieces > 1) with 16-bit weights")
     for name, least in (("block_b", 1 if plan.fma else MIN_BLOCK), ("block_h", MIN_BLOCK_H), ("block_k", MIN_BLOCK)):
         value = getattr(plan, name)
         if value < least or value != next_pow2(value):

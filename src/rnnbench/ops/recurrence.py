@@ -349,8 +349,9 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     Returns ``(h_buf [T+1, B, H], h_n, c_n, saved, c_buf)``: ``h_buf[1:]`` is the output
     (``h_buf[0]`` holds h0 only when saving), ``h_n``/``c_n`` ``[1, B, H]`` (the shape a
     one-layer module returns, so it needs no view of them) in the weights' dtype
-    (``c_n`` None unless LSTM), ``saved`` the fp32 gate activations and ``c_buf`` LSTM's fp32 cell
-    states ``[T+1, B, H]`` (both None unless ``save``).
+    (``c_n`` None unless LSTM), ``saved`` the gate activations (fp32, or the weights' dtype with
+    :attr:`Plan.half_saved`) and ``c_buf`` LSTM's fp32 cell states ``[T+1, B, H]`` (both None
+    unless ``save``).
     """
     B, H = launch.batch_size, launch.hidden_size
     dtype = w_hh.dtype
@@ -400,7 +401,8 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     if lstm:
         c_n = torch.empty(1, B, H, device=dev, dtype=dtype)
         c_buf = torch.empty(T + 1, B, H, **f32) if save else torch.empty(2, B, H, **f32) if pieces else h_n
-    saved = torch.empty(T, B, (1 if cell.startswith("rnn_") else 4) * H, **f32) if save else h_n
+    saved_dtype = dtype if launch.forward.half_saved else torch.float32  # (the backward reads either)
+    saved = torch.empty(T, B, (1 if cell.startswith("rnn_") else 4) * H, device=dev, dtype=saved_dtype) if save else h_n
     # The caller's tensors lead (they decide the specialisation); the rest are allocated here.
     if gluon:
         # Arrival counters of its own, zeroed: the Gluon kernels leave them counted (ops/gluon_common.py).
