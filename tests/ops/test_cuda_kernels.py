@@ -147,20 +147,22 @@ def test_tf32_lstm_forward_in_slices_by_default(lengths, wide, nan_buffers):
     assert all(not buf.any() for buf in COUNTERS.values())
 
 
-@pytest.mark.parametrize("half_saved", [True, False], ids=["16-bit-saved", "fp32-saved"])
 @pytest.mark.parametrize("lengths", [False, True], ids=["same-lengths", "lengths"])
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
-def test_wide_rows_forward_by_default(cell, dtype, lengths, half_saved, nan_buffers):
-    """16-bit at batch 1024, hidden 1024, the default plan (``plans.wide_rows_default``: 128 rows and
-    64 units a program in 2 slices of 32, 16 x 8 programs; the gates saved in the weights' dtype,
-    ``Plan.half_saved``), and with fp32 gates asked: output, final states and every gradient against
-    float64, each sequence its own length or not; the counters left at zero."""
-    with plan_override(**({} if half_saved else {"forward_half_saved": False})):
-        got = plan(cell, 1024, 1024, TORCH_DTYPE[dtype], torch.device("cuda"))
-        assert (got.block_b, got.block_h, got.pieces, got.half_saved) == (128, 64, 2, half_saved), got
-        lengths = torch.randint(0, 6, (1024,), generator=torch.Generator().manual_seed(4)) if lengths else None
-        check_layer(cell, dtype, _layer(cell, 1024, 5, 64, 1024), lengths)
+def test_wide_rows_forward_by_default(cell, dtype, lengths, nan_buffers):
+    """16-bit at batch 1024, hidden 1024, with fp32 gates saved asked, then the default plan
+    (``plans.wide_rows_default``: 128 rows and 64 units a program in 2 slices of 32, 16 x 8 programs;
+    the gates saved in the weights' dtype, ``Plan.half_saved``), one after the other in one process
+    (the same compile-time arguments: the launch must not reuse the other's kernel): output, final
+    states and every gradient against float64, each sequence its own length or not; the counters
+    left at zero."""
+    lengths = torch.randint(0, 6, (1024,), generator=torch.Generator().manual_seed(4)) if lengths else None
+    for half_saved in (False, True):
+        with plan_override(**({} if half_saved else {"forward_half_saved": False})):
+            got = plan(cell, 1024, 1024, TORCH_DTYPE[dtype], torch.device("cuda"))
+            assert (got.block_b, got.block_h, got.pieces, got.half_saved) == (128, 64, 2, half_saved), got
+            check_layer(cell, dtype, _layer(cell, 1024, 5, 64, 1024), lengths)
     torch.cuda.synchronize()
     assert all(not buf.any() for buf in COUNTERS.values())
 

@@ -152,6 +152,29 @@ def test_the_forward_keys_every_tensor_its_caller_gives(cell, monkeypatch):
     assert not any(a is g for a in rest for g in given)
 
 
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_a_forward_in_slices_keys_its_saved_gates(cell, monkeypatch):
+    """The saved gates' dtype is the plan's (``Plan.half_saved``: the weights' or fp32 under the same
+    compile-time arguments), so a forward in slices keys its launch on them as well: keyed on the
+    leading tensors alone, it launched the fp32 variant on 16-bit gates (an illegal address on the
+    H200)."""
+    seen = {}
+
+    def spy(self, grid, args, constexprs, stream=None, keyed=None):
+        seen.update(args=args, keyed=keyed)
+
+    monkeypatch.setattr(KernelLauncher, "__call__", spy)
+    t, b, h = 3, 2, 32
+    gates = recurrence.NUM_GATES[cell]
+    x_proj, w_hh = torch.randn(t, b, gates * h).bfloat16(), torch.randn(gates * h, h).bfloat16()
+    with recurrence.plan_override(h_on_chip=False, w_resident=False, block_k=16, forward_pieces=2):
+        launch = recurrence.layer_launch(cell, b, h, torch.bfloat16, torch.device("cpu"))
+        assert launch.forward.half_saved
+        saved = recurrence.recurrence_forward(cell, x_proj, w_hh, None, None, None, None, launch, True)[3]
+    keyed = seen["args"][:seen["keyed"]]  # (None: all)
+    assert any(a is saved for a in keyed)
+
+
 @pytest.mark.parametrize("produce", [False, True])
 def test_the_rnns_fma_forward_keys_every_tensor_its_caller_gives(produce, monkeypatch):
     """As above, for the RNN's forward on FMA units, with its projection launched before it and

@@ -443,10 +443,12 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     elif lstm:
         args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, lengths, h_buf, h_n, c_n, c_buf, saved,
                 w_split, h_split, counters, T, B)
-        (_LSTM_FORWARD_PIECES if pieces else _LSTM_FORWARD)(grid, args, constexprs, stream, keyed=7)
+        # (in slices every tensor keys the launch: the saved gates' dtype is the plan's, Plan.half_saved,
+        # which no constexpr says; the host time of a call this large does not matter)
+        (_LSTM_FORWARD_PIECES if pieces else _LSTM_FORWARD)(grid, args, constexprs, stream, keyed=None if pieces else 7)
     elif pieces:  # (the GRU's: its fp32 h in two slots, ops/gru/pieces.py)
         args = (x_proj, w_hh, *biases, h0, lengths, h_buf, h_n, saved, torch.empty(2, B, H, **f32), counters, T, B)
-        _GRU_FORWARD_PIECES(grid, args, constexprs, stream, keyed=6)
+        _GRU_FORWARD_PIECES(grid, args, constexprs, stream)  # (every tensor keys it, as the LSTM's above)
     else:
         args = (x_proj, w_hh, *biases, h0, lengths, h_buf, h_n, saved, w_split, h_split, counters, T, B)
         (_GRU_FORWARD if cell == "gru" else _RNN_FORWARD)(grid, args, constexprs, stream, keyed=6)
