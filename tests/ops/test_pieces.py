@@ -310,3 +310,29 @@ def test_slices_bound_the_accumulator_compiled_for_sm90():
     if spills["1"] is None:
         pytest.skip("no cuobjdump to read the spills")
     assert spills["1"] > 1024 and spills["8"] == 0, spills
+
+
+_SAVED = """
+import json, torch
+from rnnbench.ops import aot
+usage = {form: aot.variant_usage("lstm", "forward", torch.bfloat16, 1024, 1024, "ieee", {}, changes)[1]
+         for form, changes in (("half", {}), ("fp32", {"half_saved": False}))}
+print(json.dumps({form: (u.get("stack"), u.get("mufu_tanh")) for form, u in usage.items()}))
+"""
+
+
+def test_16bit_saved_gates_keep_one_register_layout_compiled_for_sm90():
+    """bf16 at batch 1024, hidden 1024 on its default forward plan (128 rows, 2 slices), saving for the
+    backward, compiled for sm_90: the gates saved 16-bit (``Plan.half_saved``, the default) spill
+    fewer bytes than saved in fp32, and run the activations no more often. Triton 3.6 (the GPU's)
+    computed them twice with fp32 gates, in the fp32 stores' register layout and in the 16-bit
+    loads' (56 against 288 bytes, 160 tanh.approx against 288:
+    ``results/h200/half-saved/aot_half_saved.txt``); Triton 3.9 (CI's) once either way (48 against
+    72 bytes)."""
+    proc = uninterpreted("-c", _SAVED)
+    assert proc.returncode == 0, proc.stderr
+    usage = json.loads(proc.stdout.splitlines()[-1])
+    if usage["half"][0] is None:
+        pytest.skip("no cuobjdump to read the spills")
+    (half_stack, half_tanh), (fp32_stack, fp32_tanh) = usage["half"], usage["fp32"]
+    assert half_tanh <= fp32_tanh and half_stack < fp32_stack, usage

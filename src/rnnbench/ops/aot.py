@@ -91,13 +91,10 @@ QUICK_SHAPES = [("lstm", torch.bfloat16, 16, 768, "ieee"), ("gru", torch.float32
 
 
 def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: int, plan: Plan,
-                   precision: str = "ieee", save: bool = True, capability: int = 90, lengths: bool = False,
-                   saved_half: bool = False):
+                   precision: str = "ieee", save: bool = True, capability: int = 90, lengths: bool = False):
     """Compile one kernel for ``sm_<capability>``; returns Triton's CompiledKernel (``.asm`` holds
     ``ttgir``, ``ptx``, ``cubin``; ``.metadata.shared`` the shared memory in bytes). ``cell`` is
-    ``lstm``, ``gru`` or ``rnn``; ``lengths``: the variable-length variant (``HAS_LENGTHS``);
-    ``saved_half``: a backward reading gates saved in the weights' dtype (a forward's
-    :attr:`~rnnbench.ops.plans.Plan.half_saved`; a forward follows its own plan)."""
+    ``lstm``, ``gru`` or ``rnn``; ``lengths``: the variable-length variant (``HAS_LENGTHS``)."""
     if plan.fma and cell in ("lstm", "gru"):
         return compile_gated_fma(cell, dtype, hidden_size, plan, save, capability, lengths, precision)
     split_k = direction == "backward" and plan.split_k
@@ -123,10 +120,9 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
         stages = produced.pop("num_stages") if plan.produce else stages
         constexprs.update(produced if plan.produce else projection.UNPRODUCED)
     constexprs = {k: v for k, v in constexprs.items() if k in names}
-    # (the saved gates in the weights' dtype: Plan.half_saved, the forward's, which the backward reads)
-    half_saved = plan.half_saved if direction == "forward" else saved_half
+    # (a forward's saved gates in the weights' dtype: Plan.half_saved; a backward's read as fp32)
     f32 = (F32_POINTERS - ({"partials_ptr"} if plan.half_partials else set())
-           - ({"gates_ptr", "saved_ptr"} if half_saved else set()))
+           - ({"gates_ptr", "saved_ptr"} if plan.half_saved else set()))
     pointers = {"counters_ptr": "*i32", "lengths_ptr": "*i32", **{name: "*fp32" for name in f32}}
     if split_once_level(plan) in (3, 4) and direction == "forward":  # (fp16 copies of W_hh and h: recurrence_forward)
         pointers.update(w_split_ptr="*fp16", h_split_ptr="*fp16")
