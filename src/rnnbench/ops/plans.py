@@ -368,7 +368,7 @@ class Plan:
             weights' dtype instead of fp32, half the bytes written a step and read back by the
             backward (the LSTM's cell states stay fp32). Stored in fp32 beside the 16-bit loads of
             ``x_proj`` and stores of h, Triton computed the gates in two register layouts and
-            spilled (sm_90: 1,568 bytes a thread against 424, ``results/h200/half-saved``). See
+            spilled (sm_90, Triton 3.6: 1,568 bytes a thread against 424, ``results/h200/half-saved``). See
             :func:`half_saved_default`.
     """
 

@@ -36,8 +36,9 @@ def gru_forward_pieces_kernel(
     UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr, HAS_LENGTHS: tl.constexpr,
     H_STRIDE: tl.constexpr, PIECES: tl.constexpr,
 ):
-    """``h_state``: fp32 ``[2, B, H]`` (module docstring); ``saved [T, B, 4H]`` fp32 r, z, n, hn
-    when ``SAVE``, as ``gru_forward_kernel``'s."""
+    """``h_state``: fp32 ``[2, B, H]`` (module docstring); ``saved [T, B, 4H]`` r, z, n, hn when
+    ``SAVE``, as ``gru_forward_kernel``'s, in fp32 or the weights' dtype (``Plan.half_saved``: the
+    stores cast to the pointer's type)."""
     tl.static_assert(not W_RESIDENT and not ON_CHIP and SPLIT_ONCE == 0 and H_STRIDE == H,
                      "pieces: the streamed exchange forward only")
     SLICE: tl.constexpr = BLOCK_H // PIECES

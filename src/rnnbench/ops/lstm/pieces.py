@@ -18,11 +18,13 @@ tiles across the time loop, every slice's would fill the registers the slices fr
 
 c_t lives in fp32 in memory between steps: ``c_buf [T+1, B, H]`` when saving for the backward
 (step t reads ``c_buf[t]``, writes ``c_buf[t+1]``), else a ``[2, B, H]`` scratch, slot ``t % 2``
-read and ``(t + 1) % 2`` written. h_t is stored slice by slice into ``h_buf[t+1]`` while later
-slices still read ``h_buf[t]``; the program arrives at the barrier once, after its last slice.
-With lengths, a row's h_n and c_n are stored at its last step and ``h_buf`` holds zeros past its
-end, as ``lstm_forward_kernel`` publishes them; its c runs on there, which the backward multiplies
-by zero gradients only.
+read and ``(t + 1) % 2`` written. The saved gates are stored in the saved buffer's dtype: fp32, or
+16 bits (``Plan.half_saved``, the default here with 16-bit weights: fp32 stores beside the 16-bit
+loads and stores made Triton 3.6 compute the gates in two register layouts). h_t is stored slice
+by slice into ``h_buf[t+1]`` while later slices still read ``h_buf[t]``; the program arrives at the
+barrier once, after its last slice. With lengths, a row's h_n and c_n are stored at its last step
+and ``h_buf`` holds zeros past its end, as ``lstm_forward_kernel`` publishes them; its c runs on
+there, which the backward multiplies by zero gradients only.
 
 Same arguments and outputs as ``lstm_forward_kernel`` (``ops/lstm/kernels.py``, the reference for
 the arithmetic), plus ``PIECES``; only its streamed exchange form: weights re-read from L2, h
