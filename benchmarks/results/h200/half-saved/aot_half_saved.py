@@ -9,6 +9,8 @@ instructions, at the default plans (an H100's 132 multiprocessors).
 
 from __future__ import annotations
 
+import sys
+
 import torch
 
 from rnnbench.ops import aot
@@ -43,4 +45,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:]:  # (it takes none: one line, no traceback)
+        print("usage: PYTHONPATH=src python aot_half_saved.py > aot_half_saved.txt", file=sys.stderr)
+        sys.exit(2)
     main()

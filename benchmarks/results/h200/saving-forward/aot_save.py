@@ -9,6 +9,8 @@ GRU forward at 128 rows on its own operands, whole and in 2 slices.
 
 from __future__ import annotations
 
+import sys
+
 import torch
 
 from rnnbench.ops import aot
@@ -52,5 +54,8 @@ def gru_tf32_at_128_rows() -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:]:  # (it takes none: one line, no traceback)
+        print("usage: PYTHONPATH=src python aot_save.py > aot_save.txt", file=sys.stderr)
+        sys.exit(2)
     main()
     gru_tf32_at_128_rows()

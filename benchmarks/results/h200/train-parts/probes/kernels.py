@@ -8,9 +8,9 @@ Why: past batch x hidden 2^20 our forward is level with cuDNN's or faster, yet o
 our 15.5 (plan_sweep: 102.9 us a step x 50); the rest is matmuls and element-wise work this names.
 
 For each case and lane (the engine's ``workload.lane_step``, seq_len 50, input = hidden, the step it
-times): the synchronised ms a call (median of 20 after 5 warm-up calls) and, from 3 profiled calls
-(torch.profiler, CUDA activity), each kernel's device µs a call, summed by name, and the device's
-busy µs a call. Writes ``OUT_DIR/kernels.jsonl`` (an environment record first) and prints the top
+times): the synchronised ms a call (``host_time.synced_us``: median of 20 after 5 warm-up calls and
+its own one) and, from 3 profiled calls (torch.profiler, CUDA activity), each kernel's device µs a
+call, summed by name, and the device's busy µs a call. Writes ``OUT_DIR/kernels.jsonl`` (an environment record first) and prints the top
 kernels per lane.
 """
 
@@ -18,31 +18,19 @@ from __future__ import annotations
 
 import collections
 import json
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 ROOT = Path(__file__).resolve().parents[5]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 CASES = [("lstm", 1024, 2048, "bf16"), ("gru", 1024, 2048, "bf16"), ("lstm", 512, 4096, "bf16"),
          ("lstm", 1024, 2048, "tf32")]
 LANES = ("torch-nn", "triton")
 PROFILED = 3
-
-
-def synced_ms(fn, calls: int = 20) -> float:
-    times = []
-    for _ in range(calls):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
 
 
 def kernel_times(fn) -> tuple[dict, float]:
@@ -67,6 +55,7 @@ def main(argv: list[str]) -> int:
     from rnnbench.lanes import LANES as REGISTRY
     from rnnbench.precision import matmul_mode
     from rnnbench.workload import lane_step, make_inputs
+    from host_time import synced_us
 
     if len(argv) != 1:  # (one line, no traceback)
         print("usage: python3 kernels.py OUT_DIR", file=sys.stderr)
@@ -84,7 +73,7 @@ def main(argv: list[str]) -> int:
                     step = lane_step(REGISTRY[lane], case, inputs)
                     for _ in range(5):
                         step.fn()
-                    ms = synced_ms(step.fn)
+                    ms = synced_us(step.fn, calls=20) / 1e3  # (the engine's timing: host_time.py)
                     kernels, busy = kernel_times(step.fn)
                     step.close()
                     row = {"cell": cell, "batch_size": b, "hidden_size": h, "dtype": dtype, "lane": lane,
