@@ -125,6 +125,10 @@ def test_constexprs_are_numbered_by_value():
     other = Constexprs(dict(H=8, BLOCK_B=32, num_warps=4))
     assert first.number == same.number
     assert other.number != first.number
+    # ... and by the plan the caller allocates its buffers by, which the kernel is not passed
+    planned, same_plan = (Constexprs(dict(H=8, BLOCK_B=16, num_warps=4), plan) for plan in ("a", "a"))
+    assert planned.number == same_plan.number
+    assert Constexprs(dict(H=8, BLOCK_B=16, num_warps=4), "b").number not in (planned.number, first.number)
 
 
 @pytest.mark.parametrize("cell", ["lstm", "gru", "rnn_tanh"])
@@ -153,26 +157,38 @@ def test_the_forward_keys_every_tensor_its_caller_gives(cell, monkeypatch):
 
 
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
-def test_a_forward_in_slices_keys_its_saved_gates(cell, monkeypatch):
-    """The saved gates' dtype is the plan's (``Plan.half_saved``: the weights' or fp32 under the same
-    compile-time arguments), so a forward in slices keys its launch on them as well: keyed on the
-    leading tensors alone, it launched the fp32 variant on 16-bit gates (an illegal address on the
-    H200)."""
-    seen = {}
+def test_a_launch_key_stands_for_one_specialisation(cell, monkeypatch):
+    """A cached launch reuses the kernel compiled for its key, so one key must never stand for
+    calls whose tensors (keyed or allocated) differ in dtype or alignment. Forwards and backwards
+    in slices and whole, 16-bit and fp32, with the saved gates in 16 bits and in fp32
+    (``Plan.half_saved``, which only the plan says: keyed without it, the fp32-gate variant ran
+    on 16-bit gates, an illegal address on the H200)."""
+    from rnnbench.ops.launch import _specialisation
+
+    keys = {}
 
     def spy(self, grid, args, constexprs, stream=None, keyed=None):
-        seen.update(args=args, keyed=keyed)
+        tensors = args[:next(i for i, a in enumerate(args) if not isinstance(a, torch.Tensor))]
+        keys.setdefault((self.fn.__name__, self._key(args, constexprs, keyed)), set()).add(_specialisation(tensors))
 
     monkeypatch.setattr(KernelLauncher, "__call__", spy)
     t, b, h = 3, 2, 32
     gates = recurrence.NUM_GATES[cell]
-    x_proj, w_hh = torch.randn(t, b, gates * h).bfloat16(), torch.randn(gates * h, h).bfloat16()
-    with recurrence.plan_override(h_on_chip=False, w_resident=False, block_k=16, forward_pieces=2):
-        launch = recurrence.layer_launch(cell, b, h, torch.bfloat16, torch.device("cpu"))
-        assert launch.forward.half_saved
-        saved = recurrence.recurrence_forward(cell, x_proj, w_hh, None, None, None, None, launch, True)[3]
-    keyed = seen["args"][:seen["keyed"]]  # (None: all)
-    assert any(a is saved for a in keyed)
+    sliced = dict(h_on_chip=False, w_resident=False, block_k=16, pieces=2)
+    for dtype in (torch.bfloat16, torch.float32):
+        for override in (sliced, dict(sliced, forward_half_saved=False), {}):
+            if dtype == torch.float32 and override.get("forward_half_saved") is False:
+                continue  # (fp32 weights save fp32 gates already; the plan refuses the override)
+            x_proj, w_hh = torch.randn(t, b, gates * h, dtype=dtype), torch.randn(gates * h, h, dtype=dtype)
+            with recurrence.plan_override(**override):
+                launch = recurrence.layer_launch(cell, b, h, dtype, torch.device("cpu"))
+                assert (launch.forward.pieces, launch.backward.pieces) == ((2, 2) if override else (1, 1))
+                h_buf, _, _, saved, c_buf = recurrence.recurrence_forward(cell, x_proj, w_hh, None, None, None, None,
+                                                                          launch, True)
+                recurrence.recurrence_backward(cell, torch.randn(t, b, h, dtype=dtype), None, None, saved, c_buf,
+                                               h_buf, w_hh, launch)
+    spread = {key: found for key, found in keys.items() if len(found) > 1}
+    assert len(keys) >= 6 and not spread
 
 
 @pytest.mark.parametrize("produce", [False, True])

@@ -6,8 +6,9 @@ pointer), turns the options into a cache key and looks the compiled kernel up. A
 :class:`KernelLauncher` does that once per specialisation: it keeps the compiled kernel that the
 first JIT launch returns and launches it directly afterwards (``CompiledKernel[grid](*args)``,
 Triton's own launcher for a compiled kernel), keyed by what the JIT would specialise on here: the
-constexpr values (numbered once, :class:`Constexprs`), the dtype and alignment of the tensors
-that can vary (the caller's, not the buffers it allocates), the device. The measured saving is in
+constexpr values and the plan the caller allocates its buffers by (numbered once,
+:class:`Constexprs`), the dtype and alignment of the tensors that can vary (the caller's, not the
+buffers it allocates), the device. The measured saving is in
 docs/kernels.md ("Host time per call", "A leaner eager call").
 
 It is only valid for kernels whose integer arguments are never specialised (``do_not_specialize``:
@@ -95,16 +96,23 @@ def _specialisation(tensors: tuple) -> tuple:
 
 class Constexprs:
     """A kernel's compile-time arguments and launch options (``num_warps``, ``num_stages``) by
-    name, built once per plan and flags and kept by the caller. Equal values get one ``number``,
-    which the launch's cache key holds instead of the values (hashing a tuple of twenty of them on
-    every call is host time)."""
+    name, built once per plan and flags and kept by the caller. Equal values of equal ``plan``
+    get one ``number``, which the launch's cache key holds instead of the values (hashing a tuple
+    of twenty of them on every call is host time).
+
+    ``plan``: what the caller allocates the launch's buffers by (a recurrence's ``Plan``; any
+    hashable value, None for none), which the kernel is not passed. It enters the number because a
+    buffer's dtype may be the plan's alone: ``Plan.half_saved`` stores a forward's saved gates in
+    16 bits or in fp32 under the same compile-time values, and a key without it launched the fp32
+    variant on 16-bit gates (an illegal address on the H200, docs/kernels.md "The gates saved in
+    16 bits")."""
 
     __slots__ = ("values", "number")
     _NUMBERS: dict[tuple, int] = {}
 
-    def __init__(self, values: dict):
+    def __init__(self, values: dict, plan=None):
         self.values = values
-        self.number = Constexprs._NUMBERS.setdefault(tuple(sorted(values.items())), len(Constexprs._NUMBERS))
+        self.number = Constexprs._NUMBERS.setdefault((tuple(sorted(values.items())), plan), len(Constexprs._NUMBERS))
 
 
 def _leading_tensors(args: tuple) -> int:
@@ -133,7 +141,8 @@ class KernelLauncher:
         when the caller has it already; None to let Triton ask its driver again. ``keyed``: how
         many leading tensors decide the specialisation (all of them when None). A caller passes
         fewer only when the rest are buffers it has just allocated (the caching allocator aligns
-        every block to 512 bytes) in dtypes that the keyed tensors and ``constexprs`` decide."""
+        every block to 512 bytes) in dtypes that the keyed tensors and ``constexprs`` (its values and
+        its plan) decide."""
         note_launch(self, grid, args, constexprs, stream, keyed)
         if INTERPRET or JIT_ONLY:
             self.fn[grid](*args, **constexprs.values)

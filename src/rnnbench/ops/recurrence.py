@@ -227,7 +227,7 @@ class _Launch:
         for none."""
         key = ("forward", has_bias, has_h0, save, has_c0, has_lengths, pdl, produce)
         return self._cached(key, lambda: self._with_flags(
-            {**self.forward_meta, **(self._produced(*produce) if produce else {})},
+            self.forward, {**self.forward_meta, **(self._produced(*produce) if produce else {})},
             HAS_BIAS=has_bias, HAS_H0=has_h0, SAVE=save, HAS_C0=has_c0, HAS_LENGTHS=has_lengths,
             **(_pdl_flags(pdl) if self.forward.fma else {})))
 
@@ -249,25 +249,26 @@ class _Launch:
                          REG_WEIGHTS=reg_weights_kernel(self.forward, pieces, save), num_warps=self.forward.num_warps)
             if self.cell == "lstm":
                 flags["HAS_C0"] = has_c0
-            return Constexprs(flags)
+            return Constexprs(flags, self.forward)
         return self._cached(("gluon", has_bias, has_h0, save, has_c0, ahead), build)
 
     def backward_constexprs(self, has_d_out: bool, has_d_h_n: bool, has_d_c_n: bool,
                             has_lengths: bool = False) -> Constexprs:
         """The backward kernel's compile-time arguments with these flags (built once per flags)."""
         return self._cached(("backward", has_d_out, has_d_h_n, has_d_c_n, has_lengths), lambda: self._with_flags(
-            self.backward_meta, HAS_D_OUT=has_d_out, HAS_D_H_N=has_d_h_n, HAS_D_C_N=has_d_c_n,
+            self.backward, self.backward_meta, HAS_D_OUT=has_d_out, HAS_D_H_N=has_d_h_n, HAS_D_C_N=has_d_c_n,
             HAS_LENGTHS=has_lengths))
 
-    def _with_flags(self, meta: dict, **flags) -> Constexprs:
+    def _with_flags(self, plan: Plan, meta: dict, **flags) -> Constexprs:
         """``meta`` and the call's flags: the cell state's (``HAS_C0``, ``HAS_D_C_N``) for the
-        LSTM only, ``RELU`` for the RNN only, as the kernels take them."""
+        LSTM only, ``RELU`` for the RNN only, as the kernels take them; numbered with ``plan``,
+        which the call's buffers are allocated by (:class:`~rnnbench.ops.launch.Constexprs`)."""
         if self.cell != "lstm":
             flags.pop("HAS_C0", None)
             flags.pop("HAS_D_C_N", None)
         if self.cell.startswith("rnn_"):
             flags["RELU"] = self.cell == "rnn_relu"
-        return Constexprs({**flags, **meta})
+        return Constexprs({**flags, **meta}, plan)
 
     def _cached(self, key: tuple, build) -> Constexprs:
         found = self._constexprs.get(key)
@@ -403,7 +404,8 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
         c_buf = torch.empty(T + 1, B, H, **f32) if save else torch.empty(2, B, H, **f32) if pieces else h_n
     saved_dtype = dtype if launch.forward.half_saved else torch.float32  # (the backward reads either)
     saved = torch.empty(T, B, (1 if cell.startswith("rnn_") else 4) * H, device=dev, dtype=saved_dtype) if save else h_n
-    # The caller's tensors lead (they decide the specialisation); the rest are allocated here.
+    # The caller's tensors lead (they and the plan, which the constexprs carry, decide the specialisation);
+    # the rest are allocated here.
     if gluon:
         # Arrival counters of its own, zeroed: the Gluon kernels leave them counted (ops/gluon_common.py).
         arrivals = _counted_counters(grid[1], dev)
@@ -443,12 +445,10 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     elif lstm:
         args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, lengths, h_buf, h_n, c_n, c_buf, saved,
                 w_split, h_split, counters, T, B)
-        # (in slices every tensor keys the launch: the saved gates' dtype is the plan's, Plan.half_saved,
-        # which no constexpr says; the host time of a call this large does not matter)
-        (_LSTM_FORWARD_PIECES if pieces else _LSTM_FORWARD)(grid, args, constexprs, stream, keyed=None if pieces else 7)
+        (_LSTM_FORWARD_PIECES if pieces else _LSTM_FORWARD)(grid, args, constexprs, stream, keyed=7)
     elif pieces:  # (the GRU's: its fp32 h in two slots, ops/gru/pieces.py)
         args = (x_proj, w_hh, *biases, h0, lengths, h_buf, h_n, saved, torch.empty(2, B, H, **f32), counters, T, B)
-        _GRU_FORWARD_PIECES(grid, args, constexprs, stream)  # (every tensor keys it, as the LSTM's above)
+        _GRU_FORWARD_PIECES(grid, args, constexprs, stream, keyed=6)
     else:
         args = (x_proj, w_hh, *biases, h0, lengths, h_buf, h_n, saved, w_split, h_split, counters, T, B)
         (_GRU_FORWARD if cell == "gru" else _RNN_FORWARD)(grid, args, constexprs, stream, keyed=6)
