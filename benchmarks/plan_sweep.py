@@ -1,6 +1,6 @@
 """Our recurrence kernels alone under launch-plan overrides: µs per step, forward and backward (one GPU).
 
-    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit|pad_rows_16bit_rule|resident_chunks|lm_backward|gate_split_wide|gate_split_wider|gate_split_narrow|pieces|pieces_gru|pieces_backward|pieces_backward_gru|pieces_tf32|pieces_tf32_rule|pieces_rows|pieces_rows_more|wide_rows|wide_rows_backward|wide_rows_backward_more] [--budget SECONDS]
+    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit|pad_rows_16bit_rule|resident_chunks|lm_backward|gate_split_wide|gate_split_wider|gate_split_narrow|pieces|pieces_gru|pieces_backward|pieces_backward_gru|pieces_backward_3xtf32|pieces_tf32|pieces_tf32_rule|pieces_rows|pieces_rows_more|wide_rows|wide_rows_backward|wide_rows_backward_more] [--budget SECONDS]
 
 For each case (cell, batch_size, hidden_size, dtype, seq_len) and each plan override
 (``rnnbench.ops.recurrence.plan_override``; ``{}`` is the default plan), on prebuilt inputs
@@ -351,6 +351,11 @@ CASE_SETS["pieces_backward_gru"] = [
       for b, h in ((1024, 2048), (512, 4096), (1024, 1024), (512, 2048), (256, 4096))],
     *[("gru", b, h, "tf32", 30, [{}, {"backward_pieces": 1}]) for b, h in ((1024, 2048), (1024, 1024))],
 ]
+# Strict fp32's backward (3xTF32's products in the step) in slices, which plans.backward_sliced leaves out
+# of the default: the default against 2 and 4 slices asked.
+CASE_SETS["pieces_backward_3xtf32"] = [
+    (cell, b, h, "fp32", 30, [{}, {"backward_pieces": 2}, {"backward_pieces": 4}])
+    for cell in ("lstm", "gru") for b, h in ((1024, 1024), (1024, 2048), (512, 4096))]
 # TF32's forward in slices: its default (fp16 operands, Plan.half_operands, whole tile) against TF32
 # on its own fp32 operands in slices and whole (asking for pieces, even one, leaves fp16 operands out).
 CASE_SETS["pieces_tf32"] = [
@@ -451,20 +456,17 @@ def measure(case: tuple) -> dict:
     import torch
 
     from rnnbench.ops.plans import dot_precision
-    from rnnbench.ops.recurrence import NUM_GATES, plan, plan_override
+    from rnnbench.ops.recurrence import plan, plan_override
     from rnnbench.precision import matmul_mode
-    from triton_dev import _backward_alone, _graph_ms, _kernel_alone, _saved_forward, _torch_dtype
+    from triton_dev import _backward_alone, _graph_ms, _kernel_alone, _saved_forward, _torch_dtype, kernel_tensors
 
     cell, b, h, dtype, t, override = case
     dev, td = torch.device("cuda"), _torch_dtype(dtype)
     row = dict(zip(FIELDS, case), plan=override_text(override))
     with matmul_mode(dtype):  # the products the modules get for this dtype (fp32: 3xTF32)
         precision = dot_precision(td)
-        gen = torch.Generator(device=dev).manual_seed(0)
-        gates = NUM_GATES[cell]
-        w_hh = (torch.randn(gates * h, h, device=dev, generator=gen) * h ** -0.5).to(td)
-        b_ih = (torch.randn(gates * h, device=dev, generator=gen) * 0.1).to(td)
-        x_proj = torch.randn(2 * t, b, gates * h, device=dev, generator=gen).to(td)
+        w_hh, b_ih, x_proj = kernel_tensors(cell, b, h, td, 2 * t)
+        x_proj = x_proj.to(td)
         state = _saved_forward(cell, b, t, h, td, precision, x_proj, w_hh, b_ih, b_ih)  # the default plan's
         try:
             with plan_override(**override):  # each launch below reads the plan in force

@@ -260,6 +260,22 @@ def _kernel_alone(cell, b, t, h, torch_dtype, precision, x_proj_full, w_hh, b_ih
     return run
 
 
+def kernel_tensors(cell, b, h, torch_dtype, steps, seed=0):
+    """A layer's tensors for timing its kernels alone, drawn in this order from one generator
+    seeded ``seed`` on the tasks' device: ``(w_hh [G*H, H], bias [G*H], x_proj [steps, B, G*H])``,
+    the first two in ``torch_dtype``, ``x_proj`` in fp32 (the caller casts it as the kernel wants);
+    ``W_hh`` scaled by ``H^-1/2``, the bias by 0.1, so that h stays in range over many steps."""
+    import torch
+
+    from rnnbench.ops.recurrence import NUM_GATES
+
+    g = NUM_GATES[cell]
+    gen = torch.Generator(device=DEVICE).manual_seed(seed)
+    w_hh = (torch.randn(g * h, h, device=DEVICE, generator=gen) * h ** -0.5).to(torch_dtype)
+    bias = (torch.randn(g * h, device=DEVICE, generator=gen) * 0.1).to(torch_dtype)
+    return w_hh, bias, torch.randn(steps, b, g * h, device=DEVICE, generator=gen)
+
+
 def _saved_forward(cell, b, t, h, torch_dtype, precision, x_proj_full, w_hh, b_ih, b_hh):
     """One forward (default plan) that saves for backward: ``(h_buf, saved, c_buf, d_out)``."""
     import torch

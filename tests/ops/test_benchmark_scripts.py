@@ -152,6 +152,27 @@ def test_triton_dev_builds_the_cell_asked_for(cell, monkeypatch):
         assert relative_error(ours(x)[0], theirs(x)[0].double()) <= tolerance(cell, "fp32")
 
 
+@pytest.mark.parametrize("cell", CELLS)
+def test_kernel_tensors_are_the_cells_and_the_seeds(cell, monkeypatch):
+    """The probes' shared inputs for timing kernels alone: the cell's gate rows, ``W_hh`` and the bias
+    in the dtype asked, ``x_proj`` in fp32 over the steps asked; the same seed gives the same
+    tensors (probes compare forms on them) and another seed others."""
+    import torch
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import triton_dev
+
+    monkeypatch.setattr(triton_dev, "DEVICE", "cpu")
+    rows = {"lstm": 4, "gru": 3}.get(cell, 1) * 5
+    w_hh, bias, x_proj = triton_dev.kernel_tensors(cell, 3, 5, torch.bfloat16, 7)
+    assert (w_hh.shape, bias.shape, x_proj.shape) == ((rows, 5), (rows,), (7, 3, rows))
+    assert (w_hh.dtype, bias.dtype, x_proj.dtype) == (torch.bfloat16, torch.bfloat16, torch.float32)
+    again, other = triton_dev.kernel_tensors(cell, 3, 5, torch.bfloat16, 7), triton_dev.kernel_tensors(
+        cell, 3, 5, torch.bfloat16, 7, seed=1)
+    assert all(torch.equal(a, b) for a, b in zip((w_hh, bias, x_proj), again))
+    assert not any(torch.equal(a, b) for a, b in zip((w_hh, bias, x_proj), other))
+
+
 def _check_h100_accepts(label: str, cell: str, batch: int, hidden: int, dtype: str, override: dict) -> None:
     """Fail the test unless ``choose_plan`` accepts ``override`` for this shape on an H100 (132
     multiprocessors, no GPU touched) in both directions."""

@@ -42,7 +42,7 @@ def main(argv: list[str]) -> int:
     from rnnbench.ops import recurrence
     from rnnbench.ops.plans import dot_precision
     from rnnbench.precision import matmul_mode
-    from triton_dev import _graph_ms, _torch_dtype
+    from triton_dev import _graph_ms, _torch_dtype, kernel_tensors
 
     if len(argv) != 1:  # (one line, no traceback)
         print("usage: python3 half_saved.py OUT_DIR", file=sys.stderr)
@@ -57,11 +57,9 @@ def main(argv: list[str]) -> int:
             row = {"cell": cell, "batch_size": b, "hidden_size": h, "dtype": dtype, "seq_len": SEQ_LEN}
             with matmul_mode(dtype):
                 precision = dot_precision(td)
-                gen = torch.Generator(device="cuda").manual_seed(0)
-                g = recurrence.NUM_GATES[cell]
-                w_hh = (torch.randn(g * h, h, device="cuda", generator=gen) * h ** -0.5).to(td)
-                bias = (torch.randn(g * h, device="cuda", generator=gen) * 0.1).to(td)
-                x_proj = torch.randn(2 * SEQ_LEN, b, g * h, device="cuda", generator=gen).to(td)
+                w_hh, bias, x_proj = kernel_tensors(cell, b, h, td, 2 * SEQ_LEN)
+                x_proj = x_proj.to(td)
+                gen = torch.Generator(device="cuda").manual_seed(1)
                 d_out = torch.randn(SEQ_LEN, b, h, device="cuda", generator=gen).to(td)
                 for form in FORMS:
                     launch = _launch(cell, b, h, td, precision, form)

@@ -44,9 +44,8 @@ def forward(cell, b, h, td, precision, x_proj, w_hh, bias, save):
 def main(argv: list[str]) -> int:
     from rnnbench.env import environment
     from rnnbench.ops.plans import dot_precision
-    from rnnbench.ops.recurrence import NUM_GATES
     from rnnbench.precision import matmul_mode
-    from triton_dev import _graph_ms, _torch_dtype
+    from triton_dev import _graph_ms, _torch_dtype, kernel_tensors
 
     if len(argv) != 1:  # (one line, no traceback)
         print("usage: python3 save_forward.py OUT_DIR", file=sys.stderr)
@@ -60,11 +59,7 @@ def main(argv: list[str]) -> int:
             td = _torch_dtype(dtype)
             with matmul_mode(dtype):
                 precision = dot_precision(td)
-                gen = torch.Generator(device="cuda").manual_seed(0)
-                g = NUM_GATES[cell]
-                w_hh = (torch.randn(g * h, h, device="cuda", generator=gen) * h ** -0.5).to(td)
-                bias = (torch.randn(g * h, device="cuda", generator=gen) * 0.1).to(td)
-                x32 = torch.randn(2 * SEQ_LEN, b, g * h, device="cuda", generator=gen)
+                w_hh, bias, x32 = kernel_tensors(cell, b, h, td, 2 * SEQ_LEN)
                 row = {"cell": cell, "batch_size": b, "hidden_size": h, "dtype": dtype, "seq_len": SEQ_LEN}
                 for save, x_dtype in ((False, td), (True, td), (True, torch.float32), (False, torch.float32)):
                     ms = [_graph_ms(forward(cell, b, h, td, precision, x32[:t].to(x_dtype).contiguous(), w_hh, bias,
