@@ -1,6 +1,6 @@
 """Our recurrence kernels alone under launch-plan overrides: µs per step, forward and backward (one GPU).
 
-    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit|pad_rows_16bit_rule|resident_chunks|lm_backward|gate_split_wide|gate_split_wider|gate_split_narrow|pieces|pieces_gru|pieces_backward|pieces_backward_gru|pieces_backward_3xtf32|pieces_tf32|pieces_tf32_rule|pieces_rows|pieces_rows_more|wide_rows|wide_rows_backward|wide_rows_backward_more] [--budget SECONDS]
+    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit|pad_rows_16bit_rule|resident_chunks|lm_backward|gate_split_wide|gate_split_wider|gate_split_narrow|pieces|pieces_gru|pieces_backward|pieces_backward_gru|pieces_backward_3xtf32|strict_fp32_wide|pieces_tf32|pieces_tf32_rule|pieces_rows|pieces_rows_more|wide_rows|wide_rows_backward|wide_rows_backward_more] [--budget SECONDS]
 
 For each case (cell, batch_size, hidden_size, dtype, seq_len) and each plan override
 (``rnnbench.ops.recurrence.plan_override``; ``{}`` is the default plan), on prebuilt inputs
@@ -356,6 +356,17 @@ CASE_SETS["pieces_backward_gru"] = [
 CASE_SETS["pieces_backward_3xtf32"] = [
     (cell, b, h, "fp32", 30, [{}, {"backward_pieces": 2}, {"backward_pieces": 4}])
     for cell in ("lstm", "gru") for b, h in ((1024, 1024), (1024, 2048), (512, 4096))]
+# Strict fp32 past batch x hidden 2^20 at 256 units a program: the default (the forward's operands split
+# once, whole tile; the LSTM's backward in gate groups) ran 2.6-12 ms a step (pieces_backward_3xtf32),
+# against 3xTF32 in the step in slices and a backward without gate groups, whole or in slices. 4 steps
+# (k2 - k1 over 4 more steps): the slowest forms take seconds a replay.
+_X3_FORMS = [{}, {"forward_split_once": False, "backward_gate_split": 0},
+             {"forward_split_once": False, "forward_pieces": 4, "backward_gate_split": 0, "backward_pieces": 4},
+             {"forward_split_once": False, "forward_pieces": 8, "backward_gate_split": 0, "backward_pieces": 2}]
+CASE_SETS["strict_fp32_wide"] = [
+    (cell, b, h, "fp32", 4, _X3_FORMS)
+    for cell, b, h in (("lstm", 1024, 2048), ("gru", 1024, 2048), ("lstm", 512, 4096), ("gru", 512, 4096),
+                       ("lstm", 1024, 1024))]
 # TF32's forward in slices: its default (fp16 operands, Plan.half_operands, whole tile) against TF32
 # on its own fp32 operands in slices and whole (asking for pieces, even one, leaves fp16 operands out).
 CASE_SETS["pieces_tf32"] = [
