@@ -240,6 +240,23 @@ def test_wide_rows_both_ways_by_default(cell, dtype, lengths, nan_buffers):
     assert all(not buf.any() for buf in COUNTERS.values())
 
 
+@pytest.mark.parametrize("lengths", [False, True], ids=["same-lengths", "lengths"])
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_strict_fp32_in_slices_by_default(cell, lengths, nan_buffers):
+    """Strict fp32 at batch 1024, hidden 2048 on the default plans: forward with 3xTF32 in the step, no
+    split copies, in 4 slices (``plans.x3_pieces_default``) and backward in 4 slices without the gate
+    split (``plans.backward_sliced``), 8 x 16 programs each: output, final states and every gradient
+    against float64, each sequence its own length or not; the counters left at zero."""
+    plans = [plan(cell, 1024, 2048, torch.float32, torch.device("cuda"), "tf32x3", direction=direction)
+             for direction in ("forward", "backward")]
+    assert [(p.block_b, p.block_h, p.pieces, p.split_once, p.gate_split) for p in plans] == [
+        (64, 256, 4, False, 0), (64, 256, 4, False, 0)], plans
+    lengths = torch.randint(0, 6, (1024,), generator=torch.Generator().manual_seed(7)) if lengths else None
+    check_layer(cell, "fp32", _layer(cell, 1024, 5, 64, 2048), lengths)
+    torch.cuda.synchronize()
+    assert all(not buf.any() for buf in COUNTERS.values())
+
+
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
 def test_backward_in_slices_across_many_programs(cell):
     """Hidden 100 over 7 programs of 16 units in 2 slices of 8, batch 20 in two batch blocks, bf16."""

@@ -253,7 +253,11 @@ def test_the_plan_refuses_slices_where_no_kernel_takes_them(cell, fields):
     ("gru", torch.float32, "tf32", 1024, 2048, (2, 128), (4, 128)),  # (its own operands at 128 rows, as the LSTM's)
     ("gru", torch.float32, "tf32", 320, 4096, (1, 64), (4, 64)),  # (fp16 operands whole: the GRU's takes no slices)
     ("gru", torch.float32, "tf32", 1024, 1024, (1, 64), (2, 64)),  # (128: fp16 operands, whole)
-    ("lstm", torch.float32, "tf32x3", 1024, 2048, (1, 64), (1, 64)),  # (split once; 3xTF32's backward not measured)
+    ("lstm", torch.float32, "tf32x3", 1024, 2048, (4, 64), (4, 64)),  # (3xTF32 in the step, no split copies)
+    ("gru", torch.float32, "tf32x3", 512, 4096, (4, 64), (4, 64)),
+    ("lstm", torch.float32, "tf32x3", 1024, 1024, (4, 64), (2, 64)),  # (128 values: the LSTM's, X3_PIECES_FROM)
+    ("gru", torch.float32, "tf32x3", 1024, 1024, (1, 64), (2, 64)),  # (128: the GRU's split once stays)
+    ("lstm", torch.float32, "tf32x3", 256, 2048, (1, 64), (1, 64)),  # (64 values, tiles 16: split once, gate split)
     ("lstm", torch.float32, "ieee", 1024, 2048, (2, 128), (4, 64)),  # (strict fp32's backward not measured at 128 rows)
     ("gru", torch.bfloat16, "ieee", 1024, 2048, (2, 128), (4, 128)),  # (at 64 rows slower in slices: PIECES_FROM)
     ("gru", torch.bfloat16, "ieee", 320, 4096, (1, 64), (4, 64)),
@@ -275,8 +279,27 @@ def test_slices_by_default_where_the_whole_tile_spilled(cell, dtype, precision, 
     got = {direction: (plan.pieces, plan.block_b) for direction, plan in plans.items()}
     assert (got["forward"], got["backward"]) == (forward, backward), plans
     assert plans["forward"].half_operands == (precision == "tf32" and forward == (1, 64)), plans["forward"]
+    if precision == "tf32x3":  # (in slices without split copies, X3_PIECES; else split once)
+        assert plans["forward"].split_once == plans["forward"].split_fp16 == (forward[0] == 1), plans["forward"]
     if backward[0] > 1:
         assert not (plans["backward"].gate_split or plans["backward"].split_k), plans["backward"]
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_strict_fp32_split_once_asked_for_is_the_plan_before_slices(cell):
+    """The control of ``plan_sweep.py --cases strict_fp32_wide``: at batch 1024, hidden 2048 in strict
+    fp32, the forward asked to split once is the whole tile on fp16 copies as planned before
+    (``x3_pieces_default`` leaves a plan whose operand fields were asked for), and the LSTM's
+    backward asked for one slice the gate split."""
+    from rnnbench.ops.plans import STRICT_FP32_DEFAULT, choose_plan
+
+    gates = {"lstm": 4, "gru": 3}[cell]
+    forward = choose_plan(1024, 2048, gates, torch.float32, torch.device("cuda"), multiprocessors=132,
+                          precision=STRICT_FP32_DEFAULT, split_once=True)
+    assert (forward.pieces, forward.split_once, forward.split_fp16, forward.block_h) == (1, True, True, 256), forward
+    backward = choose_plan(1024, 2048, gates, torch.float32, torch.device("cuda"), multiprocessors=132,
+                           precision=STRICT_FP32_DEFAULT, direction="backward", pieces=1)
+    assert (backward.pieces, backward.gate_split) == (1, gates if cell == "lstm" else 0), backward
 
 
 def test_one_backward_slice_asked_for_is_the_plan_before_slices():

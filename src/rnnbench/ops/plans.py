@@ -862,6 +862,9 @@ def choose_plan(batch_size: int, hidden_size: int, num_gates: int, dtype: torch.
         slices = {} if req.backward else {"pieces": WIDE_ROWS_PIECES}
         return choose_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, direction,
                            bounded, **{**asked, **_wide_rows_fields(plan), **slices})
+    if x3_pieces_default(plan, req):
+        return choose_plan(batch_size, hidden_size, num_gates, dtype, device, multiprocessors, precision, direction,
+                           bounded, **{**asked, "split_once": False, "pieces": X3_PIECES})
     if "pieces" not in req.override:
         plan = dataclasses.replace(plan, pieces=pieces_default(plan, req))
     if "half_saved" not in req.override:
@@ -891,6 +894,33 @@ PIECE_ACCUMULATOR = 64
 PIECE_ACCUMULATOR_TF32 = 128
 
 
+# Strict fp32's LSTM and GRU forward (3xTF32) that streams its weights split once (Plan.split_once, on
+# fp16 copies: Plan.split_fp16) at 64 rows a program, where that tile's accumulator holds X3_PIECES_FROM
+# values a thread or more: planned again with 3xTF32 in the step (no split copies) in X3_PIECES slices.
+# On the H200, kernels alone (results/h200/strict-fp32/sweep-dffae0e, plan_sweep --cases
+# strict_fp32_wide), a step took 0.13-0.30x the split-once tile's at 256 values (batch 1024, hidden
+# 2048: LSTM 679.5 us against 5,043.0, GRU 653.9 against 2,270.5; 512 x 4096: 1,308.9 against
+# 12,440.0, 1,272.1 against 4,632.7) and 0.79x at 128 (1024 x 1024, LSTM: 210.3 against 267.5);
+# 8 slices took 1.2-2.3x 4's time, the whole tile without split copies (the LSTM's 2 slices at 256)
+# 1.9-3.2x. Measured at 64 rows only, and the GRU at 256 values only (its split-once step at 128 took
+# 103 us against the LSTM's 268: sm_90 keeps it), by cell's gates; below, the split-once plan stays.
+X3_PIECES_FROM = {4: 128, 3: 256}
+X3_PIECES = 4
+
+
+def x3_pieces_default(plan: Plan, req: _Request) -> bool:
+    """Whether the forward ``plan`` is planned again with 3xTF32 in the step, no split copies, in
+    :data:`X3_PIECES` slices, by default: on CUDA, strict fp32's (``precision="tf32x3"``) LSTM and GRU
+    forward split once (:attr:`Plan.split_once`) at :data:`MAX_BLOCK_B` rows whose accumulator
+    (:func:`forward_accumulator`) is :data:`X3_PIECES_FROM` values a thread or more (by the cell's
+    gates), none of its operand or tile fields asked for."""
+    if (req.backward or not req.cuda or req.num_gates not in (3, 4) or req.precision != "tf32x3"
+            or not plan.split_once or plan.block_b != MAX_BLOCK_B
+            or not (_TF32_OPERAND_FIELDS | {"split_fp16", "block_b", "block_h"}).isdisjoint(req.override)):
+        return False
+    return forward_accumulator(plan, req.num_gates) >= X3_PIECES_FROM[req.num_gates]
+
+
 # The LSTM's and GRU's streamed transpose backward hold nine and eight [block_h, block_b] fp32 tiles
 # across the step's product (the gradients reaching h_t, and c_t; the next step's saved values): from
 # BACKWARD_PIECES_FROM values a tile a thread (288 a step for the LSTM) they run their cell gradients
@@ -903,7 +933,9 @@ PIECE_ACCUMULATOR_TF32 = 128
 # (results/h200/pieces/backward-2eb4c0b, gru-backward-96ef09c); 2 and 4 slices within 1-5 % of each
 # other but at the LSTM's 1024 x 2048 (4: 0.92x); the LSTM's gate split with slices 1.15-4.6x as long
 # as without. Measured from hidden BACKWARD_PIECES_MIN_HIDDEN; narrower layers (TF32's split-K at
-# batch 1024, hidden 650), 3xTF32's, and tiles under 32 (512 x 1024: 16), not measured, keep their plans.
+# batch 1024, hidden 650) and tiles under 32 (512 x 1024: 16), not measured, keep their plans. 3xTF32's
+# (strict fp32) too since X3_PIECES_FROM's measurement: there the LSTM's gate split took 2.5-8.4x the
+# time of 2 or 4 slices, the transpose plan whole 1.1-1.2x.
 BACKWARD_PIECES_FROM = 32
 BACKWARD_PIECE_TILE = 16
 BACKWARD_PIECES_MIN_HIDDEN = 1024
@@ -986,10 +1018,12 @@ def tile_values(block_h: int, block_b: int, num_warps: int) -> int:
 def backward_sliced(num_gates: int, hidden_size: int, fields: dict, cuda: bool, step_precision: str) -> bool:
     """Whether the LSTM's or GRU's backward of these plan ``fields`` runs in slices by default
     (:data:`BACKWARD_PIECES_FROM`): on CUDA from hidden :data:`BACKWARD_PIECES_MIN_HIDDEN`, its
-    streamed transpose form (not split-K, 3xTF32's products or on FMA units), whose tile is that
-    many values a thread or more."""
+    streamed transpose form (not split-K or on FMA units; 3xTF32's products since
+    :data:`X3_PIECES_FROM` was measured), whose tile is that many values a thread or more.
+    ``step_precision`` is kept for the callers' sake: every dot precision slices alike now."""
+    del step_precision
     return (cuda and num_gates in (3, 4) and hidden_size >= BACKWARD_PIECES_MIN_HIDDEN
-            and step_precision != "tf32x3" and not fields["fma"]
+            and not fields["fma"]
             and not fields["w_resident"] and not fields["h_on_chip"] and not fields.get("split_k")
             and tile_values(fields["block_h"], fields["block_b"], fields["num_warps"]) >= BACKWARD_PIECES_FROM)
 
