@@ -898,7 +898,7 @@ PIECE_ACCUMULATOR_TF32 = 128
 # fp16 copies: Plan.split_fp16) at 64 rows a program, where that tile's accumulator holds X3_PIECES_FROM
 # values a thread or more: planned again with 3xTF32 in the step (no split copies) in X3_PIECES slices.
 # On the H200, kernels alone (results/h200/strict-fp32/sweep-dffae0e, plan_sweep --cases
-# strict_fp32_wide), a step took 0.13-0.30x the split-once tile's at 256 values (batch 1024, hidden
+# strict_fp32_wide), a step took 0.11-0.29x the split-once tile's at 256 values (batch 1024, hidden
 # 2048: LSTM 679.5 us against 5,043.0, GRU 653.9 against 2,270.5; 512 x 4096: 1,308.9 against
 # 12,440.0, 1,272.1 against 4,632.7) and 0.79x at 128 (1024 x 1024, LSTM: 210.3 against 267.5);
 # 8 slices took 1.2-2.3x 4's time, the whole tile without split copies (the LSTM's 2 slices at 256)
