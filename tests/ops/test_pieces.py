@@ -258,6 +258,8 @@ def test_the_plan_refuses_slices_where_no_kernel_takes_them(cell, fields):
     ("lstm", torch.float32, "tf32x3", 1024, 1024, (4, 64), (2, 64)),  # (128 values: the LSTM's, X3_PIECES_FROM)
     ("gru", torch.float32, "tf32x3", 1024, 1024, (1, 64), (2, 64)),  # (128: the GRU's split once stays)
     ("lstm", torch.float32, "tf32x3", 256, 2048, (1, 64), (1, 64)),  # (64 values, tiles 16: split once, gate split)
+    ("lstm", torch.float32, "tf32x3", 5000, 100, (1, 64), (1, 64)),  # (128 values below hidden 1024: not measured)
+    ("lstm", torch.float32, "tf32x3", 1024, 768, (1, 64), (1, 64)),
     ("lstm", torch.float32, "ieee", 1024, 2048, (2, 128), (4, 64)),  # (strict fp32's backward not measured at 128 rows)
     ("gru", torch.bfloat16, "ieee", 1024, 2048, (2, 128), (4, 128)),  # (at 64 rows slower in slices: PIECES_FROM)
     ("gru", torch.bfloat16, "ieee", 320, 4096, (1, 64), (4, 64)),

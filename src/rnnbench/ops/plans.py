@@ -902,19 +902,23 @@ PIECE_ACCUMULATOR_TF32 = 128
 # 2048: LSTM 679.5 us against 5,043.0, GRU 653.9 against 2,270.5; 512 x 4096: 1,308.9 against
 # 12,440.0, 1,272.1 against 4,632.7) and 0.79x at 128 (1024 x 1024, LSTM: 210.3 against 267.5);
 # 8 slices took 1.2-2.3x 4's time, the whole tile without split copies (the LSTM's 2 slices at 256)
-# 1.9-3.2x. Measured at 64 rows only, and the GRU at 256 values only (its split-once step at 128 took
-# 103 us against the LSTM's 268: sm_90 keeps it), by cell's gates; below, the split-once plan stays.
+# 1.9-3.2x. Measured at 64 rows and hidden 1024-4096 only (X3_PIECES_MIN_HIDDEN), and the GRU at 256
+# values only (its split-once step at 128 took 103 us against the LSTM's 268: sm_90 keeps it), by the
+# cell's gates; elsewhere (batch 5000 at hidden 100, 1024 at 576-768 among them) the split-once plan stays.
 X3_PIECES_FROM = {4: 128, 3: 256}
 X3_PIECES = 4
+X3_PIECES_MIN_HIDDEN = 1024
 
 
 def x3_pieces_default(plan: Plan, req: _Request) -> bool:
     """Whether the forward ``plan`` is planned again with 3xTF32 in the step, no split copies, in
     :data:`X3_PIECES` slices, by default: on CUDA, strict fp32's (``precision="tf32x3"``) LSTM and GRU
-    forward split once (:attr:`Plan.split_once`) at :data:`MAX_BLOCK_B` rows whose accumulator
-    (:func:`forward_accumulator`) is :data:`X3_PIECES_FROM` values a thread or more (by the cell's
-    gates), none of its operand or tile fields asked for."""
+    forward split once (:attr:`Plan.split_once`) at :data:`MAX_BLOCK_B` rows from hidden
+    :data:`X3_PIECES_MIN_HIDDEN` whose accumulator (:func:`forward_accumulator`) is
+    :data:`X3_PIECES_FROM` values a thread or more (by the cell's gates), none of its operand or tile
+    fields asked for."""
     if (req.backward or not req.cuda or req.num_gates not in (3, 4) or req.precision != "tf32x3"
+            or req.hidden_size < X3_PIECES_MIN_HIDDEN
             or not plan.split_once or plan.block_b != MAX_BLOCK_B
             or not (_TF32_OPERAND_FIELDS | {"split_fp16", "block_b", "block_h"}).isdisjoint(req.override)):
         return False
