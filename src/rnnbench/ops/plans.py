@@ -1007,8 +1007,7 @@ def wide_rows_backward_default(plan: Plan, req: _Request) -> bool:
     if (not req.backward or plan.gate_split or plan.block_b != MAX_BLOCK_B or req.batch_size < WIDE_ROWS
             or not (req.element == 2 or req.step_precision == "tf32")  # (as measured; not strict fp32)
             or not {"block_b", "block_h", "pieces"}.isdisjoint(req.override)
-            or not backward_sliced(req.num_gates, req.hidden_size, dataclasses.asdict(plan), req.cuda,
-                                   req.step_precision)):
+            or not backward_sliced(req.num_gates, req.hidden_size, dataclasses.asdict(plan), req.cuda)):
         return False
     return (tile_values(plan.block_h, plan.block_b, plan.num_warps) >= WIDE_ROWS_BACKWARD_FROM
             and _wide_rows_fit(plan, req))
@@ -1019,13 +1018,11 @@ def tile_values(block_h: int, block_b: int, num_warps: int) -> int:
     return block_h * block_b // (32 * num_warps)
 
 
-def backward_sliced(num_gates: int, hidden_size: int, fields: dict, cuda: bool, step_precision: str) -> bool:
+def backward_sliced(num_gates: int, hidden_size: int, fields: dict, cuda: bool) -> bool:
     """Whether the LSTM's or GRU's backward of these plan ``fields`` runs in slices by default
     (:data:`BACKWARD_PIECES_FROM`): on CUDA from hidden :data:`BACKWARD_PIECES_MIN_HIDDEN`, its
     streamed transpose form (not split-K or on FMA units; 3xTF32's products since
-    :data:`X3_PIECES_FROM` was measured), whose tile is that many values a thread or more.
-    ``step_precision`` is kept for the callers' sake: every dot precision slices alike now."""
-    del step_precision
+    :data:`X3_PIECES_FROM` was measured), whose tile is that many values a thread or more."""
     return (cuda and num_gates in (3, 4) and hidden_size >= BACKWARD_PIECES_MIN_HIDDEN
             and not fields["fma"]
             and not fields["w_resident"] and not fields["h_on_chip"] and not fields.get("split_k")
@@ -1046,8 +1043,7 @@ def pieces_default(plan: Plan, req: _Request) -> int:
     GRU's in slices was slower: the comment above :data:`PIECES_FROM`). The backward's: where
     :func:`backward_sliced`, slices of :data:`BACKWARD_PIECE_TILE` values a thread. Else 1."""
     if req.backward:
-        if not (backward_sliced(req.num_gates, req.hidden_size, dataclasses.asdict(plan), req.cuda,
-                                req.step_precision)
+        if not (backward_sliced(req.num_gates, req.hidden_size, dataclasses.asdict(plan), req.cuda)
                 and not plan.gate_split):
             return 1
         tile = tile_values(plan.block_h, plan.block_b, plan.num_warps)
@@ -1254,7 +1250,7 @@ def _backward_fields(req: _Request, fields: dict) -> dict:
     split_default = (req.cuda and cells and req.tensor_cores and not on_chip
                      and hidden_size <= (SPLIT_K_16BIT_MAX_HIDDEN if req.element == 2 else SPLIT_K_MAX_HIDDEN))
     # The LSTM's and GRU's backward in slices (BACKWARD_PIECES_FROM): the transpose plan, its product one.
-    if (backward_sliced(req.num_gates, hidden_size, {**fields, "w_resident": False}, req.cuda, req.step_precision)
+    if (backward_sliced(req.num_gates, hidden_size, {**fields, "w_resident": False}, req.cuda)
             and override.get("pieces", 2) > 1 and not {"split_k", "gate_split"} & override.keys()):
         return {"w_resident": False}
     gate_default = (req.cuda and cells and req.tensor_cores and not on_chip and not fields["fma"]
