@@ -163,13 +163,13 @@ def test_a_launch_key_stands_for_one_specialisation(cell, monkeypatch):
     in slices and whole, 16-bit and fp32, with the saved gates in 16 bits and in fp32
     (``Plan.half_saved``, which only the plan says: keyed without it, the fp32-gate variant ran
     on 16-bit gates, an illegal address on the H200)."""
-    from rnnbench.ops.launch import _specialisation
+    from rnnbench.ops.launch import _leading_tensors, _specialisation
 
     keys = {}
 
     def spy(self, grid, args, constexprs, stream=None, keyed=None):
-        tensors = args[:next(i for i, a in enumerate(args) if not isinstance(a, torch.Tensor))]
-        keys.setdefault((self.fn.__name__, self._key(args, constexprs, keyed)), set()).add(_specialisation(tensors))
+        keys.setdefault((self.fn.__name__, self._key(args, constexprs, keyed)), set()).add(
+            _specialisation(args[:_leading_tensors(args)]))
 
     monkeypatch.setattr(KernelLauncher, "__call__", spy)
     t, b, h = 3, 2, 32

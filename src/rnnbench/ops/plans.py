@@ -903,7 +903,7 @@ PIECE_ACCUMULATOR_TF32 = 128
 # 12,440.0, 1,272.1 against 4,632.7) and 0.79x at 128 (1024 x 1024, LSTM: 210.3 against 267.5);
 # 8 slices took 1.2-2.3x 4's time, the whole tile without split copies (the LSTM's 2 slices at 256)
 # 1.9-3.2x. Measured at 64 rows and hidden 1024-4096 only (X3_PIECES_MIN_HIDDEN), and the GRU at 256
-# values only (its split-once step at 128 took 103 us against the LSTM's 268: sm_90 keeps it), by the
+# values only (its split-once step at 128 took 103 us against the LSTM's 263 in one run, sweep-df327c2), by the
 # cell's gates; elsewhere (batch 5000 at hidden 100, 1024 at 576-768 among them) the split-once plan stays.
 X3_PIECES_FROM = {4: 128, 3: 256}
 X3_PIECES = 4
