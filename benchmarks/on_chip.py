@@ -1,6 +1,6 @@
 """h on chip against h exchanged through memory, and other A/Bs of our kernels' plans (one GPU).
 
-    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection|products|gluon|ahead|fma|gated_fma|gated_fma_more|gate_split|gate_split_wide|gate_split_wider|gate_split_narrow|half_operands|half_wide|reg_weights|pad_rows|pad_rows_16bit|half_saved|input_first] [--budget SECONDS] [--case-budget SECONDS]
+    python benchmarks/on_chip.py OUT_DIR [--compare on_chip|fast_activations|split_k|split_k_rows|split_k_half|split_k_warps|split_k_x3|split_k_tf32|block_h|piece|stream|warps64|split_once|host_path|batch_rows|backward_rows|chip_split|projection|products|gluon|ahead|fma|gated_fma|gated_fma_more|gate_split|gate_split_wide|gate_split_wider|gate_split_narrow|half_operands|half_wide|reg_weights|pad_rows|pad_rows_16bit|half_saved] [--budget SECONDS] [--case-budget SECONDS]
 
 At small hidden sizes the default plan gives one program all the hidden units of its 16 batch rows
 (``Plan.h_on_chip``): h, and backward the gate gradients, stay in its registers as the next step's
@@ -170,10 +170,6 @@ control (run before the rule that made it the default at 650 and 1500: ``results
 ``--compare reg_weights`` holds the Gluon forwards' weights in registers (``Plan.reg_weights``)
 against reading them from shared memory every step, at FlashRNN's shape and hidden 512.
 
-``--compare input_first`` starts each slice's product of the forward in slices at the step's input
-projection and biases (``Plan.input_first``) against adding them after it, at batch 1024 x hidden
-1024-2048 and 512 x 4096.
-
 Writes ``OUT_DIR/<compare>.jsonl`` (the environment record, then one row per case as measured;
 ``forward_meta_<plan>`` in a row is the forward kernel's compile-time arguments as launched under
 that plan) and prints a table. ``--device cpu`` (with ``TRITON_INTERPRET=1``) only checks this script.
@@ -223,8 +219,7 @@ PLANS = {"on_chip": {}, "forced": {"h_on_chip": True}, "exchange": {"h_on_chip":
          "gate_split_asked": {"backward_gate_split": True},
          "half_operands": {}, "tf32_operands": {"forward_half_operands": False},
          "reg_weights": {"forward_reg_weights": True}, "smem_weights": {"forward_reg_weights": False},
-         "padded": {"forward_pad_rows": True}, "unpadded": {"forward_pad_rows": False},
-         "input_first": {"forward_input_first": True}, "input_after": {"forward_input_first": False}}
+         "padded": {"forward_pad_rows": True}, "unpadded": {"forward_pad_rows": False}}
 # (cell, batch_size, seq_len, input_size, hidden_size, dtype, plans compared)
 CASES = [
     ("rnn_tanh", 20, 30, 100, 100, "fp32", DEFAULT), ("rnn_tanh", 20, 30, 100, 100, "tf32", DEFAULT),
@@ -584,15 +579,6 @@ HALF_SAVED_CASES = [*[_case(cell, b, h, "bf16", HALF_SAVED, seq_len=50) for b, h
                       for cell in ("lstm", "gru")],
                     _case("lstm", 1024, 1024, "bf16", HALF_SAVED, seq_len=50),
                     _case("lstm", 1024, 2048, "fp16", HALF_SAVED, seq_len=50)]
-# The forward in slices starting each slice's product at the step's input (Plan.input_first) against
-# adding it after the product: the LSTM and GRU in bf16 at 1024 x 2048 and 512 x 4096 (seq_len 50, the
-# speed map's), the LSTM at 1024 x 1024, in fp16, TF32 and strict fp32 at 1024 x 2048.
-INPUT_FIRST = ("input_first", "input_after")
-INPUT_FIRST_CASES = [*[_case(cell, b, h, "bf16", INPUT_FIRST, seq_len=50) for b, h in ((1024, 2048), (512, 4096))
-                       for cell in ("lstm", "gru")],
-                     *[_case("lstm", b, h, dtype, INPUT_FIRST, seq_len=50)
-                       for b, h, dtype in ((1024, 1024, "bf16"), (1024, 2048, "fp16"), (1024, 2048, "tf32"),
-                                           (1024, 2048, "fp32"))]]
 COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLIT_CASES, "split_k_rows": ROWS_CASES,
                "split_k_half": HALF_CASES, "split_k_warps": WARPS_CASES, "split_k_x3": X3_CASES,
                "split_k_tf32": TF32_TALL_CASES,
@@ -604,8 +590,7 @@ COMPARISONS = {"on_chip": CASES, "fast_activations": FAST_CASES, "split_k": SPLI
                "gate_split_wide": GATE_SPLIT_WIDE_CASES,
                "gate_split_wider": GATE_SPLIT_WIDER_CASES, "gate_split_narrow": GATE_SPLIT_NARROW_CASES,
                "half_operands": HALF_OPERAND_CASES, "half_wide": HALF_WIDE_CASES, "reg_weights": REG_WEIGHT_CASES,
-               "pad_rows": PAD_ROW_CASES, "pad_rows_16bit": PAD_16BIT_CASES, "half_saved": HALF_SAVED_CASES,
-               "input_first": INPUT_FIRST_CASES}
+               "pad_rows": PAD_ROW_CASES, "pad_rows_16bit": PAD_16BIT_CASES, "half_saved": HALF_SAVED_CASES}
 LANES_TIMED = ("triton", "triton-graph")
 
 

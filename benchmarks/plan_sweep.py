@@ -1,6 +1,6 @@
 """Our recurrence kernels alone under launch-plan overrides: µs per step, forward and backward (one GPU).
 
-    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit|pad_rows_16bit_rule|resident_chunks|lm_backward|gate_split_wide|gate_split_wider|gate_split_narrow|pieces|pieces_gru|pieces_backward|pieces_backward_gru|pieces_backward_3xtf32|strict_fp32_wide|pieces_tf32|pieces_tf32_rule|pieces_rows|pieces_rows_more|wide_rows|wide_rows_backward|wide_rows_backward_more|input_first] [--budget SECONDS]
+    python benchmarks/plan_sweep.py OUT_DIR [--cases warps64|first|spills|rows|rows_backward|tf32_wide|tf32_split_k|tall_backward|gate_split|gate_split_rule|half_operands|half_operands_resident|half_operands_wide|odd_widths|odd_widths_lm|pad_rows|pad_rows_backward|pad_rows_16bit|pad_rows_16bit_rule|resident_chunks|lm_backward|gate_split_wide|gate_split_wider|gate_split_narrow|pieces|pieces_gru|pieces_backward|pieces_backward_gru|pieces_backward_3xtf32|strict_fp32_wide|pieces_tf32|pieces_tf32_rule|pieces_rows|pieces_rows_more|wide_rows|wide_rows_backward|wide_rows_backward_more] [--budget SECONDS]
 
 For each case (cell, batch_size, hidden_size, dtype, seq_len) and each plan override
 (``rnnbench.ops.recurrence.plan_override``; ``{}`` is the default plan), on prebuilt inputs
@@ -100,9 +100,6 @@ the choice against float64 and times the lanes. Case sets:
   ``wide_rows_backward``: the backward at 128 rows a program against its default;
   ``wide_rows_backward_more``: that at more shapes and TF32, and TF32's GRU forward at 128 rows on its
   own operands.
-- ``input_first``: the forward in slices with each slice's product starting at the step's input
-  projection and biases (``Plan.input_first``) against the default, LSTM and GRU in bf16 at batch
-  256-1024 x hidden 1024-4096, fp16, TF32 and strict fp32 at 1024 x 2048.
 - ``gate_split_rule``: then where the rule was open: 16-bit at hidden 768-1024 and TF32 at 768
   (split-K's default) at batch 16-128, strict fp32 at batch 32, 2 and 3 stages.
 
@@ -439,17 +436,6 @@ CASE_SETS["wide_rows_backward_more"] = [
     *[("gru", b, h, "tf32", 30, [{}, *[{"forward_block_b": 128, "forward_block_h": 128, "forward_pieces": n,
                                          "forward_half_operands": False} for n in (2, 1)]])
       for b, h in ((1024, 2048), (512, 4096))],
-]
-# The forward in slices starting each slice's product at the step's input (Plan.input_first) against
-# adding the input after the product (the default then): 16-bit, TF32 and strict fp32 where the default
-# plans slice the forward.
-CASE_SETS["input_first"] = [
-    *[(cell, b, h, "bf16", 30, [{}, {"forward_input_first": True}])
-      for cell in ("lstm", "gru") for b, h in ((1024, 2048), (512, 4096), (1024, 1024))],
-    ("lstm", 256, 4096, "bf16", 30, [{}, {"forward_input_first": True}]),
-    ("lstm", 1024, 2048, "fp16", 30, [{}, {"forward_input_first": True}]),
-    *[(cell, 1024, 2048, dtype, 30, [{}, {"forward_input_first": True}])
-      for cell, dtype in (("lstm", "tf32"), ("gru", "tf32"), ("lstm", "fp32"))],
 ]
 FIELDS = ("cell", "batch_size", "hidden_size", "dtype", "seq_len", "plan")
 

@@ -158,35 +158,6 @@ def test_slices_across_programs(cell, lengths):
 
 
 @pytest.mark.usefixtures("concurrent_programs", "nan_buffers")
-@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no-bias"])
-@pytest.mark.parametrize("lengths", [None, LENGTHS], ids=["same-lengths", "lengths"])
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-@pytest.mark.parametrize("cell", CELLS)
-def test_slices_starting_at_the_input(cell, dtype, lengths, bias):
-    """``input_first``: each slice's product starts at the step's input projection and biases (the
-    GRU's r and z only: its n gate's input is added after r scales ``W_hn h + b_hn``). Over 6
-    programs (hidden 37 in 3 unit blocks of 16, in slices of 8, the last partly masked; batch 3 in
-    one batch block, then with lengths 4, 7, 0), with and without biases: every output and gradient
-    against float64."""
-    from rnnbench.ops.recurrence import plan, plan_override
-
-    tensors = make_layer(cell, (3, 7, 5, 37), bias=bias)
-    with plan_override(block_h=16, block_b=16, **STREAMED, forward_pieces=2, forward_input_first=True):
-        assert plan(cell, 3, 37, DTYPES[dtype], torch.device("cpu")).input_first
-        check_layer(cell, tensors, dtype, tolerance(cell, dtype), lengths)
-
-
-@pytest.mark.parametrize("direction, fields", [("forward", {"pieces": 1}), ("backward", {"pieces": 2})],
-                         ids=["whole-tile", "backward"])
-def test_the_plan_refuses_input_first_outside_the_forward_in_slices(direction, fields):
-    from rnnbench.ops.plans import choose_plan
-
-    with pytest.raises(ValueError, match="input_first is the LSTM's and GRU's forward in slices"):
-        choose_plan(1024, 2048, 4, torch.bfloat16, torch.device("cuda"), multiprocessors=132, direction=direction,
-                    input_first=True, **fields)
-
-
-@pytest.mark.usefixtures("concurrent_programs", "nan_buffers")
 @pytest.mark.parametrize("lengths", [False, True], ids=["same-lengths", "lengths"])
 @pytest.mark.parametrize("cell", CELLS)
 def test_slices_at_128_rows_with_a_ragged_last_block(cell, lengths):

@@ -111,8 +111,7 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
                       CHIP_SPLIT=chip_split_level(plan), SAVE=save, RELU=False,
                       HAS_BIAS=True, HAS_H0=True, HAS_C0=True, HAS_D_OUT=True, HAS_D_H_N=True, HAS_D_C_N=True,
                       HAS_LENGTHS=lengths, CHAINS=FMA_CHAINS, PDL=capability >= 90,
-                      H_STRIDE=row_stride(plan, hidden_size), PIECES=plan.pieces,
-                      INPUT_FIRST=plan.input_first)
+                      H_STRIDE=row_stride(plan, hidden_size), PIECES=plan.pieces)
     if direction == "backward":  # (always: a constexpr left out would compile as a runtime argument)
         constexprs.update(gate_split_constexprs(plan, hidden_size))
     stages = plan.num_stages

@@ -370,9 +370,6 @@ class Plan:
             ``x_proj`` and stores of h, Triton computed the gates in two register layouts and
             spilled (sm_90, Triton 3.6: 1,568 bytes a thread against 424, ``results/h200/half-saved``). See
             :func:`half_saved_default`.
-        input_first: a forward in slices (``pieces`` > 1) starts each slice's product at the step's
-            input projection and biases, loaded into the accumulator before the product (the LSTM's
-            four gates, the GRU's r and z), instead of adding them after it.
     """
 
     block_b: int
@@ -400,7 +397,6 @@ class Plan:
     half_weights: bool = False
     pieces: int = 1
     half_saved: bool = False
-    input_first: bool = False
 
     def grid(self, batch_size: int, hidden_size: int) -> tuple[int, int]:
         """(programs over hidden units, programs over batch rows); with :attr:`gate_split`, whole
@@ -1460,8 +1456,6 @@ def _check_plan(plan: Plan, req: _Request) -> None:
                          f"of slices of at least {MIN_BLOCK_H} units, got {plan.pieces} of block_h {plan.block_h}")
     if plan.half_saved and (direction != "forward" or element != 2 or plan.pieces == 1):
         raise ValueError("half_saved is the LSTM's and GRU's forward in slices (pieces > 1) with 16-bit weights")
-    if plan.input_first and (direction != "forward" or plan.pieces == 1):
-        raise ValueError("input_first is the LSTM's and GRU's forward in slices (pieces > 1)")
     for name, least in (("block_b", 1 if plan.fma else MIN_BLOCK), ("block_h", MIN_BLOCK_H), ("block_k", MIN_BLOCK)):
         value = getattr(plan, name)
         if value < least or value != next_pow2(value):

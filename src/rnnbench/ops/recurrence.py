@@ -318,8 +318,8 @@ class _Launch:
                 meta.update(CHIP_SPLIT=chip_split_level(plan))
             else:
                 meta.update(H_STRIDE=row_stride(plan, self.hidden_size))
-        if plan.pieces > 1:  # (ops/<cell>/pieces.py's kernels alone take them)
-            meta.update(PIECES=plan.pieces, **(dict(INPUT_FIRST=plan.input_first) if forward else {}))
+        if plan.pieces > 1:  # (ops/<cell>/pieces.py's kernels alone take it)
+            meta.update(PIECES=plan.pieces)
         return meta
 
 

@@ -21,7 +21,7 @@ import triton.language as tl
 
 from ..common import (_act_sigmoid, _act_tanh, _arrive, _gate_bias, _gradient_in, _load_f32, _previous_h,
                       _program_tile, _release_counters, _transpose_columns, _where_running)
-from ..lstm.pieces import _at, _program_rows, _slice, _slice_input, _slice_planes, _slice_product, _step_published
+from ..lstm.pieces import _at, _program_rows, _slice, _slice_planes, _slice_product, _step_published
 from .kernels import _cell_step_back, _saved_step
 
 
@@ -34,7 +34,7 @@ def gru_forward_pieces_kernel(
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
     UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr, HAS_LENGTHS: tl.constexpr,
-    H_STRIDE: tl.constexpr, PIECES: tl.constexpr, INPUT_FIRST: tl.constexpr = False,
+    H_STRIDE: tl.constexpr, PIECES: tl.constexpr,
 ):
     """``h_state``: fp32 ``[2, B, H]`` (module docstring); ``saved [T, B, 4H]`` r, z, n, hn when
     ``SAVE``, as ``gru_forward_kernel``'s, in fp32 or the weights' dtype (``Plan.half_saved``: the
@@ -62,21 +62,14 @@ def gru_forward_pieces_kernel(
         h_out = wide_b * ((t + 1) % 2) + rows
         for p in tl.static_range(PIECES):
             units, unit_mask, mask = _slice(pid_h, p, row_mask, H, SLICE, PIECES)
+            a_r, a_z, a_n, _ = _slice_product(pid_h, p, 3, w_hh_ptr, h_src, rows, live, H, K_PAD, BLOCK_K, CHUNKS,
+                                              PRECISION, UPCAST, SLICE, BLOCK_B, PIECES)
+            # (the input projection loaded after the product: not live across it)
             x_g = _at(row_t, units, 3 * H)
-            if INPUT_FIRST:  # (r's and z's input and biases loaded into the accumulator before the product)
-                a_r, a_z, a_n, _ = _slice_product(
-                    pid_h, p, 3, w_hh_ptr, h_src, rows, live, H, K_PAD, BLOCK_K, CHUNKS, PRECISION, UPCAST, SLICE,
-                    BLOCK_B, PIECES, _slice_input(pid_h, p, 3, 2, x_proj_ptr, b_ih_ptr, b_hh_ptr, row_t, row_mask, H,
-                                                  SLICE, PIECES, HAS_BIAS))
-                r = _act_sigmoid(a_r, FAST_ACT)
-                z = _act_sigmoid(a_z, FAST_ACT)
-            else:  # (the input projection loaded after the product: not live across it)
-                a_r, a_z, a_n, _ = _slice_product(pid_h, p, 3, w_hh_ptr, h_src, rows, live, H, K_PAD, BLOCK_K,
-                                                  CHUNKS, PRECISION, UPCAST, SLICE, BLOCK_B, PIECES)
-                r = _act_sigmoid(a_r + _load_f32(x_proj_ptr, x_g + 0 * H, mask)
-                                 + _gate_bias(b_ih_ptr, b_hh_ptr, 0 * H + units, unit_mask, HAS_BIAS, True), FAST_ACT)
-                z = _act_sigmoid(a_z + _load_f32(x_proj_ptr, x_g + 1 * H, mask)
-                                 + _gate_bias(b_ih_ptr, b_hh_ptr, 1 * H + units, unit_mask, HAS_BIAS, True), FAST_ACT)
+            r = _act_sigmoid(a_r + _load_f32(x_proj_ptr, x_g + 0 * H, mask)
+                             + _gate_bias(b_ih_ptr, b_hh_ptr, 0 * H + units, unit_mask, HAS_BIAS, True), FAST_ACT)
+            z = _act_sigmoid(a_z + _load_f32(x_proj_ptr, x_g + 1 * H, mask)
+                             + _gate_bias(b_ih_ptr, b_hh_ptr, 1 * H + units, unit_mask, HAS_BIAS, True), FAST_ACT)
             hn = a_n + _gate_bias(b_hh_ptr, b_ih_ptr, 2 * H + units, unit_mask, HAS_BIAS, False)  # b_hn
             n = _act_tanh(_load_f32(x_proj_ptr, x_g + 2 * H, mask)
                           + _gate_bias(b_ih_ptr, b_hh_ptr, 2 * H + units, unit_mask, HAS_BIAS, False)  # b_in

@@ -62,30 +62,14 @@ def _program_rows(B, BLOCK_B: tl.constexpr, lengths_ptr, HAS_LENGTHS: tl.constex
 @triton.jit
 def _slice_product(pid_h, p, GATES: tl.constexpr, w_hh_ptr, h_src, rows, live, H: tl.constexpr, K_PAD: tl.constexpr,
                    BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
-                   SLICE: tl.constexpr, BLOCK_B: tl.constexpr, PIECES: tl.constexpr, start=None):
+                   SLICE: tl.constexpr, BLOCK_B: tl.constexpr, PIECES: tl.constexpr):
     """Slice ``p``'s rows of ``W_hh`` (``GATES`` gates, stacked four high) times every chunk of
-    ``h_{t-1}``, added to ``start`` (the stacked ``[4 * SLICE, BLOCK_B]`` fp32 tile of
-    :func:`_slice_input`; None: zeros): the four ``[SLICE, BLOCK_B]`` gate sums (the fourth zero for
-    the GRU)."""
+    ``h_{t-1}``: the four ``[SLICE, BLOCK_B]`` fp32 gate products (the fourth zero for the GRU)."""
     w_rows, w_valid = _stacked_rows(pid_h * PIECES + p, H, GATES, 4, SLICE)
-    if start is None:
-        start = tl.zeros([4 * SLICE, BLOCK_B], dtype=tl.float32)
-    acc = _stacked_matmul(0, w_hh_ptr, w_rows, w_valid, h_src, rows, live, start, H, K_PAD, BLOCK_K, CHUNKS,
+    acc = _stacked_matmul(0, w_hh_ptr, w_rows, w_valid, h_src, rows, live,
+                          tl.zeros([4 * SLICE, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
                           False, PRECISION, UPCAST)
     return _split_gates(acc, SLICE, BLOCK_B)
-
-
-@triton.jit
-def _slice_input(pid_h, p, GATES: tl.constexpr, IN_GATES: tl.constexpr, x_proj_ptr, b_ih_ptr, b_hh_ptr, row_t,
-                 row_mask, H: tl.constexpr, SLICE: tl.constexpr, PIECES: tl.constexpr, HAS_BIAS: tl.constexpr):
-    """Where slice ``p``'s product starts with :attr:`Plan.input_first`: the stacked ``[4 * SLICE,
-    BLOCK_B]`` fp32 tile of :func:`_slice_product`, gate g's rows ``x_proj[t, b, g * H + u] + b_ih +
-    b_hh`` for the first ``IN_GATES`` gates (the LSTM's four; the GRU's r and z, whose n adds its
-    input after r scales ``W_hn h + b_hn``), zeros in the others. ``row_t``: step t's rows of
-    ``x_proj [T * B, GATES * H]``."""
-    w_rows, w_valid = _stacked_rows(pid_h * PIECES + p, H, IN_GATES, 4, SLICE)
-    x = _load_f32(x_proj_ptr, row_t[None, :] * (GATES * H) + w_rows[:, None], w_valid[:, None] & row_mask[None, :])
-    return x + _gate_bias(b_ih_ptr, b_hh_ptr, w_rows, w_valid, HAS_BIAS, True)
 
 
 @triton.jit
@@ -123,7 +107,7 @@ def lstm_forward_pieces_kernel(
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
     UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr, HAS_LENGTHS: tl.constexpr,
-    H_STRIDE: tl.constexpr, PIECES: tl.constexpr, INPUT_FIRST: tl.constexpr = False,
+    H_STRIDE: tl.constexpr, PIECES: tl.constexpr,
 ):
     """``c_buf`` is the ``[T+1, B, H]`` fp32 cell states when ``SAVE``, else a ``[2, B, H]`` fp32
     scratch; ``w_split`` and ``h_split`` are not read (module docstring)."""
@@ -154,27 +138,18 @@ def lstm_forward_pieces_kernel(
         c_out = row_t + B if SAVE else wide_b * ((t + 1) % 2) + rows
         for p in tl.static_range(PIECES):
             units, unit_mask, mask = _slice(pid_h, p, row_mask, H, SLICE, PIECES)
+            a_i, a_f, a_g, a_o = _slice_product(pid_h, p, 4, w_hh_ptr, h_src, rows, live, H, K_PAD, BLOCK_K, CHUNKS,
+                                                PRECISION, UPCAST, SLICE, BLOCK_B, PIECES)
+            # (the input projection loaded after the product: not live across it)
             x_g = _at(row_t, units, 4 * H)
-            if INPUT_FIRST:  # (the input and biases loaded into the accumulator before the product)
-                a_i, a_f, a_g, a_o = _slice_product(
-                    pid_h, p, 4, w_hh_ptr, h_src, rows, live, H, K_PAD, BLOCK_K, CHUNKS, PRECISION, UPCAST, SLICE,
-                    BLOCK_B, PIECES, _slice_input(pid_h, p, 4, 4, x_proj_ptr, b_ih_ptr, b_hh_ptr, row_t, row_mask, H,
-                                                  SLICE, PIECES, HAS_BIAS))
-                i = _act_sigmoid(a_i, FAST_ACT)
-                f = _act_sigmoid(a_f, FAST_ACT)
-                g = _act_tanh(a_g, FAST_ACT)
-                o = _act_sigmoid(a_o, FAST_ACT)
-            else:  # (the input projection loaded after the product: not live across it)
-                a_i, a_f, a_g, a_o = _slice_product(pid_h, p, 4, w_hh_ptr, h_src, rows, live, H, K_PAD, BLOCK_K,
-                                                    CHUNKS, PRECISION, UPCAST, SLICE, BLOCK_B, PIECES)
-                i = _act_sigmoid(a_i + _load_f32(x_proj_ptr, x_g + 0 * H, mask)
-                                 + _gate_bias(b_ih_ptr, b_hh_ptr, 0 * H + units, unit_mask, HAS_BIAS, True), FAST_ACT)
-                f = _act_sigmoid(a_f + _load_f32(x_proj_ptr, x_g + 1 * H, mask)
-                                 + _gate_bias(b_ih_ptr, b_hh_ptr, 1 * H + units, unit_mask, HAS_BIAS, True), FAST_ACT)
-                g = _act_tanh(a_g + _load_f32(x_proj_ptr, x_g + 2 * H, mask)
-                              + _gate_bias(b_ih_ptr, b_hh_ptr, 2 * H + units, unit_mask, HAS_BIAS, True), FAST_ACT)
-                o = _act_sigmoid(a_o + _load_f32(x_proj_ptr, x_g + 3 * H, mask)
-                                 + _gate_bias(b_ih_ptr, b_hh_ptr, 3 * H + units, unit_mask, HAS_BIAS, True), FAST_ACT)
+            i = _act_sigmoid(a_i + _load_f32(x_proj_ptr, x_g + 0 * H, mask)
+                             + _gate_bias(b_ih_ptr, b_hh_ptr, 0 * H + units, unit_mask, HAS_BIAS, True), FAST_ACT)
+            f = _act_sigmoid(a_f + _load_f32(x_proj_ptr, x_g + 1 * H, mask)
+                             + _gate_bias(b_ih_ptr, b_hh_ptr, 1 * H + units, unit_mask, HAS_BIAS, True), FAST_ACT)
+            g = _act_tanh(a_g + _load_f32(x_proj_ptr, x_g + 2 * H, mask)
+                          + _gate_bias(b_ih_ptr, b_hh_ptr, 2 * H + units, unit_mask, HAS_BIAS, True), FAST_ACT)
+            o = _act_sigmoid(a_o + _load_f32(x_proj_ptr, x_g + 3 * H, mask)
+                             + _gate_bias(b_ih_ptr, b_hh_ptr, 3 * H + units, unit_mask, HAS_BIAS, True), FAST_ACT)
             c = f * _load_f32(c_buf_ptr, _at(c_in, units, H), mask) + i * g
             h = o * _act_tanh(c, FAST_ACT)
             # h_t where step t + 1 reads it (h_buf[t + 1]: this step's later slices read h_buf[t]);
