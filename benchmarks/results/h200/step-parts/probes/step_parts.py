@@ -19,7 +19,13 @@ forward's product (``lstm.pieces._slice_product``) and then, per slice,
 then stores h_t (bf16) and meets the batch block's barrier. Every combination, and the sliced forward
 itself (``recurrence_forward``, no save) on the same shape, as µs a step (the difference of 30 and 60
 steps replayed from a CUDA graph, over 30). Each stand-in's h_T is checked against float32 torch
-first. Writes ``OUT_DIR/step_parts.jsonl`` (an environment record first) and prints a table.
+first. Writes ``OUT_DIR/step_parts.jsonl`` (an environment record first) and prints a line a case.
+
+``--second``: the first run's product-only step took 68.9 µs at 1024 x 2048 where ``../tma-step``'s
+pointer kernel took 56.0 (another lease). Their differences are h_t's store offsets (int64 here, as
+the kernels form them; int32 there) and the tanh (``tanh.approx`` here, a sigmoid's there); this run
+times the product-only and full steps with int32 offsets and the exact tanh, and that kernel, in one
+run (``SECOND``; ``OUT_DIR/step_parts_second.jsonl``).
 """
 
 from __future__ import annotations
@@ -50,9 +56,10 @@ CASES = [(1024, 2048, 128, 128, 2, 32), (512, 4096, 128, 128, 2, 32)]
 @triton.jit(do_not_specialize=["T", "B"])
 def step_parts_kernel(h_buf_ptr, w_ptr, x_ptr, c_ptr, counters_ptr, T, B, H: tl.constexpr, BLOCK_B: tl.constexpr,
                       BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, PIECES: tl.constexpr, X: tl.constexpr,
-                      C: tl.constexpr, A: tl.constexpr, FAST: tl.constexpr):
+                      C: tl.constexpr, A: tl.constexpr, FAST: tl.constexpr, NARROW: tl.constexpr = False):
     """``h_buf [T+1, B, H]`` (``h_buf[0]`` the start), ``W_hh [4H, H]``, ``x [T, B, 4H]``, ``c [2, B, H]``
-    fp32 (slot 0 the start): the module docstring's step with parts ``X``, ``C``, ``A``."""
+    fp32 (slot 0 the start): the module docstring's step with parts ``X``, ``C``, ``A``; ``NARROW``: h_t
+    stored through int32 offsets (``t * B * H`` under 2^31 here) instead of the kernels' int64 ones."""
     SLICE: tl.constexpr = BLOCK_H // PIECES
     pid_h = tl.program_id(0)
     rows = tl.program_id(1) * BLOCK_B + tl.arange(0, BLOCK_B)
@@ -92,7 +99,11 @@ def step_parts_kernel(h_buf_ptr, w_ptr, x_ptr, c_ptr, counters_ptr, T, B, H: tl.
                 h = _act_tanh(c, FAST)
             if C:
                 tl.store(c_ptr + _at(wide_b * ((t + 1) % 2) + rows, units, H), c, mask=mask)
-            tl.store(h_buf_ptr + _at(row_t + B, units, H), h.to(h_buf_ptr.dtype.element_ty), mask=mask)
+            if NARROW:
+                tl.store(h_buf_ptr + (t + 1) * B * H + rows[None, :] * H + units[:, None],
+                         h.to(h_buf_ptr.dtype.element_ty), mask=mask)
+            else:
+                tl.store(h_buf_ptr + _at(row_t + B, units, H), h.to(h_buf_ptr.dtype.element_ty), mask=mask)
         if t + 1 < T:
             _arrive(counter)
             _wait(counter, tl.num_programs(0) * (t + 1))
@@ -132,7 +143,7 @@ def reference(h_buf, w, x, c, parts):
     return h
 
 
-def stand_in(tensors, case, parts):
+def stand_in(tensors, case, parts, fast=True, narrow=False):
     h_buf, w, x, c = tensors
     b, h, block_b, block_h, pieces, block_k = case
     nb = triton.cdiv(b, block_b)
@@ -142,7 +153,7 @@ def stand_in(tensors, case, parts):
     def run():
         step_parts_kernel[(triton.cdiv(h, block_h), nb)](
             h_buf, w, x, c, counters, h_buf.shape[0] - 1, b, H=h, BLOCK_B=block_b, BLOCK_H=block_h, BLOCK_K=block_k,
-            PIECES=pieces, X=X, C=C, A=A, FAST=h_buf.is_cuda, num_warps=8, num_stages=4)
+            PIECES=pieces, X=X, C=C, A=A, FAST=fast and h_buf.is_cuda, NARROW=narrow, num_warps=8, num_stages=4)
         return h_buf
 
     return run
@@ -158,6 +169,48 @@ def forward_kernel(b, h, steps):
 
 def name(parts) -> str:
     return "".join(k for k, on in zip("XCA", parts) if on) or "product"
+
+
+# ``--second``: the product-only step as this probe's first run had it, with h_t stored through int32
+# offsets, with the exact tanh (``common._tanh``), both; the full step with int32 offsets; and
+# ``../tma-step``'s pointer kernel (int32 offsets, tanh from a sigmoid) in the same run
+SECOND = [("product", (False, False, False), True, False), ("product_narrow", (False, False, False), True, True),
+          ("product_exact", (False, False, False), False, False),
+          ("product_exact_narrow", (False, False, False), False, True),
+          ("XCA", (True, True, True), True, False), ("XCA_narrow", (True, True, True), True, True)]
+
+
+def measure_second(case, device):
+    """The ``--second`` run's row for one case."""
+    b, h = case[:2]
+    row = {"batch_size": b, "hidden_size": h, "seq_len": SEQ_LEN}
+    variants = [(key, lambda n, parts=parts, fast=fast, narrow=narrow: stand_in(make(b, h, n, device), case, parts,
+                                                                              fast, narrow), parts)
+                for key, parts, fast, narrow in SECOND]
+    sys.path.insert(0, str(ROOT / "benchmarks/results/h200/tma-step/probes"))
+    import tma_step
+
+    def tma_pointer(n):
+        h_buf, w, _, _ = make(b, h, n, device)
+        return tma_step.run_kernel(h_buf, w, case[2], case[3], case[5], case[4], False, 4)
+
+    variants.append(("tma_step_pointer", tma_pointer, (False, False, False)))
+    for key, fn, parts in variants:
+        try:
+            tensors = make(b, h, 4, device)
+            if key == "tma_step_pointer":
+                out, ref = fn(4)()[-1].float(), tma_step.reference(tensors[0], tensors[1])
+            else:
+                out, ref = fn(4)()[-1].float(), reference(*tensors, parts)
+            row[f"{key}_err"] = float((out - ref).abs().max() / ref.abs().max())
+            if device == "cuda":
+                from triton_dev import _graph_ms
+
+                ms = [_graph_ms(fn(t)) for t in (SEQ_LEN, 2 * SEQ_LEN)]
+                row[f"{key}_us"] = 1e3 * (ms[1] - ms[0]) / SEQ_LEN
+        except Exception as e:  # recorded, the run goes on
+            row[f"{key}_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+    return row
 
 
 def measure(case, device):
@@ -194,6 +247,7 @@ def main(argv: list[str]) -> int:
     p = OneLineParser(description=__doc__.splitlines()[0])
     p.add_argument("out_dir", type=Path)
     p.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    p.add_argument("--second", action="store_true", help="the second run's variants (SECOND)")
     args = p.parse_args(argv)
     if args.device == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
         p.error("--device cpu needs TRITON_INTERPRET=1")
@@ -202,10 +256,10 @@ def main(argv: list[str]) -> int:
     # on the CPU one program (the interpreter runs programs one after another), the tile shrunk to match
     cases = CASES if args.device == "cuda" else [(16, 32, 16, 32, 2, 16)]
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    with open(args.out_dir / "step_parts.jsonl", "w") as f:
+    with open(args.out_dir / f"step_parts{'_second' if args.second else ''}.jsonl", "w") as f:
         f.write(json.dumps({"record": "env", **environment()}) + "\n")
         for case in cases:
-            row = measure(case, args.device)
+            row = (measure_second if args.second else measure)(case, args.device)
             f.write(json.dumps(row) + "\n")
             f.flush()
             print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()), flush=True)
