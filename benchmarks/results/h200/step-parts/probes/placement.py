@@ -1,0 +1,75 @@
+"""Does where a layer's tensors lie in memory move our sliced forward's step? (one GPU, one process)
+
+    PYTHONPATH=src python3 benchmarks/results/h200/step-parts/probes/placement.py OUT_DIR
+
+Why: the same forward kernel at batch 512, hidden 4096 in bf16 took 156.2 and 180.2 µs a step in two
+processes of one run (``../fence-be1b86c``), and two stand-in steps with the same product loop (the
+same SASS) 56.0 and 70.6 (``../be1b86c``). Within one process a replayed graph reads the same
+addresses every time, so a difference of placement would show between processes, not within one.
+Here, in one process, the kernel alone (no save, the default plan; ``triton_dev._kernel_alone``) is
+timed on copies of the same ``W_hh`` and ``x_proj`` made after a spacer allocation of ``k`` x 37 MiB
+(k = 0 .. PLACEMENTS - 1), each copy its own placement, in two rounds (the placements' order
+reversed in the second): µs a step from 30 and 60 steps replayed from a CUDA graph, and each copy's
+``W_hh`` address. Writes ``OUT_DIR/placement.jsonl`` (an environment record first) and prints a line
+a case.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[5]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+CASES = [("lstm", 512, 4096), ("lstm", 1024, 2048)]
+PLACEMENTS = 6
+SEQ_LEN = 30
+
+
+def step_us(cell, b, h, w_hh, bias, x_proj) -> float:
+    from triton_dev import _graph_ms, _kernel_alone
+
+    ms = [_graph_ms(_kernel_alone(cell, b, t, h, torch.bfloat16, "ieee", x_proj, w_hh, bias, bias))
+          for t in (SEQ_LEN, 2 * SEQ_LEN)]
+    return 1e3 * (ms[1] - ms[0]) / SEQ_LEN
+
+
+def main(argv: list[str]) -> int:
+    from rnnbench.env import environment
+    from triton_dev import kernel_tensors
+
+    if len(argv) != 1 or not torch.cuda.is_available():  # (one line, no traceback)
+        print("usage: python3 placement.py OUT_DIR (on a CUDA device)", file=sys.stderr)
+        return 2
+    out = Path(argv[0])
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "placement.jsonl", "w") as f:
+        f.write(json.dumps({"record": "env", **environment()}) + "\n")
+        for cell, b, h in CASES:
+            w_hh, bias, x32 = kernel_tensors(cell, b, h, torch.bfloat16, 2 * SEQ_LEN)
+            x_proj = x32.to(torch.bfloat16)
+            del x32
+            copies, spacers = [], []
+            for k in range(PLACEMENTS):  # each copy after k spacers of 37 MiB more
+                spacers.append(torch.empty(k * 37 << 20, dtype=torch.uint8, device="cuda"))
+                copies.append((w_hh.clone(), x_proj.clone()))
+            row = {"cell": cell, "batch_size": b, "hidden_size": h, "seq_len": SEQ_LEN,
+                   "w_hh_address": [w.data_ptr() for w, _ in copies], "us": [[], []]}
+            for r, order in enumerate((range(PLACEMENTS), reversed(range(PLACEMENTS)))):
+                times = {k: step_us(cell, b, h, copies[k][0], bias, copies[k][1]) for k in order}
+                row["us"][r] = [times[k] for k in range(PLACEMENTS)]
+            f.write(json.dumps(row) + "\n")
+            f.flush()
+            print(cell, b, h, " | ".join(" ".join(f"{v:.1f}" for v in rnd) for rnd in row["us"]), flush=True)
+            del copies, spacers
+            torch.cuda.empty_cache()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
