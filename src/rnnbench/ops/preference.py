@@ -32,7 +32,9 @@ input = hidden (``benchmarks/results/h200/speed-map/``: torch-nn's time over our
 - Strict fp32 (3xTF32 products, ours; cuDNN's float32 without TF32): ours 1.16-3.78x at every
   size measured, batch 256 and 1024 × hidden 1024 and 4096 included; between them, at batch 1024,
   hidden 2048, 0.23-0.84 until strict fp32 ran in slices (2026-11-30, ``results/h200/strict-fp32``),
-  1.38-2.02 since, at 512 × 4096 and 256 × 4096 too. Never sent to cuDNN.
+  1.38-2.02 since, at 512 × 4096 and 256 × 4096 too; 1.06-2.08 at batch 1024, hidden 1500 and batch
+  132, hidden 4096, the RNN 2.40-3.02 at 1024 × 2048 (``speed-map/strict-fp32-shapes-be1b86c``).
+  Never sent to cuDNN.
 
 ``tests/ops/test_preference.py`` checks this rule against those files: cuDNN wherever we measured
 under 0.8x, ours wherever over 1.2x. Other GPUs will cross over elsewhere (not measured).
