@@ -41,6 +41,19 @@ def parser(doc: str, budget_s: float) -> argparse.ArgumentParser:
     return p
 
 
+def check_device(p: argparse.ArgumentParser, device: str) -> None:
+    """Refuse through ``p`` (one line, exit 2) a device the run cannot use: ``cpu`` without
+    ``TRITON_INTERPRET=1`` (the kernels would not run there), ``cuda`` with no CUDA device."""
+    import os
+
+    import torch
+
+    if device == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+        p.error("--device cpu needs TRITON_INTERPRET=1")
+    if device == "cuda" and not torch.cuda.is_available():
+        p.error("no CUDA device here")
+
+
 def median_ms(step, budget_s: float) -> float:
     """Median ms per call of an engine ``Step``: first call, warm-up, timed runs."""
     from rnnbench.timing import summarize

@@ -271,3 +271,42 @@ def test_sass_same_ignores_moved_parameters_and_catches_a_changed_instruction(tm
     assert differs.returncode == 1 and "differs: k.sass" in differs.stdout, differs.stdout
     missing = _run("sass_same.py", str(before), str(tmp_path / "nope"))
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1, missing.stderr
+
+
+@pytest.mark.parametrize("device, interpret, cuda, message", [
+    ("cpu", None, False, "--device cpu needs TRITON_INTERPRET=1"),
+    ("cuda", "1", False, "no CUDA device here"),
+    ("cpu", "1", False, None), ("cuda", None, True, None),
+])
+def test_check_device_refuses_a_device_the_run_cannot_use(monkeypatch, capsys, device, interpret, cuda, message):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    from ab import OneLineParser, check_device
+
+    if interpret is None:
+        monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    else:
+        monkeypatch.setenv("TRITON_INTERPRET", interpret)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    p = OneLineParser(prog="probe")
+    if message is None:
+        check_device(p, device)
+        return
+    with pytest.raises(SystemExit) as exit_:
+        check_device(p, device)
+    assert exit_.value.code == 2 and capsys.readouterr().err == f"probe: error: {message}\n"
+
+
+@pytest.mark.parametrize("probe, args, out", [
+    ("results/h200/tma-step/probes/tma_step.py", (), "tma_step.jsonl"),
+    ("results/h200/step-parts/probes/step_parts.py", (), "step_parts.jsonl"),
+    ("results/h200/step-parts/probes/step_parts.py", ("--second",), "step_parts_second.jsonl"),
+])
+def test_step_probes_check_every_form_against_torch_on_the_cpu(tmp_path, probe, args, out):
+    """The H200 probes of a large step's parts (``tma-step``, ``step-parts``), one program under the
+    interpreter: every form's h_T within 16-bit rounding of float32 torch, no form raised."""
+    proc = _run(probe, str(tmp_path), "--device", "cpu", *args)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    env, row = [json.loads(line) for line in (tmp_path / out).read_text().splitlines()]
+    errors = {k: v for k, v in row.items() if k.endswith("_err")}
+    assert env["record"] == "env" and not [k for k in row if k.endswith("_error")], row
+    assert len(errors) >= 7 and max(errors.values()) < 5e-3, errors

@@ -44,4 +44,10 @@ if __name__ == "__main__":
     if sys.argv[1:]:  # (it takes none: one line, no traceback)
         print("usage: PYTHONPATH=src python aot_input_first.py > aot_input_first.txt", file=sys.stderr)
         sys.exit(2)
+    from rnnbench.ops.plans import Plan
+
+    if "input_first" not in Plan.__dataclass_fields__:  # (a record of e6c42d7's tree)
+        print("aot_input_first.py: Plan.input_first was reverted after e6c42d7; run it in that commit's tree",
+              file=sys.stderr)
+        sys.exit(2)
     main()

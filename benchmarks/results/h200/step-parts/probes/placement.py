@@ -10,13 +10,12 @@ Here, in one process, the kernel alone (no save, the default plan; ``triton_dev.
 timed on copies of the same ``W_hh`` and ``x_proj`` made after a spacer allocation of ``k`` x 37 MiB
 (k = 0 .. PLACEMENTS - 1), each copy its own placement, in two rounds (the placements' order
 reversed in the second): µs a step from 30 and 60 steps replayed from a CUDA graph, and each copy's
-``W_hh`` address. Writes ``OUT_DIR/placement.jsonl`` (an environment record first) and prints a line
-a case.
+``W_hh`` address. Writes ``OUT_DIR/placement.jsonl`` (an environment record first; ``ab.run_cases``,
+since after its run) and prints each row.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -39,35 +38,36 @@ def step_us(cell, b, h, w_hh, bias, x_proj) -> float:
     return 1e3 * (ms[1] - ms[0]) / SEQ_LEN
 
 
-def main(argv: list[str]) -> int:
-    from rnnbench.env import environment
+def measure(case) -> dict:
+    """One case's row: every copy's address and its µs a step in both rounds."""
     from triton_dev import kernel_tensors
 
-    if len(argv) != 1 or not torch.cuda.is_available():  # (one line, no traceback)
-        print("usage: python3 placement.py OUT_DIR (on a CUDA device)", file=sys.stderr)
-        return 2
-    out = Path(argv[0])
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "placement.jsonl", "w") as f:
-        f.write(json.dumps({"record": "env", **environment()}) + "\n")
-        for cell, b, h in CASES:
-            w_hh, bias, x32 = kernel_tensors(cell, b, h, torch.bfloat16, 2 * SEQ_LEN)
-            x_proj = x32.to(torch.bfloat16)
-            del x32
-            copies, spacers = [], []
-            for k in range(PLACEMENTS):  # each copy after k spacers of 37 MiB more
-                spacers.append(torch.empty(k * 37 << 20, dtype=torch.uint8, device="cuda"))
-                copies.append((w_hh.clone(), x_proj.clone()))
-            row = {"cell": cell, "batch_size": b, "hidden_size": h, "seq_len": SEQ_LEN,
-                   "w_hh_address": [w.data_ptr() for w, _ in copies], "us": [[], []]}
-            for r, order in enumerate((range(PLACEMENTS), reversed(range(PLACEMENTS)))):
-                times = {k: step_us(cell, b, h, copies[k][0], bias, copies[k][1]) for k in order}
-                row["us"][r] = [times[k] for k in range(PLACEMENTS)]
-            f.write(json.dumps(row) + "\n")
-            f.flush()
-            print(cell, b, h, " | ".join(" ".join(f"{v:.1f}" for v in rnd) for rnd in row["us"]), flush=True)
-            del copies, spacers
-            torch.cuda.empty_cache()
+    cell, b, h = case
+    w_hh, bias, x32 = kernel_tensors(cell, b, h, torch.bfloat16, 2 * SEQ_LEN)
+    x_proj = x32.to(torch.bfloat16)
+    del x32
+    copies, spacers = [], []
+    for k in range(PLACEMENTS):  # each copy after k spacers of 37 MiB more
+        spacers.append(torch.empty(k * 37 << 20, dtype=torch.uint8, device="cuda"))
+        copies.append((w_hh.clone(), x_proj.clone()))
+    row = {"cell": cell, "batch_size": b, "hidden_size": h, "seq_len": SEQ_LEN,
+           "w_hh_address": [w.data_ptr() for w, _ in copies], "us": [[], []]}
+    for r, order in enumerate((range(PLACEMENTS), reversed(range(PLACEMENTS)))):
+        times = {k: step_us(cell, b, h, copies[k][0], bias, copies[k][1]) for k in order}
+        row["us"][r] = [times[k] for k in range(PLACEMENTS)]
+    del copies, spacers
+    torch.cuda.empty_cache()
+    return row
+
+
+def main(argv: list[str]) -> int:
+    from ab import OneLineParser, check_device, run_cases
+
+    p = OneLineParser(description=__doc__.splitlines()[0])
+    p.add_argument("out_dir", type=Path)
+    args = p.parse_args(argv)
+    check_device(p, "cuda")
+    run_cases(args.out_dir / "placement.jsonl", CASES, ("cell", "batch_size", "hidden_size"), measure, float("inf"))
     return 0
 
 

@@ -19,7 +19,8 @@ forward's product (``lstm.pieces._slice_product``) and then, per slice,
 then stores h_t (bf16) and meets the batch block's barrier. Every combination, and the sliced forward
 itself (``recurrence_forward``, no save) on the same shape, as µs a step (the difference of 30 and 60
 steps replayed from a CUDA graph, over 30). Each stand-in's h_T is checked against float32 torch
-first. Writes ``OUT_DIR/step_parts.jsonl`` (an environment record first) and prints a line a case.
+first. Writes ``OUT_DIR/step_parts.jsonl`` (an environment record first; ``ab.run_cases``, since after
+its runs) and prints each row.
 
 ``--second``: the first run's product-only step took 68.9 µs at 1024 x 2048 where ``../tma-step``'s
 pointer kernel took 56.0 (another lease). Their differences are h_t's store offsets (int64 here, as
@@ -30,9 +31,8 @@ run (``SECOND``; ``OUT_DIR/step_parts_second.jsonl``).
 
 from __future__ import annotations
 
+import functools
 import itertools
-import json
-import os
 import sys
 from pathlib import Path
 
@@ -51,6 +51,7 @@ SEQ_LEN = 30
 # (batch, hidden, block_b, block_h, pieces, block_k): the LSTM's default sliced forward plans in bf16 on
 # 132 multiprocessors (plans.choose_plan at 2ef3c4b)
 CASES = [(1024, 2048, 128, 128, 2, 32), (512, 4096, 128, 128, 2, 32)]
+FIELDS = ("batch_size", "hidden_size", "block_b", "block_h", "pieces", "block_k")
 
 
 @triton.jit(do_not_specialize=["T", "B"])
@@ -240,29 +241,18 @@ def measure(case, device):
 
 
 def main(argv: list[str]) -> int:
-    from ab import OneLineParser
-
-    from rnnbench.env import environment
+    from ab import OneLineParser, check_device, run_cases
 
     p = OneLineParser(description=__doc__.splitlines()[0])
     p.add_argument("out_dir", type=Path)
     p.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     p.add_argument("--second", action="store_true", help="the second run's variants (SECOND)")
     args = p.parse_args(argv)
-    if args.device == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        p.error("--device cpu needs TRITON_INTERPRET=1")
-    if args.device == "cuda" and not torch.cuda.is_available():
-        p.error("no CUDA device")
+    check_device(p, args.device)
     # on the CPU one program (the interpreter runs programs one after another), the tile shrunk to match
     cases = CASES if args.device == "cuda" else [(16, 32, 16, 32, 2, 16)]
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    with open(args.out_dir / f"step_parts{'_second' if args.second else ''}.jsonl", "w") as f:
-        f.write(json.dumps({"record": "env", **environment()}) + "\n")
-        for case in cases:
-            row = (measure_second if args.second else measure)(case, args.device)
-            f.write(json.dumps(row) + "\n")
-            f.flush()
-            print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()), flush=True)
+    run_cases(args.out_dir / f"step_parts{'_second' if args.second else ''}.jsonl", cases, FIELDS,
+              functools.partial(measure_second if args.second else measure, device=args.device), float("inf"))
     return 0
 
 

@@ -22,14 +22,13 @@ the whole-tile kernels: per step and slice of units the four gates' product of `
 
 µs a step is the difference of 30 and 60 steps replayed from a CUDA graph, over 30. Before timing,
 each kernel's ``h_T`` is checked against float32 torch on the same bf16 values (relative error).
-Writes ``OUT_DIR/tma_step.jsonl`` (an environment record first) and prints a table.
+Writes ``OUT_DIR/tma_step.jsonl`` (an environment record first; ``ab.run_cases``, since after its run)
+and prints each row.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
+import functools
 import sys
 from pathlib import Path
 
@@ -49,6 +48,7 @@ SEQ_LEN = 30
 # forward in bf16 on 132 multiprocessors (plans.choose_plan at 2ef3c4b)
 CASES = [(1024, 2048, 128, 128, 2, 32), (512, 4096, 128, 128, 2, 32), (1024, 1024, 128, 64, 2, 64),
          (256, 4096, 128, 64, 2, 64)]
+FIELDS = ("batch_size", "hidden_size", "block_b", "block_h", "pieces", "block_k")
 # the TMA variants tried: (block_k, num_stages, rows_first)
 TMA_TILES = [(32, 4, False), (64, 3, False), (64, 4, False), (128, 2, False), (64, 3, True), (64, 4, True),
              (128, 2, True)]
@@ -215,29 +215,18 @@ def measure(case, device):
 
 
 def main(argv: list[str]) -> int:
-    from ab import OneLineParser
-
-    from rnnbench.env import environment
+    from ab import OneLineParser, check_device, run_cases
 
     p = OneLineParser(description=__doc__.splitlines()[0])
     p.add_argument("out_dir", type=Path)
     p.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     args = p.parse_args(argv)
-    if args.device == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        p.error("--device cpu needs TRITON_INTERPRET=1")
-    if args.device == "cuda" and not torch.cuda.is_available():
-        p.error("no CUDA device")
+    check_device(p, args.device)
     # on the CPU one program (the interpreter runs programs one after another: a barrier between
     # several would never be met), with the tile sizes shrunk to match
     cases = CASES if args.device == "cuda" else [(16, 32, 16, 32, 2, 16)]
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    with open(args.out_dir / "tma_step.jsonl", "w") as f:
-        f.write(json.dumps({"record": "env", **environment()}) + "\n")
-        for case in cases:
-            row = measure(case, args.device)
-            f.write(json.dumps(row) + "\n")
-            f.flush()
-            print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()), flush=True)
+    run_cases(args.out_dir / "tma_step.jsonl", cases, FIELDS, functools.partial(measure, device=args.device),
+              float("inf"))
     return 0
 
 
