@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import time
 from pathlib import Path
 from typing import Callable
@@ -44,8 +45,6 @@ def parser(doc: str, budget_s: float) -> argparse.ArgumentParser:
 def check_device(p: argparse.ArgumentParser, device: str) -> None:
     """Refuse through ``p`` (one line, exit 2) a device the run cannot use: ``cpu`` without
     ``TRITON_INTERPRET=1`` (the kernels would not run there), ``cuda`` with no CUDA device."""
-    import os
-
     import torch
 
     if device == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":

@@ -116,7 +116,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from ab import OneLineParser, run_cases  # noqa: E402
+from ab import OneLineParser, check_device, run_cases  # noqa: E402
 
 # The default, the plans before the rule (8 warps both ways at 64 rows), and 4 warps both ways.
 WARPS = [{}, {"num_warps": 8}, {"num_warps": 4}]
@@ -498,10 +498,7 @@ def main() -> int:
     parser.add_argument("--cases", default="warps64", choices=tuple(CASE_SETS), help="which case set")
     parser.add_argument("--budget", type=float, default=400.0, help="seconds for the whole run")
     a = parser.parse_args()
-    import torch
-
-    if not torch.cuda.is_available():
-        parser.error("plan_sweep.py times the kernels on a CUDA device: no CUDA device here")
+    check_device(parser, "cuda")  # (it times the kernels on a CUDA device)
     cases = [(*case[:5], override) for case in CASE_SETS[a.cases] for override in case[5]]
     rows = run_cases(a.out_dir / f"plan_sweep-{a.cases}.jsonl", cases, FIELDS, measure, a.budget)
     for r in rows:

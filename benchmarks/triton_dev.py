@@ -260,6 +260,29 @@ def _kernel_alone(cell, b, t, h, torch_dtype, precision, x_proj_full, w_hh, b_ih
     return run
 
 
+def us_per_step(run_at, steps: int) -> float:
+    """µs a step of a recurrence kernel: ``run_at(n)`` builds its run over ``n`` steps; the
+    difference of ``steps`` and ``2 * steps`` steps replayed from a CUDA graph (:func:`_graph_ms`),
+    over ``steps``, so that the launch and the prologue cancel."""
+    ms = [_graph_ms(run_at(n)) for n in (steps, 2 * steps)]
+    return 1e3 * (ms[1] - ms[0]) / steps
+
+
+def form_row(row: dict, key: str, run_at, expected, steps: int, timed: bool, check_steps: int = 4) -> None:
+    """One form of a probe's stand-in step, checked then timed into ``row``: ``run_at(n)`` builds its
+    run over fresh tensors of ``n`` steps, returning ``h_buf``. Its ``h`` after ``check_steps``
+    against ``expected`` (``row[key + "_err"]``, the largest difference over ``expected``'s largest
+    value), then, if ``timed`` (on CUDA), its :func:`us_per_step` (``row[key + "_us"]``); an exception
+    is recorded as ``row[key + "_error"]`` in one line and the caller goes on."""
+    try:
+        out = run_at(check_steps)()[-1].float()
+        row[f"{key}_err"] = float((out - expected).abs().max() / expected.abs().max())
+        if timed:
+            row[f"{key}_us"] = us_per_step(run_at, steps)
+    except Exception as e:  # (a tile that does not compile or fit)
+        row[f"{key}_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+
+
 def kernel_tensors(cell, b, h, torch_dtype, steps, seed=0):
     """A layer's tensors for timing its kernels alone, drawn in this order from one generator
     seeded ``seed`` on the tasks' device: ``(w_hh [G*H, H], bias [G*H], x_proj [steps, B, G*H])``,

@@ -31,11 +31,10 @@ SEQ_LEN = 30
 
 
 def step_us(cell, b, h, w_hh, bias, x_proj) -> float:
-    from triton_dev import _graph_ms, _kernel_alone
+    from triton_dev import _kernel_alone, us_per_step
 
-    ms = [_graph_ms(_kernel_alone(cell, b, t, h, torch.bfloat16, "ieee", x_proj, w_hh, bias, bias))
-          for t in (SEQ_LEN, 2 * SEQ_LEN)]
-    return 1e3 * (ms[1] - ms[0]) / SEQ_LEN
+    return us_per_step(lambda n: _kernel_alone(cell, b, n, h, torch.bfloat16, "ieee", x_proj, w_hh, bias, bias),
+                       SEQ_LEN)
 
 
 def measure(case) -> dict:

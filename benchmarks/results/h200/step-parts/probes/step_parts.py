@@ -183,60 +183,36 @@ SECOND = [("product", (False, False, False), True, False), ("product_narrow", (F
 
 def measure_second(case, device):
     """The ``--second`` run's row for one case."""
-    b, h = case[:2]
-    row = {"batch_size": b, "hidden_size": h, "seq_len": SEQ_LEN}
-    variants = [(key, lambda n, parts=parts, fast=fast, narrow=narrow: stand_in(make(b, h, n, device), case, parts,
-                                                                              fast, narrow), parts)
-                for key, parts, fast, narrow in SECOND]
+    from triton_dev import form_row
+
     sys.path.insert(0, str(ROOT / "benchmarks/results/h200/tma-step/probes"))
     import tma_step
 
-    def tma_pointer(n):
-        h_buf, w, _, _ = make(b, h, n, device)
-        return tma_step.run_kernel(h_buf, w, case[2], case[3], case[5], case[4], False, 4)
-
-    variants.append(("tma_step_pointer", tma_pointer, (False, False, False)))
-    for key, fn, parts in variants:
-        try:
-            tensors = make(b, h, 4, device)
-            if key == "tma_step_pointer":
-                out, ref = fn(4)()[-1].float(), tma_step.reference(tensors[0], tensors[1])
-            else:
-                out, ref = fn(4)()[-1].float(), reference(*tensors, parts)
-            row[f"{key}_err"] = float((out - ref).abs().max() / ref.abs().max())
-            if device == "cuda":
-                from triton_dev import _graph_ms
-
-                ms = [_graph_ms(fn(t)) for t in (SEQ_LEN, 2 * SEQ_LEN)]
-                row[f"{key}_us"] = 1e3 * (ms[1] - ms[0]) / SEQ_LEN
-        except Exception as e:  # recorded, the run goes on
-            row[f"{key}_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+    b, h = case[:2]
+    row = {"batch_size": b, "hidden_size": h, "seq_len": SEQ_LEN}
+    tensors = make(b, h, 4, device)
+    for key, parts, fast, narrow in SECOND:
+        form_row(row, key, lambda n, parts=parts, fast=fast, narrow=narrow: stand_in(make(b, h, n, device), case,
+                                                                                   parts, fast, narrow),
+                 reference(*tensors, parts), SEQ_LEN, device == "cuda")
+    form_row(row, "tma_step_pointer",
+             lambda n: tma_step.run_kernel(*make(b, h, n, device)[:2], case[2], case[3], case[5], case[4], False, 4),
+             tma_step.reference(*tensors[:2]), SEQ_LEN, device == "cuda")
     return row
 
 
 def measure(case, device):
+    from triton_dev import form_row, us_per_step
+
     b, h = case[:2]
     row = {"batch_size": b, "hidden_size": h, "block_b": case[2], "block_h": case[3], "pieces": case[4],
            "block_k": case[5], "seq_len": SEQ_LEN}
+    tensors = make(b, h, 4, device)
     for parts in itertools.product((False, True), repeat=3):
-        key = name(parts)
-        try:
-            tensors = make(b, h, 4, device)
-            ref = reference(*tensors, parts)
-            out = stand_in([t.clone() for t in tensors], case, parts)()[-1].float()
-            row[f"{key}_err"] = float((out - ref).abs().max() / ref.abs().max())
-            if device == "cuda":
-                from triton_dev import _graph_ms
-
-                ms = [_graph_ms(stand_in(make(b, h, t, device), case, parts)) for t in (SEQ_LEN, 2 * SEQ_LEN)]
-                row[f"{key}_us"] = 1e3 * (ms[1] - ms[0]) / SEQ_LEN
-        except Exception as e:  # recorded, the run goes on
-            row[f"{key}_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+        form_row(row, name(parts), lambda n, parts=parts: stand_in(make(b, h, n, device), case, parts),
+                 reference(*tensors, parts), SEQ_LEN, device == "cuda")
     if device == "cuda":
-        from triton_dev import _graph_ms
-
-        ms = [_graph_ms(forward_kernel(b, h, t)) for t in (SEQ_LEN, 2 * SEQ_LEN)]
-        row["forward_kernel_us"] = 1e3 * (ms[1] - ms[0]) / SEQ_LEN
+        row["forward_kernel_us"] = us_per_step(lambda n: forward_kernel(b, h, n), SEQ_LEN)
     return row
 
 

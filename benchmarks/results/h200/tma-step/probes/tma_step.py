@@ -193,24 +193,20 @@ def variants(block_k):
 
 
 def measure(case, device):
+    from triton_dev import form_row
+
     b, h, block_b, block_h, pieces, block_k = case
     row = {"batch_size": b, "hidden_size": h, "block_b": block_b, "block_h": block_h, "pieces": pieces,
            "seq_len": SEQ_LEN}
-    check_buf, w = make(b, h, 4, device)
-    ref = reference(check_buf, w)
+    expected = reference(*make(b, h, 4, device))
     for name, tma, bk, stages, rows_first in [*variants(block_k), ("cublas", None, None, None, None)]:
-        try:
-            fn = (lambda buf: run_cublas(buf, w)) if tma is None else (
-                lambda buf: run_kernel(buf, w, block_b, block_h, bk, pieces, tma, stages, rows_first))
-            out = fn(check_buf.clone())()[-1].float()
-            row[f"{name}_err"] = float((out - ref).abs().max() / ref.abs().max())
-            if device == "cuda":
-                from triton_dev import _graph_ms
+        def run_at(n, tma=tma, bk=bk, stages=stages, rows_first=rows_first):
+            h_buf, w = make(b, h, n, device)
+            if tma is None:
+                return run_cublas(h_buf, w)
+            return run_kernel(h_buf, w, block_b, block_h, bk, pieces, tma, stages, rows_first)
 
-                ms = [_graph_ms(fn(make(b, h, t, device)[0])) for t in (SEQ_LEN, 2 * SEQ_LEN)]
-                row[f"{name}_us"] = 1e3 * (ms[1] - ms[0]) / SEQ_LEN
-        except Exception as e:  # a tile that does not compile or fit: recorded, the run goes on
-            row[f"{name}_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+        form_row(row, name, run_at, expected, SEQ_LEN, device == "cuda")
     return row
 
 
