@@ -104,6 +104,8 @@ def test_on_chip_anatomy_times_every_part_and_the_kernel(tmp_path):
     ("plan_sweep.py", ("--budget", "soon"), "invalid float value: 'soon'"),
     pytest.param("plan_sweep.py", ("--cases", "half_operands"), "no CUDA device here",
                  marks=pytest.mark.skipif(_CUDA, reason="on a GPU it measures")),
+    pytest.param("results/h200/train-floor/probes/train_floor.py", (), "no CUDA device here",
+                 marks=pytest.mark.skipif(_CUDA, reason="on a GPU it measures")),
     ("host_time.py", ("--parts", "engine,nope"), "unknown part 'nope'"),
     ("products.py", ("--device", "cpu", "--parts", "projection,nope"), "unknown part 'nope'"),
     ("host_time.py", ("--launch-modes", "direct,direct"), "--launch-modes takes two different modes"),
@@ -310,3 +312,30 @@ def test_step_probes_check_every_form_against_torch_on_the_cpu(tmp_path, probe, 
     errors = {k: v for k, v in row.items() if k.endswith("_err")}
     assert env["record"] == "env" and not [k for k in row if k.endswith("_error")], row
     assert len(errors) >= 7 and max(errors.values()) < 5e-3, errors
+
+
+@pytest.mark.parametrize("cell", ["rnn_tanh", "lstm"])
+def test_train_floor_stand_in_returns_what_our_layer_returns(cell, monkeypatch):
+    """The train-floor probe's ``empty`` layer (an autograd Function that launches nothing) stands in
+    for ours in the engine's training step: the same names, shapes and dtypes of outputs and
+    gradients as torch.nn's step of the same case, with and without the saving variant."""
+    import importlib.util
+
+    from rnnbench import workload
+    from rnnbench.cases import Case
+
+    path = ROOT / "benchmarks/results/h200/train-floor/probes/train_floor.py"
+    spec = importlib.util.spec_from_file_location("train_floor_probe", path)
+    probe = importlib.util.module_from_spec(spec)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # (the probe puts src/ and benchmarks/ first)
+    spec.loader.exec_module(probe)
+    case = Case(cell=cell, batch_size=3, seq_len=7, input_size=5, hidden_size=4, dtype="fp32", mode="train",
+                device="cpu", loss="last_step")
+    inputs = workload.make_inputs(case)
+    want_fn, want_names = workload.module_call(
+        (torch.nn.LSTM if cell == "lstm" else torch.nn.RNN)(5, 4), case, inputs)
+    want = [(t.shape, t.dtype) for t in want_fn()]
+    for saving in (False, True):
+        fn, names = workload.module_call(probe.empty_module(cell, saving)(5, 4), case, inputs)
+        assert names == want_names
+        assert [(t.shape, t.dtype) for t in fn()] == want
