@@ -10,7 +10,9 @@
 # says). Each part writes OUTPUT_DIR/<part>.jsonl (lm: OUTPUT_DIR/lm/*.jsonl; a part run again
 # appends, its later rows superseding). The judgement reads every part in OUTPUT_DIR (so parts may
 # run in separate calls) and goes to OUTPUT_DIR/goals.md; the exit code is kernel_goals.py's
-# (0: no goal missed, 1: one missed, 2: bad input).
+# (0: no goal missed, 1: one missed, 2: bad input). RUNS=N measures each part N times, each run a
+# process of its own (`rnnbench run --runs N`): a goal then reads the median of each case's ratios,
+# as a ratio near its bar should be read (docs/methodology.md).
 set -uo pipefail
 
 OUT=${1:?usage: benchmarks/kernel_goals_gpu.sh OUTPUT_DIR [seeds,glample,theano,lm]}
@@ -24,7 +26,7 @@ done
 mkdir -p "$OUT"
 "$PY" -m rnnbench env > "$OUT/env.txt" 2>&1
 
-LANES=(--lanes torch-nn,torch-nn-graph,triton,triton-graph --device cuda)
+LANES=(--lanes torch-nn,torch-nn-graph,triton,triton-graph --device cuda --runs "${RUNS:-1}")
 run() {  # run PART ARGS...: one `rnnbench run` writing OUT/PART.jsonl; a failure is said, not fatal
   local part=$1; shift
   [[ ",$PARTS," == *",$part,"* ]] || return 0
