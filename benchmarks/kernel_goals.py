@@ -24,7 +24,6 @@ worst ratio and where. Then every case that missed. Exit 0 when no goal is misse
 from __future__ import annotations
 
 import dataclasses
-import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from ab import OneLineParser  # noqa: E402
 from rnnbench.errors import UsageError  # noqa: E402
+from rnnbench.report import combined  # noqa: E402
 from rnnbench.results import load_results, read_records  # noqa: E402
 from rnnbench.runs import latest  # noqa: E402
 from rnnbench.suites import suite_cases  # noqa: E402
@@ -102,31 +102,23 @@ def goal_cases(goal: Goal) -> dict[str, str]:
 
 
 def case_ratios(rows: pd.DataFrame, goal: Goal) -> pd.DataFrame:
-    """One machine's rows (``latest``) -> one row per measured case of ``goal``: ``ratio`` (the
-    median over runs of the baseline's time over ours; NaN where ours failed), ``failed`` (our
-    status where it was not ok), ``peak_fraction`` (ours, median over runs), ``runs``. Rows pair
-    within one environment record's rows (one ``rnnbench run``); a case measured under several
-    takes the last one's."""
-    found = {}
-    for _, env_rows in rows.groupby("env_id", sort=False):
-        times = {(r.case_key, r.lane, r.run): r for r in env_rows.itertuples(index=False)}
-        runs = sorted(env_rows["run"].unique())
-        for key, base_key in goal_cases(goal).items():
-            ratios, fractions, failed = [], [], None
-            for run in runs:
-                ours, base = times.get((key, goal.lane, run)), times.get((base_key, goal.baseline, run))
-                if ours is None:
-                    continue
-                if ours.status != "ok":
-                    failed = ours.status
-                elif base is not None and base.status == "ok":
-                    ratios.append(base.us_per_example / ours.us_per_example)
-                    fractions.append(getattr(ours, "peak_fraction", float("nan")))
-            if failed or ratios:
-                found[key] = {"case": key, "ratio": float("nan") if failed else statistics.median(ratios),
-                              "failed": failed, "runs": len(ratios),
-                              "peak_fraction": statistics.median(fractions) if fractions else float("nan")}
-    return pd.DataFrame(list(found.values()), columns=["case", "ratio", "failed", "peak_fraction", "runs"])
+    """One machine's rows -> one row per measured case of ``goal``: ``ratio`` (the baseline's time
+    over ours, :func:`rnnbench.report.combined`'s ``speedup``: paired within a run, over runs the
+    median; NaN where ours failed), ``failed`` (our status where it was not ok), ``peak_fraction``
+    (ours), ``runs``. A case measured under several environment records (``rnnbench run``s) takes
+    the last one's; one whose baseline has no ok row is left out (not measured)."""
+    cases = goal_cases(goal)
+    ours_of = {base: ours for ours, base in cases.items()}
+    ours = rows[(rows["lane"] == goal.lane) & rows["case_key"].isin(cases)]
+    base = rows[(rows["lane"] == goal.baseline) & rows["case_key"].isin(ours_of)]
+    # (the baseline's row stands under our case's key: FlashRNN's cuDNN fp16 beside our bf16)
+    paired = combined(pd.concat([ours, base.assign(case_key=base["case_key"].map(ours_of))]), goal.baseline)
+    paired = paired[paired["lane"] == goal.lane].drop_duplicates("case_key", keep="last")
+    paired = paired[(paired["status"] != "ok") | paired["speedup"].notna()]
+    return pd.DataFrame({"case": paired["case_key"], "ratio": paired["speedup"].where(paired["status"] == "ok"),
+                         "failed": [None if status == "ok" else status for status in paired["status"]],
+                         "runs": paired["processes"],
+                         "peak_fraction": paired.get("peak_fraction", float("nan"))}).reset_index(drop=True)
 
 
 def meets(goal: Goal, ratio: float, peak_fraction: float) -> bool:

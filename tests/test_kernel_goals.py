@@ -161,3 +161,13 @@ def test_bad_input_is_refused_in_one_line(tmp_path, args, message):
                           timeout=120)
     assert proc.returncode == 2 and proc.stdout == "" and message in proc.stderr, proc
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_a_case_measured_in_two_run_records_takes_the_later_ones(tmp_path):
+    (case,) = [c for c in _cases("glample-2016", "train", "tf32") if c.cell == "lstm" and c.hidden_size == 100]
+    later = {**H200, "env_id": "env-b"}
+    rows = [_row(case, "torch-nn", 10.0), _row(case, "triton", 10.0 / 1.2),
+            _row(case, "torch-nn", 10.0, env=later), _row(case, "triton", 10.0 / 1.6, env=later)]
+    proc = _goals(_write(tmp_path / "r.jsonl", rows, (H200, later)))
+    assert proc.returncode == 0, proc.stdout
+    assert _line(proc.stdout, "train >= 1.5x")[1:7] == ["partly measured", "48", "1", "1", "1.60", case.key]
