@@ -360,6 +360,80 @@ def test_a_module_whose_weights_are_misaligned_is_never_recorded():
     assert aligned not in rnn._UNREPLAYABLE
 
 
+STACKS = [(2, False), (1, True), (2, True)]
+
+
+def _stack_call(module, x, hx, train):
+    """``_recorded_forward`` (the first call of a shape that may be replayed on CUDA) and the
+    normal path (``module(...)`` on CPU tensors, never recorded) on the same inputs: each one's
+    output and final states, and with ``train`` the gradients of one loss on them with respect to
+    the input, the states and every parameter."""
+    cell = module.cell
+    states = [] if hx is None else list(hx) if isinstance(hx, tuple) else [hx]
+    leaves = [x, *states, *module.parameters()] if train else []
+    results = []
+    for call in (lambda: module._recorded_forward(x, hx, cell, module._launch(x, cell, None)[0]),
+                 lambda: module(x, hx)):
+        with torch.set_grad_enabled(train):
+            output, finals = call()
+        outs = _flat(cell, output, finals)
+        results.append([o.detach() for o in outs] + (_random_loss_grads(outs, leaves) if train else []))
+    return results
+
+
+@needs_interpreter
+@pytest.mark.parametrize("train", [False, True], ids=["no_grad", "train"])
+@pytest.mark.parametrize("with_state", [True, False], ids=["hx", "no_hx"])
+@pytest.mark.parametrize("num_layers, bidirectional", STACKS, ids=["2_layers", "bidirectional", "2_bidirectional"])
+@pytest.mark.parametrize("cell", CELLS)
+def test_a_stacked_call_is_recorded_layer_by_layer(cell, num_layers, bidirectional, with_state, train):
+    """A module of several layers or two directions: its recorded call (on CUDA, a replayable
+    first call) is the normal path around its layers, each layer and direction through its own
+    ``LayerReplays`` (``ops/replayed_layer.run_layer``), kept for the call's key in
+    ``_STACK_REPLAYS``. Under the interpreter every recording is refused (no direct launch), so
+    each layer's refused recordings show it went that way: under no_grad a forward recording each,
+    with gradients ``ReplayedLayer``'s forward and backward (a bidirectional layer's output
+    gradient, a strided half of the stack's, made contiguous for it). The output, final states and (training) every gradient
+    are the normal path's, bit for bit. At batch 4, hidden 36 every layer's tensors are aligned (a
+    plane of 576 bytes); the replay itself is a GPU test's (test_a_stacked_eager_call_is_replayed)."""
+    module = make(cell, 5, 36, backend="triton", num_layers=num_layers, bidirectional=bidirectional)
+    x = torch.randn(7, 4, 5, requires_grad=train)
+    hx = _states(cell, module, 4, seed=2) if with_state else None
+    for s in ([] if hx is None else hx if isinstance(hx, tuple) else [hx]):
+        s.requires_grad_(train)
+    got, want = _stack_call(module, x, hx, train)
+    assert len(got) == len(want) and all(torch.equal(g, w) for g, w in zip(got, want))
+    assert rnn._REPLAYS.get(module) is None
+    (weights, layers), = rnn._STACK_REPLAYS[module].values()
+    assert len(layers) == num_layers * (2 if bidirectional else 1)
+    asked = {"forward": 1, "backward": 1} if train else {"forward": 1}
+    assert all(layer.refused == asked and layer.forward is None for layer in layers), [layer.refused for layer in layers]
+
+
+@needs_interpreter
+def test_a_stacked_layer_off_the_boundary_or_wanting_no_gradient_takes_the_normal_path():
+    """A layer of a stack whose tensors are not all 16-byte aligned runs the normal path,
+    unrecorded: at batch 3, hidden 37 in fp32 a plane is 444 bytes, so the second layer's input
+    (the first one's output, a view one plane into its hidden states) and its initial states (a
+    view one layer into the module's) are off the boundary; the first layer's are not. With
+    gradients enabled but none wanted (frozen weights, inputs without), no layer is recorded
+    either (the call's key does not say which layers would want them). Results as the normal
+    path's."""
+    module = make("lstm", 5, 37, backend="triton", num_layers=2)
+    hx = _states("lstm", module, 3, seed=2)
+    got, want = _stack_call(module, torch.randn(7, 3, 5), hx, train=False)
+    assert all(torch.equal(g, w) for g, w in zip(got, want))
+    (_, (first, second)), = rnn._STACK_REPLAYS[module].values()
+    assert first.refused == {"forward": 1} and second.refused == {}
+    frozen = make("gru", 5, 36, backend="triton", num_layers=2).requires_grad_(False)
+    x = torch.randn(7, 4, 5)
+    got = frozen._recorded_forward(x, None, "gru", frozen._launch(x, "gru", None)[0])
+    want = frozen(x)
+    assert all(torch.equal(g, w) for g, w in zip(_flat("gru", *got), _flat("gru", *want)))
+    (_, layers), = rnn._STACK_REPLAYS[frozen].values()
+    assert [layer.refused for layer in layers] == [{}, {}]
+
+
 def test_auto_backend_falls_back_visibly_once(monkeypatch):
     """Not interpreted and on the CPU: torch.nn's path, one warning, torch.nn's exact results."""
     pytest.importorskip("triton")  # without it, that is the reason given

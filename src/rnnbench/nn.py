@@ -23,11 +23,14 @@ under power-of-two scales that keep them in range: ``Plan.half_operands``); othe
 3xFP16 where a forward streams its weights, ``Plan.split_fp16``, and in a large layer's input
 projection and gradients, ``ops/split_products.py``; docs/kernels.md; within
 ``rnnbench.ops.recurrence.strict_fp32("ieee")``, IEEE products on the FMA units).
-An eager call of one layer and direction on CUDA, its tensors contiguous and 16-byte aligned, no
+An eager call on CUDA, its tensors contiguous and 16-byte aligned, no batch_first, no
 autocast, is recorded on its first call of a shape and setting and replayed
 on the next (``rnnbench.ops.replay``: the same launches and allocations without the Python that
 decides them; the same results, bit for bit); with gradients wanted, its forward and its backward
-each (``rnnbench.ops.replayed_layer``). A call whose normal path does any work but our launches
+each (``rnnbench.ops.replayed_layer``). A module of several layers or two directions is replayed
+layer by layer: its call takes the normal path around its layers (the time reversal, the
+concatenations, dropout), each layer and direction recorded and replayed on its own where its
+tensors are aligned. A call whose normal path does any work but our launches
 and allocations (cuBLAS' projection, a copy) is refused as a recording and stays on that path.
 Variable-length batches, two ways: a ``PackedSequence`` input (as torch.nn takes it; the output is
 packed again, in the input's order), or the padded batch with ``lengths=`` (``[B]`` integers, one
@@ -71,6 +74,10 @@ _WARNED: set[tuple[str, str]] = set()
 # recording costs every call it wraps). Beside the module, not in it (a replay holds C launchers,
 # which neither pickle nor copy), and gone with it.
 _REPLAYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# A stacked module's (several layers, or both directions), by the same keys, each ``(weights,
+# layers)``: a ``LayerReplays`` for each layer and direction, in the order of ``_flat_weights``.
+# Its calls take the normal path around its layers, each layer replayed (ops/replayed_layer.run_layer).
+_STACK_REPLAYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _MAX_REPLAYS = 16  # keys a module keeps (then it starts again)
 # Modules whose weights were off a 16-byte boundary or strided when a call was to be recorded (torch.nn's
 # flattened weights at some widths): never recorded again (the key's checks would cost every call).
@@ -187,8 +194,7 @@ class _KernelPath:
     def _may_record(self, input) -> bool:
         """Whether this call may be recorded for replay (the rest is :meth:`_replay_key`'s)."""
         return (input.is_cuda and input.dim() == 3 and input.shape[0] > 0 and not self.batch_first
-                and self.num_layers == 1 and not self.bidirectional and self not in _UNREPLAYABLE
-                and _ops("replay").can_replay())
+                and self not in _UNREPLAYABLE and _ops("replay").can_replay())
 
     def _replay_key(self, input, states: tuple) -> tuple | None:
         """What the normal path's decisions for this call depend on, or None where a replay may
@@ -222,17 +228,27 @@ class _KernelPath:
 
     def _recorded_forward(self, input, hx, cell: str, launch):
         """The normal path's forward, recorded, and kept as a replay where it can be one; with
-        gradients wanted, the layer through ``ReplayedLayer`` (which records its two halves)."""
+        gradients wanted, the layer through ``ReplayedLayer`` (which records its two halves). A
+        stacked module's call is the normal path around its layers, each layer recorded and
+        replayed on its own (:data:`_STACK_REPLAYS`)."""
         replay = _ops("replay")
         states = _states(hx, cell)
         key = None if states is None else self._replay_key(input, states)
         weights = self._flat_weights
         train = torch.is_grad_enabled()
-        if key is None or (train and not _ops("recurrence").saves_for_backward(input, *states, *weights)):
+        stacked = self.num_layers > 1 or self.bidirectional
+        if key is None or (train and not stacked and not _ops("recurrence").saves_for_backward(input, *states,
+                                                                                                 *weights)):
             if not replay.aligned(weights):
                 _UNREPLAYABLE.add(self)
             return self._kernel_forward(input, hx, cell, None, launch, None, False)
-        layer = _kept_layer(self, (*key, "train") if train else key, weights, launch)
+        key = (*key, "train") if train else key
+        if stacked:
+            directions = 2 if self.bidirectional else 1
+            _, layers = _kept(_STACK_REPLAYS, self, key, weights, lambda: (tuple(
+                _ops("replayed_layer").LayerReplays() for _ in range(self.num_layers * directions)),))
+            return self._kernel_forward(input, hx, cell, None, launch, None, False, layers)
+        layer = _kept_layer(self, key, weights, launch)
         if train:
             self._initial_state(input, hx, cell == "lstm", True, 1)  # (its checks: the normal path's errors)
             return self._replayed_layer(launch, layer, input, states)
@@ -357,12 +373,15 @@ class _KernelPath:
         return output, self.permute_hidden(h_n, input.unsorted_indices)
 
     def _kernel_forward(self, input, hx, cell: str, amp: torch.dtype | None, launch, lengths=None,
-                        batch_first: bool = False):
+                        batch_first: bool = False, layers: tuple | None = None):
         """The stack on the kernels, each layer and direction with ``launch`` (one plan for all:
         same batch, width, dtype, device); shapes and returns as torch.nn's forward, ``input``
-        ``[B, T, I]`` where ``batch_first``. ``lengths`` (``[B]``) makes a variable-length batch."""
+        ``[B, T, I]`` where ``batch_first``. ``lengths`` (``[B]``) makes a variable-length batch.
+        ``layers``: a ``LayerReplays`` per layer and direction to run each through
+        (``ops/replayed_layer.run_layer``; no lengths, no autocast), kept for this call's key."""
         recurrence = _ops("recurrence")
         run_layer = recurrence.run_layer
+        replayed = None if layers is None else _ops("replayed_layer").run_layer
         lstm = cell == "lstm"
         batched = input.dim() == 3
         x = input if batched else input.unsqueeze(1)
@@ -397,8 +416,11 @@ class _KernelPath:
                     w = [None if t is None else t.to(amp) for t in w]
                 # The reverse direction is the forward kernel on the time-reversed sequences.
                 inp = _reversed(layer_input, reverse) if d else layer_input
-                out, h_n, c_n = run_layer(cell, inp, None if h0 is None else h0[idx], None if c0 is None else c0[idx],
-                                          *w, launch, lengths)
+                h0_idx, c0_idx = None if h0 is None else h0[idx], None if c0 is None else c0[idx]
+                if replayed is None:
+                    out, h_n, c_n = run_layer(cell, inp, h0_idx, c0_idx, *w, launch, lengths)
+                else:
+                    out, h_n, c_n = replayed(layers[idx], cell, inp, h0_idx, c0_idx, *w, launch)
                 outputs.append(_reversed(out, reverse) if d else out)
                 finals_h.append(h_n)
                 finals_c.append(c_n)
@@ -455,17 +477,22 @@ def _same_tensors(a, b) -> bool:
 
 def _kept_layer(module, key: tuple, weights: list, launch):
     """The ``LayerReplays`` kept for ``module``'s ``key`` (:data:`_REPLAYS`) where it was
-    recorded with these weights, else a new one kept in its place (starting again past
-    :data:`_MAX_REPLAYS` keys)."""
-    kept = _REPLAYS.setdefault(module, {})
+    recorded with these weights, else a new one kept in its place."""
+    return _kept(_REPLAYS, module, key, weights, lambda: (launch, _ops("replayed_layer").LayerReplays()))[2]
+
+
+def _kept(store, module, key: tuple, weights: list, make) -> tuple:
+    """``store[module][key]`` (:data:`_REPLAYS`, :data:`_STACK_REPLAYS`), ``(weights, *rest)``,
+    where it was recorded with these weights, else ``(weights, *make())`` kept in its place
+    (starting again past :data:`_MAX_REPLAYS` keys)."""
+    kept = store.setdefault(module, {})
     found = kept.get(key)
     if found is not None and _same_tensors(found[0], weights):
-        return found[2]
+        return found
     if key not in kept and len(kept) >= _MAX_REPLAYS:
         kept.clear()
-    layer = _ops("replayed_layer").LayerReplays()
-    kept[key] = (tuple(weights), launch, layer)
-    return layer
+    kept[key] = found = (tuple(weights), *make())
+    return found
 
 
 def _states(hx, cell: str) -> tuple | None:

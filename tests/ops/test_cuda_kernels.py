@@ -663,6 +663,81 @@ def _check_training_replay(cell, batch, hidden, input_size, dtype, states, bias,
         assert torch.equal(g, w) and g.shape == w.shape and g.stride() == w.stride()
 
 
+@pytest.mark.parametrize("train", [False, True], ids=["no_grad", "train"])
+@pytest.mark.parametrize("num_layers, bidirectional", [(2, False), (1, True), (3, True)],
+                         ids=["2_layers", "bidirectional", "3_bidirectional"])
+@pytest.mark.parametrize("cell, batch, hidden, input_size, dtype", [
+    ("lstm", 20, 100, 100, "fp32"), ("gru", 32, 128, 128, "tf32"), ("rnn_tanh", 20, 100, 100, "fp32"),
+    ("lstm", 32, 128, 128, "bf16"), ("gru", 3, 37, 100, "fp32"), ("lstm", 20, 500, 100, "tf32")])
+def test_a_stacked_eager_call_is_replayed(cell, batch, hidden, input_size, dtype, num_layers, bidirectional, train):
+    """A module of several layers or two directions: its first eager call of a shape records each
+    layer and direction on its own (``rnn._STACK_REPLAYS``, ``ops/replayed_layer.run_layer``), and
+    the next calls replay each: under no_grad every layer's forward, with gradients every layer's
+    forward and backward (a bidirectional layer's output gradient arrives strided, its half of the
+    stack's, and is made contiguous first). Every replay recorded must be taken
+    on the next call (or this would test the normal path), and on new inputs the output, final
+    states and every gradient must equal the normal path's, bit for bit (``replay.ENABLED`` off),
+    the call before's results untouched. At batch 3, hidden 37 (a plane of 444 bytes) the layers
+    above the first take unaligned views and run the normal path: only the results are checked."""
+    from rnnbench import nn as module_path
+    from rnnbench.ops import replay as replays
+
+    kwargs = {"nonlinearity": cell[4:]} if cell.startswith("rnn") else {}
+    torch.manual_seed(0)
+    module = REPLAYED_MODULES[cell](input_size, hidden, num_layers=num_layers, bidirectional=bidirectional,
+                                    backend="triton", **kwargs).to("cuda", TORCH_DTYPE[dtype])
+    directions = 2 if bidirectional else 1
+
+    def inputs(seed):
+        gen = torch.Generator(device="cuda").manual_seed(seed)
+        x = torch.randn(7, batch, input_size, generator=gen, device="cuda").to(TORCH_DTYPE[dtype])
+        shape = (num_layers * directions, batch, hidden)
+        h0 = (torch.randn(shape, generator=gen, device="cuda") * 0.5).to(TORCH_DTYPE[dtype])
+        c0 = (torch.randn(shape, generator=gen, device="cuda") * 0.5).to(TORCH_DTYPE[dtype])
+        hx = (h0, c0) if cell == "lstm" else h0
+        for t in (x, h0, c0) if train else ():
+            t.requires_grad_(True)
+        return x, hx
+
+    def call(x, hx):
+        if train:
+            outputs, grads = _training_step(module, x, hx, "all")
+            return [*outputs, *grads]
+        with torch.no_grad():
+            return _flat(module(x, hx))
+
+    with matmul_mode(dtype):
+        first = call(*inputs(1))
+        kept = [t.clone() for t in first]
+        (weights, layers), = module_path._STACK_REPLAYS[module].values()
+        assert len(layers) == num_layers * directions and module_path._REPLAYS.get(module) is None
+        taken, recorded = [], []
+        for k, layer in enumerate(layers):
+            if layer.forward is not None:
+                recorded.append(("forward", k))
+                layer.forward = (lambda r, k: lambda i: taken.append(("forward", k)) or r(i))(layer.forward, k)
+            for asked, backward in list(layer.backwards.items()):
+                recorded.append(("backward", k))
+                layer.backwards[asked] = (lambda r, k: lambda i: taken.append(("backward", k)) or r(i))(backward, k)
+        if batch * hidden * TORCH_DTYPE[dtype].itemsize % 16 == 0:  # (every layer's tensors aligned)
+            halves = ("forward", "backward") if train else ("forward",)
+            assert sorted(recorded) == sorted((half, k) for half in halves for k in range(len(layers))), [
+                layer.refused for layer in layers]
+        x, hx = inputs(2)
+        got = call(x, hx)
+        assert sorted(taken) == sorted(recorded)
+        replays.ENABLED = False
+        try:
+            want = call(x, hx)
+        finally:
+            replays.ENABLED = True
+    torch.cuda.synchronize()
+    for g, w in zip(got, want):
+        assert torch.equal(g, w) and g.shape == w.shape and g.stride() == w.stride()
+    for f, k in zip(first, kept):
+        assert torch.equal(f, k), "a replay wrote the call before's results"
+
+
 @pytest.mark.parametrize("train", [False, True])
 @pytest.mark.parametrize("cell", ["rnn_tanh", "lstm"])
 def test_replays_take_back_outputs_let_go_of_and_never_those_held(cell, train):

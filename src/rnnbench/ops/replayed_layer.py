@@ -11,7 +11,8 @@ stands: the forward for the caller's key (``rnnbench.nn`` checks shapes, dtypes,
 settings and weights, as for the forward replay), the backward per what it is asked (which
 inputs want gradients, which outputs brought one) and bound to the stream its barrier counters
 belong to. Where no replay stands (the first call, another stream, a recording refused), the
-normal path runs, recorded when it may be.
+normal path runs, recorded when it may be. :func:`run_layer` runs one layer and direction of a
+stacked module so (``rnnbench.nn``: several layers, or both directions), a ``LayerReplays`` each.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from __future__ import annotations
 import torch
 
 from . import replay
-from .recurrence import RecurrentLayer, _layer_forward
+from .recurrence import RecurrentLayer, _layer_forward, saves_for_backward
+from .recurrence import run_layer as _run_layer
 
 # Recordings of one half that may be refused before it is given up: a refusal may pass (a
 # counters buffer grown inside the recording, a fill), and the second then records cleanly.
@@ -49,6 +51,42 @@ class LayerReplays:
         return found
 
 
+def forward_through(replays: LayerReplays, inputs: tuple, cell: str, launch, save: bool) -> tuple:
+    """``_layer_forward``'s six results for ``inputs`` (``x, h0, c0, w_ih, w_hh, b_ih, b_hh``,
+    no lengths; ``save``: whether it saves for a backward) by ``replays.forward`` where that
+    stands, else by the normal path, recorded the first time it may be (a refused recording
+    counted against the forward)."""
+    got = None if replays.forward is None else replays.forward(inputs)
+    if got is not None:
+        return got
+    if replays.forward is None and replays.may_record("forward") and replay.can_replay():
+        with replay.recording(inputs[0].device) as records:
+            got = _layer_forward(*inputs, cell, launch, save, None)
+        replays.forward = replays.record("forward", records, inputs, got)
+        return got
+    return _layer_forward(*inputs, cell, launch, save, None)
+
+
+def run_layer(replays: LayerReplays, cell: str, x, h0, c0, w_ih, w_hh, b_ih, b_hh, launch) -> tuple:
+    """``recurrence.run_layer`` (no lengths, no autocast) for one layer and direction of a stack,
+    through ``replays`` (kept for this layer, its module's call key, and whether gradients are
+    enabled: ``rnnbench.nn``): ``(output [T, B, H], h_n [1, B, H], c_n or None)``. Its tensors
+    must be contiguous and 16-byte aligned for a replay to stand in (a layer's input is the layer
+    below's output, a view one plane into its hidden states, aligned only where ``B * H`` elements
+    are a multiple of 16 bytes; the states are views of the module's): otherwise, and with
+    gradients enabled but none wanted (the key does not say which layers want them), the normal
+    path, unrecorded. With gradients wanted, :class:`ReplayedLayer`; else the forward replayed
+    (:func:`forward_through`, not saving)."""
+    inputs = (x, h0, c0, w_ih, w_hh, b_ih, b_hh)
+    if not replay.aligned(inputs):
+        return _run_layer(cell, *inputs, launch)
+    if saves_for_backward(*inputs):
+        return ReplayedLayer.apply(*inputs, cell, launch, replays)
+    if torch.is_grad_enabled():
+        return _run_layer(cell, *inputs, launch)
+    return forward_through(replays, inputs, cell, launch, False)[:3]
+
+
 class ReplayedLayer(torch.autograd.Function):
     """``RecurrentLayer`` (one layer, one direction, no lengths, gradients saved) through
     ``replays`` (a :class:`LayerReplays`). ``ReplayedLayer.apply(x, h0, c0, w_ih, w_hh, b_ih, b_hh,
@@ -57,16 +95,8 @@ class ReplayedLayer(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, replays):
-        inputs = (x, h0, c0, w_ih, w_hh, b_ih, b_hh)
-        got = None if replays.forward is None else replays.forward(inputs)
-        if got is None:
-            if replays.forward is None and replays.may_record("forward") and replay.can_replay():
-                with replay.recording(x.device) as records:
-                    got = _layer_forward(*inputs, cell, launch, True, None)
-                replays.forward = replays.record("forward", records, inputs, got)
-            else:
-                got = _layer_forward(*inputs, cell, launch, True, None)
-        out, h_n, c_n, h_buf, saved, c_buf = got
+        out, h_n, c_n, h_buf, saved, c_buf = forward_through(replays, (x, h0, c0, w_ih, w_hh, b_ih, b_hh), cell,
+                                                             launch, True)
         RecurrentLayer.keep_for_backward(ctx, x, h0, c0, w_ih, w_hh, b_ih, cell, launch, None, h_buf, saved, c_buf)
         ctx.replays = replays
         return out, h_n, c_n
@@ -80,10 +110,15 @@ def _backward(ctx, d_out, d_h_n, d_c_n) -> tuple:
     """The seven gradients of ``RecurrentLayer``'s tensor inputs, replayed where a recording of
     this backward stands: for the gradients asked and brought, and the saved tensors' dtypes (a
     saved-tensor hook may hand back others); every tensor contiguous and 16-byte aligned, as the
-    recording's were; no autocast (the normal path disables it)."""
+    recording's were; no autocast (the normal path disables it). Strided gradients (a bidirectional
+    layer's half of its stack's output gradient, ``torch.cat``'s backward) are made contiguous first,
+    as the normal path makes them inside, so that the rest replays."""
     grads = (d_out, d_h_n, d_c_n)
     saved = ctx.saved_tensors  # (once: a saved-tensor hook's unpack, a copy, would refuse a recording)
     inputs = (*grads, *saved)
+    if not replay.aligned(inputs):
+        grads = tuple([None if g is None else g.contiguous() for g in grads])
+        inputs = (*grads, *saved)
     if torch.is_autocast_enabled(saved[0].device.type) or not replay.aligned(inputs):
         return RecurrentLayer.gradients(ctx, saved, *grads)[:7]
     replays = ctx.replays

@@ -1,0 +1,130 @@
+"""Eager calls of stacked modules (several layers, or both directions) with each layer replayed
+(``rnnbench.nn._STACK_REPLAYS``, ``ops/replayed_layer.run_layer``) against the normal path
+(``replay.ENABLED`` off) and torch.nn on cuDNN, in one process.
+
+Each form its own module on the same weights (torch.nn's loaded from ours), at the seed suites'
+small sizes where the host bounds an eager call: glample's RNN (batch 20, hidden 100) and theano's
+LSTM and GRU (batch 32, hidden 128), 30 steps, as 2 and 3 layers, 1 and 2 layers bidirectional, in
+TF32 and bf16; ``forward`` under no_grad, ``train`` the forward, a loss on the output and final
+states, and ``autograd.grad`` for the input, the states and every parameter.
+
+Before any timing: three calls of ``replay`` and ``normal`` on the same fresh inputs give the same
+tensors bit for bit (``same``), and ``replay``'s output is within the lane tolerance of torch.nn's
+(``err``). Then 4 rounds of the forms A B C C B A, 100 calls each (events around a call,
+synchronised after), medians in µs. From the repository root, on a GPU::
+
+    PYTHONPATH=src python3 benchmarks/results/h200/stacks/probes/stacks.py OUT.jsonl
+"""
+import json
+import sys
+
+import torch
+
+from rnnbench import nn as rnn
+from rnnbench.ops import replay
+from rnnbench.precision import matmul_mode
+from rnnbench.verify import relative_error
+
+SIZES = [("rnn_tanh", 20, 100), ("lstm", 32, 128), ("gru", 32, 128)]
+STACKS = [(2, False), (3, False), (1, True), (2, True)]
+DTYPES = {"tf32": torch.float32, "bf16": torch.bfloat16}
+OURS = {"lstm": rnn.LSTM, "gru": rnn.GRU, "rnn_tanh": rnn.RNN}
+THEIRS = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU, "rnn_tanh": torch.nn.RNN}
+
+
+def timed(fn, calls):
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    samples = []
+    for _ in range(calls):
+        torch.cuda.synchronize()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) * 1e3)
+    samples.sort()
+    return samples[len(samples) // 2]
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
+
+
+def inputs(cell, batch, hidden, layers, dtype, train, seed):
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    x = torch.randn(30, batch, hidden, generator=gen, device="cuda").to(dtype).requires_grad_(train)
+    h0 = (torch.randn(layers, batch, hidden, generator=gen, device="cuda") * 0.5).to(dtype).requires_grad_(train)
+    c0 = (torch.randn(layers, batch, hidden, generator=gen, device="cuda") * 0.5).to(dtype).requires_grad_(train)
+    return x, ((h0, c0) if cell == "lstm" else h0)
+
+
+def step(module, x, hx, train):
+    if not train:
+        with torch.no_grad():
+            out, finals = module(x, hx)
+        return [out, *(finals if isinstance(finals, tuple) else (finals,))]
+    out, finals = module(x, hx)
+    finals = list(finals) if isinstance(finals, tuple) else [finals]
+    loss = sum(t.float().sum() for t in [out, *finals])
+    leaves = [x, *(hx if isinstance(hx, tuple) else (hx,)), *module.parameters()]
+    return [out.detach(), *(f.detach() for f in finals), *torch.autograd.grad(loss, leaves)]
+
+
+def main(out):
+    rows = []
+    for cell, batch, hidden in SIZES:
+        for num_layers, bidirectional in STACKS:
+            for name, dtype in DTYPES.items():
+                kwargs = dict(num_layers=num_layers, bidirectional=bidirectional)
+                torch.manual_seed(0)
+                ours = OURS[cell](hidden, hidden, backend="triton", **kwargs).to("cuda", dtype)
+                normal = OURS[cell](hidden, hidden, backend="triton", **kwargs).to("cuda", dtype)
+                theirs = THEIRS[cell](hidden, hidden, **kwargs).to("cuda", dtype)
+                normal.load_state_dict(ours.state_dict())
+                theirs.load_state_dict(ours.state_dict())
+                layers = num_layers * (2 if bidirectional else 1)
+                for train in (False, True):
+                    with matmul_mode(name):
+                        x, hx = inputs(cell, batch, hidden, layers, dtype, train, 1)
+                        forms = {"replay": (ours, True), "normal": (normal, False), "torch-nn": (theirs, True)}
+                        for module, enabled in forms.values():
+                            replay.ENABLED = enabled
+                            for _ in range(20):
+                                step(module, x, hx, train)
+                        same, err = True, 0.0
+                        for seed in (2, 3, 4):
+                            fresh = inputs(cell, batch, hidden, layers, dtype, train, seed)
+                            replay.ENABLED = True
+                            a = [t.clone() for t in step(ours, *fresh, train)]
+                            c = step(theirs, *fresh, train)
+                            replay.ENABLED = False
+                            b = step(normal, *fresh, train)
+                            same &= len(a) == len(b) and all(torch.equal(p, q) for p, q in zip(a, b))
+                            err = max(err, float(relative_error(a[0].float(), c[0].float())))
+                        got = {f: [] for f in forms}
+                        for _ in range(4):
+                            for f in [*forms, *reversed(forms)]:
+                                replay.ENABLED = forms[f][1]
+                                got[f].append(timed(lambda: step(forms[f][0], x, hx, train), 100))
+                        replay.ENABLED = True
+                    stacked = rnn._STACK_REPLAYS.get(ours, {})
+                    recorded = sum(layer.forward is not None for _, found in stacked.items() for layer in found[1])
+                    row = dict(cell=cell, batch_size=batch, hidden_size=hidden, num_layers=num_layers,
+                               bidirectional=bidirectional, dtype=name, mode="train" if train else "forward",
+                               same=same, err=err, recorded_forwards=recorded,
+                               **{f: median(v) for f, v in got.items()})
+                    rows.append(row)
+                    print(f"{cell:8s} B{batch} H{hidden} L{num_layers} {'bi ' if bidirectional else 'uni'} {name} "
+                          f"{row['mode']:7s} same {same} err {err:.1e} rec {recorded:2d}  replay {row['replay']:8.1f}  "
+                          f"normal {row['normal']:8.1f}  torch-nn {row['torch-nn']:8.1f} µs  "
+                          f"replay/normal {row['replay'] / row['normal']:.3f}  torch-nn/replay "
+                          f"{row['torch-nn'] / row['replay']:.2f}  torch-nn/normal {row['torch-nn'] / row['normal']:.2f}",
+                          flush=True)
+    with open(out, "w") as f:
+        for row in rows:
+            f.write(json.dumps(row) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
