@@ -678,7 +678,8 @@ def test_a_stacked_eager_call_is_replayed(cell, batch, hidden, input_size, dtype
     on the next call (or this would test the normal path), and on new inputs the output, final
     states and every gradient must equal the normal path's, bit for bit (``replay.ENABLED`` off),
     the call before's results untouched. At batch 3, hidden 37 (a plane of 444 bytes) the layers
-    above the first take unaligned views and run the normal path: only the results are checked."""
+    above the first take unaligned views and run the normal path, and the GRU's weights there lie
+    off the boundary (nothing recorded): only the results are checked."""
     from rnnbench import nn as module_path
     from rnnbench.ops import replay as replays
 
@@ -706,11 +707,16 @@ def test_a_stacked_eager_call_is_replayed(cell, batch, hidden, input_size, dtype
         with torch.no_grad():
             return _flat(module(x, hx))
 
+    # (torch.nn's flattened weights at some widths leave a bias off a 16-byte boundary: then
+    # nothing may be recorded, and only the results are checked)
+    aligned = not any(w.data_ptr() & 15 for w in module._flat_weights)
     with matmul_mode(dtype):
         first = call(*inputs(1))
         kept = [t.clone() for t in first]
-        (weights, layers), = module_path._STACK_REPLAYS[module].values()
-        assert len(layers) == num_layers * directions and module_path._REPLAYS.get(module) is None
+        stacked = module_path._STACK_REPLAYS.get(module)
+        assert module_path._REPLAYS.get(module) is None and (stacked is None) == (not aligned)
+        (weights, layers), = stacked.values() if aligned else [((), ())]
+        assert len(layers) == (num_layers * directions if aligned else 0)
         taken, recorded = [], []
         for k, layer in enumerate(layers):
             if layer.forward is not None:
@@ -719,7 +725,7 @@ def test_a_stacked_eager_call_is_replayed(cell, batch, hidden, input_size, dtype
             for asked, backward in list(layer.backwards.items()):
                 recorded.append(("backward", k))
                 layer.backwards[asked] = (lambda r, k: lambda i: taken.append(("backward", k)) or r(i))(backward, k)
-        if batch * hidden * TORCH_DTYPE[dtype].itemsize % 16 == 0:  # (every layer's tensors aligned)
+        if aligned and batch * hidden * TORCH_DTYPE[dtype].itemsize % 16 == 0:  # (every layer's tensors aligned)
             halves = ("forward", "backward") if train else ("forward",)
             assert sorted(recorded) == sorted((half, k) for half in halves for k in range(len(layers))), [
                 layer.refused for layer in layers]

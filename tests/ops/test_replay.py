@@ -389,6 +389,31 @@ def test_a_replay_takes_views_of_inputs_and_allocations():
     assert got.storage_offset() == 3
 
 
+def test_a_replay_takes_views_of_an_input_that_is_itself_a_view():
+    """An input that is a view (a stacked layer's input: the layer below's output, a view into
+    its hidden states), and a launch given a view of it (``x.reshape(-1)``, whose base is the
+    input's base, not the input): the same view of the new call's input, wherever that lies; a
+    view reaching past every input's memory gives no replay."""
+    double = _Launcher(lambda flat, out: out.copy_(flat.view(out.shape) * 2))
+
+    def call(x, launched=lambda x: x.reshape(-1)):
+        out = torch.empty_like(x)
+        double(None, (launched(x), out), None)
+        return out
+
+    below = torch.randn(5, 4, 3)
+    x = below[1:]  # (a view one plane in)
+    with recording() as records:
+        out = call(x)
+    replay = Replay.build(records, (x,), (out,))
+    assert replay is not None
+    x2 = torch.randn(7, 4, 3)[2:6]
+    (got,) = replay((x2,))
+    assert torch.equal(got, x2 * 2)
+    with recording() as records:  # (the launch reads a plane before the input's first)
+        out = call(x, lambda x: x._base[:4].reshape(-1))
+    assert Replay.build(records, (x,), (out,)) is None
+
 def test_barrier_counters_are_kept_and_bind_a_replay_to_their_stream(monkeypatch):
     """A stream's barrier counters (launch.COUNTERS) may be a launch's argument: the replay passes
     the buffer recorded, and runs only on the stream recorded (elsewhere it returns None)."""

@@ -140,8 +140,9 @@ class Replay:
         tensors, or None) and returned ``outputs`` (tensors, or None). None where it cannot be
         replayed from its launches alone: work outside a launcher (any tensor operation but
         allocations and views), a launch without a direct launcher, a tensor neither an input, an
-        allocation of the call (whole, contiguous), a view of one, barrier counters nor a counter
-        pool's slice; an output not made of an allocation; counters of more than one stream."""
+        allocation of the call (whole, contiguous), a view of one (or within an input's memory),
+        barrier counters nor a counter pool's slice; an output not made of an allocation; counters
+        of more than one stream."""
         records = recorded.launches
         if not records or any(r is None for r in records):
             return None
@@ -188,14 +189,15 @@ class Replay:
                     sources.append(("allocation", allocation(a, first)))
                 else:
                     base = a._base
-                    if base is None or base.dtype != a.dtype:
-                        return None
-                    if id(base) in ids:
+                    if base is not None and base.dtype == a.dtype and id(base) in ids:
                         root = ("input", ids[id(base)])
-                    elif recorded.allocated_whole(base):
+                    elif base is not None and base.dtype == a.dtype and recorded.allocated_whole(base):
                         root = ("allocation", allocation(base, first))
-                    else:
-                        return None
+                    else:  # (a view of an input that is itself a view: its base is the input's base)
+                        k = _holding_input(a, inputs)
+                        if k is None:
+                            return None
+                        root, base = ("input", k), inputs[k]
                     seen.append(len(views))
                     sources.append(("view", len(views)))
                     views.append((*root, a.data_ptr() - base.data_ptr(),
@@ -328,6 +330,29 @@ def _unheld(owned: tuple) -> bool:
     caller's output, a view or alias of one, autograd's saved tensors, a DLPack capsule's: C++
     owners hold the tensor), and nothing else does but the storage object the replay keeps."""
     return _storage_use_count(owned[1]._cdata) == owned[3]
+
+
+def _holding_input(view: torch.Tensor, inputs: tuple) -> int | None:
+    """The index of an input of ``view``'s dtype whose memory holds all of ``view``'s, or None. A
+    launch's view of an input (``x.reshape(...)``) has the input's base as its own, not the input,
+    where the input is a view itself: a stacked module's layer takes the layer below's output, a
+    view into its hidden states."""
+    start, end = _bytes(view)
+    for k, t in enumerate(inputs):
+        if t is not None and t.dtype == view.dtype and t.device == view.device and _storage(t) == _storage(view):
+            low, high = _bytes(t)
+            if low <= start and end <= high:
+                return k
+    return None
+
+
+def _bytes(t: torch.Tensor) -> tuple[int, int]:
+    """The address of ``t``'s first element and one past its last (``start == end`` when empty)."""
+    start = t.data_ptr()
+    if t.numel() == 0:
+        return start, start
+    span = 1 + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
+    return start, start + span * t.element_size()
 
 
 def _view_of(root: torch.Tensor, size, stride, offset) -> torch.Tensor:

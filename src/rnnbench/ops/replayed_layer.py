@@ -70,21 +70,22 @@ def forward_through(replays: LayerReplays, inputs: tuple, cell: str, launch, sav
 def run_layer(replays: LayerReplays, cell: str, x, h0, c0, w_ih, w_hh, b_ih, b_hh, launch) -> tuple:
     """``recurrence.run_layer`` (no lengths, no autocast) for one layer and direction of a stack,
     through ``replays`` (kept for this layer, its module's call key, and whether gradients are
-    enabled: ``rnnbench.nn``): ``(output [T, B, H], h_n [1, B, H], c_n or None)``. Its tensors
-    must be contiguous and 16-byte aligned for a replay to stand in (a layer's input is the layer
-    below's output, a view one plane into its hidden states, aligned only where ``B * H`` elements
-    are a multiple of 16 bytes; the states are views of the module's): otherwise, and with
-    gradients enabled but none wanted (the key does not say which layers want them), the normal
-    path, unrecorded. With gradients wanted, :class:`ReplayedLayer`; else the forward replayed
-    (:func:`forward_through`, not saving)."""
+    enabled: ``rnnbench.nn``, whose key checked the weights: contiguous and 16-byte aligned):
+    ``(output [T, B, H], h_n [1, B, H], c_n or None)``. The layer's own tensors must be contiguous
+    and aligned too for a replay to stand in (a layer's input is the layer below's output, a view
+    one plane into its hidden states, aligned only where ``B * H`` elements are a multiple of 16
+    bytes; the states are views of the module's): otherwise, and with gradients enabled but none
+    wanted (the key does not say which layers want them), the normal path, unrecorded. Under
+    no_grad the forward replayed (:func:`forward_through`, not saving); with gradients wanted,
+    :class:`ReplayedLayer`."""
     inputs = (x, h0, c0, w_ih, w_hh, b_ih, b_hh)
-    if not replay.aligned(inputs):
+    if not replay.aligned((x, h0, c0)):
         return _run_layer(cell, *inputs, launch)
+    if not torch.is_grad_enabled():
+        return forward_through(replays, inputs, cell, launch, False)[:3]
     if saves_for_backward(*inputs):
         return ReplayedLayer.apply(*inputs, cell, launch, replays)
-    if torch.is_grad_enabled():
-        return _run_layer(cell, *inputs, launch)
-    return forward_through(replays, inputs, cell, launch, False)[:3]
+    return _run_layer(cell, *inputs, launch)
 
 
 class ReplayedLayer(torch.autograd.Function):

@@ -72,7 +72,7 @@ def step(module, x, hx, train):
 
 
 def main(out):
-    rows = []
+    written = open(out, "w")  # (a row a line as measured: a run cut short keeps what it measured)
     for cell, batch, hidden in SIZES:
         for num_layers, bidirectional in STACKS:
             for name, dtype in DTYPES.items():
@@ -114,16 +114,15 @@ def main(out):
                                bidirectional=bidirectional, dtype=name, mode="train" if train else "forward",
                                same=same, err=err, recorded_forwards=recorded,
                                **{f: median(v) for f, v in got.items()})
-                    rows.append(row)
+                    written.write(json.dumps(row) + "\n")
+                    written.flush()
                     print(f"{cell:8s} B{batch} H{hidden} L{num_layers} {'bi ' if bidirectional else 'uni'} {name} "
                           f"{row['mode']:7s} same {same} err {err:.1e} rec {recorded:2d}  replay {row['replay']:8.1f}  "
                           f"normal {row['normal']:8.1f}  torch-nn {row['torch-nn']:8.1f} µs  "
                           f"replay/normal {row['replay'] / row['normal']:.3f}  torch-nn/replay "
                           f"{row['torch-nn'] / row['replay']:.2f}  torch-nn/normal {row['torch-nn'] / row['normal']:.2f}",
                           flush=True)
-    with open(out, "w") as f:
-        for row in rows:
-            f.write(json.dumps(row) + "\n")
+    written.close()
 
 
 if __name__ == "__main__":
