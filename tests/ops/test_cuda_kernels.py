@@ -674,7 +674,8 @@ def test_a_stacked_eager_call_is_replayed(cell, batch, hidden, input_size, dtype
     layer and direction on its own (``rnn._STACK_REPLAYS``, ``ops/replayed_layer.run_layer``), and
     the next calls replay each: under no_grad every layer's forward, with gradients every layer's
     forward and backward (a bidirectional layer's output gradient arrives strided, its half of the
-    stack's, and is made contiguous first). Every replay recorded must be taken
+    stack's, and is made contiguous first) where the backward is our launches alone. Every replay
+    recorded must be taken
     on the next call (or this would test the normal path), and on new inputs the output, final
     states and every gradient must equal the normal path's, bit for bit (``replay.ENABLED`` off),
     the call before's results untouched. At batch 3, hidden 37 (a plane of 444 bytes) the layers
@@ -726,9 +727,12 @@ def test_a_stacked_eager_call_is_replayed(cell, batch, hidden, input_size, dtype
                 recorded.append(("backward", k))
                 layer.backwards[asked] = (lambda r, k: lambda i: taken.append(("backward", k)) or r(i))(backward, k)
         if aligned and batch * hidden * TORCH_DTYPE[dtype].itemsize % 16 == 0:  # (every layer's tensors aligned)
-            halves = ("forward", "backward") if train else ("forward",)
-            assert sorted(recorded) == sorted((half, k) for half in halves for k in range(len(layers))), [
-                layer.refused for layer in layers]
+            # Every forward; with gradients every backward on FMA units (hidden up to 128), and on
+            # tensor cores the first layer's (input 100, as test_a_training_step_is_replayed's): above
+            # it the input is 500 wide and the backward's products are cuBLAS', which no recording takes.
+            backwards = range(len(layers) if hidden <= 128 else directions) if train else ()
+            required = {("forward", k) for k in range(len(layers))} | {("backward", k) for k in backwards}
+            assert required <= set(recorded), [layer.refused for layer in layers]
         x, hx = inputs(2)
         got = call(x, hx)
         assert sorted(taken) == sorted(recorded)
