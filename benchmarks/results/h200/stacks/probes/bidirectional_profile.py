@@ -1,0 +1,43 @@
+"""Where a replayed bidirectional forward's time goes (GRU, batch 32, hidden 128, 30 steps, TF32,
+under no_grad), beside the same module as two layers in one direction: torch.profiler's kernels and
+host operations over 20 replayed calls, after 20 warm ones, and each call's time (events, median
+of 200). From the repository root, on a GPU::
+
+    PYTHONPATH=src python3 benchmarks/results/h200/stacks/probes/bidirectional_profile.py
+"""
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from rnnbench import nn as rnn
+from rnnbench.precision import matmul_mode
+
+
+def timed(fn, calls=200):
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    samples = []
+    for _ in range(calls):
+        torch.cuda.synchronize()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) * 1e3)
+    return sorted(samples)[calls // 2]
+
+
+with matmul_mode("tf32"), torch.no_grad():
+    for num_layers, bidirectional in ((1, True), (2, False), (1, False)):
+        torch.manual_seed(0)
+        module = rnn.GRU(128, 128, num_layers=num_layers, bidirectional=bidirectional, backend="triton").cuda()
+        x = torch.randn(30, 32, 128, device="cuda")
+        h0 = torch.randn(num_layers * (2 if bidirectional else 1), 32, 128, device="cuda")
+        for _ in range(20):
+            module(x, h0)
+        print(f"=== GRU layers {num_layers} bidirectional {bidirectional}: {timed(lambda: module(x, h0)):.1f} µs a call")
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for _ in range(20):
+                module(x, h0)
+            torch.cuda.synchronize()
+        print(prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=12, max_name_column_width=60))
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12, max_name_column_width=60))
