@@ -364,21 +364,23 @@ STACKS = [(2, False), (1, True), (2, True)]
 
 
 def _stack_call(module, x, hx, train):
-    """``_recorded_forward`` (the first call of a shape that may be replayed on CUDA) and the
-    normal path (``module(...)`` on CPU tensors, never recorded) on the same inputs: each one's
-    output and final states, and with ``train`` the gradients of one loss on them with respect to
-    the input, the states and every parameter."""
+    """The normal path (``module(...)`` on CPU tensors before any recording: a module with no
+    replays kept) and ``_recorded_forward`` (the first call of a shape that may be replayed on
+    CUDA) on the same inputs: each one's output and final states, and with ``train`` the
+    gradients of one loss on them with respect to the input, the states and every parameter;
+    ``(recorded, normal)``."""
     cell = module.cell
     states = [] if hx is None else list(hx) if isinstance(hx, tuple) else [hx]
     leaves = [x, *states, *module.parameters()] if train else []
     results = []
-    for call in (lambda: module._recorded_forward(x, hx, cell, module._launch(x, cell, None)[0]),
-                 lambda: module(x, hx)):
+    assert rnn._REPLAYS.get(module) is None
+    for call in (lambda: module(x, hx),
+                 lambda: module._recorded_forward(x, hx, cell, module._launch(x, cell, None)[0])):
         with torch.set_grad_enabled(train):
             output, finals = call()
         outs = _flat(cell, output, finals)
         results.append([o.detach() for o in outs] + (_random_loss_grads(outs, leaves) if train else []))
-    return results
+    return results[::-1]
 
 
 @needs_interpreter
@@ -389,8 +391,8 @@ def _stack_call(module, x, hx, train):
 def test_a_stacked_call_is_recorded_layer_by_layer(cell, num_layers, bidirectional, with_state, train):
     """A module of several layers or two directions: its recorded call (on CUDA, a replayable
     first call) is the normal path around its layers, each layer and direction through its own
-    ``LayerReplays`` (``ops/replayed_layer.run_layer``), kept for the call's key in
-    ``_STACK_REPLAYS``. Under the interpreter every recording is refused (no direct launch), so
+    ``LayerReplays`` (``ops/replayed_layer.run_layer``), kept for the call's key in ``_REPLAYS``
+    (a tuple of them in the one-layer entry's place). Under the interpreter every recording is refused (no direct launch), so
     each layer's refused recordings show it went that way: under no_grad a forward recording each,
     with gradients ``ReplayedLayer``'s forward and backward (a bidirectional layer's output
     gradient, a strided half of the stack's, made contiguous for it). The output, final states and (training) every gradient
@@ -403,9 +405,8 @@ def test_a_stacked_call_is_recorded_layer_by_layer(cell, num_layers, bidirection
         s.requires_grad_(train)
     got, want = _stack_call(module, x, hx, train)
     assert len(got) == len(want) and all(torch.equal(g, w) for g, w in zip(got, want))
-    assert rnn._REPLAYS.get(module) is None
-    (weights, layers), = rnn._STACK_REPLAYS[module].values()
-    assert len(layers) == num_layers * (2 if bidirectional else 1)
+    (weights, launch, layers), = rnn._REPLAYS[module].values()
+    assert type(layers) is tuple and len(layers) == num_layers * (2 if bidirectional else 1)
     asked = {"forward": 1, "backward": 1} if train else {"forward": 1}
     assert all(layer.refused == asked and layer.forward is None for layer in layers), [layer.refused for layer in layers]
 
@@ -423,15 +424,44 @@ def test_a_stacked_layer_off_the_boundary_or_wanting_no_gradient_takes_the_norma
     hx = _states("lstm", module, 3, seed=2)
     got, want = _stack_call(module, torch.randn(7, 3, 5), hx, train=False)
     assert all(torch.equal(g, w) for g, w in zip(got, want))
-    (_, (first, second)), = rnn._STACK_REPLAYS[module].values()
+    (_, _, (first, second)), = rnn._REPLAYS[module].values()
     assert first.refused == {"forward": 1} and second.refused == {}
     frozen = make("gru", 5, 36, backend="triton", num_layers=2).requires_grad_(False)
     x = torch.randn(7, 4, 5)
-    got = frozen._recorded_forward(x, None, "gru", frozen._launch(x, "gru", None)[0])
     want = frozen(x)
+    got = frozen._recorded_forward(x, None, "gru", frozen._launch(x, "gru", None)[0])
     assert all(torch.equal(g, w) for g, w in zip(_flat("gru", *got), _flat("gru", *want)))
-    (_, layers), = rnn._STACK_REPLAYS[frozen].values()
+    (_, _, layers), = rnn._REPLAYS[frozen].values()
     assert [layer.refused for layer in layers] == [{}, {}]
+
+
+@needs_interpreter
+def test_a_stacked_modules_later_calls_take_its_layers_replays_without_the_plans_lookup(monkeypatch):
+    """Once a stacked module's call is kept for its key, a later call of that key goes straight
+    to its layers' replays (``_replayed``: the key stands for the normal path's checks and plan
+    lookup, ``_launch`` never called), each layer recording again until ``ATTEMPTS`` refusals
+    (under the interpreter every recording is refused), then running the normal path; every
+    call's results are the normal path's. A call of another key (another batch) is not."""
+    from rnnbench.ops import replay
+    from rnnbench.ops.replayed_layer import ATTEMPTS
+
+    module = make("lstm", 5, 36, backend="triton", num_layers=2, bidirectional=True)
+    x, hx = torch.randn(7, 4, 5), _states("lstm", module, 4, seed=2)
+    with torch.no_grad():
+        module._recorded_forward(x, hx, "lstm", module._launch(x, "lstm", None)[0])
+        (_, _, layers), = rnn._REPLAYS[module].values()
+        replay.ENABLED = False
+        try:
+            want = _flat("lstm", *module(x, hx))  # (the normal path: no replay may stand in)
+        finally:
+            replay.ENABLED = True
+        monkeypatch.setattr(type(module), "_launch", lambda *a: pytest.fail("the plans were looked up"))
+        for _ in range(ATTEMPTS + 1):
+            got = _flat("lstm", *module(x, hx))
+            assert all(torch.equal(g, w) for g, w in zip(got, want))
+        assert [layer.refused for layer in layers] == [{"forward": ATTEMPTS}] * 4
+        with pytest.raises(pytest.fail.Exception, match="plans were looked up"):
+            module(torch.randn(7, 3, 5), _states("lstm", module, 3, seed=2))
 
 
 def test_auto_backend_falls_back_visibly_once(monkeypatch):

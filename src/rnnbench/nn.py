@@ -69,15 +69,14 @@ _WARNED: set[tuple[str, str]] = set()
 # Each module's replays of its eager calls (``ops/replay.py``; with gradients,
 # ``ops/replayed_layer.py``, keyed with "train" last), by the call's key
 # (:meth:`_KernelPath._replay_key`), each ``(weights, launch, LayerReplays)``: the weights and
-# launch plans it was recorded with, and its replays and refused recordings (a key whose forward
+# launch plans it was recorded with, and its replays and refused recordings; a stacked module's
+# (several layers, or both directions) a tuple of ``LayerReplays`` in that place, one a layer and
+# direction in the order of ``_flat_weights``, its calls the normal path around them, each layer
+# replayed (``ops/replayed_layer.run_layer``; a key whose forward
 # recording was refused ``replayed_layer.ATTEMPTS`` times takes the normal path unrecorded: a
 # recording costs every call it wraps). Beside the module, not in it (a replay holds C launchers,
 # which neither pickle nor copy), and gone with it.
 _REPLAYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-# A stacked module's (several layers, or both directions), by the same keys, each ``(weights,
-# layers)``: a ``LayerReplays`` for each layer and direction, in the order of ``_flat_weights``.
-# Its calls take the normal path around its layers, each layer replayed (ops/replayed_layer.run_layer).
-_STACK_REPLAYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _MAX_REPLAYS = 16  # keys a module keeps (then it starts again)
 # Modules whose weights were off a 16-byte boundary or strided when a call was to be recorded (torch.nn's
 # flattened weights at some widths): never recorded again (the key's checks would cost every call).
@@ -230,7 +229,7 @@ class _KernelPath:
         """The normal path's forward, recorded, and kept as a replay where it can be one; with
         gradients wanted, the layer through ``ReplayedLayer`` (which records its two halves). A
         stacked module's call is the normal path around its layers, each layer recorded and
-        replayed on its own (:data:`_STACK_REPLAYS`)."""
+        replayed on its own (:data:`_REPLAYS`)."""
         replay = _ops("replay")
         states = _states(hx, cell)
         key = None if states is None else self._replay_key(input, states)
@@ -245,8 +244,8 @@ class _KernelPath:
         key = (*key, "train") if train else key
         if stacked:
             directions = 2 if self.bidirectional else 1
-            _, layers = _kept(_STACK_REPLAYS, self, key, weights, lambda: (tuple(
-                _ops("replayed_layer").LayerReplays() for _ in range(self.num_layers * directions)),))
+            _, _, layers = _kept(self, key, weights, lambda: (launch, tuple(
+                _ops("replayed_layer").LayerReplays() for _ in range(self.num_layers * directions))))
             return self._kernel_forward(input, hx, cell, None, launch, None, False, layers)
         layer = _kept_layer(self, key, weights, launch)
         if train:
@@ -262,7 +261,9 @@ class _KernelPath:
 
     def _replayed(self, replays: dict, input, hx):
         """This call's outputs by a replay recorded for its key (or the normal path unrecorded,
-        where its forward recordings were refused), or None where none may stand in."""
+        where its forward recordings were refused; a stacked module's, the normal path around its
+        layers' replays, without its checks and plan lookup, which the key stands for), or None
+        where none may stand in."""
         if type(input) is not torch.Tensor:
             return None
         cell = self.cell
@@ -280,6 +281,8 @@ class _KernelPath:
         flat = self._flat_weights
         if not _same_tensors(flat, weights) or not _ops("replay").can_replay():
             return None
+        if type(layer) is tuple:  # (a stacked module's: a LayerReplays a layer and direction)
+            return self._kernel_forward(input, hx, cell, None, launch, None, False, layer)
         if train:
             if not _ops("recurrence").saves_for_backward(input, *states, *flat):
                 return None
@@ -478,14 +481,14 @@ def _same_tensors(a, b) -> bool:
 def _kept_layer(module, key: tuple, weights: list, launch):
     """The ``LayerReplays`` kept for ``module``'s ``key`` (:data:`_REPLAYS`) where it was
     recorded with these weights, else a new one kept in its place."""
-    return _kept(_REPLAYS, module, key, weights, lambda: (launch, _ops("replayed_layer").LayerReplays()))[2]
+    return _kept(module, key, weights, lambda: (launch, _ops("replayed_layer").LayerReplays()))[2]
 
 
-def _kept(store, module, key: tuple, weights: list, make) -> tuple:
-    """``store[module][key]`` (:data:`_REPLAYS`, :data:`_STACK_REPLAYS`), ``(weights, *rest)``,
-    where it was recorded with these weights, else ``(weights, *make())`` kept in its place
-    (starting again past :data:`_MAX_REPLAYS` keys)."""
-    kept = store.setdefault(module, {})
+def _kept(module, key: tuple, weights: list, make) -> tuple:
+    """``_REPLAYS[module][key]``, ``(weights, launch, replays)``, where it was recorded with these
+    weights, else ``(weights, *make())`` kept in its place (starting again past
+    :data:`_MAX_REPLAYS` keys)."""
+    kept = _REPLAYS.setdefault(module, {})
     found = kept.get(key)
     if found is not None and _same_tensors(found[0], weights):
         return found

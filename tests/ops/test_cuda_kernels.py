@@ -671,7 +671,8 @@ def _check_training_replay(cell, batch, hidden, input_size, dtype, states, bias,
     ("lstm", 32, 128, 128, "bf16"), ("gru", 3, 37, 100, "fp32"), ("lstm", 20, 500, 100, "tf32")])
 def test_a_stacked_eager_call_is_replayed(cell, batch, hidden, input_size, dtype, num_layers, bidirectional, train):
     """A module of several layers or two directions: its first eager call of a shape records each
-    layer and direction on its own (``rnn._STACK_REPLAYS``, ``ops/replayed_layer.run_layer``), and
+    layer and direction on its own (a tuple of ``LayerReplays`` in ``rnn._REPLAYS``,
+    ``ops/replayed_layer.run_layer``), and
     the next calls replay each: under no_grad every layer's forward, with gradients every layer's
     forward and backward (a bidirectional layer's output gradient arrives strided, its half of the
     stack's, and is made contiguous first) where the backward is our launches alone. Every replay
@@ -714,9 +715,9 @@ def test_a_stacked_eager_call_is_replayed(cell, batch, hidden, input_size, dtype
     with matmul_mode(dtype):
         first = call(*inputs(1))
         kept = [t.clone() for t in first]
-        stacked = module_path._STACK_REPLAYS.get(module)
-        assert module_path._REPLAYS.get(module) is None and (stacked is None) == (not aligned)
-        (weights, layers), = stacked.values() if aligned else [((), ())]
+        stacked = module_path._REPLAYS.get(module)
+        assert (stacked is None) == (not aligned)
+        (weights, launch, layers), = stacked.values() if aligned else [((), None, ())]
         assert len(layers) == (num_layers * directions if aligned else 0)
         taken, recorded = [], []
         for k, layer in enumerate(layers):

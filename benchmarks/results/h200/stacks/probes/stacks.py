@@ -1,5 +1,5 @@
 """Eager calls of stacked modules (several layers, or both directions) with each layer replayed
-(``rnnbench.nn._STACK_REPLAYS``, ``ops/replayed_layer.run_layer``) against the normal path
+(``rnnbench.nn._REPLAYS``, ``ops/replayed_layer.run_layer``) against the normal path
 (``replay.ENABLED`` off) and torch.nn on cuDNN, in one process.
 
 Each form its own module on the same weights (torch.nn's loaded from ours), at the seed suites'
@@ -108,8 +108,10 @@ def main(out):
                                 replay.ENABLED = forms[f][1]
                                 got[f].append(timed(lambda: step(forms[f][0], x, hx, train), 100))
                         replay.ENABLED = True
-                    stacked = rnn._STACK_REPLAYS.get(ours, {})
-                    recorded = sum(layer.forward is not None for _, found in stacked.items() for layer in found[1])
+                    # (each key's entry ends with its layers' replays: rnn._STACK_REPLAYS' (weights,
+                    # layers) when c162 ran this at 84e6c60, rnn._REPLAYS' (weights, launch, layers) since)
+                    stacked = getattr(rnn, "_STACK_REPLAYS", rnn._REPLAYS).get(ours, {})
+                    recorded = sum(layer.forward is not None for found in stacked.values() for layer in found[-1])
                     row = dict(cell=cell, batch_size=batch, hidden_size=hidden, num_layers=num_layers,
                                bidirectional=bidirectional, dtype=name, mode="train" if train else "forward",
                                same=same, err=err, recorded_forwards=recorded,
