@@ -198,15 +198,13 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"no such results file: {', '.join(missing)}")
     try:
         frame = pd.concat([load_results(f) for f in args.files], ignore_index=True)
-        commits = {r["env_id"]: r.get("git_commit") or "?" for f in args.files for r in read_records(f, "env")
-                   if "env_id" in r}
         rows = latest(frame)
         any_missed = False
         for gpu, machine in rows.groupby("gpu", sort=False):
             table, misses, missed = machine_report(machine, gpu, args.lm)
             any_missed |= missed
             print(f"### Issue 8's goals on {gpu}\n")
-            print(f"Rows from commit {', '.join(dict.fromkeys(commits.get(e, '?') for e in machine['env_id']))}.\n")
+            print(f"Rows from commit {', '.join(dict.fromkeys(machine['git_commit'].fillna('?')))}.\n")
             print(table.to_markdown(index=False, disable_numparse=True))
             if misses:
                 print("\nCases that missed:\n\n" + "\n".join(misses))

@@ -104,13 +104,14 @@ def test_json_that_is_not_a_record_raises(tmp_path, line):
 
 def test_load_results_joins_env(tmp_path):
     out = ResultsFile(tmp_path / "r.jsonl")
-    out.write_env({"env_id": "cpu-box", "gpu": None})
-    out.write_env({"env_id": "gpu-box", "gpu": "NVIDIA H100 80GB HBM3"})
+    out.write_env({"env_id": "cpu-box", "gpu": None, "git_commit": "abc1234"})
+    out.write_env({"env_id": "gpu-box", "gpu": "NVIDIA H100 80GB HBM3", "git_commit": None})
     for i, env_id in enumerate(("cpu-box", "gpu-box", "unknown-box"), 1):  # complete rows: load_results checks them
         out.append(_full_row(case_key=f"case{i}", env_id=env_id))
     frame = load_results(out.path)
     assert list(frame["case_key"]) == ["case1", "case2", "case3"]
     assert list(frame["gpu"]) == ["cpu", "NVIDIA H100 80GB HBM3", "cpu"]
+    assert frame["git_commit"].iloc[0] == "abc1234" and frame["git_commit"].iloc[1:].isna().all()
     assert "record" in frame and (frame["record"] == "result").all()
 
 

@@ -182,7 +182,8 @@ OPTIONAL_NUMBERS = ("p20_ms", "p80_ms", "tflops", "peak_tflops", "peak_fraction"
 
 
 def load_results(path: str | os.PathLike):
-    """Result rows joined with their environment records, as a pandas DataFrame.
+    """Result rows joined with their environment records, as a pandas DataFrame: each row's
+    ``gpu`` (``cpu`` where none) and ``git_commit`` (missing where unknown) from its ``env_id``'s record.
 
     Every result row is checked first (:func:`check_result_row`), so a hand-edited or foreign row
     is named by file and line instead of failing later inside a table or a plot.
@@ -205,6 +206,7 @@ def load_results(path: str | os.PathLike):
         raise UsageError(f"{path} holds no result rows")
     frame = pd.DataFrame(rows)
     frame["gpu"] = [envs.get(e, {}).get("gpu") or "cpu" for e in frame["env_id"]]
+    frame["git_commit"] = [envs.get(e, {}).get("git_commit") for e in frame["env_id"]]
     # Rows written before variable-length batches existed are full-length cases.
     frame["lengths"] = frame["lengths"].fillna("") if "lengths" in frame else ""
     frame["sort_lengths"] = frame["sort_lengths"].fillna(False).astype(bool) if "sort_lengths" in frame else False
