@@ -18,14 +18,17 @@ synchronised after), medians in µs. From the repository root, on a GPU::
 import json
 import statistics
 import sys
+from pathlib import Path
 
-import torch
+ROOT = Path(__file__).resolve().parents[5]
+sys.path[:0] = [str(ROOT / "src"), str(ROOT / "benchmarks")]
+import torch  # noqa: E402
 
-from rnnbench import nn as rnn
-from rnnbench.ops import replay
-from rnnbench.precision import matmul_mode
-from rnnbench.timing import time_call
-from rnnbench.verify import relative_error
+from rnnbench import nn as rnn  # noqa: E402
+from rnnbench.ops import replay  # noqa: E402
+from rnnbench.precision import matmul_mode  # noqa: E402
+from rnnbench.timing import time_call  # noqa: E402
+from rnnbench.verify import relative_error  # noqa: E402
 
 SIZES = [("rnn_tanh", 20, 100), ("lstm", 32, 128), ("gru", 32, 128)]
 STACKS = [(2, False), (3, False), (1, True), (2, True)]
@@ -117,5 +120,16 @@ def main(out):
     written.close()
 
 
+def cli(argv: list[str]) -> int:
+    from ab import OneLineParser, check_device
+
+    p = OneLineParser(description=__doc__.splitlines()[0])
+    p.add_argument("out", type=Path, help="the rows, one JSON line each")
+    args = p.parse_args(argv)
+    check_device(p, "cuda")
+    main(args.out)
+    return 0
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    sys.exit(cli(sys.argv[1:]))
