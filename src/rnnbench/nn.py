@@ -122,11 +122,18 @@ class _KernelPath:
 
     cell: str  # set by each subclass's forward: lstm, gru, rnn_tanh, rnn_relu
 
-    def __init__(self, *args, backend: str = "auto", **kwargs):
+    def __init__(self, *args, backend: str = "auto", recurrent_dropout: float = 0.0, **kwargs):
         super().__init__(*args, **kwargs)  # the torch.nn module's constructor, unchanged
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
+        if isinstance(recurrent_dropout, bool) or not isinstance(recurrent_dropout, (int, float)) or not (
+                0 <= recurrent_dropout < 1):
+            raise ValueError(f"recurrent_dropout must be a number from 0 up to (not including) 1, got "
+                             f"{recurrent_dropout!r}")
+        if recurrent_dropout and self.proj_size:
+            raise ValueError("recurrent_dropout with proj_size > 0 is not supported")
         self.backend = backend
+        self.recurrent_dropout = float(recurrent_dropout)
 
     def forward(self, input, hx=None, lengths=None):
         """torch.nn's forward; ``lengths`` (``[B]`` integers, 0 to T, any device; None: every
@@ -150,6 +157,8 @@ class _KernelPath:
 
     def _forward(self, input, hx, lengths):
         """:meth:`forward`'s work (the compiler kept out of it by the caller)."""
+        if self.recurrent_dropout and self.training:  # (a new mask each call: no replay stands in)
+            return self._dropout_forward(input, hx, lengths)
         replays = _REPLAYS.get(self)
         if replays is not None and lengths is None:
             got = self._replayed(replays, input, hx)
@@ -171,14 +180,50 @@ class _KernelPath:
             if lengths is None and amp is None and self._may_record(input):
                 return self._recorded_forward(input, hx, cell, launch)
             return self._kernel_forward(input, hx, cell, amp, launch, lengths, self.batch_first)
+        self._fall_back(reason)
+        return self._torch_forward(input, hx, lengths)
+
+    def _fall_back(self, reason: str) -> None:
+        """Where the kernels cannot run a call: an error under ``backend="triton"``, else the
+        warning, once per reason.
+
+        Raises:
+            RuntimeError: ``backend="triton"``."""
         if self.backend == "triton":
             raise RuntimeError(f"rnnbench.nn.{type(self).__name__}(backend='triton') cannot run this call: {reason}")
         key = (type(self).__name__, reason)
         if key not in _WARNED:
             _WARNED.add(key)
             warnings.warn(f"rnnbench.nn.{type(self).__name__}: {reason}; running PyTorch's own path instead",
-                          RuntimeWarning, stacklevel=2)
-        return self._torch_forward(input, hx, lengths)
+                          RuntimeWarning, stacklevel=3)
+
+    def _dropout_forward(self, input, hx, lengths):
+        """A training call with recurrent dropout: a new mask per layer and direction
+        (:meth:`_recurrent_mask`), the stack on the kernels that take one
+        (``recurrence.dropout_launch_or_refusal``), else on a loop of torch's cells
+        (``ops/loop.py``; cuDNN has no recurrent dropout) after the fallback warning; never replayed.
+        ``backend="torch"`` takes the loop."""
+        packed = isinstance(input, PackedSequence)
+        if lengths is not None and (packed or input.dim() != 3):
+            raise ValueError("lengths goes with a padded, batched input ([T, B, I] or [B, T, I] with batch_first)")
+        cell = self.cell
+        x = input.data if packed else input
+        amp = _autocast_dtype(x.device.type)
+        launch = None
+        if self.backend != "torch":
+            launch, reason = self._launch(x, cell, amp, int(input.batch_sizes[0]) if packed else None, dropout=True)
+            if reason is not None:
+                self._fall_back(reason)
+        if packed:
+            return self._packed_forward(input, hx, cell, amp, launch)
+        return self._kernel_forward(input, hx, cell, amp, launch, lengths, self.batch_first)
+
+    def _recurrent_mask(self, batch_size: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+        """A fresh recurrent-dropout mask ``[B, H]``: each entry 0 with probability
+        ``recurrent_dropout``, else ``1 / (1 - recurrent_dropout)`` (Keras' scaling), drawn from
+        torch's generator of ``device``."""
+        keep = 1.0 - self.recurrent_dropout
+        return torch.empty(batch_size, self.hidden_size, dtype=dtype, device=device).bernoulli_(keep).div_(keep)
 
     # An eager forward replayed (ops/replay.py): the same launches as the normal path's, without
     # its Python (on the H100 the TF32 forward at batch 32, hidden 128 took 144.7 µs a call, its
@@ -321,13 +366,17 @@ class _KernelPath:
         return pad_packed_sequence(output, self.batch_first, total_length=steps)[0], h_n
 
     def extra_repr(self) -> str:
-        return f"{super().extra_repr()}, backend={self.backend!r}"
+        drop = f", recurrent_dropout={self.recurrent_dropout}" if self.recurrent_dropout else ""
+        return f"{super().extra_repr()}{drop}, backend={self.backend!r}"
 
-    def _launch(self, input: torch.Tensor, cell: str, amp: torch.dtype | None, batch: int | None = None):
+    def _launch(self, input: torch.Tensor, cell: str, amp: torch.dtype | None, batch: int | None = None,
+                dropout: bool = False):
         """``(launch, None)`` if the kernels can run this call (``launch`` the plans of every layer,
         ``rnnbench.ops.recurrence.layer_launch``) and, under ``backend="auto"`` on CUDA, cuDNN was
         not measured faster there (``rnnbench.ops.preference``); else ``(None, why not)`` in one
-        line. ``input`` is the padded input, or a packed one's data with its ``batch`` size given."""
+        line. ``input`` is the padded input, or a packed one's data with its ``batch`` size given.
+        ``dropout``: a call with recurrent dropout (``recurrence.dropout_launch_or_refusal``; no
+        cuDNN to prefer)."""
         if not _triton_installed():
             return None, "Triton is not installed"
         if self.proj_size:
@@ -345,7 +394,10 @@ class _KernelPath:
             batch = 1 if dim == 2 else input.shape[0 if self.batch_first else 1]
         # Imports Triton: only once a kernel is a candidate.
         dtype = amp or input.dtype
-        launch, reason = _ops("recurrence").launch_or_refusal(cell, batch, self.hidden_size, dtype, device)
+        recurrence = _ops("recurrence")
+        if dropout:
+            return recurrence.dropout_launch_or_refusal(cell, batch, self.hidden_size, dtype, device)
+        launch, reason = recurrence.launch_or_refusal(cell, batch, self.hidden_size, dtype, device)
         if reason is None and self.backend == "auto" and device.type == "cuda":
             # Where cuDNN was measured faster (ops/preference.py); "triton" runs ours there anyway.
             preference = _ops("preference")
@@ -381,10 +433,13 @@ class _KernelPath:
         same batch, width, dtype, device); shapes and returns as torch.nn's forward, ``input``
         ``[B, T, I]`` where ``batch_first``. ``lengths`` (``[B]``) makes a variable-length batch.
         ``layers``: a ``LayerReplays`` per layer and direction to run each through
-        (``ops/replayed_layer.run_layer``; no lengths, no autocast), kept for this call's key."""
-        recurrence = _ops("recurrence")
-        run_layer = recurrence.run_layer
+        (``ops/replayed_layer.run_layer``; no lengths, no autocast), kept for this call's key.
+        In training with recurrent dropout each layer and direction draws its mask
+        (:meth:`_recurrent_mask`); ``launch`` None then runs each on ``ops/loop.py``'s loop."""
+        loop = _ops("loop")
+        run_layer = loop.loop_layer if launch is None else _ops("recurrence").run_layer
         replayed = None if layers is None else _ops("replayed_layer").run_layer
+        drops = bool(self.recurrent_dropout) and self.training
         lstm = cell == "lstm"
         batched = input.dim() == 3
         x = input if batched else input.unsqueeze(1)
@@ -399,7 +454,7 @@ class _KernelPath:
         h0, c0 = _per_layer(h0), _per_layer(c0)
         reverse = None  # the reverse direction's time reversal: whole sequences, unless lengths differ
         if lengths is not None:
-            device_lengths = recurrence.kernel_lengths(lengths, x.shape[0], x.shape[1], x.device)
+            device_lengths = loop.kernel_lengths(lengths, x.shape[0], x.shape[1], x.device)
             if device_lengths is not None and directions == 2:
                 reverse = _reversal(lengths, x.shape[0], x.device)
             lengths = device_lengths
@@ -420,7 +475,11 @@ class _KernelPath:
                 # The reverse direction is the forward kernel on the time-reversed sequences.
                 inp = _reversed(layer_input, reverse) if d else layer_input
                 h0_idx, c0_idx = None if h0 is None else h0[idx], None if c0 is None else c0[idx]
-                if replayed is None:
+                if drops:
+                    mask = self._recurrent_mask(x.shape[1], x.dtype, x.device)
+                    out, h_n, c_n = (run_layer(cell, inp, h0_idx, c0_idx, *w, launch, lengths, mask) if launch
+                                     else run_layer(cell, inp, h0_idx, c0_idx, *w, lengths, mask))
+                elif replayed is None:
                     out, h_n, c_n = run_layer(cell, inp, h0_idx, c0_idx, *w, launch, lengths)
                 else:
                     out, h_n, c_n = replayed(layers[idx], cell, inp, h0_idx, c0_idx, *w, launch)

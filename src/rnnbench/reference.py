@@ -61,22 +61,30 @@ def cell_step(cell: str, x: torch.Tensor, state, w_ih, w_hh, b_ih, b_hh, recurre
 
 
 def reference_forward(cell: str, weights: dict[str, torch.Tensor], x: torch.Tensor, h0, num_layers: int,
-                      lengths: torch.Tensor | None = None):
+                      lengths: torch.Tensor | None = None, recurrent_masks=None):
     """Run the stacked network over ``x`` ``[T, B, I]`` from ``h0`` ``[L, B, H]`` (a pair
     ``(h0, c0)`` for LSTM). Returns ``(output [T, B, H], h_n)`` with ``h_n`` like ``h0``, as
     torch.nn.LSTM/GRU/RNN do.
 
     With ``lengths`` ``[B]``, sequence ``b`` ends after ``lengths[b]`` steps: past its end its
     state stays as it was and its output is zero, so ``h_n`` is the state at its own last step
-    (what ``pack_padded_sequence`` gives torch.nn, and what running it alone would give)."""
+    (what ``pack_padded_sequence`` gives torch.nn, and what running it alone would give).
+
+    ``recurrent_masks``: recurrent dropout, a mask ``[B, H]`` per layer (or None for a layer
+    without): the layer's ``h_{t-1}`` enters the recurrent product times its mask at every step,
+    including the first, while the output, the GRU's ``z * h_{t-1}`` and ``h_n`` take ``h`` itself
+    (Gal and Ghahramani, "A Theoretically Grounded Application of Dropout in Recurrent Neural
+    Networks", 2016: one mask for every step; Keras' ``recurrent_dropout``)."""
     layer_input = x
     finals = []
     for k in range(num_layers):
         w = [weights[f"{n}_l{k}"] for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
         state = (h0[0][k], h0[1][k]) if cell == "lstm" else h0[k]
+        mask = None if recurrent_masks is None else recurrent_masks[k]
+        recurrent = _product if mask is None else (lambda h, w_hh, m=mask: _product(h * m, w_hh))
         outputs = []
         for t in range(layer_input.shape[0]):
-            new = cell_step(cell, layer_input[t], state, *w)
+            new = cell_step(cell, layer_input[t], state, *w, recurrent=recurrent)
             if lengths is not None:  # a sequence already over keeps its state; its output is 0
                 running = (t < lengths).unsqueeze(1)  # [B, 1]
                 new = (tuple(torch.where(running, n, s) for n, s in zip(new, state)) if cell == "lstm"

@@ -347,6 +347,18 @@ def _where_running(t, lengths, running, finished, HAS_LENGTHS: tl.constexpr):
 
 
 @triton.jit
+def _dropped(x, drop, DROP: tl.constexpr):
+    """Recurrent dropout (variational: Gal and Ghahramani, 2016; Keras' ``recurrent_dropout``):
+    ``x * drop`` where ``DROP``, else ``x`` as it is (the compiled step without it). ``drop`` is
+    the tile of the layer's mask ``[B, H]`` (0 or ``1 / (1 - p)``), the same at every step.
+    Forward, ``x`` is ``h_t`` as the next step's recurrent product reads it; backward, that
+    product's gradient on its way to ``h_{t-1}``."""
+    if DROP:
+        x = x * drop
+    return x
+
+
+@triton.jit
 def _gradient_in(t, lengths, d_h_rec, d_out, zero, HAS_LENGTHS: tl.constexpr):
     """Backward step ``t``'s ``(d_h, d_h_cell)``: the gradient reaching h_t (from step t+1 and the
     output) and the one the cell's own gradients start from -- the same while the row runs; past

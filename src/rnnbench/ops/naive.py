@@ -15,27 +15,29 @@ def layer_weights(w_ih, w_hh, b_ih=None, b_hh=None) -> dict[str, torch.Tensor]:
     return {"weight_ih_l0": w_ih, "weight_hh_l0": w_hh, "bias_ih_l0": b_ih, "bias_hh_l0": b_hh}
 
 
-def naive_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None, lengths=None):
+def naive_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None, lengths=None, mask=None):
     """One layer, one direction: ``(output [T, B, H], h_n [B, H], c_n [B, H] or None)``;
-    ``lengths [B]`` or None (a variable-length batch, as ``rnnbench.reference.reference_forward``)."""
+    ``lengths [B]`` or None (a variable-length batch), ``mask [B, H]`` or None (recurrent
+    dropout), as ``rnnbench.reference.reference_forward`` takes them."""
     from .gru.naive import gru_naive
     from .lstm.naive import lstm_naive
     from .rnn.naive import rnn_naive
 
     if cell == "lstm":
-        return lstm_naive(x, h0, c0, w_ih, w_hh, b_ih, b_hh, lengths)
+        return lstm_naive(x, h0, c0, w_ih, w_hh, b_ih, b_hh, lengths, mask)
     if cell == "gru":
-        return (*gru_naive(x, h0, w_ih, w_hh, b_ih, b_hh, lengths), None)
-    return (*rnn_naive(x, h0, w_ih, w_hh, b_ih, b_hh, cell.removeprefix("rnn_"), lengths), None)
+        return (*gru_naive(x, h0, w_ih, w_hh, b_ih, b_hh, lengths, mask), None)
+    return (*rnn_naive(x, h0, w_ih, w_hh, b_ih, b_hh, cell.removeprefix("rnn_"), lengths, mask), None)
 
 
 def naive_network(cell: str, params: dict[str, torch.Tensor], x, hx, num_layers: int,
-                  bidirectional: bool = False, batch_first: bool = False):
+                  bidirectional: bool = False, batch_first: bool = False, recurrent_masks=None):
     """What ``torch.nn.LSTM/GRU/RNN`` computes (no dropout), with ``params`` under torch.nn's names
     (``weight_ih_l{k}[_reverse]`` ...; biases absent when ``bias=False``).
 
     ``x`` is ``[T, B, I]`` (``[B, T, I]`` with ``batch_first``); ``hx`` ``[L*D, B, H]`` (a pair for
-    LSTM) or None for zeros. Returns ``(output, h_n)`` shaped as torch.nn returns them.
+    LSTM) or None for zeros; ``recurrent_masks``: recurrent dropout's mask ``[B, H]`` per layer and
+    direction (in ``hx``'s order), or None. Returns ``(output, h_n)`` shaped as torch.nn returns them.
     """
     if batch_first:
         x = x.transpose(0, 1)
@@ -53,7 +55,8 @@ def naive_network(cell: str, params: dict[str, torch.Tensor], x, hx, num_layers:
             w = [params.get(f"{n}_l{k}{sfx}") for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
             idx = k * directions + d
             inp = layer_input.flip(0) if d else layer_input
-            out, h_n, c_n = naive_layer(cell, inp, h0[idx], None if c0 is None else c0[idx], *w)
+            out, h_n, c_n = naive_layer(cell, inp, h0[idx], None if c0 is None else c0[idx], *w,
+                                        mask=None if recurrent_masks is None else recurrent_masks[idx])
             outputs.append(out.flip(0) if d else out)
             finals_h.append(h_n)
             finals_c.append(c_n)

@@ -36,6 +36,7 @@ import torch
 
 from . import gluon_common, gluon_fma, gluon_produce
 from .common import INTERPRET
+from .loop import kernel_lengths
 from .gradients import layer_gradients
 from .gru import fma as gru_fma
 from .gru import gluon as gru_gluon
@@ -219,17 +220,18 @@ class _Launch:
         return self.backward.grid(self.batch_size, self.hidden_size)
 
     def forward_constexprs(self, has_bias: bool, has_h0: bool, save: bool, has_c0: bool,
-                           has_lengths: bool = False, pdl: bool = False, produce: tuple | None = None) -> Constexprs:
+                           has_lengths: bool = False, pdl: bool = False, produce: tuple | None = None,
+                           drop: bool = False) -> Constexprs:
         """The forward kernel's compile-time arguments with these flags (built once per flags);
         ``pdl``: a forward on FMA units launched by programmatic dependent launch
         (``launch.dependent_launch``; the other forwards take no such flag); ``produce``: the
         producing forward's ``(tiles, is_even)`` (:attr:`Plan.produce`, :class:`Produced`), None
-        for none."""
-        key = ("forward", has_bias, has_h0, save, has_c0, has_lengths, pdl, produce)
+        for none; ``drop``: recurrent dropout (``DROP``; the ``tl`` kernels of a :func:`dropout_launch`)."""
+        key = ("forward", has_bias, has_h0, save, has_c0, has_lengths, pdl, produce, drop)
         return self._cached(key, lambda: self._with_flags(
             self.forward, {**self.forward_meta, **(self._produced(*produce) if produce else {})},
             HAS_BIAS=has_bias, HAS_H0=has_h0, SAVE=save, HAS_C0=has_c0, HAS_LENGTHS=has_lengths,
-            **(_pdl_flags(pdl) if self.forward.fma else {})))
+            **(_pdl_flags(pdl) if self.forward.fma else {}), **_drop_flag(drop)))
 
     def _produced(self, tiles: Tiles, is_even: bool) -> dict:
         """A producing forward's compile-time arguments for its tiles: the RNN's the projection
@@ -253,11 +255,12 @@ class _Launch:
         return self._cached(("gluon", has_bias, has_h0, save, has_c0, ahead), build)
 
     def backward_constexprs(self, has_d_out: bool, has_d_h_n: bool, has_d_c_n: bool,
-                            has_lengths: bool = False) -> Constexprs:
+                            has_lengths: bool = False, drop: bool = False) -> Constexprs:
         """The backward kernel's compile-time arguments with these flags (built once per flags)."""
-        return self._cached(("backward", has_d_out, has_d_h_n, has_d_c_n, has_lengths), lambda: self._with_flags(
+        key = ("backward", has_d_out, has_d_h_n, has_d_c_n, has_lengths, drop)
+        return self._cached(key, lambda: self._with_flags(
             self.backward, self.backward_meta, HAS_D_OUT=has_d_out, HAS_D_H_N=has_d_h_n, HAS_D_C_N=has_d_c_n,
-            HAS_LENGTHS=has_lengths))
+            HAS_LENGTHS=has_lengths, **_drop_flag(drop)))
 
     def _with_flags(self, plan: Plan, meta: dict, **flags) -> Constexprs:
         """``meta`` and the call's flags: the cell state's (``HAS_C0``, ``HAS_D_C_N``) for the
@@ -323,6 +326,11 @@ class _Launch:
         return meta
 
 
+def _drop_flag(drop: bool) -> dict:
+    """The ``DROP`` flag where set: only the kernels a :func:`dropout_launch` runs take it."""
+    return {"DROP": True} if drop else {}
+
+
 def _pdl_flags(pdl: bool) -> dict:
     """An FMA forward's ``PDL`` flag, and Triton's launch option for it where set."""
     return dict(PDL=True, launch_pdl=True) if pdl else dict(PDL=False)
@@ -337,7 +345,7 @@ def _cached_launch(cell, batch_size, hidden_size, dtype, device, precision, over
 
 
 def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Launch, save: bool, lengths=None,
-                       ready=None, x=None, w_ih=None, produced: Produced | None = None):
+                       ready=None, x=None, w_ih=None, produced: Produced | None = None, drop=None):
     """Run the forward kernel. ``x_proj [T, B, G*H]`` (no bias), or None with ``x [T, B, I]`` and
     ``w_ih [G*H, I]`` given (contiguous) and ``produced`` (:func:`produces`': a forward on FMA
     units, :attr:`Plan.produce`, which projects in its own launch), ``h0``/``c0`` ``[B, H]`` or
@@ -353,6 +361,11 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     (``c_n`` None unless LSTM), ``saved`` the gate activations (fp32, or the weights' dtype with
     :attr:`Plan.half_saved`) and ``c_buf`` LSTM's fp32 cell states ``[T+1, B, H]`` (both None
     unless ``save``).
+
+    ``drop``: recurrent dropout (the LSTM's and RNN's, with a :func:`dropout_launch`), ``(mask,
+    out)``: ``mask [B, H]`` (contiguous, the weights' dtype) multiplies ``h_{t-1}`` where the
+    recurrent product reads it, ``h_buf`` then holds ``h_t * mask`` (the weight gradients' operand)
+    and ``out [T, B, H]`` receives the output.
     """
     B, H = launch.batch_size, launch.hidden_size
     dtype = w_hh.dtype
@@ -377,10 +390,15 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     # Absent tensors are zeros inside the kernel; a buffer of ours stands in for their pointers.
     biases = (b_ih, b_hh) if b_ih is not None else (w_hh, w_hh)
     h0 = h_buf if h0 is None else h0
+    # Recurrent dropout: the mask, h0 times it (read by the step-0 product from memory) and the output
+    # apart from h_buf; without it h_n and h0 stand in for their pointers (none of them read).
+    mask, out = (h_n, h_n) if drop is None else drop
+    h0_drop = h0 * mask if drop is not None and has_h0 else h0
     # (no dependent launch with producers: they read x, which the launch before may be writing)
     constexprs = launch.forward_constexprs(b_ih is not None, has_h0, save, has_c0, lengths is not None,
                                            produced is None and dependent_launch(dev),
-                                           None if produced is None else (produced.tiles, produced.is_even))
+                                           None if produced is None else (produced.tiles, produced.is_even),
+                                           drop is not None)
     lengths = h_n if lengths is None else lengths
     f32 = dict(device=dev, dtype=torch.float32)
     # 3xTF32 with operands split once (Plan.split_once): W_hh's split copy [2, G*H, H] (each program
@@ -442,16 +460,24 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
         args = (x_proj, w_hh, *biases, h0, lengths, x_proj, x_proj, h_buf, h_n, saved, h_n, T, B, *w_hh.stride(),
                 0, 0)  # (x_proj again for x and W_ih, h_n for the counters: none of them read)
         _RNN_FORWARD_FMA(grid, args, constexprs, stream, keyed=8)
-    elif lstm:
+    elif lstm and pieces:
         args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, lengths, h_buf, h_n, c_n, c_buf, saved,
                 w_split, h_split, counters, T, B)
-        (_LSTM_FORWARD_PIECES if pieces else _LSTM_FORWARD)(grid, args, constexprs, stream, keyed=7)
+        _LSTM_FORWARD_PIECES(grid, args, constexprs, stream, keyed=7)
+    elif lstm:
+        args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, lengths, mask, h0_drop, h_buf, out, h_n, c_n,
+                c_buf, saved, w_split, h_split, counters, T, B)
+        _LSTM_FORWARD(grid, args, constexprs, stream, keyed=8)
     elif pieces:  # (the GRU's: its fp32 h in two slots, ops/gru/pieces.py)
         args = (x_proj, w_hh, *biases, h0, lengths, h_buf, h_n, saved, torch.empty(2, B, H, **f32), counters, T, B)
         _GRU_FORWARD_PIECES(grid, args, constexprs, stream, keyed=6)
-    else:
+    elif cell == "gru":
         args = (x_proj, w_hh, *biases, h0, lengths, h_buf, h_n, saved, w_split, h_split, counters, T, B)
-        (_GRU_FORWARD if cell == "gru" else _RNN_FORWARD)(grid, args, constexprs, stream, keyed=6)
+        _GRU_FORWARD(grid, args, constexprs, stream, keyed=6)
+    else:
+        args = (x_proj, w_hh, *biases, h0, lengths, mask, h0_drop, h_buf, out, h_n, saved, w_split, h_split, counters,
+                T, B)
+        _RNN_FORWARD(grid, args, constexprs, stream, keyed=7)
     if not save:
         c_buf = saved = None
     return h_buf, h_n, c_n, saved, c_buf
@@ -499,10 +525,12 @@ def gluon_runs(plan: Plan, has_lengths: bool, h0) -> bool:
     return plan.gluon and not has_lengths and (h0 is None or not h0.data_ptr() & 15)
 
 
-def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_hh, launch: _Launch, lengths=None):
+def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_hh, launch: _Launch, lengths=None,
+                        drop=None):
     """Run the backward kernel. ``d_out [T, B, H]``, ``d_h_n``/``d_c_n`` ``[B, H]`` or ``[1, B, H]``
     (contiguous), each None when no gradient flows there (zeros inside the kernel); ``lengths`` as
-    the forward's (``d_out`` past a sequence's end is ignored).
+    the forward's (``d_out`` past a sequence's end is ignored); ``drop`` the forward's recurrent
+    dropout mask ``[B, H]`` or None.
 
     Returns ``(d_gates_x, d_gates_h, d_h0, d_c0)``: gradients of the input-side and recurrent
     pre-activations ``[T, B, G*H]`` (the same tensor except for the GRU), ``d_h0`` and ``d_c0``
@@ -518,8 +546,9 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
         (2 + (grid[0] // group if group else 0)) * grid[1], dev)
     d_h0 = torch.empty(B, H, device=dev, dtype=dtype)
     constexprs = launch.backward_constexprs(d_out is not None, d_h_n is not None, d_c_n is not None,
-                                            lengths is not None)
+                                            lengths is not None, drop is not None)
     d_out = h_buf if d_out is None else d_out  # unused pointer when absent
+    mask = d_h0 if drop is None else drop
     d_h_n = d_h0 if d_h_n is None else d_h_n
     lengths = d_h0 if lengths is None else lengths
     if plan_.split_k:  # the LSTM's and GRU's (choose_plan refuses the RNN's): W_hh as it is, partials of dh
@@ -530,7 +559,7 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
             d_gates = torch.empty(T, B, 4 * H, device=dev, dtype=dtype)
             d_c0 = torch.empty_like(d_h0)
             _LSTM_BACKWARD_SPLIT_K(grid, (d_out, d_h_n, d_c0 if d_c_n is None else d_c_n, saved, c_buf, w_hh, d_gates,
-                                          d_h0, d_c0, lengths, partials, counters, T, B), constexprs, stream)
+                                          d_h0, d_c0, lengths, mask, partials, counters, T, B), constexprs, stream)
             return d_gates, d_gates, d_h0, d_c0
         d_gates_h = torch.empty(T, B, 3 * H, device=dev, dtype=dtype)
         d_gates_x = torch.empty_like(d_gates_h)
@@ -548,13 +577,13 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
     if cell == "lstm":
         d_gates = torch.empty(T, B, 4 * H, device=dev, dtype=dtype)
         d_c0 = torch.empty_like(d_h0)
-        args = (d_out, d_h_n, d_c0 if d_c_n is None else d_c_n, saved, c_buf, w_hh_t, d_gates, d_h0, d_c0, lengths,
-                partials, counters)
+        args = (d_out, d_h_n, d_c0 if d_c_n is None else d_c_n, saved, c_buf, w_hh_t, d_gates, d_h0, d_c0, lengths)
         if plan_.pieces > 1:  # (ops/lstm/pieces.py: the gradients reaching h and c in two slots, [2, 2, B, H])
-            _LSTM_BACKWARD_PIECES(grid, (*args, torch.empty(2, 2, B, H, device=dev, dtype=torch.float32), T, B),
+            _LSTM_BACKWARD_PIECES(grid, (*args, partials, counters,
+                                         torch.empty(2, 2, B, H, device=dev, dtype=torch.float32), T, B),
                                   constexprs, stream)
         else:
-            _LSTM_BACKWARD(grid, (*args, T, B), constexprs, stream)
+            _LSTM_BACKWARD(grid, (*args, mask, partials, counters, T, B), constexprs, stream)
         return d_gates, d_gates, d_h0, d_c0
     if cell == "gru":
         d_gates_h = torch.empty(T, B, 3 * H, device=dev, dtype=dtype)
@@ -567,7 +596,7 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
             _GRU_BACKWARD(grid, (*args, T, B), constexprs, stream)
         return d_gates_x, d_gates_h, d_h0, None
     d_pre = torch.empty(T, B, H, device=dev, dtype=dtype)
-    _RNN_BACKWARD(grid, (d_out, d_h_n, saved, w_hh_t, d_pre, d_h0, lengths, counters, T, B), constexprs, stream)
+    _RNN_BACKWARD(grid, (d_out, d_h_n, saved, w_hh_t, d_pre, d_h0, lengths, mask, counters, T, B), constexprs, stream)
     return d_pre, d_pre, d_h0, None
 
 
@@ -590,9 +619,16 @@ def _contiguous(t):
     return None if t is None else t.contiguous()
 
 
-def _layer_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save, lengths):
+def _layer_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save, lengths, mask=None):
     """The input projection and the forward kernel: ``(output, h_n, c_n, h_buf, saved, c_buf)``;
-    the projection ahead, overlapping the kernel, where :func:`projects_ahead`."""
+    the projection ahead, overlapping the kernel, where :func:`projects_ahead`. ``mask``: recurrent
+    dropout's ``[B, H]`` (:func:`run_layer`), with a :func:`dropout_launch`."""
+    if mask is not None:  # (its plan: no projection of the kernel's own, none ahead)
+        out = torch.empty(*x.shape[:2], launch.hidden_size, device=x.device, dtype=w_hh.dtype)
+        x_proj = input_projection(x, w_ih, launch.precision, launch.upcast)
+        h_buf, h_n, c_n, saved, c_buf = recurrence_forward(cell, x_proj, w_hh, b_ih, b_hh, h0, c0, launch, save,
+                                                           lengths, drop=(mask, out))
+        return out, h_n, c_n, h_buf, saved, c_buf
     ready = finish = None
     produced = produces(launch, x)
     if produced is not None:
@@ -616,19 +652,20 @@ class RecurrentLayer(torch.autograd.Function):
     """Autograd wrapper of one layer, one direction. See :func:`recurrent_layer`."""
 
     @staticmethod
-    def forward(ctx, x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save, lengths):
+    def forward(ctx, x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save, lengths, mask=None):
         out, h_n, c_n, h_buf, saved, c_buf = _layer_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save,
-                                                            lengths)
+                                                            lengths, mask)
         if save:
             RecurrentLayer.keep_for_backward(ctx, x, h0, c0, w_ih, w_hh, b_ih, cell, launch, lengths, h_buf, saved,
-                                             c_buf)
+                                             c_buf, mask)
         return out, h_n, c_n
 
     @staticmethod
-    def keep_for_backward(ctx, x, h0, c0, w_ih, w_hh, b_ih, cell, launch, lengths, h_buf, saved, c_buf) -> None:
+    def keep_for_backward(ctx, x, h0, c0, w_ih, w_hh, b_ih, cell, launch, lengths, h_buf, saved, c_buf,
+                          mask=None) -> None:
         """What :meth:`gradients` reads of the forward (``ops/replayed_layer.py`` keeps the same)."""
         ctx.save_for_backward(x, w_ih, w_hh, h_buf, saved, c_buf)
-        ctx.cell, ctx.launch, ctx.has_bias, ctx.lengths = cell, launch, b_ih is not None, lengths
+        ctx.cell, ctx.launch, ctx.has_bias, ctx.lengths, ctx.mask = cell, launch, b_ih is not None, lengths, mask
         ctx.h0_shape = None if h0 is None else h0.shape  # [B, H] or [1, B, H]: their gradients' shapes
         ctx.c0_shape = None if c0 is None else c0.shape
         # An output without a gradient (h_n, c_n of a language model's carried state) arrives as
@@ -654,7 +691,7 @@ class RecurrentLayer(torch.autograd.Function):
         T, B, H = h_buf.shape[0] - 1, h_buf.shape[1], h_buf.shape[2]
         d_gx, d_gh, d_h0, d_c0 = recurrence_backward(ctx.cell, _contiguous(d_out), _contiguous(d_h_n),
                                                      _contiguous(d_c_n) if ctx.cell == "lstm" else None,
-                                                     saved, c_buf, h_buf, w_hh, ctx.launch, ctx.lengths)
+                                                     saved, c_buf, h_buf, w_hh, ctx.launch, ctx.lengths, ctx.mask)
         need = ctx.needs_input_grad
         bias = ctx.has_bias
         flat_gx = d_gx.view(T * B, -1)
@@ -665,10 +702,10 @@ class RecurrentLayer(torch.autograd.Function):
         dx = grads.dx.view(T, B, -1) if need[0] else None
         dh0 = d_h0.view(ctx.h0_shape) if need[1] else None
         dc0 = d_c0.view(ctx.c0_shape) if d_c0 is not None and need[2] else None
-        return dx, dh0, dc0, grads.dw_ih, grads.dw_hh, grads.db_ih, grads.db_hh, None, None, None, None
+        return dx, dh0, dc0, grads.dw_ih, grads.dw_hh, grads.db_ih, grads.db_hh, None, None, None, None, None
 
 
-def recurrent_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None, lengths=None):
+def recurrent_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None, lengths=None, recurrent_mask=None):
     """One layer, one direction, forward in time, on the Triton kernels; differentiable.
 
     Args:
@@ -682,45 +719,64 @@ def recurrent_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None, leng
         output is zero and gets no gradient, and the padded inputs get none: what
         ``torch.nn.utils.rnn.pack_padded_sequence`` gives torch.nn (and
         :func:`rnnbench.reference.reference_forward` with ``lengths``).
+        recurrent_mask: None, or recurrent dropout's mask ``[B, H]`` (the LSTM's and RNN's): ``h_{t-1}``
+        enters the recurrent product ``h_{t-1} W_hh^T`` times it at every step, the output and final
+        states are ``h_t`` itself (Gal and Ghahramani, 2016, one mask for every step; Keras'
+        ``recurrent_dropout``, its masks drawn as 0 or ``1 / (1 - p)``; ``rnnbench.reference``'s
+        ``recurrent_masks``).
 
     Returns:
         ``(output [T, B, H], h_n [B, H], c_n [B, H] or None)``.
 
     Raises:
-        ValueError: the kernels refuse this call (see :func:`refusal`), or ``lengths`` is not
-        ``[B]`` integers from 0 to T.
+        ValueError: the kernels refuse this call (see :func:`refusal`, :func:`dropout_launch_or_refusal`),
+        ``lengths`` is not ``[B]`` integers from 0 to T, or ``recurrent_mask`` is not ``[B, H]``.
     """
     T, B, _ = x.shape
     H = w_hh.shape[1]
-    reason = refusal(cell, B, H, x.dtype, x.device)
+    if recurrent_mask is None:
+        launch, reason = launch_or_refusal(cell, B, H, x.dtype, x.device)
+    else:
+        if recurrent_mask.shape != (B, H):
+            raise ValueError(f"recurrent_mask must be [{B}, {H}] (batch_size, hidden_size), got "
+                             f"{list(recurrent_mask.shape)}")
+        recurrent_mask = recurrent_mask.to(x.dtype)
+        launch, reason = dropout_launch_or_refusal(cell, B, H, x.dtype, x.device)
     if reason:
         raise ValueError(f"the Triton {cell} kernels cannot run this call: {reason}")
-    out, h_n, c_n = run_layer(cell, x, h0, c0, w_ih, w_hh, b_ih, b_hh, layer_launch(cell, B, H, x.dtype, x.device),
-                              kernel_lengths(lengths, T, B, x.device))
+    out, h_n, c_n = run_layer(cell, x, h0, c0, w_ih, w_hh, b_ih, b_hh, launch, kernel_lengths(lengths, T, B, x.device),
+                              recurrent_mask)
     return out, h_n.squeeze(0), None if c_n is None else c_n.squeeze(0)
 
 
-def kernel_lengths(lengths, seq_len: int, batch_size: int, device: torch.device):
-    """``lengths`` (``[B]`` integers, any device) as the kernels take them: int32 on ``device``;
-    None when there are none or every sequence is ``seq_len`` long (the kernels without lengths,
-    which compute the same).
+# Recurrent dropout runs the ``tl`` kernels of ops/lstm/kernels.py and ops/rnn/kernels.py (the ones that
+# take DROP): its plans ask for none of the others (FMA, Gluon, producers, slices) and for none of the
+# operands whose scales take |h_t| <= 1 (fp16 operands, 3xFP16, the on-chip RNN's split), which a
+# mask's 1 / (1 - p) breaks.
+DROPOUT_PLAN = dict(fma=False, backward_fma=False, gluon=False, produce=False, pieces=1, backward_pieces=1,
+                    half_operands=False, split_fp16=False, on_chip_split="")
+DROPOUT_CELLS = ("lstm", "rnn_tanh", "rnn_relu")
 
-    Raises:
-        ValueError: not ``[batch_size]`` integers from 0 to ``seq_len``.
-    """
-    if lengths is None:
-        return None
-    if lengths.shape != (batch_size,) or lengths.is_floating_point() or lengths.is_complex():
-        raise ValueError(f"lengths must be {batch_size} integers (one per sequence), got {lengths.dtype} "
-                         f"of shape {tuple(lengths.shape)}")
-    low, high = int(lengths.min()), int(lengths.max())
-    if low < 0 or high > seq_len:
-        raise ValueError(f"lengths must be from 0 to seq_len ({seq_len}); got {low} to {high}")
-    if low == seq_len:
-        return None
-    # non_blocking: no wait for the stream's queued work (a host tensor's copy is staged at once).
-    # A pinned int32 tensor is copied as it is, which a CUDA graph can capture.
-    return lengths.to(dtype=torch.int32).contiguous().to(device, non_blocking=True)
+
+def dropout_launch_or_refusal(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtype,
+                              device: torch.device) -> tuple[_Launch | None, str | None]:
+    """:func:`launch_or_refusal` for a layer with recurrent dropout (:data:`DROPOUT_PLAN` over any
+    :func:`plan_override`): ``(launch, None)``, or ``(None, why not)`` for a cell without such a
+    kernel (the GRU's, so far) or a plan that would run one."""
+    if cell not in DROPOUT_CELLS:
+        return None, f"recurrent dropout has no {cell.upper()} kernel yet"
+    with plan_override(**DROPOUT_PLAN):
+        launch, reason = launch_or_refusal(cell, batch_size, hidden_size, dtype, device)
+    if launch is not None and not _drops(launch):
+        return None, "recurrent dropout: no plan of its kernels for this shape"
+    return launch, reason
+
+
+def _drops(launch: _Launch) -> bool:
+    """Whether both of ``launch``'s plans run kernels that take ``DROP`` (:data:`DROPOUT_PLAN`)."""
+    forward, backward = launch.forward, launch.backward
+    return not (forward.fma or forward.gluon or forward.produce or forward.pieces > 1 or forward.on_chip_split
+                or split_once_level(forward) in (3, 4) or backward.fma or backward.pieces > 1)
 
 
 def layer_launch(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtype, device: torch.device) -> _Launch:
@@ -736,12 +792,13 @@ def saves_for_backward(*tensors) -> bool:
     return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
 
 
-def run_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih, b_hh, launch: _Launch, lengths=None):
+def run_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih, b_hh, launch: _Launch, lengths=None, mask=None):
     """:func:`recurrent_layer` without its checks, for callers that made them (``rnnbench.nn``
     checks once per call of a stack, and takes ``launch`` from :func:`layer_launch` once for all
     its layers). Same arguments, except that ``h0``/``c0`` may also be ``[1, B, H]`` (a one-layer
     module's state as it comes; their gradients take their shape), ``lengths`` comes as
-    :func:`kernel_lengths` returns it; returns ``h_n``/``c_n`` as ``[1, B, H]``.
+    :func:`kernel_lengths` returns it; returns ``h_n``/``c_n`` as ``[1, B, H]``. ``mask``:
+    recurrent dropout's ``[B, H]`` in the weights' dtype (``launch`` a :func:`dropout_launch`'s).
 
     Raises:
         ValueError: ``seq_len`` is 0.
@@ -751,7 +808,7 @@ def run_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih, b_hh, launch: _Launch, len
     save = saves_for_backward(x, h0, c0, w_ih, w_hh, b_ih, b_hh)
     # The kernels read rows of stride H: contiguous tensors (a no-op call for those that are).
     args = (x, _contiguous(h0), _contiguous(c0) if cell == "lstm" else None, w_ih.contiguous(), w_hh.contiguous(),
-            _contiguous(b_ih), _contiguous(b_hh), cell, launch, save, lengths)
+            _contiguous(b_ih), _contiguous(b_hh), cell, launch, save, lengths, _contiguous(mask))
     if not torch.is_autocast_enabled(x.device.type):
         # Nothing to record when no gradient is wanted (autograd's Function machinery costs host
         # time on every call).

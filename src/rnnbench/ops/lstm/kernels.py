@@ -18,28 +18,32 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _exchange_offsets, _forward_weights, _gate_bias,
-                      _gate_columns, _gradient_in, _load_f32, _load_weight_columns, _on_chip_columns, _program_tile,
-                      _publish_h, _recurrent_matmul, _release_counters, _resident_stack_t, _row_lengths, _split_gates,
+from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _dropped, _exchange_offsets, _forward_weights,
+                      _gate_bias, _gate_columns, _gradient_in, _load_f32, _load_weight_columns, _on_chip_columns,
+                      _program_tile, _publish_h, _recurrent_matmul, _release_counters, _resident_stack_t, _row_lengths, _split_gates,
                       _split_h0, _split_k_arrive, _split_k_sum, _stack_gates, _stacked_rows, _tanh,
                       _transpose_columns, _wait, _where_running)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
 def lstm_forward_kernel(
-    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, c0_ptr, lengths_ptr,
-    h_buf_ptr, h_n_ptr, c_n_ptr, c_buf_ptr, gates_ptr, w_split_ptr, h_split_ptr, counters_ptr,
+    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, c0_ptr, lengths_ptr, drop_ptr, h0_drop_ptr,
+    h_buf_ptr, y_ptr, h_n_ptr, c_n_ptr, c_buf_ptr, gates_ptr, w_split_ptr, h_split_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, HAS_C0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
     UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr, HAS_LENGTHS: tl.constexpr,
-    H_STRIDE: tl.constexpr,
+    H_STRIDE: tl.constexpr, DROP: tl.constexpr = False,
 ):
     """``HAS_LENGTHS``: a variable-length batch, sequence ``b`` ``lengths[b]`` steps long (int32
     ``[B]``). Past its end a row keeps h and c (so ``h_n``, ``c_n`` are its own last step's) and
     its output is zero; ``h_buf`` holds those zeros there, read by the exchange for nothing (a
-    finished row's new gates are discarded) and by the weight gradients beside zero gate gradients."""
+    finished row's new gates are discarded) and by the weight gradients beside zero gate gradients.
+    ``DROP``: recurrent dropout (:func:`~rnnbench.ops.common._dropped`): ``h_{t-1}`` enters the
+    recurrent product times the mask ``drop [B, H]``; ``h_buf`` (the exchange, and what the weight
+    gradients read) holds ``h_t * drop``, ``y [T, B, H]`` the output ``h_t``, and the step-0
+    product reads ``h0_drop`` (``h0 * drop``) where it reads h0 from memory."""
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
     gid = rows[None, :] * (4 * H) + units[:, None]  # offsets of gate i into a [B, 4H] plane
@@ -59,10 +63,12 @@ def lstm_forward_kernel(
     zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
     c = _load_f32(c0_ptr, hid, mask) if HAS_C0 else zero  # fp32 cell state, never leaves the chip
     h = _load_f32(h0_ptr, hid, mask) if HAS_H0 else zero
-    barriers, h_scales, h_inv = _split_h0(h, h0_ptr, h_split_ptr, plane_e, hid_e, rows, row_mask, mask_e,
+    drop = _load_f32(drop_ptr, hid, mask) if DROP else zero
+    h_rec = _dropped(h, drop, DROP)  # what the recurrent product reads
+    barriers, h_scales, h_inv = _split_h0(h_rec, h0_drop_ptr, h_split_ptr, plane_e, hid_e, rows, row_mask, mask_e,
                                           counters_ptr + pid_b, H, K_PAD, BLOCK_K, HAS_H0, SPLIT_ONCE, False)
     if SAVE:  # backward reads h_{t-1} and c_{t-1} of every step
-        tl.store(h_buf_ptr + hid, h.to(out_ty), mask=mask)
+        tl.store(h_buf_ptr + hid, h_rec.to(out_ty), mask=mask)
         tl.store(c_buf_ptr + hid, c, mask=mask)
     x_i = _load_f32(x_proj_ptr, gid + 0 * H, mask)
     x_f = _load_f32(x_proj_ptr, gid + 1 * H, mask)
@@ -70,8 +76,8 @@ def lstm_forward_kernel(
     x_o = _load_f32(x_proj_ptr, gid + 3 * H, mask)
     t = 0
     while t < T:
-        acc = _recurrent_matmul(w, h, w_src, w_rows, w_valid, h_buf_ptr, h0_ptr, h_split_ptr, w_plane, t, plane_h,
-                                rows, row_mask,
+        acc = _recurrent_matmul(w, h_rec, w_src, w_rows, w_valid, h_buf_ptr, h0_drop_ptr, h_split_ptr, w_plane, t,
+                                plane_h, rows, row_mask,
                                 tl.zeros([4 * BLOCK_H, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
                                 W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST, SPLIT_ONCE, w_scale, h_scales,
                                 plane_e, H_STRIDE)
@@ -82,10 +88,14 @@ def lstm_forward_kernel(
         o = _act_sigmoid(a_o + x_o + bias_o, FAST_ACT)
         c = _where_running(t, lengths, f * c + i * g, c, HAS_LENGTHS)
         h = _where_running(t, lengths, o * _act_tanh(c, FAST_ACT), h, HAS_LENGTHS)
+        h_rec = _dropped(h, drop, DROP)
         # h published: arrive now, store and load the rest, then wait
-        _publish_h(_where_running(t, lengths, h, zero, HAS_LENGTHS), h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask,
-                   counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE, h_inv, plane_e, hid_e, mask_e,
+        _publish_h(_where_running(t, lengths, h_rec, zero, HAS_LENGTHS), h_buf_ptr, h_split_ptr, t, T, plane_h, hid,
+                   mask, counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE, h_inv, plane_e, hid_e, mask_e,
                    H_STRIDE != H)
+        if DROP:  # the output, apart from the exchange's dropped h
+            tl.store(y_ptr + t * plane_h + hid, _where_running(t, lengths, h, zero, HAS_LENGTHS).to(out_ty),
+                     mask=mask)
         if SAVE:
             s_t = gates_ptr + t * plane_g
             tl.store(s_t + gid + 0 * H, i, mask=mask)
@@ -179,12 +189,12 @@ def _store_grads(dg_t, gid, mask, H: tl.constexpr, d_i, d_f, d_g, d_o):
 @triton.jit(do_not_specialize=["T", "B"])
 def lstm_backward_kernel(
     d_out_ptr, d_h_n_ptr, d_c_n_ptr, gates_ptr, c_buf_ptr, w_hh_t_ptr, d_gates_ptr, d_h0_ptr, d_c0_ptr,
-    lengths_ptr, partials_ptr, counters_ptr,
+    lengths_ptr, drop_ptr, partials_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr, HAS_D_C_N: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
-    HAS_LENGTHS: tl.constexpr, GATE_GROUP: tl.constexpr = 0, SPAN_PAD: tl.constexpr = 0,
+    HAS_LENGTHS: tl.constexpr, GATE_GROUP: tl.constexpr = 0, SPAN_PAD: tl.constexpr = 0, DROP: tl.constexpr = False,
 ):
     """Reverse-time recurrence. Writes ``d_gates [T, B, 4H]`` (gradients of the pre-activations,
     in the weights' dtype), ``d_h0`` and ``d_c0`` (in their pointers' dtype). Step t needs every
@@ -195,10 +205,12 @@ def lstm_backward_kernel(
     zero). ``GATE_GROUP`` (:attr:`Plan.gate_split`; streamed weights): the programs of a group
     that share their partials through ``partials_ptr`` (:func:`_gate_split_columns`), each
     multiplying ``4 // GATE_GROUP`` gates; 0: every program every gate of its own units
-    (``partials_ptr`` unread)."""
+    (``partials_ptr`` unread). ``DROP``: the forward's recurrent dropout; the gradient of the
+    recurrent product's operand ``h_{t-1} * drop`` reaches ``h_{t-1}`` times ``drop [B, H]``."""
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid, gid, plane_h, plane_g = _back_tile(B, H, BLOCK_B,
                                                                                                   BLOCK_H, 4)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
+    drop = _load_f32(drop_ptr, hid, mask) if DROP else 0.0
 
     if ON_CHIP:  # one tile per gate: each gate's gradient is its own operand
         w = _gate_columns(w_hh_t_ptr, units, unit_mask, H, 4, K_PAD)
@@ -229,7 +241,8 @@ def lstm_backward_kernel(
             d_h_rec = _transpose_columns(zero, w, w_hh_t_ptr, units, unit_mask, dg_t, rows, row_mask, partials_ptr,
                                          counters_ptr, s, plane_h, hid, mask, H, 4, GATE_GROUP, BLOCK_H, SPAN_PAD,
                                          K_PAD, BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
-        d_h_rec = _where_running(t, lengths, d_h_rec, d_h, HAS_LENGTHS)  # a finished row's passes through
+        # (a finished row's passes through)
+        d_h_rec = _where_running(t, lengths, _dropped(d_h_rec, drop, DROP), d_h, HAS_LENGTHS)
         s += 1
     tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)
     tl.store(d_c0_ptr + hid, d_c.to(d_c0_ptr.dtype.element_ty), mask=mask)
@@ -240,12 +253,12 @@ def lstm_backward_kernel(
 @triton.jit(do_not_specialize=["T", "B"])
 def lstm_backward_split_k_kernel(
     d_out_ptr, d_h_n_ptr, d_c_n_ptr, gates_ptr, c_buf_ptr, w_hh_ptr, d_gates_ptr, d_h0_ptr, d_c0_ptr,
-    lengths_ptr, partials_ptr, counters_ptr,
+    lengths_ptr, drop_ptr, partials_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr, HAS_D_C_N: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
     W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr, HAS_LENGTHS: tl.constexpr,
-    H_STRIDE: tl.constexpr,
+    H_STRIDE: tl.constexpr, DROP: tl.constexpr = False,
 ):
     """Reverse-time recurrence on the forward's split (``Plan.split_k``): each program multiplies
     its own units' gate gradients by its own rows of ``W_hh`` (the forward's stacked tile,
@@ -258,6 +271,7 @@ def lstm_backward_split_k_kernel(
                                                                                                   BLOCK_H, 4)
     programs: tl.constexpr = (H + BLOCK_H - 1) // BLOCK_H  # per batch block: tl.num_programs(0)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
+    drop = _load_f32(drop_ptr, hid, mask) if DROP else 0.0
     # the partials' [B, H_STRIDE] planes, rows padded to 16 bytes where H is not a multiple of 8
     plane_p, hid_p, mask_p = _exchange_offsets(B, plane_h, hid, mask, rows, row_mask, units, H, H_STRIDE)
 
@@ -286,8 +300,9 @@ def lstm_backward_split_k_kernel(
         if s + 1 < T:
             d_out, i, f, g, o, c, c_prev = _saved_step(t - 1, d_out_ptr, gates_ptr, c_buf_ptr, hid, gid, mask,
                                                        plane_h, plane_g, H, HAS_D_OUT)
-        d_h_rec = _where_running(t, lengths, _split_k_sum(partials_ptr, s, programs, counters_ptr + pid_b, plane_p,
-                                                          hid_p, mask_p), d_h, HAS_LENGTHS)
+        d_h_rec = _where_running(t, lengths, _dropped(_split_k_sum(partials_ptr, s, programs, counters_ptr + pid_b,
+                                                                   plane_p, hid_p, mask_p), drop, DROP),
+                                 d_h, HAS_LENGTHS)
         s += 1
     tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)
     tl.store(d_c0_ptr + hid, d_c.to(d_c0_ptr.dtype.element_ty), mask=mask)

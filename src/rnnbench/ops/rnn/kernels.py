@@ -13,9 +13,9 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (HALF_LO_SCALE, _act_tanh, _arrive, _columns_matmul, _forward_weights, _gate_bias, _gradient_in,
-                      _load_f32, _load_stacked_weights, _load_weight_columns, _mma, _mma_split, _pow2_above,
-                      _program_tile, _publish_h, _recurrent_matmul, _release_counters, _row_lengths, _split_h0,
+from ..common import (HALF_LO_SCALE, _act_tanh, _arrive, _columns_matmul, _dropped, _forward_weights, _gate_bias,
+                      _gradient_in, _load_f32, _load_stacked_weights, _load_weight_columns, _mma, _mma_split,
+                      _pow2_above, _program_tile, _publish_h, _recurrent_matmul, _release_counters, _row_lengths, _split_h0,
                       _split_half, _split_tf32, _stacked_rows, _wait, _where_running)
 
 
@@ -83,19 +83,20 @@ def _chip_split_matmul(w, h, h_scale, h_inv, zero, CHIP_SPLIT: tl.constexpr, SCA
 
 @triton.jit(do_not_specialize=["T", "B"])
 def rnn_forward_kernel(
-    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, lengths_ptr,
-    h_buf_ptr, h_n_ptr, saved_ptr, w_split_ptr, h_split_ptr, counters_ptr,
+    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, lengths_ptr, drop_ptr, h0_drop_ptr,
+    h_buf_ptr, y_ptr, h_n_ptr, saved_ptr, w_split_ptr, h_split_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, RELU: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
     UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr, CHIP_SPLIT: tl.constexpr,
-    HAS_LENGTHS: tl.constexpr,
+    HAS_LENGTHS: tl.constexpr, DROP: tl.constexpr = False,
 ):
     """``CHIP_SPLIT`` (on chip, strict fp32: :attr:`Plan.on_chip_split`): 0 Triton's ``tf32x3`` in
     every product (or no 3xTF32), 1 3xTF32 and 2 3xFP16 from operands split once
     (:func:`_chip_split_matmul`). ``HAS_LENGTHS``: a variable-length batch (``lengths [B]``
-    int32), as the LSTM's forward."""
+    int32), as the LSTM's forward. ``DROP``: recurrent dropout, as the LSTM's forward (``h_buf``
+    holds ``h_t * drop``, ``y`` the output; not with ``CHIP_SPLIT``, whose scales bound h by 1)."""
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
     plane_h = B.to(tl.int64) * H
@@ -113,16 +114,18 @@ def rnn_forward_kernel(
     bias = _gate_bias(b_ih_ptr, b_hh_ptr, units, unit_mask, HAS_BIAS, True)
     zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
     h = _load_f32(h0_ptr, hid, mask) if HAS_H0 else zero
+    drop = _load_f32(drop_ptr, hid, mask) if DROP else zero
+    h_rec = _dropped(h, drop, DROP)  # what the recurrent product reads
     # 3xFP16's h in fp16's range: h0 and relu's h scaled per column (tanh's h is at most 1)
     SCALE_H: tl.constexpr = CHIP_SPLIT == 2 and (HAS_H0 or RELU)
     h_scale, h_inv = _column_scales(h, SCALE_H)
     # The exchange's scales, apart from the on-chip split's h_scale and h_inv above: no half operands
     # for the RNN; 3xFP16 (level 4) for tanh's alone (relu's h has no bound to scale later steps by,
     # and its plan refuses it).
-    barriers, h_scales, published_inv = _split_h0(h, h0_ptr, h_split_ptr, plane_h, hid, rows, row_mask, mask,
-                                                  counters_ptr + pid_b, H, K_PAD, BLOCK_K, HAS_H0, SPLIT_ONCE)
+    barriers, h_scales, published_inv = _split_h0(h_rec, h0_drop_ptr, h_split_ptr, plane_h, hid, rows, row_mask,
+                                                  mask, counters_ptr + pid_b, H, K_PAD, BLOCK_K, HAS_H0, SPLIT_ONCE)
     if SAVE:
-        tl.store(h_buf_ptr + hid, h.to(out_ty), mask=mask)
+        tl.store(h_buf_ptr + hid, h_rec.to(out_ty), mask=mask)
     x = _load_f32(x_proj_ptr, hid, mask)
     if ON_CHIP:  # the next step's input too: see the loop's end
         x_next = _load_f32(x_proj_ptr + tl.minimum(1, T - 1) * plane_h, hid, mask)
@@ -131,15 +134,19 @@ def rnn_forward_kernel(
         if CHIP_SPLIT:
             a = _chip_split_matmul(w, h, h_scale, h_inv, zero, CHIP_SPLIT, SCALE_H)
         else:
-            a = _recurrent_matmul(w, h, w_src, w_rows, w_valid, h_buf_ptr, h0_ptr, h_split_ptr, w_plane, t, plane_h,
-                                  rows, row_mask, zero, H, K_PAD, BLOCK_K, CHUNKS, W_RESIDENT, ON_CHIP, HAS_H0,
+            a = _recurrent_matmul(w, h_rec, w_src, w_rows, w_valid, h_buf_ptr, h0_drop_ptr, h_split_ptr, w_plane, t,
+                                  plane_h, rows, row_mask, zero, H, K_PAD, BLOCK_K, CHUNKS, W_RESIDENT, ON_CHIP, HAS_H0,
                                   PRECISION, UPCAST, SPLIT_ONCE, w_scale, h_scales, plane_h, H)
         h = _where_running(t, lengths, _activation(a + x + bias, RELU, FAST_ACT), h, HAS_LENGTHS)
         if SCALE_H:
             h_scale, h_inv = _column_scales(h, RELU)
+        h_rec = _dropped(h, drop, DROP)
         # h published: arrive now, store and load the rest, then wait
-        _publish_h(_where_running(t, lengths, h, zero, HAS_LENGTHS), h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask,
-                   counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE, published_inv, plane_h, hid, mask)
+        _publish_h(_where_running(t, lengths, h_rec, zero, HAS_LENGTHS), h_buf_ptr, h_split_ptr, t, T, plane_h, hid,
+                   mask, counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE, published_inv, plane_h, hid, mask)
+        if DROP:  # the output, apart from the exchange's dropped h
+            tl.store(y_ptr + t * plane_h + hid, _where_running(t, lengths, h, zero, HAS_LENGTHS).to(out_ty),
+                     mask=mask)
         if SAVE:
             tl.store(saved_ptr + t * plane_h + hid, h, mask=mask)
         if ON_CHIP:
@@ -171,18 +178,19 @@ def _saved_step(t, d_out_ptr, saved_ptr, hid, mask, plane_h, HAS_D_OUT: tl.const
 
 @triton.jit(do_not_specialize=["T", "B"])
 def rnn_backward_kernel(
-    d_out_ptr, d_h_n_ptr, saved_ptr, w_hh_t_ptr, d_pre_ptr, d_h0_ptr, lengths_ptr, counters_ptr,
+    d_out_ptr, d_h_n_ptr, saved_ptr, w_hh_t_ptr, d_pre_ptr, d_h0_ptr, lengths_ptr, drop_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, RELU: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
-    HAS_LENGTHS: tl.constexpr,
+    HAS_LENGTHS: tl.constexpr, DROP: tl.constexpr = False,
 ):
     """Reverse-time recurrence. Writes ``d_pre [T, B, H]`` (gradient of the pre-activation, in
-    the weights' dtype) and ``d_h0``. ``w_hh_t`` is ``W_hh^T`` (contiguous). ``HAS_LENGTHS``: as
-    the LSTM's backward."""
+    the weights' dtype) and ``d_h0``. ``w_hh_t`` is ``W_hh^T`` (contiguous). ``HAS_LENGTHS`` and
+    ``DROP``: as the LSTM's backward."""
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
+    drop = _load_f32(drop_ptr, hid, mask) if DROP else 0.0
     plane_h = B.to(tl.int64) * H
     if W_RESIDENT:
         w = _load_weight_columns(w_hh_t_ptr, units, unit_mask, 0, H, 1, K_PAD, K_PAD)
@@ -215,7 +223,8 @@ def rnn_backward_kernel(
             _wait(counters_ptr + pid_b, tl.num_programs(0) * (s + 1))
             d_h_rec = _columns_matmul(w, w_hh_t_ptr, units, unit_mask, dp_t, rows, row_mask, zero, H, 1, 1, K_PAD,
                                       BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
-        d_h_rec = _where_running(t, lengths, d_h_rec, d_h, HAS_LENGTHS)  # a finished row's passes through
+        # (a finished row's passes through)
+        d_h_rec = _where_running(t, lengths, _dropped(d_h_rec, drop, DROP), d_h, HAS_LENGTHS)
         s += 1
     tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)
     if not ON_CHIP:

@@ -1,0 +1,276 @@
+"""Recurrent dropout in rnnbench.nn (``recurrent_dropout=p``): what cuDNN drops, on our kernels.
+
+On the kernels (the LSTM's and RNN's, Triton's interpreter on CPU tensors) and on the loop of
+torch's cells (``ops/loop.py``: the GRU's, and ``backend="torch"``): output, final states and every
+gradient against the float64 network (``ops/naive.py`` -> ``rnnbench.reference``) run with the
+masks the module drew, over odd sizes, with and without states, two layers both ways, batch_first
+and variable lengths. Then the masks themselves, evaluation mode and the errors.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import warnings
+
+import pytest
+import torch
+
+from rnnbench import nn as rnn
+from rnnbench.ops.naive import naive_network
+from rnnbench.precision import matmul_mode, tolerance
+from rnnbench.verify import relative_error
+
+MODULES = {"lstm": (rnn.LSTM, {}), "gru": (rnn.GRU, {}), "rnn_tanh": (rnn.RNN, {"nonlinearity": "tanh"}),
+           "rnn_relu": (rnn.RNN, {"nonlinearity": "relu"})}
+P = 0.4
+
+
+def _interpreted() -> bool:
+    common = sys.modules.get("rnnbench.ops.common")
+    return common is not None and common.INTERPRET
+
+
+needs_interpreter = pytest.mark.skipif(
+    not _interpreted(), reason="Triton is not installed" if importlib.util.find_spec("triton") is None else
+    "the kernels were compiled for the GPU in this process")
+
+
+@pytest.fixture(autouse=True)
+def _interpret_during_test(monkeypatch):
+    if _interpreted():
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setattr(rnn, "_WARNED", set())  # (each test sees the fallback's warning once)
+
+
+def _kernel_cells() -> tuple[str, ...]:
+    from rnnbench.ops.recurrence import DROPOUT_CELLS
+
+    return DROPOUT_CELLS
+
+
+def make(cell, input_size, hidden_size, **kwargs):
+    module, extra = MODULES[cell]
+    torch.manual_seed(0)
+    return module(input_size, hidden_size, **extra, recurrent_dropout=P, **kwargs)
+
+
+def spy_masks(module) -> list:
+    """The masks ``module`` draws, in the order it draws them (layer by layer, direction by direction)."""
+    drawn = []
+    draw = module._recurrent_mask
+
+    def spy(*args):
+        drawn.append(draw(*args))
+        return drawn[-1]
+
+    module._recurrent_mask = spy
+    return drawn
+
+
+def _grads(outs, leaves):
+    g = torch.Generator().manual_seed(9)
+    loss = sum((o.double() * torch.randn(o.shape, generator=g, dtype=torch.float64)).sum() for o in outs)
+    return list(torch.autograd.grad(loss, leaves))
+
+
+TORCH_DTYPE = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def check(cell, backend, batch, seq, input_size, hidden_size, with_state=True, lengths=None, device="cpu",
+          dtype="fp32", **kwargs):
+    """The module in training with recurrent dropout against naive_network in float64 with its masks:
+    output, h_n (and c_n), the gradients of x, the states and every parameter, within
+    ``tolerance(cell, dtype)``. Returns the warnings the call gave."""
+    module = make(cell, input_size, hidden_size, backend=backend, **kwargs).to(device, TORCH_DTYPE[dtype])
+    masks = spy_masks(module)
+    gen = torch.Generator().manual_seed(7)
+    x = torch.randn((batch, seq, input_size) if kwargs.get("batch_first") else (seq, batch, input_size),
+                    generator=gen).to(device, TORCH_DTYPE[dtype]).requires_grad_()
+    d = (2 if module.bidirectional else 1) * module.num_layers
+    states = [torch.randn(d, batch, hidden_size, generator=gen).to(device, TORCH_DTYPE[dtype]).requires_grad_()
+              for _ in range(2 if cell == "lstm" else 1)] if with_state else []
+    hx = (tuple(states) if cell == "lstm" else states[0]) if states else None
+    params = dict(module.named_parameters())
+    with warnings.catch_warnings(record=True) as caught, matmul_mode(dtype):
+        warnings.simplefilter("always")
+        out, finals = module(x, hx, lengths=lengths)
+    got = [out, *(finals if cell == "lstm" else (finals,))]
+    leaves = [x, *states, *params.values()]
+    got += _grads(got, leaves)
+    assert len(masks) == d
+
+    wide = {n: p.detach().cpu().double().requires_grad_() for n, p in params.items()}
+    xw = x.detach().cpu().double().requires_grad_()
+    sw = [s.detach().cpu().double().requires_grad_() for s in states]
+    hxw = (tuple(sw) if cell == "lstm" else sw[0]) if sw else None
+    ref_out, ref_finals = _reference(cell, module, wide, xw, hxw, [m.cpu().double() for m in masks], lengths)
+    ref = [ref_out, *(ref_finals if cell == "lstm" else (ref_finals,))]
+    ref += _grads(ref, [xw, *sw, *wide.values()])
+    names = ["output", "h_n", "c_n"][: 3 if cell == "lstm" else 2] + ["grad_x"]
+    names += [f"grad_state{i}" for i in range(len(states))] + [f"grad_{n}" for n in params]
+    for name, a, b in zip(names, got, ref, strict=True):
+        assert a.shape == b.shape, name
+        err = relative_error(a, b)
+        assert err <= tolerance(cell, dtype), f"{name}: relative error {err:.3g}"
+    return [str(w.message) for w in caught]
+
+
+def _reference(cell, module, params, x, hx, masks, lengths):
+    """naive_network with the masks; with ``lengths``, each sequence run alone to its own end and
+    padded with zeros (what a variable-length batch computes)."""
+    layers, bi, bf = module.num_layers, module.bidirectional, module.batch_first
+    if lengths is None:
+        return naive_network(cell, params, x, hx, layers, bi, bf, recurrent_masks=masks)
+    outs, finals = [], []
+    for b, n in enumerate(lengths.tolist()):
+        xb = x[:n, b:b + 1]
+        hb = None if hx is None else (tuple(h[:, b:b + 1] for h in hx) if cell == "lstm" else hx[:, b:b + 1])
+        if n == 0:  # (nothing runs: the state as it came, zeros out)
+            zeros = x.new_zeros(layers * (2 if bi else 1), 1, module.hidden_size)
+            out_b = x.new_zeros(x.shape[0], 1, module.hidden_size * (2 if bi else 1))
+            fin = (hb if hb is not None else ((zeros, zeros) if cell == "lstm" else zeros))
+        else:
+            out_b, fin = naive_network(cell, params, xb, hb, layers, bi, False,
+                                       recurrent_masks=[m[b:b + 1] for m in masks])
+            out_b = torch.cat([out_b, out_b.new_zeros(x.shape[0] - n, 1, out_b.shape[2])])
+        outs.append(out_b)
+        finals.append(fin)
+    out = torch.cat(outs, dim=1)
+    if cell == "lstm":
+        return out, tuple(torch.cat([f[i] for f in finals], dim=1) for i in range(2))
+    return out, torch.cat(finals, dim=1)
+
+
+# (batch, seq, input, hidden, options)
+CONFIGS = {
+    "B3-T7-I5-H37-L2-bidirectional": (3, 7, 5, 37, dict(num_layers=2, bidirectional=True)),
+    "B1-T1-I3-H100-no_state": (1, 1, 3, 100, dict(with_state=False)),
+    "B3-T7-I5-H37-batch_first-no_bias": (3, 7, 5, 37, dict(batch_first=True, bias=False)),
+    "B3-T7-I5-H37-lengths-bidirectional": (3, 7, 5, 37, dict(bidirectional=True, lengths=torch.tensor([7, 0, 3]))),
+}
+
+
+@needs_interpreter
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("cell", MODULES)
+def test_auto_backend_against_reference(cell, config):
+    """The kernels where they take recurrent dropout (no fallback warning), the loop of torch's
+    cells with the warning elsewhere (the GRU's): either way the reference's numbers."""
+    batch, seq, input_size, hidden_size, options = CONFIGS[config]
+    said = check(cell, "auto", batch, seq, input_size, hidden_size, **options)
+    fell_back = [s for s in said if "running PyTorch's own path" in s]
+    if cell in _kernel_cells():
+        assert not fell_back
+    else:
+        assert fell_back and "recurrent dropout" in fell_back[0]
+
+
+@pytest.mark.parametrize("config", ["B3-T7-I5-H37-L2-bidirectional", "B3-T7-I5-H37-lengths-bidirectional"])
+@pytest.mark.parametrize("cell", MODULES)
+def test_torch_backend_loop_against_reference(cell, config):
+    """``backend="torch"``: the loop of torch's cells (cuDNN has no recurrent dropout)."""
+    batch, seq, input_size, hidden_size, options = CONFIGS[config]
+    assert not check(cell, "torch", batch, seq, input_size, hidden_size, **options)
+
+
+@needs_interpreter
+@pytest.mark.parametrize("cell", ["lstm", "rnn_tanh"])
+def test_kernels_and_loop_agree_on_one_seed(cell):
+    """Both paths draw the same masks from one seed, so they compute the same call."""
+    x = torch.randn(5, 3, 4)
+    runs = []
+    for backend in ("triton", "torch"):
+        module = make(cell, 4, 37, backend=backend, num_layers=2)
+        torch.manual_seed(3)
+        out, _ = module(x)
+        runs.append(out)
+    assert relative_error(runs[0], runs[1]) <= tolerance(cell, "fp32")
+
+
+def test_masks_are_fresh_and_scaled():
+    """Each layer and direction draws its own mask, again at every call: entries 0 or 1 / (1 - p),
+    about a fraction p of them 0."""
+    module = make("lstm", 4, 64, num_layers=2, backend="torch")
+    masks = spy_masks(module)
+    x = torch.randn(3, 256, 4)
+    module(x)
+    module(x)
+    assert len(masks) == 4
+    for m in masks:
+        assert m.unique().tolist() == [0.0, pytest.approx(1 / (1 - P))]
+        assert abs(float((m == 0).float().mean()) - P) < 0.02  # (16,384 draws: 5 standard deviations)
+    assert not torch.equal(masks[0], masks[1]) and not torch.equal(masks[0], masks[2])
+
+
+@pytest.mark.parametrize("backend", ["auto", "torch"])
+def test_evaluation_draws_no_mask(backend):
+    """In eval mode recurrent dropout is off: no mask, torch.nn's own numbers."""
+    module = make("lstm", 4, 37, backend=backend).eval()
+    masks = spy_masks(module)
+    plain = torch.nn.LSTM(4, 37)
+    plain.load_state_dict(module.state_dict())
+    x = torch.randn(5, 3, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (auto on CPU without the interpreter: the fallback's warning)
+        got = module(x)[0]
+    assert not masks
+    assert relative_error(got, plain(x)[0]) <= tolerance("lstm", "fp32")
+
+
+@pytest.mark.parametrize("value", [1, 1.5, -0.1, "0.2", True, None])
+def test_bad_recurrent_dropout_is_refused(value):
+    with pytest.raises(ValueError, match="recurrent_dropout must be a number from 0"):
+        rnn.LSTM(4, 8, recurrent_dropout=value)
+
+
+def test_recurrent_dropout_with_proj_size_is_refused():
+    with pytest.raises(ValueError, match="proj_size"):
+        rnn.LSTM(4, 8, proj_size=4, recurrent_dropout=0.2)
+
+
+def test_extra_repr_names_it():
+    assert "recurrent_dropout=0.4" in repr(make("gru", 4, 8))
+    assert "recurrent_dropout" not in repr(rnn.GRU(4, 8))
+
+
+@needs_interpreter
+def test_layer_refuses_a_wrong_mask_and_the_gru():
+    from rnnbench.ops.recurrence import recurrent_layer
+
+    x, w_ih, w_hh = torch.randn(3, 2, 4), torch.randn(8, 4), torch.randn(8, 8)
+    with pytest.raises(ValueError, match=r"recurrent_mask must be \[2, 8\]"):
+        recurrent_layer("rnn_tanh", x, None, None, w_ih, w_hh, recurrent_mask=torch.ones(8, 2))
+    with pytest.raises(ValueError, match="recurrent dropout has no GRU kernel"):
+        recurrent_layer("gru", x, None, None, torch.randn(24, 4), torch.randn(24, 8), recurrent_mask=torch.ones(2, 8))
+
+
+@needs_interpreter
+def test_triton_backend_refuses_the_gru():
+    module = make("gru", 4, 8, backend="triton")
+    with pytest.raises(RuntimeError, match="recurrent dropout has no GRU kernel"):
+        module(torch.randn(3, 2, 4))
+
+
+# On a CUDA device, the multi-program kernels a recurrent-dropout plan runs (recurrence.DROPOUT_PLAN;
+# planned for the H200's 132 multiprocessors): (cell, batch, hidden, dtype, options) -> what it covers.
+CUDA_CASES = {
+    "lstm-B3-H37-tf32": ("lstm", 3, 37, "tf32", {}),  # exchange, resident; split-K backward
+    "lstm-B20-H500-fp32": ("lstm", 20, 500, "fp32", {}),  # 3xTF32 split once, streamed; split-K
+    "lstm-B64-H650-bf16": ("lstm", 64, 650, "bf16", {}),  # 16-bit padded rows (split-once level 5)
+    "lstm-B32-H1024-tf32": ("lstm", 32, 1024, "tf32", {}),  # streamed forward; gate-split backward
+    "lstm-B5-H100-fp16-L2-bidirectional-lengths": ("lstm", 5, 100, "fp16", dict(
+        num_layers=2, bidirectional=True, lengths=torch.tensor([9, 0, 4, 9, 1]))),
+    "rnn_tanh-B3-H37-fp32": ("rnn_tanh", 3, 37, "fp32", {}),  # on chip
+    "rnn_relu-B64-H512-tf32": ("rnn_relu", 64, 512, "tf32", {}),  # exchange; streamed backward
+    "rnn_tanh-B128-H1024-fp16": ("rnn_tanh", 128, 1024, "fp16", {}),
+}
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available() or _interpreted(), reason="needs a CUDA device, kernels compiled")
+@pytest.mark.parametrize("case", CUDA_CASES)
+def test_cuda_kernels_against_reference(case):
+    cell, batch, hidden, dtype, options = CUDA_CASES[case]
+    said = check(cell, "triton", batch, 9, 24, hidden, device="cuda", dtype=dtype, **options)
+    assert not said
