@@ -70,7 +70,7 @@ def spy_masks(module) -> list:
 
 def _grads(outs, leaves):
     g = torch.Generator().manual_seed(9)
-    loss = sum((o.double() * torch.randn(o.shape, generator=g, dtype=torch.float64)).sum() for o in outs)
+    loss = sum((o.cpu().double() * torch.randn(o.shape, generator=g, dtype=torch.float64)).sum() for o in outs)
     return list(torch.autograd.grad(loss, leaves))
 
 
