@@ -111,7 +111,7 @@ def check(cell, backend, batch, seq, input_size, hidden_size, with_state=True, l
     names += [f"grad_state{i}" for i in range(len(states))] + [f"grad_{n}" for n in params]
     for name, a, b in zip(names, got, ref, strict=True):
         assert a.shape == b.shape, name
-        err = relative_error(a, b)
+        err = relative_error(a.cpu(), b)
         assert err <= tolerance(cell, dtype), f"{name}: relative error {err:.3g}"
     return [str(w.message) for w in caught]
 

@@ -11,7 +11,7 @@ triton = pytest.importorskip("triton")
 torch = pytest.importorskip("torch")
 tl = pytest.importorskip("triton.language")
 
-from rnnbench.ops import recurrence  # noqa: E402
+from rnnbench.ops import aot, recurrence  # noqa: E402
 from rnnbench.ops.launch import KernelLauncher  # noqa: E402
 
 
@@ -385,3 +385,37 @@ def test_counted_counters_are_fresh_zeros_off_cuda_and_under_a_graph_capture(mon
     monkeypatch.setattr(torch, "zeros", lambda *a, **k: made.append((a, k)) or "fresh")
     assert launch.counted_counters(2, torch.device("cuda")) == "fresh" and made[0][0] == (2, )
     assert not launch.POOLS
+
+
+# The plan that runs each kernel of aot.KERNELS under the interpreter (CPU), by its variant.
+# (one program a batch block: block_h 64 holds hidden 37's units)
+_VARIANT_PLAN = {None: {}, "pieces": {"h_on_chip": False, "w_resident": False, "block_h": 64, "pieces": 2},
+                 "split_k": {"h_on_chip": False, "block_h": 64, "split_k": True}, "fma": {"fma": True}}
+
+
+@pytest.mark.parametrize("drop", [False, True])
+@pytest.mark.parametrize("key", list(aot.KERNELS), ids=lambda k: "-".join(k))
+def test_every_kernel_gets_every_constexpr_by_value(key, drop):
+    """Each ``tl`` kernel's Constexprs as ``_Launch`` builds them for the plan that runs it name every
+    compile-time argument the kernel takes, defaulted ones too (``DROP``, recurrent dropout, among
+    them: the GPU's first launch of the LSTM's kernels failed on it, call167), and none it does not;
+    with ``drop``, where a recurrent-dropout plan runs the kernel (``recurrence.DROPOUT_PLAN``)."""
+    cell, direction, variant = (*key, None)[:3]
+    cell = "rnn_tanh" if cell == "rnn" else cell
+    kernel = aot.KERNELS[key]
+    params = inspect.signature(getattr(kernel, "fn", kernel)).parameters
+    constexprs = {n for n, p in params.items() if p.annotation in ("tl.constexpr", tl.constexpr)}
+    fields = {f"{direction}_{k}" if k != "split_k" else k: v for k, v in _VARIANT_PLAN[variant].items()}
+    with recurrence.plan_override(**fields):
+        launch = recurrence.layer_launch(cell, 3, 37, torch.float32, torch.device("cpu"))
+        plan = getattr(launch, direction)
+        assert (plan.pieces > 1, plan.split_k, plan.fma) == (variant == "pieces", variant == "split_k",
+                                                             variant == "fma")
+        if direction == "forward":
+            values = launch.forward_constexprs(True, True, True, True, False, False, None, drop).values
+        else:
+            values = launch.backward_constexprs(True, True, True, False, drop).values
+    names = {n for n in values if n.isupper()}  # (num_warps and the like are launch options)
+    assert constexprs == names
+    if "DROP" in constexprs:
+        assert values["DROP"] == drop

@@ -226,12 +226,12 @@ class _Launch:
         ``pdl``: a forward on FMA units launched by programmatic dependent launch
         (``launch.dependent_launch``; the other forwards take no such flag); ``produce``: the
         producing forward's ``(tiles, is_even)`` (:attr:`Plan.produce`, :class:`Produced`), None
-        for none; ``drop``: recurrent dropout (``DROP``; the ``tl`` kernels of a :func:`dropout_launch`)."""
+        for none; ``drop``: recurrent dropout (``DROP``; the ``tl`` kernels of :data:`DROPOUT_PLAN`)."""
         key = ("forward", has_bias, has_h0, save, has_c0, has_lengths, pdl, produce, drop)
         return self._cached(key, lambda: self._with_flags(
             self.forward, {**self.forward_meta, **(self._produced(*produce) if produce else {})},
             HAS_BIAS=has_bias, HAS_H0=has_h0, SAVE=save, HAS_C0=has_c0, HAS_LENGTHS=has_lengths,
-            **(_pdl_flags(pdl) if self.forward.fma else {}), **_drop_flag(drop)))
+            **(_pdl_flags(pdl) if self.forward.fma else {}), DROP=drop))
 
     def _produced(self, tiles: Tiles, is_even: bool) -> dict:
         """A producing forward's compile-time arguments for its tiles: the RNN's the projection
@@ -260,15 +260,20 @@ class _Launch:
         key = ("backward", has_d_out, has_d_h_n, has_d_c_n, has_lengths, drop)
         return self._cached(key, lambda: self._with_flags(
             self.backward, self.backward_meta, HAS_D_OUT=has_d_out, HAS_D_H_N=has_d_h_n, HAS_D_C_N=has_d_c_n,
-            HAS_LENGTHS=has_lengths, **_drop_flag(drop)))
+            HAS_LENGTHS=has_lengths, DROP=drop))
 
     def _with_flags(self, plan: Plan, meta: dict, **flags) -> Constexprs:
         """``meta`` and the call's flags: the cell state's (``HAS_C0``, ``HAS_D_C_N``) for the
-        LSTM only, ``RELU`` for the RNN only, as the kernels take them; numbered with ``plan``,
-        which the call's buffers are allocated by (:class:`~rnnbench.ops.launch.Constexprs`)."""
+        LSTM only, ``RELU`` for the RNN only, ``DROP`` for the ``tl`` kernels that take it, as the
+        kernels take them; numbered with ``plan``, which the call's buffers are allocated by
+        (:class:`~rnnbench.ops.launch.Constexprs`)."""
         if self.cell != "lstm":
             flags.pop("HAS_C0", None)
             flags.pop("HAS_D_C_N", None)
+        # (DROP, recurrent dropout: the LSTM's and RNN's tl kernels alone take it, and a compiled
+        # launch passes every compile-time argument its kernel names, defaults too; DROPOUT_PLAN)
+        if self.cell == "gru" or plan.fma or plan.pieces > 1:
+            flags.pop("DROP", None)
         if self.cell.startswith("rnn_"):
             flags["RELU"] = self.cell == "rnn_relu"
         return Constexprs({**flags, **meta}, plan)
@@ -326,11 +331,6 @@ class _Launch:
         return meta
 
 
-def _drop_flag(drop: bool) -> dict:
-    """The ``DROP`` flag where set: only the kernels a :func:`dropout_launch` runs take it."""
-    return {"DROP": True} if drop else {}
-
-
 def _pdl_flags(pdl: bool) -> dict:
     """An FMA forward's ``PDL`` flag, and Triton's launch option for it where set."""
     return dict(PDL=True, launch_pdl=True) if pdl else dict(PDL=False)
@@ -362,7 +362,7 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     :attr:`Plan.half_saved`) and ``c_buf`` LSTM's fp32 cell states ``[T+1, B, H]`` (both None
     unless ``save``).
 
-    ``drop``: recurrent dropout (the LSTM's and RNN's, with a :func:`dropout_launch`), ``(mask,
+    ``drop``: recurrent dropout (the LSTM's and RNN's, with a :func:`dropout_launch_or_refusal`), ``(mask,
     out)``: ``mask [B, H]`` (contiguous, the weights' dtype) multiplies ``h_{t-1}`` where the
     recurrent product reads it, ``h_buf`` then holds ``h_t * mask`` (the weight gradients' operand)
     and ``out [T, B, H]`` receives the output.
@@ -622,7 +622,7 @@ def _contiguous(t):
 def _layer_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save, lengths, mask=None):
     """The input projection and the forward kernel: ``(output, h_n, c_n, h_buf, saved, c_buf)``;
     the projection ahead, overlapping the kernel, where :func:`projects_ahead`. ``mask``: recurrent
-    dropout's ``[B, H]`` (:func:`run_layer`), with a :func:`dropout_launch`."""
+    dropout's ``[B, H]`` (:func:`run_layer`), with a :func:`dropout_launch_or_refusal`'s launch."""
     if mask is not None:  # (its plan: no projection of the kernel's own, none ahead)
         out = torch.empty(*x.shape[:2], launch.hidden_size, device=x.device, dtype=w_hh.dtype)
         x_proj = input_projection(x, w_ih, launch.precision, launch.upcast)
@@ -798,7 +798,7 @@ def run_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih, b_hh, launch: _Launch, len
     its layers). Same arguments, except that ``h0``/``c0`` may also be ``[1, B, H]`` (a one-layer
     module's state as it comes; their gradients take their shape), ``lengths`` comes as
     :func:`kernel_lengths` returns it; returns ``h_n``/``c_n`` as ``[1, B, H]``. ``mask``:
-    recurrent dropout's ``[B, H]`` in the weights' dtype (``launch`` a :func:`dropout_launch`'s).
+    recurrent dropout's ``[B, H]`` in the weights' dtype (``launch`` a :func:`dropout_launch_or_refusal`'s).
 
     Raises:
         ValueError: ``seq_len`` is 0.
