@@ -465,9 +465,10 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
                 w_split, h_split, counters, T, B)
         _LSTM_FORWARD_PIECES(grid, args, constexprs, stream, keyed=7)
     elif lstm:
+        # (keyed through h0_drop: the mask may be the caller's, h0_drop its h0 itself)
         args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, lengths, mask, h0_drop, h_buf, out, h_n, c_n,
                 c_buf, saved, w_split, h_split, counters, T, B)
-        _LSTM_FORWARD(grid, args, constexprs, stream, keyed=8)
+        _LSTM_FORWARD(grid, args, constexprs, stream, keyed=9)
     elif pieces:  # (the GRU's: its fp32 h in two slots, ops/gru/pieces.py)
         args = (x_proj, w_hh, *biases, h0, lengths, h_buf, h_n, saved, torch.empty(2, B, H, **f32), counters, T, B)
         _GRU_FORWARD_PIECES(grid, args, constexprs, stream, keyed=6)
@@ -477,7 +478,7 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     else:
         args = (x_proj, w_hh, *biases, h0, lengths, mask, h0_drop, h_buf, out, h_n, saved, w_split, h_split, counters,
                 T, B)
-        _RNN_FORWARD(grid, args, constexprs, stream, keyed=7)
+        _RNN_FORWARD(grid, args, constexprs, stream, keyed=8)
     if not save:
         c_buf = saved = None
     return h_buf, h_n, c_n, saved, c_buf
