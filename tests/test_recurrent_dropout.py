@@ -274,3 +274,32 @@ def test_cuda_kernels_against_reference(case):
     cell, batch, hidden, dtype, options = CUDA_CASES[case]
     said = check(cell, "triton", batch, 9, 24, hidden, device="cuda", dtype=dtype, **options)
     assert not said
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="Triton is not installed")
+def test_dropout_plans_run_only_kernels_that_take_the_mask():
+    """recurrence.DROPOUT_PLAN, planned for a GPU of 132 multiprocessors (an H200's) across batch
+    1-1024, hidden 37-2048, the LSTM and the RNN, fp32 (IEEE, TF32, 3xTF32) and bf16, forward and
+    backward: every plan either refused or one whose kernels take ``DROP`` (no FMA, Gluon,
+    producers, slices, or operands scaled for ``|h| <= 1``)."""
+    from rnnbench.ops.plans import choose_plan, split_once_level
+    from rnnbench.ops.recurrence import DROPOUT_PLAN
+
+    cuda = torch.device("cuda")
+    planned = refused = 0
+    for gates in (4, 1):
+        for batch in (1, 3, 20, 64, 256, 1024):
+            for hidden in (37, 100, 128, 512, 650, 1024, 2048):
+                for dtype, precision in ((torch.float32, "ieee"), (torch.float32, "tf32"),
+                                         (torch.float32, "tf32x3"), (torch.bfloat16, "ieee")):
+                    for direction in ("forward", "backward"):
+                        try:
+                            p = choose_plan(batch, hidden, gates, dtype, cuda, multiprocessors=132,
+                                            precision=precision, direction=direction, **DROPOUT_PLAN)
+                        except ValueError:
+                            refused += 1
+                            continue
+                        planned += 1
+                        assert not (p.fma or p.gluon or p.produce or p.pieces > 1 or p.half_operands
+                                    or p.split_fp16 or p.on_chip_split or split_once_level(p) in (3, 4)), p
+    assert refused <= 1 and planned > 600

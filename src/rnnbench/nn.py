@@ -39,6 +39,12 @@ packing is done at all). The kernels run each sequence with its own length: past
 its state and computes nothing that counts, so the output, ``h_n`` and every gradient are what
 torch.nn gives the packed batch; the reverse direction reads each sequence from its own last step.
 Dropout between layers is applied in training mode as torch.nn does (a different random mask).
+``recurrent_dropout=p`` (what cuDNN has no place for): in training mode each call draws a mask
+``[B, H]`` a layer and direction (0 with probability p, else ``1 / (1 - p)``) that multiplies
+``h_{t-1}`` where the recurrent product reads it, at every step (Gal and Ghahramani, 2016; Keras'
+``recurrent_dropout``); the output and final states are ``h`` itself. The LSTM's and RNN's run on the
+kernels (``rnnbench.ops.recurrence.DROPOUT_PLAN``); the GRU's, CPU tensors and ``backend="torch"``
+on a loop of torch's cells (``rnnbench.ops.loop``). Never replayed; off in eval mode.
 Inside a ``torch.compile``-d model the module runs eagerly between the compiled graphs, as
 torch.nn's recurrent modules do there (``torch._dynamo.config.allow_rnn`` is off by default: the
 compiler breaks its graph at them).
@@ -612,7 +618,7 @@ class LSTM(_KernelPath, nn.LSTM):
     a pair ``(h0, c0)`` of ``[L*D, B, H]``; returns ``(output [T, B, D*H], (h_n, c_n))``.
 
     Raises:
-        ValueError: an unknown backend.
+        ValueError: an unknown backend, or ``recurrent_dropout`` not in [0, 1) or with ``proj_size``.
         RuntimeError: ``backend="triton"`` on a call the kernels cannot run.
     """
 
