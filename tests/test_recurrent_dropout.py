@@ -10,7 +10,6 @@ and variable lengths. Then the masks themselves, evaluation mode and the errors.
 from __future__ import annotations
 
 import importlib.util
-import sys
 import warnings
 
 import pytest
@@ -21,19 +20,11 @@ from rnnbench.ops.naive import naive_network
 from rnnbench.precision import matmul_mode, tolerance
 from rnnbench.verify import relative_error
 
+from test_nn import _interpreted, needs_interpreter
+
 MODULES = {"lstm": (rnn.LSTM, {}), "gru": (rnn.GRU, {}), "rnn_tanh": (rnn.RNN, {"nonlinearity": "tanh"}),
            "rnn_relu": (rnn.RNN, {"nonlinearity": "relu"})}
 P = 0.4
-
-
-def _interpreted() -> bool:
-    common = sys.modules.get("rnnbench.ops.common")
-    return common is not None and common.INTERPRET
-
-
-needs_interpreter = pytest.mark.skipif(
-    not _interpreted(), reason="Triton is not installed" if importlib.util.find_spec("triton") is None else
-    "the kernels were compiled for the GPU in this process")
 
 
 @pytest.fixture(autouse=True)
