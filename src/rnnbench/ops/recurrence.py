@@ -270,9 +270,9 @@ class _Launch:
         if self.cell != "lstm":
             flags.pop("HAS_C0", None)
             flags.pop("HAS_D_C_N", None)
-        # (DROP, recurrent dropout: the LSTM's and RNN's tl kernels alone take it, and a compiled
+        # (DROP, recurrent dropout: the tl kernels alone take it, not the slices' or FMA's, and a compiled
         # launch passes every compile-time argument its kernel names, defaults too; DROPOUT_PLAN)
-        if self.cell == "gru" or plan.fma or plan.pieces > 1:
+        if plan.fma or plan.pieces > 1:
             flags.pop("DROP", None)
         if self.cell.startswith("rnn_"):
             flags["RELU"] = self.cell == "rnn_relu"
@@ -362,10 +362,10 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     :attr:`Plan.half_saved`) and ``c_buf`` LSTM's fp32 cell states ``[T+1, B, H]`` (both None
     unless ``save``).
 
-    ``drop``: recurrent dropout (the LSTM's and RNN's, with a :func:`dropout_launch_or_refusal`), ``(mask,
-    out)``: ``mask [B, H]`` (contiguous, the weights' dtype) multiplies ``h_{t-1}`` where the
-    recurrent product reads it, ``h_buf`` then holds ``h_t * mask`` (the weight gradients' operand)
-    and ``out [T, B, H]`` receives the output.
+    ``drop``: recurrent dropout (with a :func:`dropout_launch_or_refusal`'s launch), ``(mask, out)``:
+    ``mask [B, H]`` (contiguous, the weights' dtype) multiplies ``h_{t-1}`` where the recurrent
+    product reads it, ``h_buf`` then holds ``h_t * mask`` (the weight gradients' operand) and
+    ``out [T+1, B, H]`` receives the output from ``out[1]`` (the GRU's, saving, h0 at ``out[0]``).
     """
     B, H = launch.batch_size, launch.hidden_size
     dtype = w_hh.dtype
@@ -472,13 +472,10 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     elif pieces:  # (the GRU's: its fp32 h in two slots, ops/gru/pieces.py)
         args = (x_proj, w_hh, *biases, h0, lengths, h_buf, h_n, saved, torch.empty(2, B, H, **f32), counters, T, B)
         _GRU_FORWARD_PIECES(grid, args, constexprs, stream, keyed=6)
-    elif cell == "gru":
-        args = (x_proj, w_hh, *biases, h0, lengths, h_buf, h_n, saved, w_split, h_split, counters, T, B)
-        _GRU_FORWARD(grid, args, constexprs, stream, keyed=6)
     else:
         args = (x_proj, w_hh, *biases, h0, lengths, mask, h0_drop, h_buf, out, h_n, saved, w_split, h_split, counters,
                 T, B)
-        _RNN_FORWARD(grid, args, constexprs, stream, keyed=8)
+        (_GRU_FORWARD if cell == "gru" else _RNN_FORWARD)(grid, args, constexprs, stream, keyed=8)
     if not save:
         c_buf = saved = None
     return h_buf, h_n, c_n, saved, c_buf
@@ -531,7 +528,7 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
     """Run the backward kernel. ``d_out [T, B, H]``, ``d_h_n``/``d_c_n`` ``[B, H]`` or ``[1, B, H]``
     (contiguous), each None when no gradient flows there (zeros inside the kernel); ``lengths`` as
     the forward's (``d_out`` past a sequence's end is ignored); ``drop`` the forward's recurrent
-    dropout mask ``[B, H]`` or None.
+    dropout mask ``[B, H]`` or None (the GRU's ``c_buf`` then its forward's ``out``, h itself).
 
     Returns ``(d_gates_x, d_gates_h, d_h0, d_c0)``: gradients of the input-side and recurrent
     pre-activations ``[T, B, G*H]`` (the same tensor except for the GRU), ``d_h0`` and ``d_c0``
@@ -550,6 +547,7 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
                                             lengths is not None, drop is not None)
     d_out = h_buf if d_out is None else d_out  # unused pointer when absent
     mask = d_h0 if drop is None else drop
+    h_states = c_buf if drop is not None and cell == "gru" else h_buf  # (the GRU's h_{t-1}: z's gradient)
     d_h_n = d_h0 if d_h_n is None else d_h_n
     lengths = d_h0 if lengths is None else lengths
     if plan_.split_k:  # the LSTM's and GRU's (choose_plan refuses the RNN's): W_hh as it is, partials of dh
@@ -564,8 +562,8 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
             return d_gates, d_gates, d_h0, d_c0
         d_gates_h = torch.empty(T, B, 3 * H, device=dev, dtype=dtype)
         d_gates_x = torch.empty_like(d_gates_h)
-        _GRU_BACKWARD_SPLIT_K(grid, (d_out, d_h_n, saved, h_buf, w_hh, d_gates_h, d_gates_x, d_h0, lengths, partials,
-                                     counters, T, B), constexprs, stream)
+        _GRU_BACKWARD_SPLIT_K(grid, (d_out, d_h_n, saved, h_states, w_hh, d_gates_h, d_gates_x, d_h0, lengths, mask,
+                                     partials, counters, T, B), constexprs, stream)
         return d_gates_x, d_gates_h, d_h0, None
     if plan_.fma:  # (the RNN's only: W_hh^T through swapped strides)
         d_pre = torch.empty(T, B, H, device=dev, dtype=dtype)
@@ -589,12 +587,13 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
     if cell == "gru":
         d_gates_h = torch.empty(T, B, 3 * H, device=dev, dtype=dtype)
         d_gates_x = torch.empty_like(d_gates_h)
-        args = (d_out, d_h_n, saved, h_buf, w_hh_t, d_gates_h, d_gates_x, d_h0, lengths, partials, counters)
+        args = (d_out, d_h_n, saved, h_states, w_hh_t, d_gates_h, d_gates_x, d_h0, lengths)
         if plan_.pieces > 1:  # (ops/gru/pieces.py: the gradient reaching h in two slots, [2, B, H])
-            _GRU_BACKWARD_PIECES(grid, (*args, torch.empty(2, B, H, device=dev, dtype=torch.float32), T, B),
+            _GRU_BACKWARD_PIECES(grid, (*args, partials, counters, torch.empty(2, B, H, device=dev,
+                                                                               dtype=torch.float32), T, B),
                                  constexprs, stream)
         else:
-            _GRU_BACKWARD(grid, (*args, T, B), constexprs, stream)
+            _GRU_BACKWARD(grid, (*args, mask, partials, counters, T, B), constexprs, stream)
         return d_gates_x, d_gates_h, d_h0, None
     d_pre = torch.empty(T, B, H, device=dev, dtype=dtype)
     _RNN_BACKWARD(grid, (d_out, d_h_n, saved, w_hh_t, d_pre, d_h0, lengths, mask, counters, T, B), constexprs, stream)
@@ -625,11 +624,13 @@ def _layer_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save, length
     the projection ahead, overlapping the kernel, where :func:`projects_ahead`. ``mask``: recurrent
     dropout's ``[B, H]`` (:func:`run_layer`), with a :func:`dropout_launch_or_refusal`'s launch."""
     if mask is not None:  # (its plan: no projection of the kernel's own, none ahead)
-        out = torch.empty(*x.shape[:2], launch.hidden_size, device=x.device, dtype=w_hh.dtype)
+        out = torch.empty(x.shape[0] + 1, x.shape[1], launch.hidden_size, device=x.device, dtype=w_hh.dtype)
         x_proj = input_projection(x, w_ih, launch.precision, launch.upcast)
         h_buf, h_n, c_n, saved, c_buf = recurrence_forward(cell, x_proj, w_hh, b_ih, b_hh, h0, c0, launch, save,
                                                            lengths, drop=(mask, out))
-        return out, h_n, c_n, h_buf, saved, c_buf
+        if cell == "gru" and save:  # (its backward's h_{t-1} itself, kept in the cell states' place)
+            c_buf = out
+        return out[1:], h_n, c_n, h_buf, saved, c_buf
     ready = finish = None
     produced = produces(launch, x)
     if produced is not None:
@@ -720,9 +721,9 @@ def recurrent_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None, leng
         output is zero and gets no gradient, and the padded inputs get none: what
         ``torch.nn.utils.rnn.pack_padded_sequence`` gives torch.nn (and
         :func:`rnnbench.reference.reference_forward` with ``lengths``).
-        recurrent_mask: None, or recurrent dropout's mask ``[B, H]`` (the LSTM's and RNN's): ``h_{t-1}``
-        enters the recurrent product ``h_{t-1} W_hh^T`` times it at every step, the output and final
-        states are ``h_t`` itself (Gal and Ghahramani, 2016, one mask for every step; Keras'
+        recurrent_mask: None, or recurrent dropout's mask ``[B, H]``: ``h_{t-1}`` enters the
+        recurrent product ``h_{t-1} W_hh^T`` times it at every step, the output, final states and
+        the GRU's ``z * h_{t-1}`` take ``h_t`` itself (Gal and Ghahramani, 2016, one mask for every step; Keras'
         ``recurrent_dropout``, its masks drawn as 0 or ``1 / (1 - p)``; ``rnnbench.reference``'s
         ``recurrent_masks``).
 
@@ -750,22 +751,18 @@ def recurrent_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None, leng
     return out, h_n.squeeze(0), None if c_n is None else c_n.squeeze(0)
 
 
-# Recurrent dropout runs the ``tl`` kernels of ops/lstm/kernels.py and ops/rnn/kernels.py (the ones that
-# take DROP): its plans ask for none of the others (FMA, Gluon, producers, slices) and for none of the
+# Recurrent dropout runs the ``tl`` kernels of ops/<cell>/kernels.py (the ones that take DROP): its plans ask for none of the others (FMA, Gluon, producers, slices) and for none of the
 # operands whose scales take |h_t| <= 1 (fp16 operands, 3xFP16, the on-chip RNN's split), which a
 # mask's 1 / (1 - p) breaks.
 DROPOUT_PLAN = dict(fma=False, backward_fma=False, gluon=False, produce=False, pieces=1, backward_pieces=1,
                     half_operands=False, split_fp16=False, on_chip_split="")
-DROPOUT_CELLS = ("lstm", "rnn_tanh", "rnn_relu")
 
 
 def dropout_launch_or_refusal(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtype,
                               device: torch.device) -> tuple[_Launch | None, str | None]:
     """:func:`launch_or_refusal` for a layer with recurrent dropout (:data:`DROPOUT_PLAN` over any
-    :func:`plan_override`): ``(launch, None)``, or ``(None, why not)`` for a cell without such a
-    kernel (the GRU's, so far) or a plan that would run one."""
-    if cell not in DROPOUT_CELLS:
-        return None, f"recurrent dropout has no {cell.upper()} kernel yet"
+    :func:`plan_override`): ``(launch, None)``, or ``(None, why not)`` (a plan that would still run a
+    kernel without the mask among them)."""
     with plan_override(**DROPOUT_PLAN):
         launch, reason = launch_or_refusal(cell, batch_size, hidden_size, dtype, device)
     if launch is not None and not _drops(launch):

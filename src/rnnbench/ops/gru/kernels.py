@@ -18,8 +18,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _exchange_offsets, _forward_weights, _gate_bias,
-                      _gate_columns, _gradient_in, _load_f32, _load_weight_columns, _on_chip_columns, _program_tile,
+from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _dropped, _exchange_offsets, _forward_weights,
+                      _gate_bias, _gate_columns, _gradient_in, _load_f32, _load_weight_columns, _on_chip_columns, _program_tile,
                       _publish_h, _recurrent_matmul, _release_counters, _resident_stack_t, _row_lengths, _split_gates,
                       _split_h0, _split_k_arrive, _split_k_sum, _stack_gates, _stacked_rows, _transpose_columns,
                       _wait, _where_running)
@@ -27,16 +27,18 @@ from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _exchange_of
 
 @triton.jit(do_not_specialize=["T", "B"])
 def gru_forward_kernel(
-    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, lengths_ptr,
-    h_buf_ptr, h_n_ptr, saved_ptr, w_split_ptr, h_split_ptr, counters_ptr,
+    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, lengths_ptr, drop_ptr, h0_drop_ptr,
+    h_buf_ptr, y_ptr, h_n_ptr, saved_ptr, w_split_ptr, h_split_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
     UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr, HAS_LENGTHS: tl.constexpr,
-    H_STRIDE: tl.constexpr,
+    H_STRIDE: tl.constexpr, DROP: tl.constexpr = False,
 ):
-    """``HAS_LENGTHS``: a variable-length batch (``lengths [B]`` int32), as the LSTM's forward."""
+    """``HAS_LENGTHS``: a variable-length batch (``lengths [B]`` int32), as the LSTM's forward.
+    ``DROP``: recurrent dropout, as the LSTM's forward, but ``z * h_{t-1}`` takes h itself, and
+    with ``SAVE`` ``y [T+1, B, H]`` holds h0 too (the backward's ``h_{t-1}``)."""
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
     gid = rows[None, :] * (3 * H) + units[:, None]  # gate r of a [B, 3H] plane
@@ -57,17 +59,21 @@ def gru_forward_kernel(
     bias_hn = _gate_bias(b_hh_ptr, b_ih_ptr, 2 * H + units, unit_mask, HAS_BIAS, False)  # b_hn
     zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
     h = _load_f32(h0_ptr, hid, mask) if HAS_H0 else zero  # fp32 copy of our slice of h, carried across steps
-    barriers, h_scales, h_inv = _split_h0(h, h0_ptr, h_split_ptr, plane_e, hid_e, rows, row_mask, mask_e,
+    drop = _load_f32(drop_ptr, hid, mask) if DROP else zero
+    h_rec = _dropped(h, drop, DROP)  # what the recurrent product reads
+    barriers, h_scales, h_inv = _split_h0(h_rec, h0_drop_ptr, h_split_ptr, plane_e, hid_e, rows, row_mask, mask_e,
                                           counters_ptr + pid_b, H, K_PAD, BLOCK_K, HAS_H0, SPLIT_ONCE, True)
     if SAVE:
-        tl.store(h_buf_ptr + hid, h.to(out_ty), mask=mask)
+        tl.store(h_buf_ptr + hid, h_rec.to(out_ty), mask=mask)
+        if DROP:  # (h_{t-1} as the backward's z reads it)
+            tl.store(y_ptr + hid, h.to(out_ty), mask=mask)
     x_r = _load_f32(x_proj_ptr, gid + 0 * H, mask)
     x_z = _load_f32(x_proj_ptr, gid + 1 * H, mask)
     x_n = _load_f32(x_proj_ptr, gid + 2 * H, mask)
     t = 0
     while t < T:
-        acc = _recurrent_matmul(w, h, w_src, w_rows, w_valid, h_buf_ptr, h0_ptr, h_split_ptr, w_plane, t, plane_h,
-                                rows, row_mask,
+        acc = _recurrent_matmul(w, h_rec, w_src, w_rows, w_valid, h_buf_ptr, h0_drop_ptr, h_split_ptr, w_plane, t,
+                                plane_h, rows, row_mask,
                                 tl.zeros([4 * BLOCK_H, BLOCK_B], dtype=tl.float32), H, K_PAD, BLOCK_K, CHUNKS,
                                 W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST, SPLIT_ONCE, w_scale, h_scales,
                                 plane_e, H_STRIDE)
@@ -77,10 +83,14 @@ def gru_forward_kernel(
         hn = a_n + bias_hn
         n = _act_tanh(x_n + bias_xn + r * hn, FAST_ACT)
         h = _where_running(t, lengths, n + z * (h - n), h, HAS_LENGTHS)
+        h_rec = _dropped(h, drop, DROP)
         # h published: arrive now, store and load the rest, then wait
-        _publish_h(_where_running(t, lengths, h, zero, HAS_LENGTHS), h_buf_ptr, h_split_ptr, t, T, plane_h, hid, mask,
-                   counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE, h_inv, plane_e, hid_e, mask_e,
+        _publish_h(_where_running(t, lengths, h_rec, zero, HAS_LENGTHS), h_buf_ptr, h_split_ptr, t, T, plane_h, hid,
+                   mask, counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE, h_inv, plane_e, hid_e, mask_e,
                    H_STRIDE != H)
+        if DROP:  # the output, apart from the exchange's dropped h
+            tl.store(y_ptr + (t + 1) * plane_h + hid, _where_running(t, lengths, h, zero, HAS_LENGTHS).to(out_ty),
+                     mask=mask)
         if SAVE:
             s_t = saved_ptr + t * plane_s
             tl.store(s_t + sid + 0 * H, r, mask=mask)
@@ -167,24 +177,27 @@ def _store_grads(dg_t, dx_t, gid, mask, H: tl.constexpr, d_r, d_z, d_hn, d_n):
 @triton.jit(do_not_specialize=["T", "B"])
 def gru_backward_kernel(
     d_out_ptr, d_h_n_ptr, saved_ptr, h_buf_ptr, w_hh_t_ptr, d_gates_h_ptr, d_gates_x_ptr, d_h0_ptr,
-    lengths_ptr, partials_ptr, counters_ptr,
+    lengths_ptr, drop_ptr, partials_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
-    HAS_LENGTHS: tl.constexpr, GATE_GROUP: tl.constexpr = 0, SPAN_PAD: tl.constexpr = 0,
+    HAS_LENGTHS: tl.constexpr, GATE_GROUP: tl.constexpr = 0, SPAN_PAD: tl.constexpr = 0, DROP: tl.constexpr = False,
 ):
     """Reverse-time recurrence. Writes ``d_gates_h [T, B, 3H]``, the gradients of the recurrent
     pre-activations ``(W_hr h, W_hz h, W_hn h + b_hn)``, and ``d_gates_x [T, B, 3H]``, those of
     the input-side ones ``(W_ir x, W_iz x, W_in x)``: the same r and z, but n without the factor r.
     Both in the weights' dtype, written here so that no copy joins them afterwards; and ``d_h0``.
     ``w_hh_t`` is ``W_hh^T`` (``[H, 3H]``, contiguous). ``HAS_LENGTHS``, ``GATE_GROUP``: as the
-    LSTM's backward."""
+    LSTM's backward. ``DROP``: the forward's recurrent dropout: the product's gradient times
+    ``drop [B, H]`` before the direct path through z joins it; ``h_buf`` is then the forward's
+    ``y`` (``h_{t-1}`` itself, for z's gradient)."""
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid, gid, plane_h, plane_g = _back_tile(B, H, BLOCK_B,
                                                                                                   BLOCK_H, 3)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
     sid = rows[None, :] * (4 * H) + units[:, None]  # the saved activations' [B, 4H] plane
     plane_s = B.to(tl.int64) * (4 * H)
+    drop = _load_f32(drop_ptr, hid, mask) if DROP else 0.0
 
     if ON_CHIP:
         w = _gate_columns(w_hh_t_ptr, units, unit_mask, H, 3, K_PAD)
@@ -206,12 +219,16 @@ def gru_backward_kernel(
         if s + 1 < T:
             d_out, r, z, n, hn, h_prev = _saved_step(t - 1, d_out_ptr, saved_ptr, h_buf_ptr, hid, sid, mask,
                                                      plane_h, plane_s, H, HAS_D_OUT)
+        # (the direct path through z is the product's starting value, or with DROP added after it)
+        start = zero if DROP else direct
         if ON_CHIP:
-            d_h_rec = _on_chip_columns(w, (d_r, d_z, d_hn), direct, 3, PRECISION, UPCAST)
+            d_h_rec = _on_chip_columns(w, (d_r, d_z, d_hn), start, 3, PRECISION, UPCAST)
         else:
-            d_h_rec = _transpose_columns(direct, w, w_hh_t_ptr, units, unit_mask, dg_t, rows, row_mask, partials_ptr,
+            d_h_rec = _transpose_columns(start, w, w_hh_t_ptr, units, unit_mask, dg_t, rows, row_mask, partials_ptr,
                                          counters_ptr, s, plane_h, hid, mask, H, 3, GATE_GROUP, BLOCK_H, SPAN_PAD,
                                          K_PAD, BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
+        if DROP:
+            d_h_rec = direct + d_h_rec * drop
         d_h_rec = _where_running(t, lengths, d_h_rec, d_h, HAS_LENGTHS)  # a finished row's passes through
         s += 1
     tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)
@@ -222,25 +239,26 @@ def gru_backward_kernel(
 @triton.jit(do_not_specialize=["T", "B"])
 def gru_backward_split_k_kernel(
     d_out_ptr, d_h_n_ptr, saved_ptr, h_buf_ptr, w_hh_ptr, d_gates_h_ptr, d_gates_x_ptr, d_h0_ptr, lengths_ptr,
-    partials_ptr, counters_ptr,
+    drop_ptr, partials_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr,
     W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr, HAS_LENGTHS: tl.constexpr,
-    H_STRIDE: tl.constexpr,
+    H_STRIDE: tl.constexpr, DROP: tl.constexpr = False,
 ):
     """Reverse-time recurrence on the forward's split (``Plan.split_k``; see
     ``lstm_backward_split_k_kernel``): each program's share of every unit's ``dh_{t-1}`` is
     ``W_stack^T`` (its own rows of W_hh, the fourth gate block zeros) times its own units' recurrent
     gate gradients ``(d_r, d_z, d_hn)``, summed by the units' owners after the barrier, plus the
-    owner's direct path through z. Same outputs as :func:`gru_backward_kernel`; ``w_hh`` is
-    ``W_hh`` itself (``[3H, H]``)."""
+    owner's direct path through z. Same outputs as :func:`gru_backward_kernel` (``DROP`` too);
+    ``w_hh`` is ``W_hh`` itself (``[3H, H]``)."""
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid, gid, plane_h, plane_g = _back_tile(B, H, BLOCK_B,
                                                                                                   BLOCK_H, 3)
     sid = rows[None, :] * (4 * H) + units[:, None]  # the saved activations' [B, 4H] plane
     plane_s = B.to(tl.int64) * (4 * H)
     programs: tl.constexpr = (H + BLOCK_H - 1) // BLOCK_H  # per batch block: tl.num_programs(0)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
+    drop = _load_f32(drop_ptr, hid, mask) if DROP else 0.0
     # the partials' [B, H_STRIDE] planes, rows padded to 16 bytes where H is not a multiple of 8
     plane_p, hid_p, mask_p = _exchange_offsets(B, plane_h, hid, mask, rows, row_mask, units, H, H_STRIDE)
 
@@ -265,7 +283,8 @@ def gru_backward_split_k_kernel(
         if s + 1 < T:
             d_out, r, z, n, hn, h_prev = _saved_step(t - 1, d_out_ptr, saved_ptr, h_buf_ptr, hid, sid, mask,
                                                      plane_h, plane_s, H, HAS_D_OUT)
-        d_h_rec = direct + _split_k_sum(partials_ptr, s, programs, counters_ptr + pid_b, plane_p, hid_p, mask_p)
+        d_h_rec = direct + _dropped(_split_k_sum(partials_ptr, s, programs, counters_ptr + pid_b, plane_p, hid_p,
+                                                 mask_p), drop, DROP)
         d_h_rec = _where_running(t, lengths, d_h_rec, d_h, HAS_LENGTHS)  # a finished row's passes through
         s += 1
     tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)

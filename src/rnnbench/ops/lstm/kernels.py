@@ -42,8 +42,8 @@ def lstm_forward_kernel(
     finished row's new gates are discarded) and by the weight gradients beside zero gate gradients.
     ``DROP``: recurrent dropout (:func:`~rnnbench.ops.common._dropped`): ``h_{t-1}`` enters the
     recurrent product times the mask ``drop [B, H]``; ``h_buf`` (the exchange, and what the weight
-    gradients read) holds ``h_t * drop``, ``y [T, B, H]`` the output ``h_t``, and the step-0
-    product reads ``h0_drop`` (``h0 * drop``) where it reads h0 from memory."""
+    gradients read) holds ``h_t * drop``, ``y [T+1, B, H]`` the output ``h_t`` (from ``y[1]``), and
+    the step-0 product reads ``h0_drop`` (``h0 * drop``) where it reads h0 from memory."""
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
     gid = rows[None, :] * (4 * H) + units[:, None]  # offsets of gate i into a [B, 4H] plane
@@ -94,7 +94,7 @@ def lstm_forward_kernel(
                    mask, counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE, h_inv, plane_e, hid_e, mask_e,
                    H_STRIDE != H)
         if DROP:  # the output, apart from the exchange's dropped h
-            tl.store(y_ptr + t * plane_h + hid, _where_running(t, lengths, h, zero, HAS_LENGTHS).to(out_ty),
+            tl.store(y_ptr + (t + 1) * plane_h + hid, _where_running(t, lengths, h, zero, HAS_LENGTHS).to(out_ty),
                      mask=mask)
         if SAVE:
             s_t = gates_ptr + t * plane_g

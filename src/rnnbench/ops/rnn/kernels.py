@@ -145,7 +145,7 @@ def rnn_forward_kernel(
         _publish_h(_where_running(t, lengths, h_rec, zero, HAS_LENGTHS), h_buf_ptr, h_split_ptr, t, T, plane_h, hid,
                    mask, counters_ptr + pid_b, ON_CHIP, SPLIT_ONCE, published_inv, plane_h, hid, mask)
         if DROP:  # the output, apart from the exchange's dropped h
-            tl.store(y_ptr + t * plane_h + hid, _where_running(t, lengths, h, zero, HAS_LENGTHS).to(out_ty),
+            tl.store(y_ptr + (t + 1) * plane_h + hid, _where_running(t, lengths, h, zero, HAS_LENGTHS).to(out_ty),
                      mask=mask)
         if SAVE:
             tl.store(saved_ptr + t * plane_h + hid, h, mask=mask)
