@@ -1,7 +1,7 @@
 """Recurrent dropout in rnnbench.nn (``recurrent_dropout=p``): what cuDNN drops, on our kernels.
 
-On the kernels (the LSTM's and RNN's, Triton's interpreter on CPU tensors) and on the loop of
-torch's cells (``ops/loop.py``: the GRU's, and ``backend="torch"``): output, final states and every
+On the kernels (Triton's interpreter on CPU tensors; CUDA cases marked) and on the loop of torch's
+cells (``ops/loop.py``: ``backend="torch"``, CPU tensors): output, final states and every
 gradient against the float64 network (``ops/naive.py`` -> ``rnnbench.reference``) run with the
 masks the module drew, over odd sizes, with and without states, two layers both ways, batch_first
 and variable lengths. Then the masks themselves, evaluation mode and the errors.

@@ -42,9 +42,9 @@ Dropout between layers is applied in training mode as torch.nn does (a different
 ``recurrent_dropout=p`` (what cuDNN has no place for): in training mode each call draws a mask
 ``[B, H]`` a layer and direction (0 with probability p, else ``1 / (1 - p)``) that multiplies
 ``h_{t-1}`` where the recurrent product reads it, at every step (Gal and Ghahramani, 2016; Keras'
-``recurrent_dropout``); the output and final states are ``h`` itself. The LSTM's and RNN's run on the
-kernels (``rnnbench.ops.recurrence.DROPOUT_PLAN``); the GRU's, CPU tensors and ``backend="torch"``
-on a loop of torch's cells (``rnnbench.ops.loop``). Never replayed; off in eval mode.
+``recurrent_dropout``); the output and final states are ``h`` itself. On the kernels
+(``rnnbench.ops.recurrence.DROPOUT_PLAN``); CPU tensors and ``backend="torch"`` on a loop of torch's
+cells (``rnnbench.ops.loop``). Never replayed; off in eval mode.
 Inside a ``torch.compile``-d model the module runs eagerly between the compiled graphs, as
 torch.nn's recurrent modules do there (``torch._dynamo.config.allow_rnn`` is off by default: the
 compiler breaks its graph at them).

@@ -1,8 +1,8 @@
 """A layer as a loop of torch's own cell functions, a few launches a step: PyTorch's path where
 cuDNN cannot go, as a user writes it (``torch.nn.LSTMCell`` in a loop). Keras' LSTM and GRU leave
 cuDNN for such a loop the same way when asked for ``recurrent_dropout``. ``rnnbench.nn`` runs it
-for recurrent dropout where its kernels do not take the call (the GRU's, CPU tensors without the
-interpreter, ``backend="torch"``, Triton not installed). Nothing here imports Triton."""
+for recurrent dropout where its kernels do not take the call (CPU tensors without the interpreter,
+``backend="torch"``, Triton not installed, a plan refused). Nothing here imports Triton."""
 
 from __future__ import annotations
 
