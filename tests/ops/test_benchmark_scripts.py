@@ -110,6 +110,8 @@ def test_on_chip_anatomy_times_every_part_and_the_kernel(tmp_path):
                  marks=pytest.mark.skipif(_CUDA, reason="on a GPU it measures")),
     pytest.param("results/h200/stacks/probes/bidirectional_profile.py", (), "no CUDA device here",
                  marks=pytest.mark.skipif(_CUDA, reason="on a GPU it measures")),
+    pytest.param("results/h200/recurrent-dropout/probes/dropout.py", (), "no CUDA device here",
+                 marks=pytest.mark.skipif(_CUDA, reason="on a GPU it measures")),
     ("host_time.py", ("--parts", "engine,nope"), "unknown part 'nope'"),
     ("products.py", ("--device", "cpu", "--parts", "projection,nope"), "unknown part 'nope'"),
     ("host_time.py", ("--launch-modes", "direct,direct"), "--launch-modes takes two different modes"),
