@@ -19,10 +19,10 @@ import triton
 import triton.language as tl
 
 from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _dropped, _exchange_offsets, _forward_weights,
-                      _gate_bias, _gate_columns, _gradient_in, _load_f32, _load_weight_columns, _on_chip_columns, _program_tile,
-                      _publish_h, _recurrent_matmul, _release_counters, _resident_stack_t, _row_lengths, _split_gates,
-                      _split_h0, _split_k_arrive, _split_k_sum, _stack_gates, _stacked_rows, _transpose_columns,
-                      _wait, _where_running)
+                      _gate_bias, _gate_columns, _gradient_in, _load_f32, _load_weight_columns, _on_chip_columns,
+                      _program_tile, _publish_h, _recurrent_matmul, _release_counters, _resident_stack_t, _row_lengths,
+                      _split_gates, _split_h0, _split_k_arrive, _split_k_sum, _stack_gates, _stacked_rows,
+                      _transpose_columns, _wait, _where_running)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
