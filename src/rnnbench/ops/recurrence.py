@@ -751,9 +751,10 @@ def recurrent_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None, leng
     return out, h_n.squeeze(0), None if c_n is None else c_n.squeeze(0)
 
 
-# Recurrent dropout runs the ``tl`` kernels of ops/<cell>/kernels.py (the ones that take DROP): its plans ask for none of the others (FMA, Gluon, producers, slices) and for none of the
-# operands whose scales take |h_t| <= 1 (fp16 operands, 3xFP16, the on-chip RNN's split), which a
-# mask's 1 / (1 - p) breaks.
+# Recurrent dropout runs the ``tl`` kernels of ops/<cell>/kernels.py (the ones that take DROP): its
+# plans ask for none of the others (FMA, Gluon, producers, slices) and for none of the operands whose
+# scales take |h_t| <= 1 (fp16 operands, 3xFP16, the on-chip RNN's split), which a mask's
+# 1 / (1 - p) breaks.
 DROPOUT_PLAN = dict(fma=False, backward_fma=False, gluon=False, produce=False, pieces=1, backward_pieces=1,
                     half_operands=False, split_fp16=False, on_chip_split="")
 

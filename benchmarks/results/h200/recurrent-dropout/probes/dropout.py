@@ -7,8 +7,9 @@ Each form its own module on the same weights, in training mode; a step is the fo
 the output and final states, and ``autograd.grad`` for the input, the states and every parameter.
 Sizes: glample's RNN (batch 20, hidden 100) and theano's LSTM (32, 128) at 30 steps, a language
 model's LSTM (batch 32, hidden 650, 35 steps) and batch 64, hidden 512 at 100 steps, LSTM and RNN;
-the GRU at (32, 128, 30 steps) and (64, 512, 100 steps) since c170; TF32 and bf16. Before any timing, two steps of ``triton`` and ``loop`` from one seed (so the same
-masks): the largest relative error of any returned tensor between them (``err``). Then 3 rounds of
+the GRU at (32, 128, 30 steps) and (64, 512, 100 steps) since c170; TF32 and bf16. Before any
+timing, two steps of ``triton`` and ``loop`` from one seed (so the same masks): the largest
+relative error of any returned tensor between them (``err``). Then 3 rounds of
 the forms A B C C B A, 10 calls each (events around a call, synchronised after: ``timing.time_call``),
 medians in ms. From the repository root, on a GPU::
 
