@@ -197,7 +197,7 @@ def test_evaluation_draws_no_mask(backend):
     assert relative_error(got, plain(x)[0]) <= tolerance("lstm", "fp32")
 
 
-@pytest.mark.parametrize("value", [1, 1.5, -0.1, "0.2", True, None])
+@pytest.mark.parametrize("value", [1, 1.5, -0.1, "0.2", True, False, None])
 def test_bad_recurrent_dropout_is_refused(value):
     with pytest.raises(ValueError, match="recurrent_dropout must be a number from 0"):
         rnn.LSTM(4, 8, recurrent_dropout=value)

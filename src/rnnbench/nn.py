@@ -106,9 +106,9 @@ _OPS: dict = {}
 
 
 def _ops(name: str):
-    """``rnnbench.ops.<name>`` (``recurrence``, ``preference``, ``replay``, ``replayed_layer``),
-    imported on first use (they import Triton) and kept: an import statement inside a function
-    costs about a microsecond on every call."""
+    """``rnnbench.ops.<name>`` (``recurrence``, ``preference``, ``replay``, ``replayed_layer``, and
+    ``loop``, the one without Triton), imported on first use (the others import Triton) and kept: an
+    import statement inside a function costs about a microsecond on every call."""
     module = _OPS.get(name)
     if module is None:
         module = _OPS[name] = importlib.import_module(f"{__package__}.ops.{name}")
@@ -162,10 +162,12 @@ class _KernelPath:
         return self._forward(input, hx, lengths)
 
     def _forward(self, input, hx, lengths):
-        """:meth:`forward`'s work (the compiler kept out of it by the caller)."""
-        if self.recurrent_dropout and self.training:  # (a new mask each call: no replay stands in)
-            return self._dropout_forward(input, hx, lengths)
-        replays = _REPLAYS.get(self)
+        """:meth:`forward`'s work (the compiler kept out of it by the caller). A training call with
+        recurrent dropout draws new masks (:meth:`_kernel_forward`), so no replay stands in for it;
+        where the kernels cannot take it (or under ``backend="torch"``) it runs on the loop of
+        torch's cells (``ops/loop.py``: cuDNN has no recurrent dropout), ``launch`` None."""
+        drops = bool(self.recurrent_dropout) and self.training
+        replays = None if drops else _REPLAYS.get(self)
         if replays is not None and lengths is None:
             got = self._replayed(replays, input, hx)
             if got is not None:
@@ -173,21 +175,22 @@ class _KernelPath:
         packed = isinstance(input, PackedSequence)
         if lengths is not None and (packed or input.dim() != 3):
             raise ValueError("lengths goes with a padded, batched input ([T, B, I] or [B, T, I] with batch_first)")
-        if self.backend == "torch":
+        if self.backend == "torch" and not drops:
             return self._torch_forward(input, hx, lengths)
         cell = self.cell  # (a property for the RNN: read once)
         x = input.data if packed else input
         amp = _autocast_dtype(x.device.type)
         batch = int(input.batch_sizes[0]) if packed else None
-        launch, reason = self._launch(x, cell, amp, batch)
-        if reason is None:
-            if packed:
-                return self._packed_forward(input, hx, cell, amp, launch)
-            if lengths is None and amp is None and self._may_record(input):
-                return self._recorded_forward(input, hx, cell, launch)
-            return self._kernel_forward(input, hx, cell, amp, launch, lengths, self.batch_first)
-        self._fall_back(reason)
-        return self._torch_forward(input, hx, lengths)
+        launch, reason = (None, None) if self.backend == "torch" else self._launch(x, cell, amp, batch, drops)
+        if reason is not None:
+            self._fall_back(reason)
+            if not drops:
+                return self._torch_forward(input, hx, lengths)
+        if packed:
+            return self._packed_forward(input, hx, cell, amp, launch)
+        if not drops and lengths is None and amp is None and self._may_record(input):
+            return self._recorded_forward(input, hx, cell, launch)
+        return self._kernel_forward(input, hx, cell, amp, launch, lengths, self.batch_first)
 
     def _fall_back(self, reason: str) -> None:
         """Where the kernels cannot run a call: an error under ``backend="triton"``, else the
@@ -202,27 +205,6 @@ class _KernelPath:
             _WARNED.add(key)
             warnings.warn(f"rnnbench.nn.{type(self).__name__}: {reason}; running PyTorch's own path instead",
                           RuntimeWarning, stacklevel=3)
-
-    def _dropout_forward(self, input, hx, lengths):
-        """A training call with recurrent dropout: a new mask per layer and direction
-        (:meth:`_recurrent_mask`), the stack on the kernels that take one
-        (``recurrence.dropout_launch_or_refusal``), else on a loop of torch's cells
-        (``ops/loop.py``; cuDNN has no recurrent dropout) after the fallback warning; never replayed.
-        ``backend="torch"`` takes the loop."""
-        packed = isinstance(input, PackedSequence)
-        if lengths is not None and (packed or input.dim() != 3):
-            raise ValueError("lengths goes with a padded, batched input ([T, B, I] or [B, T, I] with batch_first)")
-        cell = self.cell
-        x = input.data if packed else input
-        amp = _autocast_dtype(x.device.type)
-        launch = None
-        if self.backend != "torch":
-            launch, reason = self._launch(x, cell, amp, int(input.batch_sizes[0]) if packed else None, dropout=True)
-            if reason is not None:
-                self._fall_back(reason)
-        if packed:
-            return self._packed_forward(input, hx, cell, amp, launch)
-        return self._kernel_forward(input, hx, cell, amp, launch, lengths, self.batch_first)
 
     def _recurrent_mask(self, batch_size: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
         """A fresh recurrent-dropout mask ``[B, H]``: each entry 0 with probability
@@ -442,8 +424,7 @@ class _KernelPath:
         (``ops/replayed_layer.run_layer``; no lengths, no autocast), kept for this call's key.
         In training with recurrent dropout each layer and direction draws its mask
         (:meth:`_recurrent_mask`); ``launch`` None then runs each on ``ops/loop.py``'s loop."""
-        loop = _ops("loop")
-        run_layer = loop.loop_layer if launch is None else _ops("recurrence").run_layer
+        run_layer = _ops("loop").loop_layer if launch is None else _ops("recurrence").run_layer
         replayed = None if layers is None else _ops("replayed_layer").run_layer
         drops = bool(self.recurrent_dropout) and self.training
         lstm = cell == "lstm"
@@ -460,7 +441,7 @@ class _KernelPath:
         h0, c0 = _per_layer(h0), _per_layer(c0)
         reverse = None  # the reverse direction's time reversal: whole sequences, unless lengths differ
         if lengths is not None:
-            device_lengths = loop.kernel_lengths(lengths, x.shape[0], x.shape[1], x.device)
+            device_lengths = _ops("loop").kernel_lengths(lengths, x.shape[0], x.shape[1], x.device)
             if device_lengths is not None and directions == 2:
                 reverse = _reversal(lengths, x.shape[0], x.device)
             lengths = device_lengths
