@@ -45,6 +45,15 @@ Dropout between layers is applied in training mode as torch.nn does (a different
 ``recurrent_dropout``); the output and final states are ``h`` itself. On the kernels
 (``rnnbench.ops.recurrence.DROPOUT_PLAN``); CPU tensors and ``backend="torch"`` on a loop of torch's
 cells (``rnnbench.ops.loop``). Never replayed; off in eval mode.
+``layer_norm=True`` (what cuDNN has no place for either): each layer and direction normalized as in
+Ba, Kiros and Hinton's "Layer Normalization" (2016) and haste's ``LayerNormLSTM``/``LayerNormGRU``
+(``rnnbench.reference.LayerNormWeights``): the products ``x W_ih^T`` and ``h W_hh^T`` each over
+their ``G*H`` pre-activations, times gains ``ln_weight_ih_l{k}``, ``ln_weight_hh_l{k}`` ``[G*H]``,
+before ``b_ih``/``b_hh``; the LSTM's ``c_t`` where it enters ``tanh`` (``ln_weight_c_l{k}``,
+``ln_bias_c_l{k}`` ``[H]``). The gains are parameters beside torch.nn's (ones and zeros to start;
+torch.nn's state_dict loads with ``strict=False``). No kernel of ours takes it yet: every call runs
+on ``rnnbench.ops.loop``'s loop (under ``"auto"`` after the fallback's one warning; ``"triton"``
+refuses it), composable with ``recurrent_dropout``, lengths and PackedSequence.
 Inside a ``torch.compile``-d model the module runs eagerly between the compiled graphs, as
 torch.nn's recurrent modules do there (``torch._dynamo.config.allow_rnn`` is off by default: the
 compiler breaks its graph at them).
@@ -128,7 +137,8 @@ class _KernelPath:
 
     cell: str  # set by each subclass's forward: lstm, gru, rnn_tanh, rnn_relu
 
-    def __init__(self, *args, backend: str = "auto", recurrent_dropout: float = 0.0, **kwargs):
+    def __init__(self, *args, backend: str = "auto", recurrent_dropout: float = 0.0, layer_norm: bool = False,
+                 **kwargs):
         super().__init__(*args, **kwargs)  # the torch.nn module's constructor, unchanged
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
@@ -138,8 +148,49 @@ class _KernelPath:
                              f"{recurrent_dropout!r}")
         if recurrent_dropout and self.proj_size:
             raise ValueError("recurrent_dropout with proj_size > 0 is not supported")
+        if not isinstance(layer_norm, bool):
+            raise ValueError(f"layer_norm must be True or False, got {layer_norm!r}")
+        if layer_norm and self.proj_size:
+            raise ValueError("layer_norm with proj_size > 0 is not supported")
         self.backend = backend
         self.recurrent_dropout = float(recurrent_dropout)
+        self.layer_norm = layer_norm
+        if layer_norm:
+            self._add_layer_norm()
+
+    def _add_layer_norm(self) -> None:
+        """The layer-norm gains of every layer and direction, as parameters beside torch.nn's
+        (``rnnbench.reference.LayerNormWeights``): ``ln_weight_ih_l{k}[_reverse]`` and
+        ``ln_weight_hh_l{k}[_reverse]`` ``[G*H]``, the LSTM's ``ln_weight_c_l{k}[_reverse]`` and
+        ``ln_bias_c_l{k}[_reverse]`` ``[H]``; ones and zeros, on the weights' device and dtype."""
+        like = self.weight_hh_l0
+        gates = like.shape[0]
+        names = _ops("naive").LAYER_NORM_NAMES[:4 if self.mode == "LSTM" else 2]
+        for k in range(self.num_layers):
+            for suffix in ("", "_reverse")[:2 if self.bidirectional else 1]:
+                for name in names:
+                    size = gates if name.endswith(("_ih", "_hh")) else self.hidden_size
+                    self.register_parameter(f"{name}_l{k}{suffix}", nn.Parameter(like.new_empty(size)))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """torch.nn's draw for its own weights; the layer-norm gains (where there are any) ones, their
+        shifts zeros (torch.nn's draws every parameter it holds, which would include them)."""
+        super().reset_parameters()
+        with torch.no_grad():
+            for name, p in self.named_parameters():
+                if name.startswith("ln_"):
+                    p.fill_(0.0 if name.startswith("ln_bias") else 1.0)
+
+    def _layer_norm_weights(self, idx: int, amp: torch.dtype | None):
+        """Layer and direction ``idx``'s (``k * directions + d``) ``LayerNormWeights``, or None
+        without layer norm; in ``amp`` where given."""
+        if not self.layer_norm:
+            return None
+        directions = 2 if self.bidirectional else 1
+        suffix = f"_l{idx // directions}{'_reverse' if idx % directions else ''}"
+        norm = _ops("naive").layer_norm_weights(self._parameters, suffix)  # (this module's own, no copy)
+        return norm if amp is None else type(norm)(*(None if w is None else w.to(amp) for w in norm))
 
     def forward(self, input, hx=None, lengths=None):
         """torch.nn's forward; ``lengths`` (``[B]`` integers, 0 to T, any device; None: every
@@ -165,9 +216,11 @@ class _KernelPath:
         """:meth:`forward`'s work (the compiler kept out of it by the caller). A training call with
         recurrent dropout draws new masks (:meth:`_kernel_forward`), so no replay stands in for it;
         where the kernels cannot take it (or under ``backend="torch"``) it runs on the loop of
-        torch's cells (``ops/loop.py``: cuDNN has no recurrent dropout), ``launch`` None."""
+        torch's cells (``ops/loop.py``: cuDNN has no recurrent dropout), ``launch`` None. So does
+        every call with layer norm (no kernel of ours takes it yet; cuDNN has none)."""
         drops = bool(self.recurrent_dropout) and self.training
-        replays = None if drops else _REPLAYS.get(self)
+        loop = drops or self.layer_norm  # (calls cuDNN cannot run: the loop where the kernels do not)
+        replays = None if loop else _REPLAYS.get(self)
         if replays is not None and lengths is None:
             got = self._replayed(replays, input, hx)
             if got is not None:
@@ -175,7 +228,7 @@ class _KernelPath:
         packed = isinstance(input, PackedSequence)
         if lengths is not None and (packed or input.dim() != 3):
             raise ValueError("lengths goes with a padded, batched input ([T, B, I] or [B, T, I] with batch_first)")
-        if self.backend == "torch" and not drops:
+        if self.backend == "torch" and not loop:
             return self._torch_forward(input, hx, lengths)
         cell = self.cell  # (a property for the RNN: read once)
         x = input.data if packed else input
@@ -184,11 +237,11 @@ class _KernelPath:
         launch, reason = (None, None) if self.backend == "torch" else self._launch(x, cell, amp, batch, drops)
         if reason is not None:
             self._fall_back(reason)
-            if not drops:
+            if not loop:
                 return self._torch_forward(input, hx, lengths)
         if packed:
             return self._packed_forward(input, hx, cell, amp, launch)
-        if not drops and lengths is None and amp is None and self._may_record(input):
+        if not loop and lengths is None and amp is None and self._may_record(input):
             return self._recorded_forward(input, hx, cell, launch)
         return self._kernel_forward(input, hx, cell, amp, launch, lengths, self.batch_first)
 
@@ -355,7 +408,8 @@ class _KernelPath:
 
     def extra_repr(self) -> str:
         drop = f", recurrent_dropout={self.recurrent_dropout}" if self.recurrent_dropout else ""
-        return f"{super().extra_repr()}{drop}, backend={self.backend!r}"
+        norm = ", layer_norm=True" if self.layer_norm else ""
+        return f"{super().extra_repr()}{drop}{norm}, backend={self.backend!r}"
 
     def _launch(self, input: torch.Tensor, cell: str, amp: torch.dtype | None, batch: int | None = None,
                 dropout: bool = False):
@@ -365,6 +419,8 @@ class _KernelPath:
         line. ``input`` is the padded input, or a packed one's data with its ``batch`` size given.
         ``dropout``: a call with recurrent dropout (``recurrence.dropout_launch_or_refusal``; no
         cuDNN to prefer)."""
+        if self.layer_norm:
+            return None, "layer_norm has no kernel yet"
         if not _triton_installed():
             return None, "Triton is not installed"
         if self.proj_size:
@@ -423,8 +479,10 @@ class _KernelPath:
         ``layers``: a ``LayerReplays`` per layer and direction to run each through
         (``ops/replayed_layer.run_layer``; no lengths, no autocast), kept for this call's key.
         In training with recurrent dropout each layer and direction draws its mask
-        (:meth:`_recurrent_mask`); ``launch`` None then runs each on ``ops/loop.py``'s loop."""
-        run_layer = _ops("loop").loop_layer if launch is None else _ops("recurrence").run_layer
+        (:meth:`_recurrent_mask`); ``launch`` None runs each on ``ops/loop.py``'s loop (with the
+        layer-norm gains, :meth:`_layer_norm_weights`)."""
+        loop_layer = _ops("loop").loop_layer if launch is None else None
+        run_layer = None if launch is None else _ops("recurrence").run_layer
         replayed = None if layers is None else _ops("replayed_layer").run_layer
         drops = bool(self.recurrent_dropout) and self.training
         lstm = cell == "lstm"
@@ -462,12 +520,12 @@ class _KernelPath:
                 # The reverse direction is the forward kernel on the time-reversed sequences.
                 inp = _reversed(layer_input, reverse) if d else layer_input
                 h0_idx, c0_idx = None if h0 is None else h0[idx], None if c0 is None else c0[idx]
-                if drops:
-                    mask = self._recurrent_mask(x.shape[1], x.dtype, x.device)
-                    out, h_n, c_n = (run_layer(cell, inp, h0_idx, c0_idx, *w, launch, lengths, mask) if launch
-                                     else run_layer(cell, inp, h0_idx, c0_idx, *w, lengths, mask))
+                mask = self._recurrent_mask(x.shape[1], x.dtype, x.device) if drops else None
+                if loop_layer is not None:
+                    out, h_n, c_n = loop_layer(cell, inp, h0_idx, c0_idx, *w, lengths, mask,
+                                               self._layer_norm_weights(idx, amp))
                 elif replayed is None:
-                    out, h_n, c_n = run_layer(cell, inp, h0_idx, c0_idx, *w, launch, lengths)
+                    out, h_n, c_n = run_layer(cell, inp, h0_idx, c0_idx, *w, launch, lengths, mask)
                 else:
                     out, h_n, c_n = replayed(layers[idx], cell, inp, h0_idx, c0_idx, *w, launch)
                 outputs.append(_reversed(out, reverse) if d else out)
@@ -599,7 +657,8 @@ class LSTM(_KernelPath, nn.LSTM):
     a pair ``(h0, c0)`` of ``[L*D, B, H]``; returns ``(output [T, B, D*H], (h_n, c_n))``.
 
     Raises:
-        ValueError: an unknown backend, or ``recurrent_dropout`` not in [0, 1) or with ``proj_size``.
+        ValueError: an unknown backend, ``recurrent_dropout`` not in [0, 1), ``layer_norm`` not a
+        bool, or either of them with ``proj_size``.
         RuntimeError: ``backend="triton"`` on a call the kernels cannot run.
     """
 

@@ -2,15 +2,20 @@
 cuDNN cannot go, as a user writes it (``torch.nn.LSTMCell`` in a loop). Keras' LSTM and GRU leave
 cuDNN for such a loop the same way when asked for ``recurrent_dropout``. ``rnnbench.nn`` runs it
 for recurrent dropout where its kernels do not take the call (CPU tensors without the interpreter,
-``backend="torch"``, Triton not installed, a plan refused). Nothing here imports Triton."""
+``backend="torch"``, Triton not installed, a plan refused), and for layer normalization, which no
+kernel of ours takes yet (the gates written out around ``torch.nn.functional.layer_norm``).
+Nothing here imports Triton."""
 
 from __future__ import annotations
 
 import torch
 from torch.nn import functional as F
 
+from ..reference import LAYER_NORM_EPS, LayerNormWeights
 
-def loop_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None, lengths=None, mask=None):
+
+def loop_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None, lengths=None, mask=None,
+               layer_norm: LayerNormWeights | None = None):
     """One layer, one direction, forward in time: ``(output [T, B, H], h_n [1, B, H], c_n [1, B,
     H] or None)``, the contract of ``rnnbench.ops.recurrence.run_layer``.
 
@@ -18,19 +23,26 @@ def loop_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None, lengths=N
     LSTM's only); torch.nn-layout weights, biases None or both given; ``lengths`` None or ``[B]``
     int32 on ``x``'s device (:func:`kernel_lengths`: past its end a sequence keeps its state and
     outputs zeros); ``mask [B, H]`` or None: recurrent dropout, ``h_{t-1}`` times it where the
-    recurrent product reads it (``rnnbench.reference.reference_forward``'s ``recurrent_masks``).
+    recurrent product reads it (``rnnbench.reference.reference_forward``'s ``recurrent_masks``);
+    ``layer_norm``: the layer's gains, or None (``reference_forward``'s ``layer_norms``; the input's
+    product normalized for every step at once, the recurrent one and the LSTM's cell at each).
     The LSTM and the RNN through ``torch.lstm_cell`` / ``torch.rnn_tanh_cell`` /
     ``torch.rnn_relu_cell`` (h enters them only through the product); the GRU's gates written out,
-    since ``torch.gru_cell`` reads one h for both its product and ``z * h``."""
+    since ``torch.gru_cell`` reads one h for both its product and ``z * h``; every cell's written out
+    under layer norm, where the products are normalized apart. Returns ``x``'s dtype (under
+    autocast, ``layer_norm`` gives fp32)."""
     steps, batch = x.shape[:2]
     hidden = w_hh.shape[1]
     zeros = x.new_zeros(batch, hidden)
     h = zeros if h0 is None else h0.reshape(batch, hidden)
     c = (zeros if c0 is None else c0.reshape(batch, hidden)) if cell == "lstm" else None
+    x_parts = None if layer_norm is None else _normed(F.linear(x, w_ih), layer_norm.ih, b_ih)
     outputs = []
     for t in range(steps):
         h_rec = h if mask is None else h * mask
-        if cell == "lstm":
+        if x_parts is not None:
+            h_new, c_new = _normed_step(cell, x_parts[t], h, c, h_rec, w_hh, b_hh, layer_norm)
+        elif cell == "lstm":
             h_new, c_new = torch.lstm_cell(x[t], (h_rec, c), w_ih, w_hh, b_ih, b_hh)
         elif cell == "gru":
             h_new, c_new = _gru_step(x[t], h, h_rec, w_ih, w_hh, b_ih, b_hh), None
@@ -45,18 +57,44 @@ def loop_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None, lengths=N
             c = torch.where(running, c_new, c) if c is not None else None
             out = torch.where(running, h, 0.0)
         outputs.append(out)
-    return torch.stack(outputs), h.unsqueeze(0), None if c is None else c.unsqueeze(0)
+    dtype = x.dtype
+    return (torch.stack(outputs).to(dtype), h.unsqueeze(0).to(dtype),
+            None if c is None else c.unsqueeze(0).to(dtype))
 
 
 def _gru_step(x, h, h_rec, w_ih, w_hh, b_ih, b_hh):
     """The GRU's step (torch.nn's equations, reset gate after the product) with the product on
     ``h_rec`` and the update on ``h``."""
-    x_r, x_z, x_n = F.linear(x, w_ih, b_ih).chunk(3, dim=1)
-    h_r, h_z, h_n = F.linear(h_rec, w_hh, b_hh).chunk(3, dim=1)
+    return _gru_update(F.linear(x, w_ih, b_ih), F.linear(h_rec, w_hh, b_hh), h)
+
+
+def _gru_update(x_part, h_part, h):
+    """The GRU's new h from its two products with their biases, ``[B, 3H]`` each (gates r, z, n)."""
+    x_r, x_z, x_n = x_part.chunk(3, dim=1)
+    h_r, h_z, h_n = h_part.chunk(3, dim=1)
     r = torch.sigmoid(x_r + h_r)
     z = torch.sigmoid(x_z + h_z)
     n = torch.tanh(x_n + r * h_n)
     return (1 - z) * n + z * h
+
+
+def _normed(v, weight, bias):
+    """``v [..., N]`` layer-normalized over its last dimension, times ``weight`` plus ``bias`` (None: none)."""
+    return F.layer_norm(v, v.shape[-1:], weight, bias, LAYER_NORM_EPS)
+
+
+def _normed_step(cell: str, x_part, h, c, h_rec, w_hh, b_hh, norm: LayerNormWeights):
+    """One step under layer norm from ``x_part`` (the input's product normalized, with its bias):
+    ``(h_t, c_t or None)``, the product on ``h_rec`` and the GRU's update on ``h``."""
+    h_part = _normed(F.linear(h_rec, w_hh), norm.hh, b_hh)
+    if cell == "gru":
+        return _gru_update(x_part, h_part, h), None
+    pre = x_part + h_part
+    if cell == "lstm":
+        i, f, g, o = pre.chunk(4, dim=1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.tanh(_normed(c, norm.c_weight, norm.c_bias)), c
+    return (torch.tanh(pre) if cell == "rnn_tanh" else torch.relu(pre)), None
 
 
 def kernel_lengths(lengths, seq_len: int, batch_size: int, device: torch.device):

@@ -1,0 +1,215 @@
+"""Layer normalization in rnnbench.nn (``layer_norm=True``): what cuDNN drops, on the loop for now.
+
+Ba, Kiros and Hinton's layer-normalized cells (``rnnbench.reference.LayerNormWeights``) on
+``ops/loop.py``'s loop, the only path that takes them yet: output, final states and every gradient
+(the gains too) against the float64 network (``ops/naive.py`` -> ``rnnbench.reference``) over odd
+sizes, with and without states, two layers both ways, batch_first, no bias, variable lengths,
+recurrent dropout; the gains drawn away from their initial ones and zeros, so that a gain put in
+the wrong place shows. Then the reference's own property (a product's scale is normalized away),
+the parameters, the paths and the errors.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from torch.nn.utils.rnn import pack_sequence
+
+from rnnbench import nn as rnn
+from rnnbench.ops.naive import LAYER_NORM_NAMES, naive_network
+from rnnbench.precision import tolerance
+from rnnbench.verify import relative_error
+
+from module_check import TORCH_DTYPE, check_against_naive
+
+MODULES = {"lstm": (rnn.LSTM, {}), "gru": (rnn.GRU, {}), "rnn_tanh": (rnn.RNN, {"nonlinearity": "tanh"}),
+           "rnn_relu": (rnn.RNN, {"nonlinearity": "relu"})}
+
+
+@pytest.fixture(autouse=True)
+def _each_test_sees_the_warning(monkeypatch):
+    monkeypatch.setattr(rnn, "_WARNED", set())
+
+
+def make(cell, input_size, hidden_size, **kwargs):
+    """A layer-normalized module whose gains and shifts are drawn (0.5 to 1.5, and about 0 by 0.3),
+    each its own, instead of the ones and zeros it starts from."""
+    module, extra = MODULES[cell]
+    torch.manual_seed(0)
+    m = module(input_size, hidden_size, **extra, layer_norm=True, **kwargs)
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            if name.startswith("ln_bias"):
+                p.normal_(0.0, 0.3)
+            elif name.startswith("ln_"):
+                p.uniform_(0.5, 1.5)
+    return m
+
+
+def check(cell, backend, batch, seq, input_size, hidden_size, with_state=True, lengths=None, device="cpu",
+          dtype="fp32", **kwargs):
+    """The module's training call against naive_network in float64 (``module_check``); with
+    ``recurrent_dropout`` given, with the masks it drew. Returns the warnings the call gave."""
+    module = make(cell, input_size, hidden_size, backend=backend, **kwargs).to(device, TORCH_DTYPE[dtype])
+    masks = None
+    if module.recurrent_dropout:
+        masks, draw = [], module._recurrent_mask
+        module._recurrent_mask = lambda *args: masks.append(draw(*args)) or masks[-1]
+    return check_against_naive(cell, module, batch, seq, input_size, with_state, lengths, device, dtype, masks)
+
+
+# (batch, seq, input, hidden, options)
+CONFIGS = {
+    "B3-T7-I5-H37-L2-bidirectional": (3, 7, 5, 37, dict(num_layers=2, bidirectional=True)),
+    "B1-T1-I3-H100-no_state": (1, 1, 3, 100, dict(with_state=False)),
+    "B3-T7-I5-H37-batch_first-no_bias": (3, 7, 5, 37, dict(batch_first=True, bias=False)),
+    "B3-T7-I5-H37-lengths-bidirectional": (3, 7, 5, 37, dict(bidirectional=True, lengths=torch.tensor([7, 0, 3]))),
+    "B3-T7-I5-H37-recurrent_dropout": (3, 7, 5, 37, dict(recurrent_dropout=0.4)),
+}
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("cell", MODULES)
+def test_loop_against_reference(cell, config):
+    """``backend="torch"``: the loop, silently (torch.nn has no layer-normalized path to prefer)."""
+    batch, seq, input_size, hidden_size, options = CONFIGS[config]
+    assert not check(cell, "torch", batch, seq, input_size, hidden_size, **options)
+
+
+@pytest.mark.parametrize("cell", MODULES)
+def test_auto_runs_the_loop_after_one_warning(cell):
+    said = check(cell, "auto", 3, 7, 5, 37)
+    assert said == [f"rnnbench.nn.{MODULES[cell][0].__name__}: layer_norm has no kernel yet; running PyTorch's "
+                    "own path instead"]
+    assert not check(cell, "auto", 3, 7, 5, 37)  # (once per reason)
+
+
+def test_triton_backend_refuses():
+    module = make("lstm", 4, 8, backend="triton")
+    with pytest.raises(RuntimeError, match="cannot run this call: layer_norm has no kernel yet"):
+        module(torch.randn(3, 2, 4))
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_half_precision(cell):
+    """bfloat16 parameters and input (F.layer_norm in bf16 on the CPU), within bf16's tolerance."""
+    assert not check(cell, "torch", 3, 7, 5, 37, dtype="bf16")
+
+
+def test_autocast_returns_its_dtype():
+    """Under autocast the loop's norms come out in fp32 (autocast's list); the module returns
+    autocast's dtype, as torch.nn's layers do there, with the float32 call's numbers."""
+    module = make("lstm", 5, 37)
+    x = torch.randn(7, 3, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain, _ = module(x)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out, (h_n, c_n) = module(x)
+    assert out.dtype == h_n.dtype == c_n.dtype == torch.bfloat16
+    assert relative_error(out.float(), plain) <= tolerance("lstm", "bf16")
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_packed_sequence_computes_the_padded_call_with_lengths(cell):
+    module = make(cell, 4, 37, backend="torch", bidirectional=True)
+    seqs = [torch.randn(n, 4) for n in (6, 4, 1)]
+    packed_out, packed_h = module(pack_sequence(seqs))
+    padded = torch.nn.utils.rnn.pad_sequence(seqs)
+    out, h = module(padded, lengths=torch.tensor([6, 4, 1]))
+    unpacked, _ = torch.nn.utils.rnn.pad_packed_sequence(packed_out)
+    finals = (packed_h, h) if cell == "gru" else (packed_h[1], h[1])
+    assert relative_error(unpacked, out) <= 1e-6 and relative_error(*finals) <= 1e-6
+
+
+def test_reference_normalizes_a_products_scale_away():
+    """The float64 reference's own property: each product is normalized before its bias, so scaling
+    ``W_ih`` and ``W_hh`` changes nothing (up to the variance's epsilon) -- and does change the
+    plain cell, so the check can see the norm missing or placed after the bias."""
+    gen = torch.Generator().manual_seed(1)
+
+    def scale(params, ih, hh):
+        return {n: p * (ih if n == "weight_ih_l0" else hh if n == "weight_hh_l0" else 1.0) for n, p in params.items()}
+
+    # (products well above the epsilon's reach, then 3 and 5 times those)
+    params = scale({n: p.detach().double() for n, p in make("lstm", 5, 16).named_parameters()}, 10.0, 10.0)
+    x = torch.randn(6, 2, 5, generator=gen, dtype=torch.float64)
+    scaled = scale(params, 3.0, 5.0)
+    plain = {n: p for n, p in params.items() if not n.startswith("ln_")}
+    plain_scaled = {n: p for n, p in scaled.items() if not n.startswith("ln_")}
+    normed = naive_network("lstm", params, x, None, 1)[0]
+    assert relative_error(naive_network("lstm", scaled, x, None, 1)[0], normed) < 1e-4
+    assert relative_error(naive_network("lstm", plain_scaled, x, None, 1)[0], naive_network("lstm", plain, x, None,
+                                                                                            1)[0]) > 0.1
+    assert relative_error(naive_network("lstm", plain, x, None, 1)[0], normed) > 0.1
+
+
+@pytest.mark.parametrize("cell", MODULES)
+def test_parameters_by_layer_and_direction(cell):
+    """The gains are parameters beside torch.nn's, named like them (``rnnbench.ops.naive``'s
+    names): ``[G*H]`` for the products, ``[H]`` for the LSTM's cell norm; ones and zeros to start."""
+    module = MODULES[cell][0](4, 6, **MODULES[cell][1], num_layers=2, bidirectional=True, layer_norm=True)
+    gates = module.weight_hh_l0.shape[0]
+    names = LAYER_NORM_NAMES if cell == "lstm" else LAYER_NORM_NAMES[:2]
+    got = {n: p for n, p in module.named_parameters() if n.startswith("ln_")}
+    want = {f"{name}_l{k}{sfx}" for name in names for k in (0, 1) for sfx in ("", "_reverse")}
+    assert set(got) == want
+    for name, p in got.items():
+        assert p.shape == ((gates,) if name.endswith(("_ih", "_hh")) or "_ih_" in name or "_hh_" in name
+                           else (6,)), name
+        assert torch.equal(p, torch.zeros_like(p) if name.startswith("ln_bias") else torch.ones_like(p)), name
+
+
+def test_reset_parameters_starts_the_gains_again():
+    """torch.nn's ``reset_parameters`` draws every parameter the module holds; ours puts the gains
+    back to ones and zeros after it, and still draws torch.nn's weights."""
+    module = make("lstm", 4, 6)
+    weight = module.weight_hh_l0.detach().clone()
+    module.reset_parameters()
+    assert torch.equal(module.ln_weight_hh_l0, torch.ones(24)) and torch.equal(module.ln_bias_c_l0, torch.zeros(6))
+    assert not torch.equal(module.weight_hh_l0, weight)
+
+
+def test_state_dict_round_trip():
+    """Between two layer-normalized modules unchanged; torch.nn's loads with ``strict=False``,
+    missing exactly the gains."""
+    a, b = make("gru", 4, 6, num_layers=2), rnn.GRU(4, 6, num_layers=2, layer_norm=True)
+    b.load_state_dict(a.state_dict())
+    assert all(torch.equal(p, q) for p, q in zip(a.state_dict().values(), b.state_dict().values(), strict=True))
+    missing = rnn.GRU(4, 6, num_layers=2, layer_norm=True).load_state_dict(torch.nn.GRU(4, 6, num_layers=2)
+                                                                          .state_dict(), strict=False).missing_keys
+    assert sorted(missing) == sorted(n for n in a.state_dict() if n.startswith("ln_"))
+
+
+def test_without_layer_norm_there_are_no_gains():
+    assert not [n for n, _ in rnn.LSTM(4, 6).named_parameters() if n.startswith("ln_")]
+    assert "layer_norm" not in repr(rnn.LSTM(4, 6)) and "layer_norm=True" in repr(make("gru", 4, 6))
+
+
+@pytest.mark.parametrize("value", [1, 0, "yes", None])
+def test_bad_layer_norm_is_refused(value):
+    with pytest.raises(ValueError, match="layer_norm must be True or False"):
+        rnn.LSTM(4, 8, layer_norm=value)
+
+
+def test_layer_norm_with_proj_size_is_refused():
+    with pytest.raises(ValueError, match="layer_norm with proj_size"):
+        rnn.LSTM(4, 8, proj_size=4, layer_norm=True)
+
+
+# On a CUDA device: the loop on CUDA tensors, in the dtypes a user trains in.
+CUDA_CASES = {
+    "lstm-B20-H100-tf32-L2-bidirectional": ("lstm", 20, 100, "tf32", dict(num_layers=2, bidirectional=True)),
+    "gru-B20-H100-bf16-lengths": ("gru", 20, 100, "bf16", dict(lengths=torch.arange(20) % 10)),
+    "rnn_tanh-B3-H37-fp32": ("rnn_tanh", 3, 37, "fp32", {}),
+}
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("case", CUDA_CASES)
+def test_cuda_loop_against_reference(case):
+    cell, batch, hidden, dtype, options = CUDA_CASES[case]
+    assert not check(cell, "torch", batch, 9, 24, hidden, device="cuda", dtype=dtype, **options)
