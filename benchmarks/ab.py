@@ -6,6 +6,7 @@ of the same lane timed in turns in one process, and a run over cases that record
 - :func:`in_turns`: each setting's steps timed in a given order of turns (A B B A by default) and
   averaged, so that drift over the run (clocks, the allocator's pools, the host's load) favours
   neither.
+- :func:`rounds_ms`: several forms of one call timed in rounds of turns (A B C C B A), medians.
 - :func:`run_cases`: the environment record first, then one JSON row per case as it is measured;
   a case that raises becomes a row with its error, and cases past the time budget are skipped.
 """
@@ -73,6 +74,21 @@ def in_turns(steps: dict[str, object], setting: Callable[[str], contextlib.Abstr
         with setting(name):
             times[name].append(median_ms(steps[name], budget_s))
     return {name: sum(ms) / len(ms) for name, ms in times.items()}
+
+
+def rounds_ms(forms: dict[str, Callable[[], object]], device: str, rounds: int = 3, calls: int = 10) -> dict[str, float]:
+    """Each form's median ms over ``rounds`` rounds of the forms in turns forward then back (A B C
+    C B A: drift over the run favours none), each turn the median of ``calls`` synchronised calls
+    (``rnnbench.timing.time_call``). ``forms`` maps names to warmed-up calls."""
+    import statistics
+
+    from rnnbench.timing import time_call
+
+    got: dict[str, list[float]] = {name: [] for name in forms}
+    for _ in range(rounds):
+        for name in [*forms, *reversed(forms)]:
+            got[name].append(statistics.median(time_call(forms[name], device)[1] for _ in range(calls)))
+    return {name: statistics.median(ms) for name, ms in got.items()}
 
 
 def check_order(order: str) -> str | None:

@@ -112,6 +112,9 @@ def test_on_chip_anatomy_times_every_part_and_the_kernel(tmp_path):
                  marks=pytest.mark.skipif(_CUDA, reason="on a GPU it measures")),
     pytest.param("results/h200/recurrent-dropout/probes/dropout.py", (), "no CUDA device here",
                  marks=pytest.mark.skipif(_CUDA, reason="on a GPU it measures")),
+    pytest.param("layer_norm.py", (), "no CUDA device here",
+                 marks=pytest.mark.skipif(_CUDA, reason="on a GPU it measures")),
+    ("layer_norm.py", ("--mode", "fast"), "invalid choice: 'fast'"),
     ("host_time.py", ("--parts", "engine,nope"), "unknown part 'nope'"),
     ("products.py", ("--device", "cpu", "--parts", "projection,nope"), "unknown part 'nope'"),
     ("host_time.py", ("--launch-modes", "direct,direct"), "--launch-modes takes two different modes"),
@@ -345,3 +348,40 @@ def test_train_floor_stand_in_returns_what_our_layer_returns(cell, monkeypatch):
         fn, names = workload.module_call(probe.empty_module(cell, saving)(5, 4), case, inputs)
         assert names == want_names
         assert [(t.shape, t.dtype) for t in fn()] == want
+
+
+def test_rounds_time_the_forms_forward_then_back(monkeypatch):
+    """``ab.rounds_ms``: A B C C B A each round, ``calls`` calls a turn, each form's median over its
+    turns of each turn's median."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import ab
+
+    order, clock = [], iter(range(1, 1000))
+    monkeypatch.setattr("rnnbench.timing.time_call", lambda fn, device: (fn(), float(next(clock))))
+    forms = {name: (lambda name=name: order.append(name)) for name in "ABC"}
+    got = ab.rounds_ms(forms, "cpu", rounds=2, calls=3)
+    assert "".join(order[::3]) == "ABCCBA" * 2 and len(order) == 36
+    # (form A's turns are calls 1-3 and 16-18 of round one, 19-21 and 34-36 of round two: medians 2, 17, 20, 35)
+    assert got["A"] == 18.5 and got["C"] == 18.5 and got["B"] == 18.5
+
+
+@pytest.mark.parametrize("train", [True, False], ids=["train", "eval"])
+def test_layer_norm_probe_checks_its_step_against_float64(monkeypatch, train):
+    """The layer-norm probe's ``err``: small for the layer-normalized module, large for one that
+    leaves the norm out (its gains still there, so the reference normalizes): the check can fail."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import warnings
+
+    import layer_norm
+
+    from rnnbench import nn as rnn
+
+    torch.manual_seed(0)
+    module = rnn.LSTM(6, 10, layer_norm=True, backend="torch")
+    x = torch.randn(5, 3, 6).requires_grad_(train)
+    hx = tuple((torch.randn(1, 3, 10) * 0.5).requires_grad_(train) for _ in range(2))
+    assert layer_norm._error("lstm", module, x, hx, train) <= tolerance("lstm", "fp32")
+    module.layer_norm = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert layer_norm._error("lstm", module, x, hx, train) > 0.05
