@@ -6,6 +6,7 @@ of the same lane timed in turns in one process, and a run over cases that record
 - :func:`in_turns`: each setting's steps timed in a given order of turns (A B B A by default) and
   averaged, so that drift over the run (clocks, the allocator's pools, the host's load) favours
   neither.
+- :func:`module_step`: a recurrent module's training step or evaluation forward, what it returns.
 - :func:`rounds_ms`: several forms of one call timed in rounds of turns (A B C C B A), medians.
 - :func:`run_cases`: the environment record first, then one JSON row per case as it is measured;
   a case that raises becomes a row with its error, and cases past the time budget are skipped.
@@ -89,6 +90,25 @@ def rounds_ms(forms: dict[str, Callable[[], object]], device: str, rounds: int =
         for name in [*forms, *reversed(forms)]:
             got[name].append(statistics.median(time_call(forms[name], device)[1] for _ in range(calls)))
     return {name: statistics.median(ms) for name, ms in got.items()}
+
+
+def module_step(module, x, hx, train: bool) -> list:
+    """A recurrent module's training step (the forward, a loss on the output and final states,
+    ``autograd.grad`` for ``x``, the states and every parameter) or its evaluation forward under
+    ``no_grad``: every tensor it returns, detached. ``hx`` a state or the LSTM's pair; a parameter
+    the call leaves out gets zeros for its gradient (so a check on them sees it)."""
+    import torch
+
+    if not train:
+        with torch.no_grad():
+            out, finals = module(x, hx)
+        return [out, *(finals if isinstance(finals, tuple) else (finals,))]
+    out, finals = module(x, hx)
+    finals = list(finals) if isinstance(finals, tuple) else [finals]
+    loss = sum(t.float().sum() for t in [out, *finals])
+    leaves = [x, *(hx if isinstance(hx, tuple) else (hx,)), *module.parameters()]
+    return [out.detach(), *(f.detach() for f in finals),
+            *torch.autograd.grad(loss, leaves, allow_unused=True, materialize_grads=True)]
 
 
 def check_order(order: str) -> str | None:

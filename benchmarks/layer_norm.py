@@ -6,12 +6,12 @@ Forms, each its own module on the same weights (the gains at their ones and zero
 (layer norm, the loop), ``triton`` (no layer norm, ``backend="triton"``), ``cudnn`` (torch.nn, no
 layer norm). A step is a training step (the forward, a loss on the output and final states,
 ``autograd.grad`` for the input, the states and every parameter) or an evaluation forward under
-``no_grad`` (``--mode``). Sizes: glample's (batch 20, hidden 100, 30 steps), theano's (32, 128,
-30), a language model's (32, 650, 35) and (64, 512, 100), LSTM and GRU, the RNN at glample's;
-TF32 and bf16. Before timing, the layer-normalized step against the float64 reference
-(``rnnbench.ops.naive``): the largest relative error of any returned tensor (``err``). Then 3
-rounds of A B C C B A, 10 calls each (``ab.rounds_ms``), medians in ms, one JSON row a case after
-the environment record. From the repository root, on a GPU::
+``no_grad`` (``--mode``; ``ab.module_step``). Sizes: glample's (batch 20, hidden 100, 30 steps)
+for every cell, theano's (32, 128, 30) for the LSTM, a language model's (32, 650, 35) and (64, 512,
+100) for the LSTM and GRU; TF32 and bf16. Before timing, the layer-normalized step against the
+float64 reference (``rnnbench.ops.naive``): the largest relative error of any returned tensor
+(``err``). Then 3 rounds of A B C C B A, 10 calls each (``ab.rounds_ms``), medians in ms, one JSON
+row a case after the environment record. From the repository root, on a GPU::
 
     PYTHONPATH=src python3 benchmarks/layer_norm.py OUT.jsonl [--mode train|eval]
 """
@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "benchmarks")]
 
-from ab import OneLineParser, check_device, rounds_ms, run_cases  # noqa: E402
+from ab import OneLineParser, check_device, module_step, rounds_ms, run_cases  # noqa: E402
 
 SIZES = [("lstm", 20, 100, 30), ("lstm", 32, 128, 30), ("lstm", 32, 650, 35), ("lstm", 64, 512, 100),
          ("gru", 20, 100, 30), ("gru", 32, 650, 35), ("gru", 64, 512, 100), ("rnn_tanh", 20, 100, 30)]
@@ -56,23 +56,6 @@ def _inputs(cell, batch, hidden, steps, dtype, grad):
     return x, ((h0, c0) if cell == "lstm" else h0)
 
 
-def _step(module, x, hx, train: bool):
-    """The module's training step or its evaluation forward: every tensor it returns, detached."""
-    import torch
-
-    if not train:
-        with torch.no_grad():
-            out, finals = module(x, hx)
-        return [out, *(finals if isinstance(finals, tuple) else (finals,))]
-    out, finals = module(x, hx)
-    finals = list(finals) if isinstance(finals, tuple) else [finals]
-    loss = sum(t.float().sum() for t in [out, *finals])
-    leaves = [x, *(hx if isinstance(hx, tuple) else (hx,)), *module.parameters()]
-    # (materialized: a parameter the call left out reads as zeros, which the check then catches)
-    return [out.detach(), *(f.detach() for f in finals),
-            *torch.autograd.grad(loss, leaves, allow_unused=True, materialize_grads=True)]
-
-
 def _error(cell, module, x, hx, train: bool) -> float:
     """The largest relative error of the layer-normalized step against float64 on its parameters."""
     import torch
@@ -80,7 +63,7 @@ def _error(cell, module, x, hx, train: bool) -> float:
     from rnnbench.ops.naive import naive_network
     from rnnbench.verify import relative_error
 
-    got = _step(module, x, hx, train)
+    got = module_step(module, x, hx, train)
     wide = {n: p.detach().double().requires_grad_(train) for n, p in module.named_parameters()}
     xw = x.detach().double().requires_grad_(train)
     states = [s.detach().double().requires_grad_(train) for s in (hx if isinstance(hx, tuple) else (hx,))]
@@ -104,9 +87,9 @@ def measure(case, train: bool) -> dict:
         x, hx = _inputs(cell, batch, hidden, steps, dtype, train)
         for module in forms.values():
             for _ in range(3):
-                _step(module, x, hx, train)
+                module_step(module, x, hx, train)
         err = _error(cell, forms["loop-ln"], x, hx, train)
-        ms = rounds_ms({f: (lambda m=m: _step(m, x, hx, train)) for f, m in forms.items()}, "cuda")
+        ms = rounds_ms({f: (lambda m=m: module_step(m, x, hx, train)) for f, m in forms.items()}, "cuda")
     return dict(zip(FIELDS, case), mode="train" if train else "eval", err=err,
                 **{f"{f}_ms": v for f, v in ms.items()},
                 **{f"loop-ln/{f}": ms["loop-ln"] / ms[f] for f in ("triton", "cudnn")})
