@@ -77,7 +77,8 @@ def in_turns(steps: dict[str, object], setting: Callable[[str], contextlib.Abstr
     return {name: sum(ms) / len(ms) for name, ms in times.items()}
 
 
-def rounds_ms(forms: dict[str, Callable[[], object]], device: str, rounds: int = 3, calls: int = 10) -> dict[str, float]:
+def rounds_ms(forms: dict[str, Callable[[], object]], device: str, rounds: int = 3,
+              calls: int = 10) -> dict[str, float]:
     """Each form's median ms over ``rounds`` rounds of the forms in turns forward then back (A B C
     C B A: drift over the run favours none), each turn the median of ``calls`` synchronised calls
     (``rnnbench.timing.time_call``). ``forms`` maps names to warmed-up calls."""

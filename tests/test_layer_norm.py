@@ -157,8 +157,7 @@ def test_parameters_by_layer_and_direction(cell):
     want = {f"{name}_l{k}{sfx}" for name in names for k in (0, 1) for sfx in ("", "_reverse")}
     assert set(got) == want
     for name, p in got.items():
-        assert p.shape == ((gates,) if name.endswith(("_ih", "_hh")) or "_ih_" in name or "_hh_" in name
-                           else (6,)), name
+        assert p.shape == ((gates,) if "_ih_" in name or "_hh_" in name else (6,)), name
         assert torch.equal(p, torch.zeros_like(p) if name.startswith("ln_bias") else torch.ones_like(p)), name
 
 

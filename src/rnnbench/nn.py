@@ -116,7 +116,8 @@ _OPS: dict = {}
 
 def _ops(name: str):
     """``rnnbench.ops.<name>`` (``recurrence``, ``preference``, ``replay``, ``replayed_layer``, and
-    ``loop``, the one without Triton), imported on first use (the others import Triton) and kept: an
+    ``loop`` and ``naive``, the ones without Triton), imported on first use (the others import
+    Triton) and kept: an
     import statement inside a function costs about a microsecond on every call."""
     module = _OPS.get(name)
     if module is None:
