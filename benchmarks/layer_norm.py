@@ -1,16 +1,18 @@
-"""What layer normalization costs a training step today: ``rnnbench.nn`` with ``layer_norm=True``
-(no kernel of ours takes it yet, so the loop of ``ops/loop.py``) against the same layer without it
-on our kernels and on cuDNN, in one process; the baseline a layer-normalized kernel must beat.
+"""What layer normalization costs a training step or an evaluation forward: ``rnnbench.nn`` with
+``layer_norm=True`` on the loop of ``ops/loop.py`` and (evaluation, where its on-chip plan fits) on
+our kernels, against the same layer without it on our kernels and on cuDNN, in one process.
 
 Forms, each its own module on the same weights (the gains at their ones and zeros): ``loop-ln``
-(layer norm, the loop), ``triton`` (no layer norm, ``backend="triton"``), ``cudnn`` (torch.nn, no
-layer norm). A step is a training step (the forward, a loss on the output and final states,
+(layer norm, the loop), ``triton-ln`` (layer norm on the kernels, ``backend="triton"``: evaluation
+only, absent from a row whose shape it refuses, ``triton-ln_refused`` saying why), ``triton`` (no
+layer norm, ``backend="triton"``), ``cudnn`` (torch.nn, no layer norm). A step is a training step (the forward, a loss on the output and final states,
 ``autograd.grad`` for the input, the states and every parameter) or an evaluation forward under
 ``no_grad`` (``--mode``; ``ab.module_step``). Sizes: glample's (batch 20, hidden 100, 30 steps)
 for every cell, theano's (32, 128, 30) for the LSTM, a language model's (32, 650, 35) and (64, 512,
-100) for the LSTM and GRU; TF32 and bf16. Before timing, the layer-normalized step against the
+100) for the LSTM and GRU, and (32, 64, 30) for the LSTM and GRU (the widest their fp32 kernels hold
+in one program); TF32 and bf16. Before timing, each layer-normalized form's step against the
 float64 reference (``rnnbench.ops.naive``): the largest relative error of any returned tensor
-(``err``). Then 3 rounds of A B C C B A, 10 calls each (``ab.rounds_ms``), medians in ms, one JSON
+(``err``, the loop's; ``err_triton-ln``). Then 3 rounds of A B C C B A, 10 calls each (``ab.rounds_ms``), medians in ms, one JSON
 row a case after the environment record. From the repository root, on a GPU::
 
     PYTHONPATH=src python3 benchmarks/layer_norm.py OUT.jsonl [--mode train|eval]
@@ -26,12 +28,13 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT / "benchmarks")]
 from ab import OneLineParser, check_device, module_step, rounds_ms, run_cases  # noqa: E402
 
 SIZES = [("lstm", 20, 100, 30), ("lstm", 32, 128, 30), ("lstm", 32, 650, 35), ("lstm", 64, 512, 100),
-         ("gru", 20, 100, 30), ("gru", 32, 650, 35), ("gru", 64, 512, 100), ("rnn_tanh", 20, 100, 30)]
+         ("gru", 20, 100, 30), ("gru", 32, 650, 35), ("gru", 64, 512, 100), ("rnn_tanh", 20, 100, 30),
+         ("lstm", 32, 64, 30), ("gru", 32, 64, 30)]
 DTYPES = ("tf32", "bf16")
 FIELDS = ("cell", "batch_size", "hidden_size", "seq_len", "dtype")
 
 
-def _modules(cell: str, hidden: int, dtype):
+def _modules(cell: str, hidden: int, dtype, train: bool):
     import torch
 
     from rnnbench import nn as rnn
@@ -39,11 +42,15 @@ def _modules(cell: str, hidden: int, dtype):
     ours = {"lstm": rnn.LSTM, "gru": rnn.GRU, "rnn_tanh": rnn.RNN}[cell]
     torch.manual_seed(0)
     normed = ours(hidden, hidden, backend="torch", layer_norm=True).to("cuda", dtype)
-    triton = ours(hidden, hidden, backend="triton").to("cuda", dtype)
-    cudnn = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU, "rnn_tanh": torch.nn.RNN}[cell](hidden, hidden)
-    for m in (triton, cudnn):
-        m.to("cuda", dtype).load_state_dict(normed.state_dict(), strict=False)
-    return {"loop-ln": normed, "triton": triton, "cudnn": cudnn}
+    forms = {"loop-ln": normed}
+    if not train:
+        forms["triton-ln"] = ours(hidden, hidden, backend="triton", layer_norm=True)
+    forms["triton"] = ours(hidden, hidden, backend="triton")
+    forms["cudnn"] = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU, "rnn_tanh": torch.nn.RNN}[cell](hidden, hidden)
+    for name, m in forms.items():
+        if name != "loop-ln":
+            m.to("cuda", dtype).load_state_dict(normed.state_dict(), strict=False)
+    return forms
 
 
 def _inputs(cell, batch, hidden, steps, dtype, grad):
@@ -82,17 +89,30 @@ def measure(case, train: bool) -> dict:
 
     cell, batch, hidden, steps, name = case
     dtype = {"tf32": torch.float32, "bf16": torch.bfloat16}[name]
-    forms = _modules(cell, hidden, dtype)
+    forms = _modules(cell, hidden, dtype, train)
+    row = dict(zip(FIELDS, case), mode="train" if train else "eval")
     with matmul_mode(name):
         x, hx = _inputs(cell, batch, hidden, steps, dtype, train)
-        for module in forms.values():
-            for _ in range(3):
-                module_step(module, x, hx, train)
-        err = _error(cell, forms["loop-ln"], x, hx, train)
+        for form, module in list(forms.items()):
+            try:
+                for _ in range(3):
+                    module_step(module, x, hx, train)
+            except RuntimeError as refused:  # (backend="triton" on a shape the layer-norm plan refuses)
+                if form != "triton-ln":
+                    raise
+                row["triton-ln_refused"] = str(refused)
+                del forms[form]
+        row["err"] = _error(cell, forms["loop-ln"], x, hx, train)
+        if "triton-ln" in forms:
+            row["err_triton-ln"] = _error(cell, forms["triton-ln"], x, hx, train)
         ms = rounds_ms({f: (lambda m=m: module_step(m, x, hx, train)) for f, m in forms.items()}, "cuda")
-    return dict(zip(FIELDS, case), mode="train" if train else "eval", err=err,
-                **{f"{f}_ms": v for f, v in ms.items()},
-                **{f"loop-ln/{f}": ms["loop-ln"] / ms[f] for f in ("triton", "cudnn")})
+    row.update({f"{f}_ms": v for f, v in ms.items()})
+    for normed in ("loop-ln", "triton-ln"):
+        if normed in ms:
+            row.update({f"{normed}/{f}": ms[normed] / ms[f] for f in ("triton", "cudnn")})
+    if "triton-ln" in ms:
+        row["loop-ln/triton-ln"] = ms["loop-ln"] / ms["triton-ln"]
+    return row
 
 
 def cli(argv: list[str]) -> int:

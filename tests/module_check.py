@@ -23,29 +23,31 @@ def _grads(outs, leaves):
 
 
 def check_against_naive(cell, module, batch, seq, input_size, with_state=True, lengths=None, device="cpu",
-                        dtype="fp32", masks=None):
+                        dtype="fp32", masks=None, gradients=True):
     """``module`` (on ``device``, in ``dtype``'s torch dtype) called once on fresh random inputs
     (``[B, T, I]`` where it is batch_first), with random initial states or none and ``lengths``,
     against :func:`naive_network` in float64 on its parameters (with ``masks``, a list the module's
-    recurrent-dropout masks are drawn into by the call, or None). Returns the warnings the call gave.
+    recurrent-dropout masks are drawn into by the call, or None). Without ``gradients``, the call
+    under ``torch.no_grad`` and its outputs alone. Returns the warnings the call gave.
 
     Raises:
         AssertionError: a shape differs, or a relative error is past ``tolerance(cell, dtype)``.
     """
     gen = torch.Generator().manual_seed(7)
     x = torch.randn((batch, seq, input_size) if module.batch_first else (seq, batch, input_size),
-                    generator=gen).to(device, TORCH_DTYPE[dtype]).requires_grad_()
+                    generator=gen).to(device, TORCH_DTYPE[dtype]).requires_grad_(gradients)
     d = (2 if module.bidirectional else 1) * module.num_layers
-    states = [torch.randn(d, batch, module.hidden_size, generator=gen).to(device, TORCH_DTYPE[dtype]).requires_grad_()
-              for _ in range(2 if cell == "lstm" else 1)] if with_state else []
+    states = [torch.randn(d, batch, module.hidden_size, generator=gen).to(device, TORCH_DTYPE[dtype])
+              .requires_grad_(gradients) for _ in range(2 if cell == "lstm" else 1)] if with_state else []
     hx = (tuple(states) if cell == "lstm" else states[0]) if states else None
     params = dict(module.named_parameters())
-    with warnings.catch_warnings(record=True) as caught, matmul_mode(dtype):
+    with warnings.catch_warnings(record=True) as caught, matmul_mode(dtype), torch.set_grad_enabled(gradients):
         warnings.simplefilter("always")
         out, finals = module(x, hx, lengths=lengths)
     got = [out, *(finals if cell == "lstm" else (finals,))]
     leaves = [x, *states, *params.values()]
-    got += _grads(got, leaves)
+    if gradients:
+        got += _grads(got, leaves)
 
     wide = {n: p.detach().cpu().double().requires_grad_() for n, p in params.items()}
     xw = x.detach().cpu().double().requires_grad_()
@@ -54,9 +56,10 @@ def check_against_naive(cell, module, batch, seq, input_size, with_state=True, l
     wide_masks = None if masks is None else [m.cpu().double() for m in masks]
     ref_out, ref_finals = _reference(cell, module, wide, xw, hxw, wide_masks, lengths)
     ref = [ref_out, *(ref_finals if cell == "lstm" else (ref_finals,))]
-    ref += _grads(ref, [xw, *sw, *wide.values()])
-    names = ["output", "h_n", "c_n"][: 3 if cell == "lstm" else 2] + ["grad_x"]
-    names += [f"grad_state{i}" for i in range(len(states))] + [f"grad_{n}" for n in params]
+    names = ["output", "h_n", "c_n"][: 3 if cell == "lstm" else 2]
+    if gradients:
+        ref += _grads(ref, [xw, *sw, *wide.values()])
+        names += ["grad_x"] + [f"grad_state{i}" for i in range(len(states))] + [f"grad_{n}" for n in params]
     for name, a, b in zip(names, got, ref, strict=True):
         assert a.shape == b.shape, name
         err = relative_error(a.cpu(), b)

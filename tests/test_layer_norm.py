@@ -1,16 +1,18 @@
-"""Layer normalization in rnnbench.nn (``layer_norm=True``): what cuDNN drops, on the loop for now.
+"""Layer normalization in rnnbench.nn (``layer_norm=True``): what cuDNN drops.
 
-Ba, Kiros and Hinton's layer-normalized cells (``rnnbench.reference.LayerNormWeights``) on
-``ops/loop.py``'s loop, the only path that takes them yet: output, final states and every gradient
-(the gains too) against the float64 network (``ops/naive.py`` -> ``rnnbench.reference``) over odd
-sizes, with and without states, two layers both ways, batch_first, no bias, variable lengths,
-recurrent dropout; the gains drawn away from their initial ones and zeros, so that a gain put in
+Ba, Kiros and Hinton's layer-normalized cells (``rnnbench.reference.LayerNormWeights``) against the
+float64 network (``ops/naive.py`` -> ``rnnbench.reference``) over odd sizes, with and without
+states, two layers both ways, batch_first, no bias, variable lengths: on ``ops/loop.py``'s loop
+(training: output, final states and every gradient, the gains' too; with recurrent dropout) and on
+our kernels without gradients (their forward on chip; Triton's interpreter on CPU tensors, CUDA
+cases marked). The gains are drawn away from their initial ones and zeros, so that a gain put in
 the wrong place shows. Then the reference's own property (a product's scale is normalized away),
-the parameters, the paths and the errors.
+which shapes the kernels plan for, the parameters, the paths and the errors.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
 
 import pytest
@@ -23,6 +25,9 @@ from rnnbench.precision import tolerance
 from rnnbench.verify import relative_error
 
 from module_check import TORCH_DTYPE, check_against_naive
+from test_nn import _interpreted, needs_interpreter
+
+TRAINING_HAS_NO_KERNEL = "layer_norm has kernels for calls without gradients or recurrent dropout only"
 
 MODULES = {"lstm": (rnn.LSTM, {}), "gru": (rnn.GRU, {}), "rnn_tanh": (rnn.RNN, {"nonlinearity": "tanh"}),
            "rnn_relu": (rnn.RNN, {"nonlinearity": "relu"})}
@@ -30,6 +35,8 @@ MODULES = {"lstm": (rnn.LSTM, {}), "gru": (rnn.GRU, {}), "rnn_tanh": (rnn.RNN, {
 
 @pytest.fixture(autouse=True)
 def _each_test_sees_the_warning(monkeypatch):
+    if _interpreted():
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
     monkeypatch.setattr(rnn, "_WARNED", set())
 
 
@@ -49,15 +56,17 @@ def make(cell, input_size, hidden_size, **kwargs):
 
 
 def check(cell, backend, batch, seq, input_size, hidden_size, with_state=True, lengths=None, device="cpu",
-          dtype="fp32", **kwargs):
-    """The module's training call against naive_network in float64 (``module_check``); with
-    ``recurrent_dropout`` given, with the masks it drew. Returns the warnings the call gave."""
+          dtype="fp32", gradients=True, **kwargs):
+    """The module's training call (or, without ``gradients``, its call under no_grad) against
+    naive_network in float64 (``module_check``); with ``recurrent_dropout`` given, with the masks it
+    drew. Returns the warnings the call gave."""
     module = make(cell, input_size, hidden_size, backend=backend, **kwargs).to(device, TORCH_DTYPE[dtype])
     masks = None
     if module.recurrent_dropout:
         masks, draw = [], module._recurrent_mask
         module._recurrent_mask = lambda *args: masks.append(draw(*args)) or masks[-1]
-    return check_against_naive(cell, module, batch, seq, input_size, with_state, lengths, device, dtype, masks)
+    return check_against_naive(cell, module, batch, seq, input_size, with_state, lengths, device, dtype, masks,
+                               gradients)
 
 
 # (batch, seq, input, hidden, options)
@@ -78,18 +87,62 @@ def test_loop_against_reference(cell, config):
     assert not check(cell, "torch", batch, seq, input_size, hidden_size, **options)
 
 
+@needs_interpreter
+@pytest.mark.parametrize("config", [c for c in CONFIGS if "dropout" not in c])
 @pytest.mark.parametrize("cell", MODULES)
-def test_auto_runs_the_loop_after_one_warning(cell):
+def test_kernels_without_gradients_against_reference(cell, config):
+    """Without gradients the kernels take it (``backend="triton"``: no fallback, no warning)."""
+    batch, seq, input_size, hidden_size, options = CONFIGS[config]
+    assert not check(cell, "triton", batch, seq, input_size, hidden_size, gradients=False, **options)
+
+
+@needs_interpreter
+def test_kernels_in_bfloat16():
+    assert not check("lstm", "triton", 3, 7, 5, 37, dtype="bf16", gradients=False)
+
+
+@pytest.mark.parametrize("cell", MODULES)
+def test_training_runs_the_loop_after_one_warning(cell):
     said = check(cell, "auto", 3, 7, 5, 37)
-    assert said == [f"rnnbench.nn.{MODULES[cell][0].__name__}: layer_norm has no kernel yet; running PyTorch's "
+    assert said == [f"rnnbench.nn.{MODULES[cell][0].__name__}: {TRAINING_HAS_NO_KERNEL}; running PyTorch's "
                     "own path instead"]
     assert not check(cell, "auto", 3, 7, 5, 37)  # (once per reason)
 
 
-def test_triton_backend_refuses():
+def test_cpu_without_the_interpreter_runs_the_loop(monkeypatch):
+    monkeypatch.setattr(rnn, "_interpreted", lambda: False)
+    said = check("gru", "auto", 3, 7, 5, 37, gradients=False)
+    assert len(said) == 1 and "CPU tensors" in said[0]
+
+
+def test_triton_backend_refuses_training():
     module = make("lstm", 4, 8, backend="triton")
-    with pytest.raises(RuntimeError, match="cannot run this call: layer_norm has no kernel yet"):
+    with pytest.raises(RuntimeError, match=f"cannot run this call: {TRAINING_HAS_NO_KERNEL}"):
         module(torch.randn(3, 2, 4))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="Triton is not installed")
+def test_kernels_plan_a_row_in_one_program_where_it_fits():
+    """``recurrence.LAYER_NORM_PLAN`` planned for an H200's 132 multiprocessors at batch 20: every plan
+    holds a row in one program on the ``tl`` kernels, and the widths it reaches are the ones
+    ``layer_norm_launch_or_refusal`` names (LSTM and GRU to hidden 64 in fp32, 128 in 16-bit; the
+    RNN to 128 and 256); wider ones are refused (and run the loop)."""
+    from rnnbench.ops.plans import choose_plan
+    from rnnbench.ops.recurrence import LAYER_NORM_PLAN
+
+    widest = {}
+    for gates in (4, 3, 1):
+        for dtype, precision in ((torch.float32, "tf32"), (torch.float32, "tf32x3"), (torch.bfloat16, "ieee")):
+            for hidden in (37, 64, 100, 128, 200, 256, 512):
+                try:
+                    p = choose_plan(20, hidden, gates, dtype, torch.device("cuda"), multiprocessors=132,
+                                    precision=precision, direction="forward", **LAYER_NORM_PLAN)
+                except ValueError:
+                    continue
+                assert p.h_on_chip and not (p.fma or p.gluon or p.produce or p.pieces > 1), p
+                widest[gates, precision] = hidden
+    assert widest == {(4, "tf32"): 64, (4, "tf32x3"): 64, (4, "ieee"): 128, (3, "tf32"): 64, (3, "tf32x3"): 64,
+                      (3, "ieee"): 128, (1, "tf32"): 128, (1, "tf32x3"): 128, (1, "ieee"): 256}
 
 
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
@@ -212,3 +265,31 @@ CUDA_CASES = {
 def test_cuda_loop_against_reference(case):
     cell, batch, hidden, dtype, options = CUDA_CASES[case]
     assert not check(cell, "torch", batch, 9, 24, hidden, device="cuda", dtype=dtype, **options)
+
+
+# On a CUDA device, without gradients: the kernels' on-chip forwards, at the widths they plan for.
+CUDA_KERNEL_CASES = {
+    "lstm-B20-H100-bf16": ("lstm", 20, 100, "bf16", {}),  # 512 rows on chip, 8 warps
+    "lstm-B3-H64-tf32-L2-bidirectional-lengths": ("lstm", 3, 64, "tf32", dict(
+        num_layers=2, bidirectional=True, lengths=torch.tensor([9, 0, 4]))),
+    "lstm-B40-H37-fp32": ("lstm", 40, 37, "fp32", {}),  # 3xTF32, three batch blocks
+    "gru-B20-H128-fp16": ("gru", 20, 128, "fp16", {}),
+    "gru-B3-H64-tf32-no_bias": ("gru", 3, 64, "tf32", dict(bias=False)),
+    "rnn_tanh-B20-H100-fp32": ("rnn_tanh", 20, 100, "fp32", {}),  # the on-chip split (3xFP16)
+    "rnn_relu-B20-H256-bf16-no_state": ("rnn_relu", 20, 256, "bf16", dict(with_state=False)),
+}
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available() or _interpreted(), reason="needs a CUDA device, kernels compiled")
+@pytest.mark.parametrize("case", CUDA_KERNEL_CASES)
+def test_cuda_kernels_without_gradients_against_reference(case):
+    cell, batch, hidden, dtype, options = CUDA_KERNEL_CASES[case]
+    assert not check(cell, "triton", batch, 9, 24, hidden, device="cuda", dtype=dtype, gradients=False, **options)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available() or _interpreted(), reason="needs a CUDA device, kernels compiled")
+def test_cuda_a_layer_too_wide_for_one_program_runs_the_loop():
+    said = check("lstm", "auto", 20, 9, 24, 100, device="cuda", dtype="tf32", gradients=False)
+    assert len(said) == 1 and "layer norm's kernels hold a row in one program" in said[0], said

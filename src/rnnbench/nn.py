@@ -218,9 +218,11 @@ class _KernelPath:
         recurrent dropout draws new masks (:meth:`_kernel_forward`), so no replay stands in for it;
         where the kernels cannot take it (or under ``backend="torch"``) it runs on the loop of
         torch's cells (``ops/loop.py``: cuDNN has no recurrent dropout), ``launch`` None. So does
-        every call with layer norm (no kernel of ours takes it yet; cuDNN has none)."""
+        every call with layer norm where no kernel takes it (cuDNN has none); ours take it without
+        gradients alone, their forward on chip (``recurrence.layer_norm_launch_or_refusal``)."""
         drops = bool(self.recurrent_dropout) and self.training
         loop = drops or self.layer_norm  # (calls cuDNN cannot run: the loop where the kernels do not)
+        trains = self.layer_norm and torch.is_grad_enabled() and _wants_gradients(self, input, hx)
         replays = None if loop else _REPLAYS.get(self)
         if replays is not None and lengths is None:
             got = self._replayed(replays, input, hx)
@@ -235,7 +237,7 @@ class _KernelPath:
         x = input.data if packed else input
         amp = _autocast_dtype(x.device.type)
         batch = int(input.batch_sizes[0]) if packed else None
-        launch, reason = (None, None) if self.backend == "torch" else self._launch(x, cell, amp, batch, drops)
+        launch, reason = (None, None) if self.backend == "torch" else self._launch(x, cell, amp, batch, drops, trains)
         if reason is not None:
             self._fall_back(reason)
             if not loop:
@@ -413,15 +415,16 @@ class _KernelPath:
         return f"{super().extra_repr()}{drop}{norm}, backend={self.backend!r}"
 
     def _launch(self, input: torch.Tensor, cell: str, amp: torch.dtype | None, batch: int | None = None,
-                dropout: bool = False):
+                dropout: bool = False, trains: bool = False):
         """``(launch, None)`` if the kernels can run this call (``launch`` the plans of every layer,
         ``rnnbench.ops.recurrence.layer_launch``) and, under ``backend="auto"`` on CUDA, cuDNN was
         not measured faster there (``rnnbench.ops.preference``); else ``(None, why not)`` in one
         line. ``input`` is the padded input, or a packed one's data with its ``batch`` size given.
         ``dropout``: a call with recurrent dropout (``recurrence.dropout_launch_or_refusal``; no
-        cuDNN to prefer)."""
-        if self.layer_norm:
-            return None, "layer_norm has no kernel yet"
+        cuDNN to prefer); ``trains``: a layer-normalized call that wants gradients (the kernels have
+        layer norm's forward alone, ``recurrence.layer_norm_launch_or_refusal``)."""
+        if self.layer_norm and (trains or dropout):
+            return None, "layer_norm has kernels for calls without gradients or recurrent dropout only"
         if not _triton_installed():
             return None, "Triton is not installed"
         if self.proj_size:
@@ -442,6 +445,8 @@ class _KernelPath:
         recurrence = _ops("recurrence")
         if dropout:
             return recurrence.dropout_launch_or_refusal(cell, batch, self.hidden_size, dtype, device)
+        if self.layer_norm:
+            return recurrence.layer_norm_launch_or_refusal(cell, batch, self.hidden_size, dtype, device)
         launch, reason = recurrence.launch_or_refusal(cell, batch, self.hidden_size, dtype, device)
         if reason is None and self.backend == "auto" and device.type == "cuda":
             # Where cuDNN was measured faster (ops/preference.py); "triton" runs ours there anyway.
@@ -522,11 +527,11 @@ class _KernelPath:
                 inp = _reversed(layer_input, reverse) if d else layer_input
                 h0_idx, c0_idx = None if h0 is None else h0[idx], None if c0 is None else c0[idx]
                 mask = self._recurrent_mask(x.shape[1], x.dtype, x.device) if drops else None
+                norm = self._layer_norm_weights(idx, amp)
                 if loop_layer is not None:
-                    out, h_n, c_n = loop_layer(cell, inp, h0_idx, c0_idx, *w, lengths, mask,
-                                               self._layer_norm_weights(idx, amp))
+                    out, h_n, c_n = loop_layer(cell, inp, h0_idx, c0_idx, *w, lengths, mask, norm)
                 elif replayed is None:
-                    out, h_n, c_n = run_layer(cell, inp, h0_idx, c0_idx, *w, launch, lengths, mask)
+                    out, h_n, c_n = run_layer(cell, inp, h0_idx, c0_idx, *w, launch, lengths, mask, norm)
                 else:
                     out, h_n, c_n = replayed(layers[idx], cell, inp, h0_idx, c0_idx, *w, launch)
                 outputs.append(_reversed(out, reverse) if d else out)
@@ -575,6 +580,14 @@ try:  # (what torch.compile's frames run under: None outside them)
 except ImportError:  # (a torch without it: every call through the compiler's wrapper, as it was)
     def _eval_frame_callback():
         return True
+
+
+def _wants_gradients(module, input, hx) -> bool:
+    """Whether a call wants gradients of anything it takes (gradients enabled is the caller's check):
+    the input (a PackedSequence's data), a state, a parameter."""
+    x = input.data if isinstance(input, PackedSequence) else input
+    states = () if hx is None else hx if isinstance(hx, tuple) else (hx,)
+    return x.requires_grad or any(s.requires_grad for s in states) or any(p.requires_grad for p in module.parameters())
 
 
 def _same_tensors(a, b) -> bool:

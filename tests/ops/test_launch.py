@@ -397,9 +397,10 @@ _VARIANT_PLAN = {None: {}, "pieces": {"h_on_chip": False, "w_resident": False, "
 @pytest.mark.parametrize("key", list(aot.KERNELS), ids=lambda k: "-".join(k))
 def test_every_kernel_gets_every_constexpr_by_value(key, drop):
     """Each ``tl`` kernel's Constexprs as ``_Launch`` builds them for the plan that runs it name every
-    compile-time argument the kernel takes, defaulted ones too (``DROP``, recurrent dropout, among
-    them: the GPU's first launch of the LSTM's kernels failed on it, call167), and none it does not;
-    with ``drop``, where a recurrent-dropout plan runs the kernel (``recurrence.DROPOUT_PLAN``)."""
+    compile-time argument the kernel takes, defaulted ones too (``DROP``, recurrent dropout, and
+    ``LN``, layer norm, among them: the GPU's first launch of the LSTM's kernels failed on DROP,
+    call167), and none it does not; with ``drop``, DROP and (forward) LN set, as where a
+    recurrent-dropout plan or a layer-norm plan runs the kernel."""
     cell, direction, variant = (*key, None)[:3]
     cell = "rnn_tanh" if cell == "rnn" else cell
     kernel = aot.KERNELS[key]
@@ -412,10 +413,12 @@ def test_every_kernel_gets_every_constexpr_by_value(key, drop):
         assert (plan.pieces > 1, plan.split_k, plan.fma) == (variant == "pieces", variant == "split_k",
                                                              variant == "fma")
         if direction == "forward":
-            values = launch.forward_constexprs(True, True, True, True, False, False, None, drop).values
+            values = launch.forward_constexprs(True, True, True, True, False, False, None, drop, drop).values
         else:
             values = launch.backward_constexprs(True, True, True, False, drop).values
     names = {n for n in values if n.isupper()}  # (num_warps and the like are launch options)
     assert constexprs == names
     if "DROP" in constexprs:
         assert values["DROP"] == drop
+    if "LN" in constexprs:
+        assert values["LN"] == drop

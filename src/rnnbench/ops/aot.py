@@ -92,11 +92,12 @@ QUICK_SHAPES = [("lstm", torch.bfloat16, 16, 768, "ieee"), ("gru", torch.float32
 
 def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: int, plan: Plan,
                    precision: str = "ieee", save: bool = True, capability: int = 90, lengths: bool = False,
-                   drop: bool = False):
+                   drop: bool = False, norm: bool = False):
     """Compile one kernel for ``sm_<capability>``; returns Triton's CompiledKernel (``.asm`` holds
     ``ttgir``, ``ptx``, ``cubin``; ``.metadata.shared`` the shared memory in bytes). ``cell`` is
     ``lstm``, ``gru`` or ``rnn``; ``lengths``: the variable-length variant (``HAS_LENGTHS``);
-    ``drop``: with recurrent dropout (``DROP``, the kernels that take it)."""
+    ``drop``: with recurrent dropout (``DROP``, the kernels that take it); ``norm``: with layer
+    norm (``LN``: the ``tl`` forwards on chip, not saving)."""
     if plan.fma and cell in ("lstm", "gru"):
         return compile_gated_fma(cell, dtype, hidden_size, plan, save, capability, lengths, precision)
     split_k = direction == "backward" and plan.split_k
@@ -113,7 +114,7 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
                       CHIP_SPLIT=chip_split_level(plan), SAVE=save, RELU=False,
                       HAS_BIAS=True, HAS_H0=True, HAS_C0=True, HAS_D_OUT=True, HAS_D_H_N=True, HAS_D_C_N=True,
                       HAS_LENGTHS=lengths, CHAINS=FMA_CHAINS, PDL=capability >= 90,
-                      H_STRIDE=row_stride(plan, hidden_size), PIECES=plan.pieces, DROP=drop)
+                      H_STRIDE=row_stride(plan, hidden_size), PIECES=plan.pieces, DROP=drop, LN=norm)
     if direction == "backward":  # (always: a constexpr left out would compile as a runtime argument)
         constexprs.update(gate_split_constexprs(plan, hidden_size))
     stages = plan.num_stages

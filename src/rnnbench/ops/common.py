@@ -26,10 +26,13 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
+from ..reference import LAYER_NORM_EPS
+
 # Under TRITON_INTERPRET=1 programs run one after another on the CPU, so programs that wait for
 # each other would hang: there, one program owns all hidden units of its batch block.
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 _INTERPRET = tl.constexpr(INTERPRET)  # visible inside kernels
+_LAYER_NORM_EPS = tl.constexpr(LAYER_NORM_EPS)  # (the reference's, visible inside kernels)
 
 
 @triton.jit
@@ -356,6 +359,42 @@ def _dropped(x, drop, DROP: tl.constexpr):
     if DROP:
         x = x * drop
     return x
+
+
+@triton.jit
+def _row_moments(a0, a1, a2, a3, valid, GATES: tl.constexpr, N: tl.constexpr):
+    """Layer norm's statistics of each batch row (column) over the first ``GATES`` of the tiles
+    ``a0..a3`` (``[BLOCK_H, BLOCK_B]`` each, a gate's units of the product), their ``valid`` units
+    (``[BLOCK_H, 1]``) alone, ``N`` values in all: ``(mean, 1 / sqrt(variance + eps))``, ``[1,
+    BLOCK_B]`` each (the biased variance, from the deviations: ``rnnbench.reference.normalized``).
+    The program must hold every unit of its rows (``ON_CHIP``): no other program's are summed."""
+    total = tl.sum(tl.where(valid, a0, 0.0), axis=0)
+    if GATES > 1:
+        total += tl.sum(tl.where(valid, a1, 0.0), axis=0)
+    if GATES > 2:
+        total += tl.sum(tl.where(valid, a2, 0.0), axis=0)
+    if GATES > 3:
+        total += tl.sum(tl.where(valid, a3, 0.0), axis=0)
+    mean = (total / N)[None, :]
+    d = tl.where(valid, a0 - mean, 0.0)
+    squares = tl.sum(d * d, axis=0)
+    if GATES > 1:
+        d = tl.where(valid, a1 - mean, 0.0)
+        squares += tl.sum(d * d, axis=0)
+    if GATES > 2:
+        d = tl.where(valid, a2 - mean, 0.0)
+        squares += tl.sum(d * d, axis=0)
+    if GATES > 3:
+        d = tl.where(valid, a3 - mean, 0.0)
+        squares += tl.sum(d * d, axis=0)
+    return mean, (1.0 / tl.sqrt(squares / N + _LAYER_NORM_EPS))[None, :]
+
+
+@triton.jit
+def _normed(a, mean, rstd, gain_ptr, offsets, unit_mask):
+    """The tile ``a`` normalized by its rows' :func:`_row_moments`, times the gains at ``offsets``
+    (``[BLOCK_H]``, fp32 column)."""
+    return (a - mean) * rstd * _load_f32(gain_ptr, offsets, unit_mask)[:, None]
 
 
 @triton.jit

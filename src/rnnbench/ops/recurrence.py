@@ -33,7 +33,9 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
+from torch.nn import functional as F
 
+from ..reference import LAYER_NORM_EPS
 from . import gluon_common, gluon_fma, gluon_produce
 from .common import INTERPRET
 from .loop import kernel_lengths
@@ -221,17 +223,18 @@ class _Launch:
 
     def forward_constexprs(self, has_bias: bool, has_h0: bool, save: bool, has_c0: bool,
                            has_lengths: bool = False, pdl: bool = False, produce: tuple | None = None,
-                           drop: bool = False) -> Constexprs:
+                           drop: bool = False, norm: bool = False) -> Constexprs:
         """The forward kernel's compile-time arguments with these flags (built once per flags);
         ``pdl``: a forward on FMA units launched by programmatic dependent launch
         (``launch.dependent_launch``; the other forwards take no such flag); ``produce``: the
         producing forward's ``(tiles, is_even)`` (:attr:`Plan.produce`, :class:`Produced`), None
-        for none; ``drop``: recurrent dropout (``DROP``; the ``tl`` kernels of :data:`DROPOUT_PLAN`)."""
-        key = ("forward", has_bias, has_h0, save, has_c0, has_lengths, pdl, produce, drop)
+        for none; ``drop``: recurrent dropout (``DROP``; the ``tl`` kernels of :data:`DROPOUT_PLAN`);
+        ``norm``: layer norm (``LN``; the ``tl`` kernels on chip, :data:`LAYER_NORM_PLAN`)."""
+        key = ("forward", has_bias, has_h0, save, has_c0, has_lengths, pdl, produce, drop, norm)
         return self._cached(key, lambda: self._with_flags(
             self.forward, {**self.forward_meta, **(self._produced(*produce) if produce else {})},
             HAS_BIAS=has_bias, HAS_H0=has_h0, SAVE=save, HAS_C0=has_c0, HAS_LENGTHS=has_lengths,
-            **(_pdl_flags(pdl) if self.forward.fma else {}), DROP=drop))
+            **(_pdl_flags(pdl) if self.forward.fma else {}), DROP=drop, LN=norm))
 
     def _produced(self, tiles: Tiles, is_even: bool) -> dict:
         """A producing forward's compile-time arguments for its tiles: the RNN's the projection
@@ -264,8 +267,8 @@ class _Launch:
 
     def _with_flags(self, plan: Plan, meta: dict, **flags) -> Constexprs:
         """``meta`` and the call's flags: the cell state's (``HAS_C0``, ``HAS_D_C_N``) for the
-        LSTM only, ``RELU`` for the RNN only, ``DROP`` for the ``tl`` kernels that take it, as the
-        kernels take them; numbered with ``plan``, which the call's buffers are allocated by
+        LSTM only, ``RELU`` for the RNN only, ``DROP`` and ``LN`` for the ``tl`` kernels that take
+        them, as the kernels take them; numbered with ``plan``, which the call's buffers are allocated by
         (:class:`~rnnbench.ops.launch.Constexprs`)."""
         if self.cell != "lstm":
             flags.pop("HAS_C0", None)
@@ -274,6 +277,7 @@ class _Launch:
         # launch passes every compile-time argument its kernel names, defaults too; DROPOUT_PLAN)
         if plan.fma or plan.pieces > 1:
             flags.pop("DROP", None)
+            flags.pop("LN", None)  # (layer norm: the tl forwards alone, LAYER_NORM_PLAN)
         if self.cell.startswith("rnn_"):
             flags["RELU"] = self.cell == "rnn_relu"
         return Constexprs({**flags, **meta}, plan)
@@ -345,7 +349,7 @@ def _cached_launch(cell, batch_size, hidden_size, dtype, device, precision, over
 
 
 def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Launch, save: bool, lengths=None,
-                       ready=None, x=None, w_ih=None, produced: Produced | None = None, drop=None):
+                       ready=None, x=None, w_ih=None, produced: Produced | None = None, drop=None, norm=None):
     """Run the forward kernel. ``x_proj [T, B, G*H]`` (no bias), or None with ``x [T, B, I]`` and
     ``w_ih [G*H, I]`` given (contiguous) and ``produced`` (:func:`produces`': a forward on FMA
     units, :attr:`Plan.produce`, which projects in its own launch), ``h0``/``c0`` ``[B, H]`` or
@@ -366,7 +370,14 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     ``mask [B, H]`` (contiguous, the weights' dtype) multiplies ``h_{t-1}`` where the recurrent
     product reads it, ``h_buf`` then holds ``h_t * mask`` (the weight gradients' operand) and
     ``out [T+1, B, H]`` receives the output from ``out[1]`` (the GRU's, saving, h0 at ``out[0]``).
+
+    ``norm``: layer norm (with a :func:`layer_norm_launch_or_refusal`'s launch, not saving),
+    ``(ln_hh [G*H], ln_c_w [H], ln_c_b [H])`` (the last two the LSTM's, else None; contiguous):
+    ``x_proj`` comes normalized, times its gains, plus ``b_ih`` (:func:`_layer_forward`), and the
+    kernel normalizes the recurrent product and the LSTM's cell (``rnnbench.reference.LayerNormWeights``).
     """
+    if norm is not None and save:
+        raise ValueError("layer norm has no backward kernel yet: its forward does not save")
     B, H = launch.batch_size, launch.hidden_size
     dtype = w_hh.dtype
     if x_proj is None:  # (written by the launch's producers)
@@ -394,11 +405,12 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     # apart from h_buf; without it h_n and h0 stand in for their pointers (none of them read).
     mask, out = (h_n, h_n) if drop is None else drop
     h0_drop = h0 * mask if drop is not None and has_h0 else h0
+    ln_hh, ln_c_w, ln_c_b = (h_n, h_n, h_n) if norm is None else (norm[0], *(h_n if t is None else t for t in norm[1:]))
     # (no dependent launch with producers: they read x, which the launch before may be writing)
     constexprs = launch.forward_constexprs(b_ih is not None, has_h0, save, has_c0, lengths is not None,
                                            produced is None and dependent_launch(dev),
                                            None if produced is None else (produced.tiles, produced.is_even),
-                                           drop is not None)
+                                           drop is not None, norm is not None)
     lengths = h_n if lengths is None else lengths
     f32 = dict(device=dev, dtype=torch.float32)
     # 3xTF32 with operands split once (Plan.split_once): W_hh's split copy [2, G*H, H] (each program
@@ -465,17 +477,17 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
                 w_split, h_split, counters, T, B)
         _LSTM_FORWARD_PIECES(grid, args, constexprs, stream, keyed=7)
     elif lstm:
-        # (keyed through h0_drop: the mask may be the caller's, h0_drop its h0 itself)
-        args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, lengths, mask, h0_drop, h_buf, out, h_n, c_n,
-                c_buf, saved, w_split, h_split, counters, T, B)
-        _LSTM_FORWARD(grid, args, constexprs, stream, keyed=9)
+        # (keyed through the gains: the mask may be the caller's, h0_drop its h0 itself, the gains the module's)
+        args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, lengths, mask, h0_drop, ln_hh, ln_c_w, ln_c_b,
+                h_buf, out, h_n, c_n, c_buf, saved, w_split, h_split, counters, T, B)
+        _LSTM_FORWARD(grid, args, constexprs, stream, keyed=12)
     elif pieces:  # (the GRU's: its fp32 h in two slots, ops/gru/pieces.py)
         args = (x_proj, w_hh, *biases, h0, lengths, h_buf, h_n, saved, torch.empty(2, B, H, **f32), counters, T, B)
         _GRU_FORWARD_PIECES(grid, args, constexprs, stream, keyed=6)
     else:
-        args = (x_proj, w_hh, *biases, h0, lengths, mask, h0_drop, h_buf, out, h_n, saved, w_split, h_split, counters,
-                T, B)
-        (_GRU_FORWARD if cell == "gru" else _RNN_FORWARD)(grid, args, constexprs, stream, keyed=8)
+        args = (x_proj, w_hh, *biases, h0, lengths, mask, h0_drop, ln_hh, h_buf, out, h_n, saved, w_split, h_split,
+                counters, T, B)
+        (_GRU_FORWARD if cell == "gru" else _RNN_FORWARD)(grid, args, constexprs, stream, keyed=9)
     if not save:
         c_buf = saved = None
     return h_buf, h_n, c_n, saved, c_buf
@@ -619,10 +631,20 @@ def _contiguous(t):
     return None if t is None else t.contiguous()
 
 
-def _layer_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save, lengths, mask=None):
+def _layer_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save, lengths, mask=None, norm=None):
     """The input projection and the forward kernel: ``(output, h_n, c_n, h_buf, saved, c_buf)``;
     the projection ahead, overlapping the kernel, where :func:`projects_ahead`. ``mask``: recurrent
-    dropout's ``[B, H]`` (:func:`run_layer`), with a :func:`dropout_launch_or_refusal`'s launch."""
+    dropout's ``[B, H]`` (:func:`run_layer`), with a :func:`dropout_launch_or_refusal`'s launch.
+    ``norm``: layer norm's ``LayerNormWeights`` (not saving), with a
+    :func:`layer_norm_launch_or_refusal`'s launch: the projection normalized here for every step at
+    once (times its gains, plus ``b_ih``), the rest in the kernel."""
+    if norm is not None:
+        x_proj = F.layer_norm(input_projection(x, w_ih, launch.precision, launch.upcast), (w_ih.shape[0],),
+                              norm.ih, b_ih, LAYER_NORM_EPS)
+        h_buf, h_n, c_n, saved, c_buf = recurrence_forward(cell, x_proj, w_hh, b_ih, b_hh, h0, c0, launch, save,
+                                                           lengths, norm=(_contiguous(norm.hh), _contiguous(
+                                                               norm.c_weight), _contiguous(norm.c_bias)))
+        return h_buf[1:], h_n, c_n, h_buf, saved, c_buf
     if mask is not None:  # (its plan: no projection of the kernel's own, none ahead)
         out = torch.empty(x.shape[0] + 1, x.shape[1], launch.hidden_size, device=x.device, dtype=w_hh.dtype)
         x_proj = input_projection(x, w_ih, launch.precision, launch.upcast)
@@ -771,6 +793,28 @@ def dropout_launch_or_refusal(cell: str, batch_size: int, hidden_size: int, dtyp
     return launch, reason
 
 
+# Layer norm runs the ``tl`` forwards with one program holding every unit of its batch rows (h on
+# chip), where a row's mean and variance are sums in its registers: the exchange plans spread a row
+# over programs that would need a barrier a norm a step to share them (docs/kernels.md, "Layer norm").
+LAYER_NORM_PLAN = dict(h_on_chip=True, fma=False, gluon=False, produce=False, pieces=1)
+
+
+def layer_norm_launch_or_refusal(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtype,
+                                 device: torch.device) -> tuple[_Launch | None, str | None]:
+    """:func:`launch_or_refusal` for a layer-normalized forward (:data:`LAYER_NORM_PLAN` over any
+    :func:`plan_override`): ``(launch, None)``, or ``(None, why not)``: past the widths whose
+    on-chip tile fits (on an H200: LSTM and GRU to hidden 64 in fp32, 128 in 16-bit; the RNN to
+    128 and 256)."""
+    with plan_override(**LAYER_NORM_PLAN):
+        launch, reason = launch_or_refusal(cell, batch_size, hidden_size, dtype, device)
+    if reason is not None:
+        return None, f"layer norm's kernels hold a row in one program, and here: {reason}"
+    forward = launch.forward
+    if not forward.h_on_chip or forward.fma or forward.gluon or forward.produce or forward.pieces > 1:
+        return None, "layer norm: no plan of its kernels for this shape"
+    return launch, None
+
+
 def _drops(launch: _Launch) -> bool:
     """Whether both of ``launch``'s plans run kernels that take ``DROP`` (:data:`DROPOUT_PLAN`)."""
     forward, backward = launch.forward, launch.backward
@@ -791,13 +835,15 @@ def saves_for_backward(*tensors) -> bool:
     return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
 
 
-def run_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih, b_hh, launch: _Launch, lengths=None, mask=None):
+def run_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih, b_hh, launch: _Launch, lengths=None, mask=None, norm=None):
     """:func:`recurrent_layer` without its checks, for callers that made them (``rnnbench.nn``
     checks once per call of a stack, and takes ``launch`` from :func:`layer_launch` once for all
     its layers). Same arguments, except that ``h0``/``c0`` may also be ``[1, B, H]`` (a one-layer
     module's state as it comes; their gradients take their shape), ``lengths`` comes as
     :func:`kernel_lengths` returns it; returns ``h_n``/``c_n`` as ``[1, B, H]``. ``mask``:
     recurrent dropout's ``[B, H]`` in the weights' dtype (``launch`` a :func:`dropout_launch_or_refusal`'s).
+    ``norm``: layer norm's ``rnnbench.reference.LayerNormWeights`` (``launch`` a
+    :func:`layer_norm_launch_or_refusal`'s), forward only.
 
     Raises:
         ValueError: ``seq_len`` is 0.
@@ -805,12 +851,15 @@ def run_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih, b_hh, launch: _Launch, len
     if x.shape[0] < 1:
         raise ValueError("seq_len must be at least 1")
     save = saves_for_backward(x, h0, c0, w_ih, w_hh, b_ih, b_hh)
+    # (layer norm, forward only: refused where a gradient is wanted, never silently without one)
+    if norm is not None and (save or saves_for_backward(*norm)):
+        raise ValueError("layer norm has no backward kernel yet: call it without gradients")
     # The kernels read rows of stride H: contiguous tensors (a no-op call for those that are).
     args = (x, _contiguous(h0), _contiguous(c0) if cell == "lstm" else None, w_ih.contiguous(), w_hh.contiguous(),
             _contiguous(b_ih), _contiguous(b_hh), cell, launch, save, lengths, _contiguous(mask))
     if not torch.is_autocast_enabled(x.device.type):
         # Nothing to record when no gradient is wanted (autograd's Function machinery costs host
         # time on every call).
-        return RecurrentLayer.apply(*args) if save else _layer_forward(*args)[:3]
+        return RecurrentLayer.apply(*args) if save else _layer_forward(*args, norm)[:3]
     with torch.autocast(x.device.type, enabled=False):  # every matmul in the weights' dtype
-        return RecurrentLayer.apply(*args) if save else _layer_forward(*args)[:3]
+        return RecurrentLayer.apply(*args) if save else _layer_forward(*args, norm)[:3]

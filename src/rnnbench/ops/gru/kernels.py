@@ -18,7 +18,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _dropped, _exchange_offsets, _forward_weights,
+from ..common import (_normed, _row_moments, _act_sigmoid, _act_tanh, _arrive, _back_tile, _dropped, _exchange_offsets, _forward_weights,
                       _gate_bias, _gate_columns, _gradient_in, _load_f32, _load_weight_columns, _on_chip_columns,
                       _program_tile, _publish_h, _recurrent_matmul, _release_counters, _resident_stack_t, _row_lengths,
                       _split_gates, _split_h0, _split_k_arrive, _split_k_sum, _stack_gates, _stacked_rows,
@@ -27,18 +27,21 @@ from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _dropped, _e
 
 @triton.jit(do_not_specialize=["T", "B"])
 def gru_forward_kernel(
-    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, lengths_ptr, drop_ptr, h0_drop_ptr,
+    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, lengths_ptr, drop_ptr, h0_drop_ptr, ln_hh_ptr,
     h_buf_ptr, y_ptr, h_n_ptr, saved_ptr, w_split_ptr, h_split_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
     UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr, HAS_LENGTHS: tl.constexpr,
-    H_STRIDE: tl.constexpr, DROP: tl.constexpr = False,
+    H_STRIDE: tl.constexpr, DROP: tl.constexpr = False, LN: tl.constexpr = False,
 ):
     """``HAS_LENGTHS``: a variable-length batch (``lengths [B]`` int32), as the LSTM's forward.
     ``DROP``: recurrent dropout, as the LSTM's forward, but ``z * h_{t-1}`` takes h itself, and
-    with ``SAVE`` ``y [T+1, B, H]`` holds h0 too (the backward's ``h_{t-1}``)."""
+    with ``SAVE`` ``y [T+1, B, H]`` holds h0 too (the backward's ``h_{t-1}``). ``LN``: layer norm,
+    as the LSTM's forward (forward only, ``ON_CHIP``): the product normalized over its 3H values,
+    times ``ln_hh [3H]``, plus ``b_hh`` (``b_hn`` inside ``r * (.)`` as ever; ``b_in`` in ``x_proj``)."""
+    tl.static_assert(not LN or (ON_CHIP and not SAVE), "layer norm: one program a row, no backward yet")
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
     gid = rows[None, :] * (3 * H) + units[:, None]  # gate r of a [B, 3H] plane
@@ -53,9 +56,10 @@ def gru_forward_kernel(
     plane_e, hid_e, mask_e = _exchange_offsets(B, plane_h, hid, mask, rows, row_mask, units, H, H_STRIDE)
     w, w_src, w_scale = _forward_weights(w_hh_ptr, w_split_ptr, w_plane, w_rows, w_valid, H, BLOCK_K, CHUNKS,
                                          W_RESIDENT, SPLIT_ONCE, K_PAD, BLOCK_B, H_STRIDE)
-    bias_r = _gate_bias(b_ih_ptr, b_hh_ptr, 0 * H + units, unit_mask, HAS_BIAS, True)
-    bias_z = _gate_bias(b_ih_ptr, b_hh_ptr, 1 * H + units, unit_mask, HAS_BIAS, True)
-    bias_xn = _gate_bias(b_ih_ptr, b_hh_ptr, 2 * H + units, unit_mask, HAS_BIAS, False)  # b_in
+    # b_hh + b_ih (layer norm: b_hh alone, b_ih is in x_proj)
+    bias_r = _gate_bias(b_hh_ptr, b_ih_ptr, 0 * H + units, unit_mask, HAS_BIAS, not LN)
+    bias_z = _gate_bias(b_hh_ptr, b_ih_ptr, 1 * H + units, unit_mask, HAS_BIAS, not LN)
+    bias_xn = _gate_bias(b_ih_ptr, b_hh_ptr, 2 * H + units, unit_mask, HAS_BIAS and not LN, False)  # b_in
     bias_hn = _gate_bias(b_hh_ptr, b_ih_ptr, 2 * H + units, unit_mask, HAS_BIAS, False)  # b_hn
     zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
     h = _load_f32(h0_ptr, hid, mask) if HAS_H0 else zero  # fp32 copy of our slice of h, carried across steps
@@ -78,6 +82,11 @@ def gru_forward_kernel(
                                 W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST, SPLIT_ONCE, w_scale, h_scales,
                                 plane_e, H_STRIDE)
         a_r, a_z, a_n, _ = _split_gates(acc, BLOCK_H, BLOCK_B)
+        if LN:
+            mean, rstd = _row_moments(a_r, a_z, a_n, a_n, unit_mask[:, None], 3, 3 * H)
+            a_r = _normed(a_r, mean, rstd, ln_hh_ptr, 0 * H + units, unit_mask)
+            a_z = _normed(a_z, mean, rstd, ln_hh_ptr, 1 * H + units, unit_mask)
+            a_n = _normed(a_n, mean, rstd, ln_hh_ptr, 2 * H + units, unit_mask)
         r = _act_sigmoid(a_r + x_r + bias_r, FAST_ACT)
         z = _act_sigmoid(a_z + x_z + bias_z, FAST_ACT)
         hn = a_n + bias_hn

@@ -20,21 +20,22 @@ import triton.language as tl
 
 from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _dropped, _exchange_offsets, _forward_weights,
                       _gate_bias, _gate_columns, _gradient_in, _load_f32, _load_weight_columns, _on_chip_columns,
-                      _program_tile, _publish_h, _recurrent_matmul, _release_counters, _resident_stack_t, _row_lengths,
-                      _split_gates, _split_h0, _split_k_arrive, _split_k_sum, _stack_gates, _stacked_rows, _tanh,
-                      _transpose_columns, _wait, _where_running)
+                      _normed, _program_tile, _publish_h, _recurrent_matmul, _release_counters, _resident_stack_t,
+                      _row_lengths, _row_moments, _split_gates, _split_h0, _split_k_arrive, _split_k_sum, _stack_gates,
+                      _stacked_rows, _tanh, _transpose_columns, _wait, _where_running)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
 def lstm_forward_kernel(
     x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, c0_ptr, lengths_ptr, drop_ptr, h0_drop_ptr,
+    ln_hh_ptr, ln_c_w_ptr, ln_c_b_ptr,
     h_buf_ptr, y_ptr, h_n_ptr, c_n_ptr, c_buf_ptr, gates_ptr, w_split_ptr, h_split_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, HAS_C0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
     UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr, HAS_LENGTHS: tl.constexpr,
-    H_STRIDE: tl.constexpr, DROP: tl.constexpr = False,
+    H_STRIDE: tl.constexpr, DROP: tl.constexpr = False, LN: tl.constexpr = False,
 ):
     """``HAS_LENGTHS``: a variable-length batch, sequence ``b`` ``lengths[b]`` steps long (int32
     ``[B]``). Past its end a row keeps h and c (so ``h_n``, ``c_n`` are its own last step's) and
@@ -43,7 +44,13 @@ def lstm_forward_kernel(
     ``DROP``: recurrent dropout (:func:`~rnnbench.ops.common._dropped`): ``h_{t-1}`` enters the
     recurrent product times the mask ``drop [B, H]``; ``h_buf`` (the exchange, and what the weight
     gradients read) holds ``h_t * drop``, ``y [T+1, B, H]`` the output ``h_t`` (from ``y[1]``), and
-    the step-0 product reads ``h0_drop`` (``h0 * drop``) where it reads h0 from memory."""
+    the step-0 product reads ``h0_drop`` (``h0 * drop``) where it reads h0 from memory.
+    ``LN``: layer norm (``rnnbench.reference.LayerNormWeights``), forward only, one program holding
+    every unit of its rows (``ON_CHIP``): ``x_proj`` comes normalized with its gains and ``b_ih``
+    (``recurrence._layer_forward``); the step's product is normalized over its 4H values, times
+    ``ln_hh [4H]``, plus ``b_hh``; ``c_t`` enters ``tanh`` normalized, times ``ln_c_w``, plus
+    ``ln_c_b`` (``[H]``)."""
+    tl.static_assert(not LN or (ON_CHIP and not SAVE), "layer norm: one program a row, no backward yet")
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
     gid = rows[None, :] * (4 * H) + units[:, None]  # offsets of gate i into a [B, 4H] plane
@@ -56,10 +63,11 @@ def lstm_forward_kernel(
     plane_e, hid_e, mask_e = _exchange_offsets(B, plane_h, hid, mask, rows, row_mask, units, H, H_STRIDE)
     w, w_src, w_scale = _forward_weights(w_hh_ptr, w_split_ptr, w_plane, w_rows, w_valid, H, BLOCK_K, CHUNKS,
                                          W_RESIDENT, SPLIT_ONCE, K_PAD, BLOCK_B, H_STRIDE)
-    bias_i = _gate_bias(b_ih_ptr, b_hh_ptr, 0 * H + units, unit_mask, HAS_BIAS, True)
-    bias_f = _gate_bias(b_ih_ptr, b_hh_ptr, 1 * H + units, unit_mask, HAS_BIAS, True)
-    bias_g = _gate_bias(b_ih_ptr, b_hh_ptr, 2 * H + units, unit_mask, HAS_BIAS, True)
-    bias_o = _gate_bias(b_ih_ptr, b_hh_ptr, 3 * H + units, unit_mask, HAS_BIAS, True)
+    # b_hh + b_ih (layer norm: b_hh alone, b_ih is in x_proj)
+    bias_i = _gate_bias(b_hh_ptr, b_ih_ptr, 0 * H + units, unit_mask, HAS_BIAS, not LN)
+    bias_f = _gate_bias(b_hh_ptr, b_ih_ptr, 1 * H + units, unit_mask, HAS_BIAS, not LN)
+    bias_g = _gate_bias(b_hh_ptr, b_ih_ptr, 2 * H + units, unit_mask, HAS_BIAS, not LN)
+    bias_o = _gate_bias(b_hh_ptr, b_ih_ptr, 3 * H + units, unit_mask, HAS_BIAS, not LN)
     zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
     c = _load_f32(c0_ptr, hid, mask) if HAS_C0 else zero  # fp32 cell state, never leaves the chip
     h = _load_f32(h0_ptr, hid, mask) if HAS_H0 else zero
@@ -82,12 +90,23 @@ def lstm_forward_kernel(
                                 W_RESIDENT, ON_CHIP, HAS_H0, PRECISION, UPCAST, SPLIT_ONCE, w_scale, h_scales,
                                 plane_e, H_STRIDE)
         a_i, a_f, a_g, a_o = _split_gates(acc, BLOCK_H, BLOCK_B)
+        if LN:
+            mean, rstd = _row_moments(a_i, a_f, a_g, a_o, unit_mask[:, None], 4, 4 * H)
+            a_i = _normed(a_i, mean, rstd, ln_hh_ptr, 0 * H + units, unit_mask)
+            a_f = _normed(a_f, mean, rstd, ln_hh_ptr, 1 * H + units, unit_mask)
+            a_g = _normed(a_g, mean, rstd, ln_hh_ptr, 2 * H + units, unit_mask)
+            a_o = _normed(a_o, mean, rstd, ln_hh_ptr, 3 * H + units, unit_mask)
         i = _act_sigmoid(a_i + x_i + bias_i, FAST_ACT)
         f = _act_sigmoid(a_f + x_f + bias_f, FAST_ACT)
         g = _act_tanh(a_g + x_g + bias_g, FAST_ACT)
         o = _act_sigmoid(a_o + x_o + bias_o, FAST_ACT)
         c = _where_running(t, lengths, f * c + i * g, c, HAS_LENGTHS)
-        h = _where_running(t, lengths, o * _act_tanh(c, FAST_ACT), h, HAS_LENGTHS)
+        c_out = c  # (what enters tanh)
+        if LN:
+            c_mean, c_rstd = _row_moments(c, c, c, c, unit_mask[:, None], 1, H)
+            c_out = _normed(c, c_mean, c_rstd, ln_c_w_ptr, units, unit_mask) + _load_f32(ln_c_b_ptr, units,
+                                                                                      unit_mask)[:, None]
+        h = _where_running(t, lengths, o * _act_tanh(c_out, FAST_ACT), h, HAS_LENGTHS)
         h_rec = _dropped(h, drop, DROP)
         # h published: arrive now, store and load the rest, then wait
         _publish_h(_where_running(t, lengths, h_rec, zero, HAS_LENGTHS), h_buf_ptr, h_split_ptr, t, T, plane_h, hid,

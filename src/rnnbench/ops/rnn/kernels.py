@@ -13,7 +13,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (HALF_LO_SCALE, _act_tanh, _arrive, _columns_matmul, _dropped, _forward_weights, _gate_bias,
+from ..common import (_normed, _row_moments, HALF_LO_SCALE, _act_tanh, _arrive, _columns_matmul, _dropped, _forward_weights, _gate_bias,
                       _gradient_in, _load_f32, _load_stacked_weights, _load_weight_columns, _mma, _mma_split,
                       _pow2_above, _program_tile, _publish_h, _recurrent_matmul, _release_counters, _row_lengths,
                       _split_h0, _split_half, _split_tf32, _stacked_rows, _wait, _where_running)
@@ -83,20 +83,23 @@ def _chip_split_matmul(w, h, h_scale, h_inv, zero, CHIP_SPLIT: tl.constexpr, SCA
 
 @triton.jit(do_not_specialize=["T", "B"])
 def rnn_forward_kernel(
-    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, lengths_ptr, drop_ptr, h0_drop_ptr,
+    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, lengths_ptr, drop_ptr, h0_drop_ptr, ln_hh_ptr,
     h_buf_ptr, y_ptr, h_n_ptr, saved_ptr, w_split_ptr, h_split_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, RELU: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     CHUNKS: tl.constexpr, W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr,
     UPCAST: tl.constexpr, FAST_ACT: tl.constexpr, SPLIT_ONCE: tl.constexpr, CHIP_SPLIT: tl.constexpr,
-    HAS_LENGTHS: tl.constexpr, DROP: tl.constexpr = False,
+    HAS_LENGTHS: tl.constexpr, DROP: tl.constexpr = False, LN: tl.constexpr = False,
 ):
     """``CHIP_SPLIT`` (on chip, strict fp32: :attr:`Plan.on_chip_split`): 0 Triton's ``tf32x3`` in
     every product (or no 3xTF32), 1 3xTF32 and 2 3xFP16 from operands split once
     (:func:`_chip_split_matmul`). ``HAS_LENGTHS``: a variable-length batch (``lengths [B]``
     int32), as the LSTM's forward. ``DROP``: recurrent dropout, as the LSTM's forward (``h_buf``
-    holds ``h_t * drop``, ``y`` the output; not with ``CHIP_SPLIT``, whose scales bound h by 1)."""
+    holds ``h_t * drop``, ``y`` the output; not with ``CHIP_SPLIT``, whose scales bound h by 1).
+    ``LN``: layer norm, as the LSTM's forward (forward only, ``ON_CHIP``): the product normalized
+    over its H values, times ``ln_hh [H]``, plus ``b_hh`` (``b_ih`` in ``x_proj``)."""
+    tl.static_assert(not LN or (ON_CHIP and not SAVE), "layer norm: one program a row, no backward yet")
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
     plane_h = B.to(tl.int64) * H
@@ -111,7 +114,7 @@ def rnn_forward_kernel(
     else:
         w, w_src, w_scale = _forward_weights(w_hh_ptr, w_split_ptr, w_plane, w_rows, w_valid, H, BLOCK_K, CHUNKS,
                                              W_RESIDENT, SPLIT_ONCE, K_PAD, BLOCK_B, H)
-    bias = _gate_bias(b_ih_ptr, b_hh_ptr, units, unit_mask, HAS_BIAS, True)
+    bias = _gate_bias(b_hh_ptr, b_ih_ptr, units, unit_mask, HAS_BIAS, not LN)  # (layer norm: b_ih is in x_proj)
     zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
     h = _load_f32(h0_ptr, hid, mask) if HAS_H0 else zero
     drop = _load_f32(drop_ptr, hid, mask) if DROP else zero
@@ -137,6 +140,9 @@ def rnn_forward_kernel(
             a = _recurrent_matmul(w, h_rec, w_src, w_rows, w_valid, h_buf_ptr, h0_drop_ptr, h_split_ptr, w_plane, t,
                                   plane_h, rows, row_mask, zero, H, K_PAD, BLOCK_K, CHUNKS, W_RESIDENT, ON_CHIP, HAS_H0,
                                   PRECISION, UPCAST, SPLIT_ONCE, w_scale, h_scales, plane_h, H)
+        if LN:
+            mean, rstd = _row_moments(a, a, a, a, unit_mask[:, None], 1, H)
+            a = _normed(a, mean, rstd, ln_hh_ptr, units, unit_mask)
         h = _where_running(t, lengths, _activation(a + x + bias, RELU, FAST_ACT), h, HAS_LENGTHS)
         if SCALE_H:
             h_scale, h_inv = _column_scales(h, RELU)
