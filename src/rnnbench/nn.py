@@ -51,9 +51,12 @@ Ba, Kiros and Hinton's "Layer Normalization" (2016) and haste's ``LayerNormLSTM`
 their ``G*H`` pre-activations, times gains ``ln_weight_ih_l{k}``, ``ln_weight_hh_l{k}`` ``[G*H]``,
 before ``b_ih``/``b_hh``; the LSTM's ``c_t`` where it enters ``tanh`` (``ln_weight_c_l{k}``,
 ``ln_bias_c_l{k}`` ``[H]``). The gains are parameters beside torch.nn's (ones and zeros to start;
-torch.nn's state_dict loads with ``strict=False``). No kernel of ours takes it yet: every call runs
-on ``rnnbench.ops.loop``'s loop (under ``"auto"`` after the fallback's one warning; ``"triton"``
-refuses it), composable with ``recurrent_dropout``, lengths and PackedSequence.
+torch.nn's state_dict loads with ``strict=False``). A call without gradients (nor recurrent dropout)
+runs on the kernels where one program holds a batch row (``recurrence.LAYER_NORM_PLAN``: LSTM and
+GRU to hidden 64 in fp32, 128 in 16-bit; the RNN to 128 and 256 on an H200), never replayed; any
+other (training, wider layers, CPU tensors) on ``rnnbench.ops.loop``'s loop, with recurrent dropout,
+lengths and PackedSequence too (under ``"auto"`` after the fallback's one warning; ``"triton"``
+refuses it).
 Inside a ``torch.compile``-d model the module runs eagerly between the compiled graphs, as
 torch.nn's recurrent modules do there (``torch._dynamo.config.allow_rnn`` is off by default: the
 compiler breaks its graph at them).

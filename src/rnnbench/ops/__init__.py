@@ -7,8 +7,8 @@
   gradients (large torch matmuls); ``common.py``: shared tiles and barrier; ``plans.py``: the launch plan;
   ``floor.py``: kernels that measure the per-step floor (barrier alone, barrier + small dot).
 - ``naive.py``: whole readable networks (layers, directions) from the per-cell naive layers.
-- ``loop.py``: a layer as a loop of torch's cells (recurrent dropout where no kernel takes it,
-  layer norm always, for now); imports no Triton.
+- ``loop.py``: a layer as a loop of torch's cells (recurrent dropout and layer norm where no kernel
+  takes them); imports no Triton.
 
 Importing :mod:`rnnbench.ops.recurrence` imports Triton and compiles nothing; set
 ``TRITON_INTERPRET=1`` *before* that import to run the kernels on CPU tensors. See
