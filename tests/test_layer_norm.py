@@ -165,6 +165,20 @@ def test_autocast_returns_its_dtype():
     assert relative_error(out.float(), plain) <= tolerance("lstm", "bf16")
 
 
+@needs_interpreter
+def test_kernels_under_autocast_return_its_dtype():
+    """Without gradients under autocast the kernels run in its dtype (the gains cast to it too), as
+    the loop does: the same numbers within bf16's tolerance."""
+    module = make("gru", 5, 37, backend="triton")
+    x = torch.randn(7, 3, 5)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        out, h_n = module(x)
+        module.backend = "torch"
+        loop, _ = module(x)
+    assert out.dtype == h_n.dtype == torch.bfloat16
+    assert relative_error(out.float(), loop.float()) <= tolerance("gru", "bf16")
+
+
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
 def test_packed_sequence_computes_the_padded_call_with_lengths(cell):
     module = make(cell, 4, 37, backend="torch", bidirectional=True)
