@@ -638,21 +638,20 @@ def _layer_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save, length
     ``norm``: layer norm's ``LayerNormWeights`` (not saving), with a
     :func:`layer_norm_launch_or_refusal`'s launch: the projection normalized here for every step at
     once (times its gains, plus ``b_ih``), the rest in the kernel."""
-    if norm is not None:
-        x_proj = F.layer_norm(input_projection(x, w_ih, launch.precision, launch.upcast), (w_ih.shape[0],),
-                              norm.ih, b_ih, LAYER_NORM_EPS)
-        h_buf, h_n, c_n, saved, c_buf = recurrence_forward(cell, x_proj, w_hh, b_ih, b_hh, h0, c0, launch, save,
-                                                           lengths, norm=(_contiguous(norm.hh), _contiguous(
-                                                               norm.c_weight), _contiguous(norm.c_bias)))
-        return h_buf[1:], h_n, c_n, h_buf, saved, c_buf
-    if mask is not None:  # (its plan: no projection of the kernel's own, none ahead)
-        out = torch.empty(x.shape[0] + 1, x.shape[1], launch.hidden_size, device=x.device, dtype=w_hh.dtype)
+    if mask is not None or norm is not None:  # (their plans: no projection of the kernel's own, none ahead)
         x_proj = input_projection(x, w_ih, launch.precision, launch.upcast)
+        out, drop, ln = None, None, None
+        if mask is not None:  # (the output apart from h_buf, which holds h times the mask)
+            out = torch.empty(x.shape[0] + 1, x.shape[1], launch.hidden_size, device=x.device, dtype=w_hh.dtype)
+            drop = (mask, out)
+        if norm is not None:
+            x_proj = F.layer_norm(x_proj, (w_ih.shape[0],), norm.ih, b_ih, LAYER_NORM_EPS)
+            ln = (_contiguous(norm.hh), _contiguous(norm.c_weight), _contiguous(norm.c_bias))
         h_buf, h_n, c_n, saved, c_buf = recurrence_forward(cell, x_proj, w_hh, b_ih, b_hh, h0, c0, launch, save,
-                                                           lengths, drop=(mask, out))
-        if cell == "gru" and save:  # (its backward's h_{t-1} itself, kept in the cell states' place)
+                                                           lengths, drop=drop, norm=ln)
+        if cell == "gru" and save and mask is not None:  # (its backward's h_{t-1} itself, in the cell states' place)
             c_buf = out
-        return out[1:], h_n, c_n, h_buf, saved, c_buf
+        return (h_buf if out is None else out)[1:], h_n, c_n, h_buf, saved, c_buf
     ready = finish = None
     produced = produces(launch, x)
     if produced is not None:
