@@ -5,9 +5,9 @@ our kernels, against the same layer without it on our kernels and on cuDNN, in o
 Forms, each its own module on the same weights (the gains at their ones and zeros): ``loop-ln``
 (layer norm, the loop), ``triton-ln`` (layer norm on the kernels, ``backend="triton"``: evaluation
 only, absent from a row whose shape it refuses, ``triton-ln_refused`` saying why), ``triton`` (no
-layer norm, ``backend="triton"``), ``cudnn`` (torch.nn, no layer norm). A step is a training step (the forward, a loss on the output and final states,
-``autograd.grad`` for the input, the states and every parameter) or an evaluation forward under
-``no_grad`` (``--mode``; ``ab.module_step``). Sizes: glample's (batch 20, hidden 100, 30 steps)
+layer norm, ``backend="triton"``), ``cudnn`` (torch.nn, no layer norm). A step is a training step
+(the forward, a loss on the output and final states, ``autograd.grad`` for the input, the states
+and every parameter) or an evaluation forward under ``no_grad`` (``--mode``; ``ab.module_step``). Sizes: glample's (batch 20, hidden 100, 30 steps)
 for every cell, theano's (32, 128, 30) for the LSTM, a language model's (32, 650, 35) and (64, 512,
 100) for the LSTM and GRU, and (32, 64, 30) for the LSTM and GRU (the widest their fp32 kernels hold
 in one program); TF32 and bf16. Before timing, each layer-normalized form's step against the
