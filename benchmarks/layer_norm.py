@@ -7,13 +7,14 @@ Forms, each its own module on the same weights (the gains at their ones and zero
 only, absent from a row whose shape it refuses, ``triton-ln_refused`` saying why), ``triton`` (no
 layer norm, ``backend="triton"``), ``cudnn`` (torch.nn, no layer norm). A step is a training step
 (the forward, a loss on the output and final states, ``autograd.grad`` for the input, the states
-and every parameter) or an evaluation forward under ``no_grad`` (``--mode``; ``ab.module_step``). Sizes: glample's (batch 20, hidden 100, 30 steps)
-for every cell, theano's (32, 128, 30) for the LSTM, a language model's (32, 650, 35) and (64, 512,
-100) for the LSTM and GRU, and (32, 64, 30) for the LSTM and GRU (the widest their fp32 kernels hold
-in one program); TF32 and bf16. Before timing, each layer-normalized form's step against the
-float64 reference (``rnnbench.ops.naive``): the largest relative error of any returned tensor
-(``err``, the loop's; ``err_triton-ln``). Then 3 rounds of A B C C B A, 10 calls each (``ab.rounds_ms``), medians in ms, one JSON
-row a case after the environment record. From the repository root, on a GPU::
+and every parameter) or an evaluation forward under ``no_grad`` (``--mode``; ``ab.module_step``).
+Sizes: glample's (batch 20, hidden 100, 30 steps) for every cell, theano's (32, 128, 30) for the
+LSTM, a language model's (32, 650, 35) and (64, 512, 100) for the LSTM and GRU, and (32, 64, 30)
+for the LSTM and GRU (the widest their fp32 kernels hold in one program); TF32 and bf16. Before
+timing, each layer-normalized form's step against the float64 reference (``rnnbench.ops.naive``):
+the largest relative error of any returned tensor (``err``, the loop's; ``err_triton-ln``). Then 3
+rounds of A B C C B A, 10 calls each (``ab.rounds_ms``), medians in ms, one JSON row a case after
+the environment record. From the repository root, on a GPU::
 
     PYTHONPATH=src python3 benchmarks/layer_norm.py OUT.jsonl [--mode train|eval]
 """

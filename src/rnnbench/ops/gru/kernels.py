@@ -18,11 +18,11 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_normed, _row_moments, _act_sigmoid, _act_tanh, _arrive, _back_tile, _dropped, _exchange_offsets, _forward_weights,
-                      _gate_bias, _gate_columns, _gradient_in, _load_f32, _load_weight_columns, _on_chip_columns,
-                      _program_tile, _publish_h, _recurrent_matmul, _release_counters, _resident_stack_t, _row_lengths,
-                      _split_gates, _split_h0, _split_k_arrive, _split_k_sum, _stack_gates, _stacked_rows,
-                      _transpose_columns, _wait, _where_running)
+from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _dropped, _exchange_offsets, _forward_weights,
+                      _gate_bias, _gate_columns, _gradient_in, _load_f32, _load_weight_columns, _normed,
+                      _on_chip_columns, _program_tile, _publish_h, _recurrent_matmul, _release_counters,
+                      _resident_stack_t, _row_lengths, _row_moments, _split_gates, _split_h0, _split_k_arrive,
+                      _split_k_sum, _stack_gates, _stacked_rows, _transpose_columns, _wait, _where_running)
 
 
 @triton.jit(do_not_specialize=["T", "B"])

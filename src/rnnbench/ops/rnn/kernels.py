@@ -13,10 +13,10 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_normed, _row_moments, HALF_LO_SCALE, _act_tanh, _arrive, _columns_matmul, _dropped, _forward_weights, _gate_bias,
-                      _gradient_in, _load_f32, _load_stacked_weights, _load_weight_columns, _mma, _mma_split,
+from ..common import (HALF_LO_SCALE, _act_tanh, _arrive, _columns_matmul, _dropped, _forward_weights, _gate_bias,
+                      _gradient_in, _load_f32, _load_stacked_weights, _load_weight_columns, _mma, _mma_split, _normed,
                       _pow2_above, _program_tile, _publish_h, _recurrent_matmul, _release_counters, _row_lengths,
-                      _split_h0, _split_half, _split_tf32, _stacked_rows, _wait, _where_running)
+                      _row_moments, _split_h0, _split_half, _split_tf32, _stacked_rows, _wait, _where_running)
 
 
 @triton.jit

@@ -11,9 +11,8 @@ def rnn_naive(x, h0, w_ih, w_hh, b_ih=None, b_hh=None, nonlinearity: str = "tanh
               layer_norm=None):
     """``x [T, B, I]``, ``h0 [B, H]``, torch.nn-layout weights (biases may be None),
     ``nonlinearity`` ``tanh`` or ``relu``, ``lengths [B]`` or None (a variable-length batch, as
-    ``reference_forward``), ``mask [B, H]`` or None (recurrent dropout), ``layer_norm`` a ``LayerNormWeights`` or None (both
-    as ``reference_forward``).
-    Returns ``(output [T, B, H], h_n [B, H])``."""
+    ``reference_forward``), ``mask [B, H]`` or None (recurrent dropout), ``layer_norm`` a
+    ``LayerNormWeights`` or None (both as ``reference_forward``). Returns ``(output [T, B, H], h_n [B, H])``."""
     cell = {"tanh": "rnn_tanh", "relu": "rnn_relu"}[nonlinearity]
     out, h_n = reference_forward(cell, layer_weights(w_ih, w_hh, b_ih, b_hh), x, h0[None], 1, lengths,
                                  None if mask is None else [mask], [layer_norm])
