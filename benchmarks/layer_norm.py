@@ -14,7 +14,9 @@ for the LSTM and GRU (the widest their fp32 kernels hold in one program); TF32 a
 timing, each layer-normalized form's step against the float64 reference (``rnnbench.ops.naive``):
 the largest relative error of any returned tensor (``err``, the loop's; ``err_triton-ln``). Then 3
 rounds of A B C C B A, 10 calls each (``ab.rounds_ms``), medians in ms, one JSON row a case after
-the environment record. From the repository root, on a GPU::
+the environment record; ``replayed_triton-ln`` and ``replayed_triton``: whether each
+kernel form's calls were replayed (``rnnbench.nn``: a forward replay kept for every layer). From
+the repository root, on a GPU::
 
     PYTHONPATH=src python3 benchmarks/layer_norm.py OUT.jsonl [--mode train|eval]
 """
@@ -83,6 +85,18 @@ def _error(cell, module, x, hx, train: bool) -> float:
     return max(float(relative_error(a.double(), b)) for a, b in zip(got, ref, strict=True))
 
 
+def _replayed(module) -> bool:
+    """Whether ``module``'s calls were replayed: a forward replay kept for its one key, for every
+    layer of it (``rnnbench.nn._REPLAYS``)."""
+    from rnnbench import nn as rnn
+
+    kept = rnn._REPLAYS.get(module)
+    if not kept or len(kept) != 1:
+        return False
+    (_, _, layers), = kept.values()
+    return all(layer.forward is not None for layer in (layers if type(layers) is tuple else (layers,)))
+
+
 def measure(case, train: bool) -> dict:
     import torch
 
@@ -108,6 +122,7 @@ def measure(case, train: bool) -> dict:
             row["err_triton-ln"] = _error(cell, forms["triton-ln"], x, hx, train)
         ms = rounds_ms({f: (lambda m=m: module_step(m, x, hx, train)) for f, m in forms.items()}, "cuda")
     row.update({f"{f}_ms": v for f, v in ms.items()})
+    row.update({f"replayed_{f}": _replayed(forms[f]) for f in ("triton-ln", "triton") if f in forms})
     for normed in ("loop-ln", "triton-ln"):
         if normed in ms:
             row.update({f"{normed}/{f}": ms[normed] / ms[f] for f in ("triton", "cudnn")})

@@ -97,6 +97,47 @@ def test_kernels_without_gradients_against_reference(cell, config):
 
 
 @needs_interpreter
+@pytest.mark.parametrize("options", [{}, dict(num_layers=2, bidirectional=True)], ids=["one_layer", "stack"])
+@pytest.mark.parametrize("cell", MODULES)
+def test_a_recorded_call_without_gradients_is_the_normal_paths(cell, options):
+    """The path a replayable call takes on CUDA (``_recorded_forward``; a stack's layers through
+    ``ops/replayed_layer.run_layer``), here under the interpreter, where every recording is refused
+    (no direct launch): the layer norm must reach the kernels that way too, so the outputs are the
+    normal path's, and each layer's forward was offered for recording."""
+    module = make(cell, 5, 36, backend="triton", **options)
+    x = torch.randn(7, 4, 5)
+    with torch.no_grad():
+        launch, reason = module._launch(x, module.cell, None)
+        assert reason is None
+        want = module(x)  # (first: once kept, a stack's key would send this call through its layers' replays)
+        got = module._recorded_forward(x, None, module.cell, launch)
+    flat = [got[0], *(got[1] if cell == "lstm" else (got[1],))]
+    for a, b in zip(flat, [want[0], *(want[1] if cell == "lstm" else (want[1],))], strict=True):
+        assert torch.equal(a, b)
+    (_, _, kept), = rnn._REPLAYS[module].values()
+    refused = [layer.refused for layer in (kept if type(kept) is tuple else [kept])]
+    assert all(r == {"forward": 1} for r in refused), refused
+
+
+@needs_interpreter
+def test_a_replay_takes_the_gains_and_refuses_a_misaligned_one():
+    """What a replay of a layer-normalized call takes besides the input and states
+    (``_replay_weights``, which the replay key checks and a replay launches with): torch.nn's
+    weights, then every gain, each the module's own parameter; a gain off a 16-byte boundary
+    (the kernels were specialised on aligned pointers) leaves the call no key, so no replay."""
+    module = make("lstm", 5, 36, num_layers=2, bidirectional=True)
+    weights = module._replay_weights()
+    flat = module._flat_weights
+    assert all(a is b for a, b in zip(weights, flat, strict=False)) and len(weights) > len(flat)
+    gains = [p for name, p in module.named_parameters() if name.startswith("ln_")]
+    assert sorted(map(id, weights[len(flat):])) == sorted(map(id, gains))
+    x, states = torch.randn(7, 4, 5), ()
+    assert module._replay_key(x, states, weights) is not None
+    module.ln_weight_hh_l1_reverse = torch.nn.Parameter(torch.ones(4 * 36 + 1)[1:])  # 4 bytes off
+    assert module._replay_key(x, states, module._replay_weights()) is None
+
+
+@needs_interpreter
 def test_kernels_in_bfloat16():
     assert not check("lstm", "triton", 3, 7, 5, 37, dtype="bf16", gradients=False)
 
@@ -300,6 +341,43 @@ CUDA_KERNEL_CASES = {
 def test_cuda_kernels_without_gradients_against_reference(case):
     cell, batch, hidden, dtype, options = CUDA_KERNEL_CASES[case]
     assert not check(cell, "triton", batch, 9, 24, hidden, device="cuda", dtype=dtype, gradients=False, **options)
+
+
+# (cell, batch, hidden, dtype, options): one layer, and a stack (a LayerReplays a layer and direction)
+CUDA_REPLAY_CASES = {
+    "lstm-B20-H100-bf16": ("lstm", 20, 100, "bf16", {}),
+    "gru-B4-H64-tf32-L2-bidirectional": ("gru", 4, 64, "tf32", dict(num_layers=2, bidirectional=True)),
+    "rnn_tanh-B20-H100-fp32-no_bias": ("rnn_tanh", 20, 100, "fp32", dict(bias=False)),
+}
+
+
+def _forward_replays(module) -> list:
+    """The forward replays kept for ``module``'s one key: one layer's, or each of a stack's layers'."""
+    (_, _, kept), = rnn._REPLAYS[module].values()
+    return list(kept) if type(kept) is tuple else [kept]
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available() or _interpreted(), reason="needs a CUDA device, kernels compiled")
+@pytest.mark.parametrize("case", CUDA_REPLAY_CASES)
+def test_cuda_a_call_without_gradients_is_replayed_with_the_gains_it_holds_now(case):
+    """A layer-normalized call without gradients is launches of ours alone (every norm in the
+    kernel), so its first call is recorded (each layer's forward replay made) and the next one
+    replays it: the replay must be taken, and must read the gains as the module holds them then
+    (changed in place between the calls), against float64 on them."""
+    cell, batch, hidden, dtype, options = CUDA_REPLAY_CASES[case]
+    module = make(cell, 24, hidden, backend="triton", **options).to("cuda", TORCH_DTYPE[dtype])
+    assert not check_against_naive(cell, module, batch, 9, 24, device="cuda", dtype=dtype, gradients=False)
+    layers = _forward_replays(module)
+    assert all(layer.forward is not None for layer in layers), [layer.refused for layer in layers]
+    taken = []
+    for layer in layers:
+        layer.forward = (lambda replay: lambda inputs: taken.append(1) or replay(inputs))(layer.forward)
+    with torch.no_grad():
+        for name in module._layer_norm_names:
+            getattr(module, name).mul_(1.3).add_(0.1)
+    assert not check_against_naive(cell, module, batch, 9, 24, device="cuda", dtype=dtype, gradients=False)
+    assert len(taken) == len(layers), "the second call did not replay every layer"
 
 
 @pytest.mark.cuda

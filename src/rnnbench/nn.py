@@ -53,7 +53,8 @@ before ``b_ih``/``b_hh``; the LSTM's ``c_t`` where it enters ``tanh`` (``ln_weig
 ``ln_bias_c_l{k}`` ``[H]``). The gains are parameters beside torch.nn's (ones and zeros to start;
 torch.nn's state_dict loads with ``strict=False``). A call without gradients (nor recurrent dropout)
 runs on the kernels where one program holds a batch row (``recurrence.LAYER_NORM_PLAN``: LSTM and
-GRU to hidden 64 in fp32, 128 in 16-bit; the RNN to 128 and 256 on an H200), never replayed; any
+GRU to hidden 64 in fp32, 128 in 16-bit; the RNN to 128 and 256 on an H200; every norm in the
+kernel, so such a call is recorded and replayed as any other); any
 other (training, wider layers, CPU tensors) on ``rnnbench.ops.loop``'s loop, with recurrent dropout,
 lengths and PackedSequence too (under ``"auto"`` after the fallback's one warning; ``"triton"``
 refuses it).
@@ -170,21 +171,31 @@ class _KernelPath:
         like = self.weight_hh_l0
         gates = like.shape[0]
         names = _ops("naive").LAYER_NORM_NAMES[:4 if self.mode == "LSTM" else 2]
+        self._layer_norm_names = []  # (in layer and direction order: what a replay takes, _replay_weights)
         for k in range(self.num_layers):
             for suffix in ("", "_reverse")[:2 if self.bidirectional else 1]:
                 for name in names:
                     size = gates if name.endswith(("_ih", "_hh")) else self.hidden_size
                     self.register_parameter(f"{name}_l{k}{suffix}", nn.Parameter(like.new_empty(size)))
+                    self._layer_norm_names.append(f"{name}_l{k}{suffix}")
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """torch.nn's draw for its own weights; the layer-norm gains (where there are any) ones, their
         shifts zeros (torch.nn's draws every parameter it holds, which would include them)."""
         super().reset_parameters()
-        with torch.no_grad():
-            for name, p in self.named_parameters():
-                if name.startswith("ln_"):
-                    p.fill_(0.0 if name.startswith("ln_bias") else 1.0)
+        if getattr(self, "layer_norm", False):  # (torch.nn's constructor calls this before there are gains)
+            with torch.no_grad():
+                for name in self._layer_norm_names:
+                    self._parameters[name].fill_(0.0 if name.startswith("ln_bias") else 1.0)
+
+    def _replay_weights(self) -> list:
+        """The module's tensors a replay of its call takes (after the input and states), which its
+        key's weights are: torch.nn's ``_flat_weights``, then the layer-norm gains where there are any."""
+        if not self.layer_norm:
+            return self._flat_weights
+        params = self._parameters
+        return [*self._flat_weights, *(params[name] for name in self._layer_norm_names)]
 
     def _layer_norm_weights(self, idx: int, amp: torch.dtype | None):
         """Layer and direction ``idx``'s (``k * directions + d``) ``LayerNormWeights``, or None
@@ -222,11 +233,13 @@ class _KernelPath:
         where the kernels cannot take it (or under ``backend="torch"``) it runs on the loop of
         torch's cells (``ops/loop.py``: cuDNN has no recurrent dropout), ``launch`` None. So does
         every call with layer norm where no kernel takes it (cuDNN has none); ours take it without
-        gradients alone, their forward on chip (``recurrence.layer_norm_launch_or_refusal``)."""
+        gradients alone, their forward on chip (``recurrence.layer_norm_launch_or_refusal``), recorded
+        and replayed as any other."""
         drops = bool(self.recurrent_dropout) and self.training
         loop = drops or self.layer_norm  # (calls cuDNN cannot run: the loop where the kernels do not)
         trains = self.layer_norm and torch.is_grad_enabled() and _wants_gradients(self, input, hx)
-        replays = None if loop else _REPLAYS.get(self)
+        # (a key does not say whether a gradient is wanted, which sends a layer-normalized call to the loop)
+        replays = None if drops or trains else _REPLAYS.get(self)
         if replays is not None and lengths is None:
             got = self._replayed(replays, input, hx)
             if got is not None:
@@ -247,7 +260,7 @@ class _KernelPath:
                 return self._torch_forward(input, hx, lengths)
         if packed:
             return self._packed_forward(input, hx, cell, amp, launch)
-        if not loop and lengths is None and amp is None and self._may_record(input):
+        if launch is not None and not drops and lengths is None and amp is None and self._may_record(input):
             return self._recorded_forward(input, hx, cell, launch)
         return self._kernel_forward(input, hx, cell, amp, launch, lengths, self.batch_first)
 
@@ -287,12 +300,12 @@ class _KernelPath:
         return (input.is_cuda and input.dim() == 3 and input.shape[0] > 0 and not self.batch_first
                 and self not in _UNREPLAYABLE and _ops("replay").can_replay())
 
-    def _replay_key(self, input, states: tuple) -> tuple | None:
+    def _replay_key(self, input, states: tuple, weights: list) -> tuple | None:
         """What the normal path's decisions for this call depend on, or None where a replay may
         not stand in for it: the input's and states' shapes, dtypes, devices (contiguous and
         16-byte aligned, as the weights), the weights' dtypes and devices, what the plans are keyed by
         (``recurrence._setting``: the dot precision and plan overrides of the moment), autocast,
-        the backend and layout. (Every replayed call pays for it: each tensor's facts are read once, in
+        the backend and layout. ``weights``: :meth:`_replay_weights`. (Every replayed call pays for it: each tensor's facts are read once, in
         one loop. Read apart, they took 7.9 µs of the H200's host, ``results/h200/standing-0249ac9/
         eager-host``.)"""
         shape, dtype, device = input.shape, input.dtype, input.device
@@ -305,7 +318,7 @@ class _KernelPath:
             facts += (s.shape, s.dtype, s.device)
         # (the weights' devices too: the replay hands the launcher bare addresses, which no one
         # checks are the device's)
-        for w in self._flat_weights:
+        for w in weights:
             if not w.is_contiguous():
                 return None
             pointers |= w.data_ptr()
@@ -324,8 +337,8 @@ class _KernelPath:
         replayed on its own (:data:`_REPLAYS`)."""
         replay = _ops("replay")
         states = _states(hx, cell)
-        key = None if states is None else self._replay_key(input, states)
-        weights = self._flat_weights
+        weights = self._replay_weights()
+        key = None if states is None else self._replay_key(input, states, weights)
         train = torch.is_grad_enabled()
         stacked = self.num_layers > 1 or self.bidirectional
         if key is None or (train and not stacked and not _ops("recurrence").saves_for_backward(input, *states,
@@ -362,7 +375,8 @@ class _KernelPath:
         states = _states(hx, cell)
         if states is None:
             return None
-        key = self._replay_key(input, states)
+        flat = self._replay_weights()
+        key = self._replay_key(input, states, flat)
         if key is None:
             return None
         train = torch.is_grad_enabled()
@@ -370,7 +384,6 @@ class _KernelPath:
         if found is None:
             return None
         weights, launch, layer = found
-        flat = self._flat_weights
         if not _same_tensors(flat, weights) or not _ops("replay").can_replay():
             return None
         if type(layer) is tuple:  # (a stacked module's: a LayerReplays a layer and direction)
@@ -536,7 +549,7 @@ class _KernelPath:
                 elif replayed is None:
                     out, h_n, c_n = run_layer(cell, inp, h0_idx, c0_idx, *w, launch, lengths, mask, norm)
                 else:
-                    out, h_n, c_n = replayed(layers[idx], cell, inp, h0_idx, c0_idx, *w, launch)
+                    out, h_n, c_n = replayed(layers[idx], cell, inp, h0_idx, c0_idx, *w, launch, norm)
                 outputs.append(_reversed(out, reverse) if d else out)
                 finals_h.append(h_n)
                 finals_c.append(c_n)

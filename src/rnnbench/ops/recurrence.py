@@ -33,9 +33,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
-from torch.nn import functional as F
 
-from ..reference import LAYER_NORM_EPS
 from . import gluon_common, gluon_fma, gluon_produce
 from .common import INTERPRET
 from .loop import kernel_lengths
@@ -371,13 +369,11 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     product reads it, ``h_buf`` then holds ``h_t * mask`` (the weight gradients' operand) and
     ``out [T+1, B, H]`` receives the output from ``out[1]`` (the GRU's, saving, h0 at ``out[0]``).
 
-    ``norm``: layer norm (with a :func:`layer_norm_launch_or_refusal`'s launch, not saving),
-    ``(ln_hh [G*H], ln_c_w [H], ln_c_b [H])`` (the last two the LSTM's, else None; contiguous):
-    ``x_proj`` comes normalized, times its gains, plus ``b_ih`` (:func:`_layer_forward`), and the
-    kernel normalizes the recurrent product and the LSTM's cell (``rnnbench.reference.LayerNormWeights``).
+    ``norm``: layer norm (with a :func:`layer_norm_launch_or_refusal`'s launch, not saving; the
+    kernel's static assertion refuses a saving one), ``(ln_ih [G*H], ln_hh [G*H], ln_c_w [H], ln_c_b
+    [H])`` (the last two the LSTM's, else None; contiguous): the kernel normalizes each step's
+    ``x_proj`` row and recurrent product and the LSTM's cell (``rnnbench.reference.LayerNormWeights``).
     """
-    if norm is not None and save:
-        raise ValueError("layer norm has no backward kernel yet: its forward does not save")
     B, H = launch.batch_size, launch.hidden_size
     dtype = w_hh.dtype
     if x_proj is None:  # (written by the launch's producers)
@@ -405,7 +401,7 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     # apart from h_buf; without it h_n and h0 stand in for their pointers (none of them read).
     mask, out = (h_n, h_n) if drop is None else drop
     h0_drop = h0 * mask if drop is not None and has_h0 else h0
-    ln_hh, ln_c_w, ln_c_b = (h_n, h_n, h_n) if norm is None else (norm[0], *(h_n if t is None else t for t in norm[1:]))
+    ln_ih, ln_hh, ln_c_w, ln_c_b = (h_n,) * 4 if norm is None else (*norm[:2], *(h_n if t is None else t for t in norm[2:]))
     # (no dependent launch with producers: they read x, which the launch before may be writing)
     constexprs = launch.forward_constexprs(b_ih is not None, has_h0, save, has_c0, lengths is not None,
                                            produced is None and dependent_launch(dev),
@@ -478,16 +474,16 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
         _LSTM_FORWARD_PIECES(grid, args, constexprs, stream, keyed=7)
     elif lstm:
         # (keyed through the gains: the mask may be the caller's, h0_drop its h0 itself, the gains the module's)
-        args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, lengths, mask, h0_drop, ln_hh, ln_c_w, ln_c_b,
-                h_buf, out, h_n, c_n, c_buf, saved, w_split, h_split, counters, T, B)
-        _LSTM_FORWARD(grid, args, constexprs, stream, keyed=12)
+        args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, lengths, mask, h0_drop, ln_ih, ln_hh, ln_c_w,
+                ln_c_b, h_buf, out, h_n, c_n, c_buf, saved, w_split, h_split, counters, T, B)
+        _LSTM_FORWARD(grid, args, constexprs, stream, keyed=13)
     elif pieces:  # (the GRU's: its fp32 h in two slots, ops/gru/pieces.py)
         args = (x_proj, w_hh, *biases, h0, lengths, h_buf, h_n, saved, torch.empty(2, B, H, **f32), counters, T, B)
         _GRU_FORWARD_PIECES(grid, args, constexprs, stream, keyed=6)
     else:
-        args = (x_proj, w_hh, *biases, h0, lengths, mask, h0_drop, ln_hh, h_buf, out, h_n, saved, w_split, h_split,
-                counters, T, B)
-        (_GRU_FORWARD if cell == "gru" else _RNN_FORWARD)(grid, args, constexprs, stream, keyed=9)
+        args = (x_proj, w_hh, *biases, h0, lengths, mask, h0_drop, ln_ih, ln_hh, h_buf, out, h_n, saved, w_split,
+                h_split, counters, T, B)
+        (_GRU_FORWARD if cell == "gru" else _RNN_FORWARD)(grid, args, constexprs, stream, keyed=10)
     if not save:
         c_buf = saved = None
     return h_buf, h_n, c_n, saved, c_buf
@@ -636,8 +632,8 @@ def _layer_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save, length
     the projection ahead, overlapping the kernel, where :func:`projects_ahead`. ``mask``: recurrent
     dropout's ``[B, H]`` (:func:`run_layer`), with a :func:`dropout_launch_or_refusal`'s launch.
     ``norm``: layer norm's ``LayerNormWeights`` (not saving), with a
-    :func:`layer_norm_launch_or_refusal`'s launch: the projection normalized here for every step at
-    once (times its gains, plus ``b_ih``), the rest in the kernel."""
+    :func:`layer_norm_launch_or_refusal`'s launch: every norm in the kernel, so that the call is
+    launches of ours alone (``ops/replay.py`` records it)."""
     if mask is not None or norm is not None:  # (their plans: no projection of the kernel's own, none ahead)
         x_proj = input_projection(x, w_ih, launch.precision, launch.upcast)
         out, drop, ln = None, None, None
@@ -645,8 +641,7 @@ def _layer_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save, length
             out = torch.empty(x.shape[0] + 1, x.shape[1], launch.hidden_size, device=x.device, dtype=w_hh.dtype)
             drop = (mask, out)
         if norm is not None:
-            x_proj = F.layer_norm(x_proj, (w_ih.shape[0],), norm.ih, b_ih, LAYER_NORM_EPS)
-            ln = (_contiguous(norm.hh), _contiguous(norm.c_weight), _contiguous(norm.c_bias))
+            ln = tuple(_contiguous(t) for t in norm)
         h_buf, h_n, c_n, saved, c_buf = recurrence_forward(cell, x_proj, w_hh, b_ih, b_hh, h0, c0, launch, save,
                                                            lengths, drop=drop, norm=ln)
         if cell == "gru" and save and mask is not None:  # (its backward's h_{t-1} itself, in the cell states' place)

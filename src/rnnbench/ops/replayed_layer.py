@@ -51,23 +51,25 @@ class LayerReplays:
         return found
 
 
-def forward_through(replays: LayerReplays, inputs: tuple, cell: str, launch, save: bool) -> tuple:
+def forward_through(replays: LayerReplays, inputs: tuple, cell: str, launch, save: bool, norm=None) -> tuple:
     """``_layer_forward``'s six results for ``inputs`` (``x, h0, c0, w_ih, w_hh, b_ih, b_hh``,
-    no lengths; ``save``: whether it saves for a backward) by ``replays.forward`` where that
-    stands, else by the normal path, recorded the first time it may be (a refused recording
-    counted against the forward)."""
-    got = None if replays.forward is None else replays.forward(inputs)
+    no lengths; ``save``: whether it saves for a backward; ``norm``: layer norm's
+    ``LayerNormWeights``, not saving, whose tensors the replay takes after ``inputs``) by
+    ``replays.forward`` where that stands, else by the normal path, recorded the first time it may
+    be (a refused recording counted against the forward)."""
+    tensors = inputs if norm is None else (*inputs, *norm)
+    got = None if replays.forward is None else replays.forward(tensors)
     if got is not None:
         return got
     if replays.forward is None and replays.may_record("forward") and replay.can_replay():
         with replay.recording(inputs[0].device) as records:
-            got = _layer_forward(*inputs, cell, launch, save, None)
-        replays.forward = replays.record("forward", records, inputs, got)
+            got = _layer_forward(*inputs, cell, launch, save, None, None, norm)
+        replays.forward = replays.record("forward", records, tensors, got)
         return got
-    return _layer_forward(*inputs, cell, launch, save, None)
+    return _layer_forward(*inputs, cell, launch, save, None, None, norm)
 
 
-def run_layer(replays: LayerReplays, cell: str, x, h0, c0, w_ih, w_hh, b_ih, b_hh, launch) -> tuple:
+def run_layer(replays: LayerReplays, cell: str, x, h0, c0, w_ih, w_hh, b_ih, b_hh, launch, norm=None) -> tuple:
     """``recurrence.run_layer`` (no lengths, no autocast) for one layer and direction of a stack,
     through ``replays`` (kept for this layer, its module's call key, and whether gradients are
     enabled: ``rnnbench.nn``, whose key checked the weights: contiguous and 16-byte aligned):
@@ -77,10 +79,13 @@ def run_layer(replays: LayerReplays, cell: str, x, h0, c0, w_ih, w_hh, b_ih, b_h
     bytes; the states are views of the module's): otherwise, and with gradients enabled but none
     wanted (the key does not say which layers want them), the normal path, unrecorded. Under
     no_grad the forward replayed (:func:`forward_through`, not saving); with gradients wanted,
-    :class:`ReplayedLayer`."""
+    :class:`ReplayedLayer`. ``norm``: layer norm's ``LayerNormWeights`` (its forward alone: with a
+    gradient wanted, the normal path's error)."""
     inputs = (x, h0, c0, w_ih, w_hh, b_ih, b_hh)
-    if not replay.aligned((x, h0, c0)):
-        return _run_layer(cell, *inputs, launch)
+    if not replay.aligned((x, h0, c0)) or (norm is not None and saves_for_backward(*inputs, *norm)):
+        return _run_layer(cell, *inputs, launch, None, None, norm)
+    if norm is not None:
+        return forward_through(replays, inputs, cell, launch, False, norm)[:3]
     if not torch.is_grad_enabled():
         return forward_through(replays, inputs, cell, launch, False)[:3]
     if saves_for_backward(*inputs):

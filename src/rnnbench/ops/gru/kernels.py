@@ -27,7 +27,7 @@ from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _dropped, _e
 
 @triton.jit(do_not_specialize=["T", "B"])
 def gru_forward_kernel(
-    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, lengths_ptr, drop_ptr, h0_drop_ptr, ln_hh_ptr,
+    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, lengths_ptr, drop_ptr, h0_drop_ptr, ln_ih_ptr, ln_hh_ptr,
     h_buf_ptr, y_ptr, h_n_ptr, saved_ptr, w_split_ptr, h_split_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
@@ -39,8 +39,9 @@ def gru_forward_kernel(
     """``HAS_LENGTHS``: a variable-length batch (``lengths [B]`` int32), as the LSTM's forward.
     ``DROP``: recurrent dropout, as the LSTM's forward, but ``z * h_{t-1}`` takes h itself, and
     with ``SAVE`` ``y [T+1, B, H]`` holds h0 too (the backward's ``h_{t-1}``). ``LN``: layer norm,
-    as the LSTM's forward (forward only, ``ON_CHIP``): the product normalized over its 3H values,
-    times ``ln_hh [3H]``, plus ``b_hh`` (``b_hn`` inside ``r * (.)`` as ever; ``b_in`` in ``x_proj``)."""
+    as the LSTM's forward (forward only, ``ON_CHIP``): each step's ``x_proj`` row and the product
+    normalized over their 3H values, times ``ln_ih``, ``ln_hh`` (``[3H]``), plus ``b_ih``, ``b_hh``
+    (``b_hn`` inside ``r * (.)`` as ever)."""
     tl.static_assert(not LN or (ON_CHIP and not SAVE), "layer norm: one program a row, no backward yet")
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
@@ -56,10 +57,10 @@ def gru_forward_kernel(
     plane_e, hid_e, mask_e = _exchange_offsets(B, plane_h, hid, mask, rows, row_mask, units, H, H_STRIDE)
     w, w_src, w_scale = _forward_weights(w_hh_ptr, w_split_ptr, w_plane, w_rows, w_valid, H, BLOCK_K, CHUNKS,
                                          W_RESIDENT, SPLIT_ONCE, K_PAD, BLOCK_B, H_STRIDE)
-    # b_hh + b_ih (layer norm: b_hh alone, b_ih is in x_proj)
-    bias_r = _gate_bias(b_hh_ptr, b_ih_ptr, 0 * H + units, unit_mask, HAS_BIAS, not LN)
-    bias_z = _gate_bias(b_hh_ptr, b_ih_ptr, 1 * H + units, unit_mask, HAS_BIAS, not LN)
-    bias_xn = _gate_bias(b_ih_ptr, b_hh_ptr, 2 * H + units, unit_mask, HAS_BIAS and not LN, False)  # b_in
+    # b_hh + b_ih (layer norm: each the shift of its own norm, added after it all the same)
+    bias_r = _gate_bias(b_hh_ptr, b_ih_ptr, 0 * H + units, unit_mask, HAS_BIAS, True)
+    bias_z = _gate_bias(b_hh_ptr, b_ih_ptr, 1 * H + units, unit_mask, HAS_BIAS, True)
+    bias_xn = _gate_bias(b_ih_ptr, b_hh_ptr, 2 * H + units, unit_mask, HAS_BIAS, False)  # b_in
     bias_hn = _gate_bias(b_hh_ptr, b_ih_ptr, 2 * H + units, unit_mask, HAS_BIAS, False)  # b_hn
     zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
     h = _load_f32(h0_ptr, hid, mask) if HAS_H0 else zero  # fp32 copy of our slice of h, carried across steps
@@ -87,6 +88,10 @@ def gru_forward_kernel(
             a_r = _normed(a_r, mean, rstd, ln_hh_ptr, 0 * H + units, unit_mask)
             a_z = _normed(a_z, mean, rstd, ln_hh_ptr, 1 * H + units, unit_mask)
             a_n = _normed(a_n, mean, rstd, ln_hh_ptr, 2 * H + units, unit_mask)
+            x_mean, x_rstd = _row_moments(x_r, x_z, x_n, x_n, unit_mask[:, None], 3, 3 * H)
+            x_r = _normed(x_r, x_mean, x_rstd, ln_ih_ptr, 0 * H + units, unit_mask)
+            x_z = _normed(x_z, x_mean, x_rstd, ln_ih_ptr, 1 * H + units, unit_mask)
+            x_n = _normed(x_n, x_mean, x_rstd, ln_ih_ptr, 2 * H + units, unit_mask)
         r = _act_sigmoid(a_r + x_r + bias_r, FAST_ACT)
         z = _act_sigmoid(a_z + x_z + bias_z, FAST_ACT)
         hn = a_n + bias_hn

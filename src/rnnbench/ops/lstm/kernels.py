@@ -28,7 +28,7 @@ from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _dropped, _e
 @triton.jit(do_not_specialize=["T", "B"])
 def lstm_forward_kernel(
     x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, c0_ptr, lengths_ptr, drop_ptr, h0_drop_ptr,
-    ln_hh_ptr, ln_c_w_ptr, ln_c_b_ptr,
+    ln_ih_ptr, ln_hh_ptr, ln_c_w_ptr, ln_c_b_ptr,
     h_buf_ptr, y_ptr, h_n_ptr, c_n_ptr, c_buf_ptr, gates_ptr, w_split_ptr, h_split_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, HAS_C0: tl.constexpr, SAVE: tl.constexpr,
@@ -46,10 +46,10 @@ def lstm_forward_kernel(
     gradients read) holds ``h_t * drop``, ``y [T+1, B, H]`` the output ``h_t`` (from ``y[1]``), and
     the step-0 product reads ``h0_drop`` (``h0 * drop``) where it reads h0 from memory.
     ``LN``: layer norm (``rnnbench.reference.LayerNormWeights``), forward only, one program holding
-    every unit of its rows (``ON_CHIP``): ``x_proj`` comes normalized with its gains and ``b_ih``
-    (``recurrence._layer_forward``); the step's product is normalized over its 4H values, times
-    ``ln_hh [4H]``, plus ``b_hh``; ``c_t`` enters ``tanh`` normalized, times ``ln_c_w``, plus
-    ``ln_c_b`` (``[H]``)."""
+    every unit of its rows (``ON_CHIP``): each step's ``x_proj`` row (``x W_ih^T``) and recurrent
+    product are each normalized over their 4H values, times their gains ``ln_ih``, ``ln_hh`` (``[4H]``),
+    plus ``b_ih``, ``b_hh``; ``c_t`` enters ``tanh`` normalized, times ``ln_c_w``, plus ``ln_c_b``
+    (``[H]``)."""
     tl.static_assert(not LN or (ON_CHIP and not SAVE), "layer norm: one program a row, no backward yet")
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
@@ -63,11 +63,11 @@ def lstm_forward_kernel(
     plane_e, hid_e, mask_e = _exchange_offsets(B, plane_h, hid, mask, rows, row_mask, units, H, H_STRIDE)
     w, w_src, w_scale = _forward_weights(w_hh_ptr, w_split_ptr, w_plane, w_rows, w_valid, H, BLOCK_K, CHUNKS,
                                          W_RESIDENT, SPLIT_ONCE, K_PAD, BLOCK_B, H_STRIDE)
-    # b_hh + b_ih (layer norm: b_hh alone, b_ih is in x_proj)
-    bias_i = _gate_bias(b_hh_ptr, b_ih_ptr, 0 * H + units, unit_mask, HAS_BIAS, not LN)
-    bias_f = _gate_bias(b_hh_ptr, b_ih_ptr, 1 * H + units, unit_mask, HAS_BIAS, not LN)
-    bias_g = _gate_bias(b_hh_ptr, b_ih_ptr, 2 * H + units, unit_mask, HAS_BIAS, not LN)
-    bias_o = _gate_bias(b_hh_ptr, b_ih_ptr, 3 * H + units, unit_mask, HAS_BIAS, not LN)
+    # b_hh + b_ih (layer norm: each the shift of its own norm, added after it all the same)
+    bias_i = _gate_bias(b_hh_ptr, b_ih_ptr, 0 * H + units, unit_mask, HAS_BIAS, True)
+    bias_f = _gate_bias(b_hh_ptr, b_ih_ptr, 1 * H + units, unit_mask, HAS_BIAS, True)
+    bias_g = _gate_bias(b_hh_ptr, b_ih_ptr, 2 * H + units, unit_mask, HAS_BIAS, True)
+    bias_o = _gate_bias(b_hh_ptr, b_ih_ptr, 3 * H + units, unit_mask, HAS_BIAS, True)
     zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
     c = _load_f32(c0_ptr, hid, mask) if HAS_C0 else zero  # fp32 cell state, never leaves the chip
     h = _load_f32(h0_ptr, hid, mask) if HAS_H0 else zero
@@ -96,6 +96,11 @@ def lstm_forward_kernel(
             a_f = _normed(a_f, mean, rstd, ln_hh_ptr, 1 * H + units, unit_mask)
             a_g = _normed(a_g, mean, rstd, ln_hh_ptr, 2 * H + units, unit_mask)
             a_o = _normed(a_o, mean, rstd, ln_hh_ptr, 3 * H + units, unit_mask)
+            x_mean, x_rstd = _row_moments(x_i, x_f, x_g, x_o, unit_mask[:, None], 4, 4 * H)
+            x_i = _normed(x_i, x_mean, x_rstd, ln_ih_ptr, 0 * H + units, unit_mask)
+            x_f = _normed(x_f, x_mean, x_rstd, ln_ih_ptr, 1 * H + units, unit_mask)
+            x_g = _normed(x_g, x_mean, x_rstd, ln_ih_ptr, 2 * H + units, unit_mask)
+            x_o = _normed(x_o, x_mean, x_rstd, ln_ih_ptr, 3 * H + units, unit_mask)
         i = _act_sigmoid(a_i + x_i + bias_i, FAST_ACT)
         f = _act_sigmoid(a_f + x_f + bias_f, FAST_ACT)
         g = _act_tanh(a_g + x_g + bias_g, FAST_ACT)

@@ -83,7 +83,7 @@ def _chip_split_matmul(w, h, h_scale, h_inv, zero, CHIP_SPLIT: tl.constexpr, SCA
 
 @triton.jit(do_not_specialize=["T", "B"])
 def rnn_forward_kernel(
-    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, lengths_ptr, drop_ptr, h0_drop_ptr, ln_hh_ptr,
+    x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, lengths_ptr, drop_ptr, h0_drop_ptr, ln_ih_ptr, ln_hh_ptr,
     h_buf_ptr, y_ptr, h_n_ptr, saved_ptr, w_split_ptr, h_split_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, RELU: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
@@ -98,7 +98,8 @@ def rnn_forward_kernel(
     int32), as the LSTM's forward. ``DROP``: recurrent dropout, as the LSTM's forward (``h_buf``
     holds ``h_t * drop``, ``y`` the output; not with ``CHIP_SPLIT``, whose scales bound h by 1).
     ``LN``: layer norm, as the LSTM's forward (forward only, ``ON_CHIP``): the product normalized
-    over its H values, times ``ln_hh [H]``, plus ``b_hh`` (``b_ih`` in ``x_proj``)."""
+    over its H values, times ``ln_hh [H]``, plus ``b_hh``; each step's ``x_proj`` row likewise with
+    ``ln_ih [H]`` and ``b_ih``."""
     tl.static_assert(not LN or (ON_CHIP and not SAVE), "layer norm: one program a row, no backward yet")
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
@@ -114,7 +115,7 @@ def rnn_forward_kernel(
     else:
         w, w_src, w_scale = _forward_weights(w_hh_ptr, w_split_ptr, w_plane, w_rows, w_valid, H, BLOCK_K, CHUNKS,
                                              W_RESIDENT, SPLIT_ONCE, K_PAD, BLOCK_B, H)
-    bias = _gate_bias(b_hh_ptr, b_ih_ptr, units, unit_mask, HAS_BIAS, not LN)  # (layer norm: b_ih is in x_proj)
+    bias = _gate_bias(b_hh_ptr, b_ih_ptr, units, unit_mask, HAS_BIAS, True)
     zero = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
     h = _load_f32(h0_ptr, hid, mask) if HAS_H0 else zero
     drop = _load_f32(drop_ptr, hid, mask) if DROP else zero
@@ -143,7 +144,11 @@ def rnn_forward_kernel(
         if LN:
             mean, rstd = _row_moments(a, a, a, a, unit_mask[:, None], 1, H)
             a = _normed(a, mean, rstd, ln_hh_ptr, units, unit_mask)
-        h = _where_running(t, lengths, _activation(a + x + bias, RELU, FAST_ACT), h, HAS_LENGTHS)
+            x_mean, x_rstd = _row_moments(x, x, x, x, unit_mask[:, None], 1, H)
+            a += _normed(x, x_mean, x_rstd, ln_ih_ptr, units, unit_mask)
+        else:
+            a += x
+        h = _where_running(t, lengths, _activation(a + bias, RELU, FAST_ACT), h, HAS_LENGTHS)
         if SCALE_H:
             h_scale, h_inv = _column_scales(h, RELU)
         h_rec = _dropped(h, drop, DROP)
