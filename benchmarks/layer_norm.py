@@ -1,13 +1,14 @@
 """What layer normalization costs a training step or an evaluation forward: ``rnnbench.nn`` with
-``layer_norm=True`` on the loop of ``ops/loop.py`` and (evaluation, where its on-chip plan fits) on
-our kernels, against the same layer without it on our kernels and on cuDNN, in one process.
+``layer_norm=True`` on the loop of ``ops/loop.py`` and (where its on-chip plan fits; training, the
+LSTM's) on our kernels, against the same layer without it on our kernels and on cuDNN, in one
+process.
 
 Forms, each its own module on the same weights (the gains at their ones and zeros): ``loop-ln``
-(layer norm, the loop), ``triton-ln`` (layer norm on the kernels, ``backend="triton"``: evaluation
-only, absent from a row whose shape it refuses, ``triton-ln_refused`` saying why), ``triton`` (no
-layer norm, ``backend="triton"``), ``cudnn`` (torch.nn, no layer norm). A step is a training step
-(the forward, a loss on the output and final states, ``autograd.grad`` for the input, the states
-and every parameter) or an evaluation forward under ``no_grad`` (``--mode``; ``ab.module_step``).
+(layer norm, the loop), ``triton-ln`` (layer norm on the kernels, ``backend="triton"``; absent
+from a row whose shape or cell it refuses, ``triton-ln_refused`` saying why), ``triton`` (no
+layer norm, ``backend="triton"``), ``cudnn`` (torch.nn, no layer norm). A step is a training
+step (the forward, a loss on the output and final states, ``autograd.grad`` for the input, the
+states and every parameter) or an evaluation forward under ``no_grad`` (``--mode``; ``ab.module_step``).
 Sizes: glample's (batch 20, hidden 100, 30 steps) for every cell, theano's (32, 128, 30) for the
 LSTM, a language model's (32, 650, 35) and (64, 512, 100) for the LSTM and GRU, and (32, 64, 30)
 for the LSTM and GRU (the widest their fp32 kernels hold in one program); TF32 and bf16. Before
@@ -45,9 +46,7 @@ def _modules(cell: str, hidden: int, dtype, train: bool):
     ours = {"lstm": rnn.LSTM, "gru": rnn.GRU, "rnn_tanh": rnn.RNN}[cell]
     torch.manual_seed(0)
     normed = ours(hidden, hidden, backend="torch", layer_norm=True).to("cuda", dtype)
-    forms = {"loop-ln": normed}
-    if not train:
-        forms["triton-ln"] = ours(hidden, hidden, backend="triton", layer_norm=True)
+    forms = {"loop-ln": normed, "triton-ln": ours(hidden, hidden, backend="triton", layer_norm=True)}
     forms["triton"] = ours(hidden, hidden, backend="triton")
     forms["cudnn"] = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU, "rnn_tanh": torch.nn.RNN}[cell](hidden, hidden)
     for name, m in forms.items():

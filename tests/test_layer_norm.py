@@ -27,7 +27,7 @@ from rnnbench.verify import relative_error
 from module_check import TORCH_DTYPE, check_against_naive
 from test_nn import _interpreted, needs_interpreter
 
-TRAINING_HAS_NO_KERNEL = "layer_norm has kernels for calls without gradients or recurrent dropout only"
+TRAINING_HAS_NO_KERNEL = "layer_norm has a backward kernel for the LSTM only"
 
 MODULES = {"lstm": (rnn.LSTM, {}), "gru": (rnn.GRU, {}), "rnn_tanh": (rnn.RNN, {"nonlinearity": "tanh"}),
            "rnn_relu": (rnn.RNN, {"nonlinearity": "relu"})}
@@ -138,12 +138,29 @@ def test_a_replay_takes_the_gains_and_refuses_a_misaligned_one():
 
 
 @needs_interpreter
+@pytest.mark.parametrize("config", [c for c in CONFIGS if "dropout" not in c])
+def test_kernels_train_the_lstm_against_reference(config):
+    """With gradients the LSTM's kernels take it (``ops/layer_norm.py``: the forward saving, the
+    backward through every norm): output, final states and every gradient, the gains' too."""
+    batch, seq, input_size, hidden_size, options = CONFIGS[config]
+    assert not check("lstm", "triton", batch, seq, input_size, hidden_size, **options)
+
+
+@needs_interpreter
+def test_kernels_train_the_lstm_in_bfloat16_and_with_recurrent_dropout_on_the_loop():
+    """In bf16 on the kernels; with recurrent dropout (no kernel has both) on the loop, said once."""
+    assert not check("lstm", "triton", 3, 7, 5, 37, dtype="bf16")
+    said = check("lstm", "auto", 3, 7, 5, 37, recurrent_dropout=0.4)
+    assert len(said) == 1 and "layer_norm with recurrent dropout has no kernel" in said[0], said
+
+
+@needs_interpreter
 def test_kernels_in_bfloat16():
     assert not check("lstm", "triton", 3, 7, 5, 37, dtype="bf16", gradients=False)
 
 
-@pytest.mark.parametrize("cell", MODULES)
-def test_training_runs_the_loop_after_one_warning(cell):
+@pytest.mark.parametrize("cell", [c for c in MODULES if c != "lstm"])
+def test_training_the_gru_and_rnn_runs_the_loop_after_one_warning(cell):
     said = check(cell, "auto", 3, 7, 5, 37)
     assert said == [f"rnnbench.nn.{MODULES[cell][0].__name__}: {TRAINING_HAS_NO_KERNEL}; running PyTorch's "
                     "own path instead"]
@@ -156,8 +173,8 @@ def test_cpu_without_the_interpreter_runs_the_loop(monkeypatch):
     assert len(said) == 1 and "CPU tensors" in said[0]
 
 
-def test_triton_backend_refuses_training():
-    module = make("lstm", 4, 8, backend="triton")
+def test_triton_backend_refuses_training_the_gru():
+    module = make("gru", 4, 8, backend="triton")
     with pytest.raises(RuntimeError, match=f"cannot run this call: {TRAINING_HAS_NO_KERNEL}"):
         module(torch.randn(3, 2, 4))
 
@@ -341,6 +358,24 @@ CUDA_KERNEL_CASES = {
 def test_cuda_kernels_without_gradients_against_reference(case):
     cell, batch, hidden, dtype, options = CUDA_KERNEL_CASES[case]
     assert not check(cell, "triton", batch, 9, 24, hidden, device="cuda", dtype=dtype, gradients=False, **options)
+
+
+# On a CUDA device, with gradients: the LSTM's saving forward and backward on chip.
+CUDA_TRAIN_CASES = {
+    "B20-H100-bf16": (20, 100, "bf16", {}),
+    "B3-H64-tf32-L2-bidirectional-lengths": (3, 64, "tf32", dict(num_layers=2, bidirectional=True,
+                                                                 lengths=torch.tensor([9, 0, 4]))),
+    "B40-H37-fp32": (40, 37, "fp32", {}),  # 3xTF32, three batch blocks
+    "B20-H128-fp16-no_bias": (20, 128, "fp16", dict(bias=False)),
+}
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available() or _interpreted(), reason="needs a CUDA device, kernels compiled")
+@pytest.mark.parametrize("case", CUDA_TRAIN_CASES)
+def test_cuda_kernels_train_the_lstm_against_reference(case):
+    batch, hidden, dtype, options = CUDA_TRAIN_CASES[case]
+    assert not check("lstm", "triton", batch, 9, 24, hidden, device="cuda", dtype=dtype, **options)
 
 
 # (cell, batch, hidden, dtype, options): one layer, and a stack (a LayerReplays a layer and direction)

@@ -260,7 +260,8 @@ class _KernelPath:
                 return self._torch_forward(input, hx, lengths)
         if packed:
             return self._packed_forward(input, hx, cell, amp, launch)
-        if launch is not None and not drops and lengths is None and amp is None and self._may_record(input):
+        recordable = launch is not None and not (drops or trains) and lengths is None and amp is None
+        if recordable and self._may_record(input):
             return self._recorded_forward(input, hx, cell, launch)
         return self._kernel_forward(input, hx, cell, amp, launch, lengths, self.batch_first)
 
@@ -437,10 +438,12 @@ class _KernelPath:
         not measured faster there (``rnnbench.ops.preference``); else ``(None, why not)`` in one
         line. ``input`` is the padded input, or a packed one's data with its ``batch`` size given.
         ``dropout``: a call with recurrent dropout (``recurrence.dropout_launch_or_refusal``; no
-        cuDNN to prefer); ``trains``: a layer-normalized call that wants gradients (the kernels have
-        layer norm's forward alone, ``recurrence.layer_norm_launch_or_refusal``)."""
-        if self.layer_norm and (trains or dropout):
-            return None, "layer_norm has kernels for calls without gradients or recurrent dropout only"
+        cuDNN to prefer); ``trains``: a layer-normalized call that wants gradients (the LSTM's
+        backward alone, ``recurrence.layer_norm_launch_or_refusal``)."""
+        if self.layer_norm and dropout:
+            return None, "layer_norm with recurrent dropout has no kernel"
+        if self.layer_norm and trains and cell != "lstm":
+            return None, "layer_norm has a backward kernel for the LSTM only"
         if not _triton_installed():
             return None, "Triton is not installed"
         if self.proj_size:
@@ -462,7 +465,7 @@ class _KernelPath:
         if dropout:
             return recurrence.dropout_launch_or_refusal(cell, batch, self.hidden_size, dtype, device)
         if self.layer_norm:
-            return recurrence.layer_norm_launch_or_refusal(cell, batch, self.hidden_size, dtype, device)
+            return recurrence.layer_norm_launch_or_refusal(cell, batch, self.hidden_size, dtype, device, trains)
         launch, reason = recurrence.launch_or_refusal(cell, batch, self.hidden_size, dtype, device)
         if reason is None and self.backend == "auto" and device.type == "cuda":
             # Where cuDNN was measured faster (ops/preference.py); "triton" runs ours there anyway.

@@ -399,8 +399,8 @@ def test_every_kernel_gets_every_constexpr_by_value(key, drop):
     """Each ``tl`` kernel's Constexprs as ``_Launch`` builds them for the plan that runs it name every
     compile-time argument the kernel takes, defaulted ones too (``DROP``, recurrent dropout, and
     ``LN``, layer norm, among them: the GPU's first launch of the LSTM's kernels failed on DROP,
-    call167), and none it does not; with ``drop``, DROP and (forward) LN set, as where a
-    recurrent-dropout plan or a layer-norm plan runs the kernel."""
+    call167), and none it does not; with ``drop``, DROP and LN set, as where a recurrent-dropout
+    plan or a layer-norm plan runs the kernel (the LSTM's backward takes LN too)."""
     cell, direction, variant = (*key, None)[:3]
     cell = "rnn_tanh" if cell == "rnn" else cell
     kernel = aot.KERNELS[key]
@@ -415,7 +415,7 @@ def test_every_kernel_gets_every_constexpr_by_value(key, drop):
         if direction == "forward":
             values = launch.forward_constexprs(True, True, True, True, False, False, None, drop, drop).values
         else:
-            values = launch.backward_constexprs(True, True, True, False, drop).values
+            values = launch.backward_constexprs(True, True, True, False, drop, drop).values
     names = {n for n in values if n.isupper()}  # (num_warps and the like are launch options)
     assert constexprs == names
     if "DROP" in constexprs:

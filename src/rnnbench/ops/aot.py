@@ -97,7 +97,7 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
     ``ttgir``, ``ptx``, ``cubin``; ``.metadata.shared`` the shared memory in bytes). ``cell`` is
     ``lstm``, ``gru`` or ``rnn``; ``lengths``: the variable-length variant (``HAS_LENGTHS``);
     ``drop``: with recurrent dropout (``DROP``, the kernels that take it); ``norm``: with layer
-    norm (``LN``: the ``tl`` forwards on chip, not saving)."""
+    norm (``LN``: the ``tl`` forwards on chip, and the LSTM's backward)."""
     if plan.fma and cell in ("lstm", "gru"):
         return compile_gated_fma(cell, dtype, hidden_size, plan, save, capability, lengths, precision)
     split_k = direction == "backward" and plan.split_k

@@ -398,6 +398,44 @@ def _normed(a, mean, rstd, gain_ptr, offsets, unit_mask):
 
 
 @triton.jit
+def _hat(a, mean, rstd, valid):
+    """The tile ``a`` normalized by its rows' :func:`_row_moments` (``x̂``, before any gain), 0 at
+    the padded units (``valid`` ``[BLOCK_H, 1]``), so that sums over it count the real ones alone."""
+    return tl.where(valid, (a - mean) * rstd, 0.0)
+
+
+@triton.jit
+def _norm_back(d0, d1, d2, d3, x0, x1, x2, x3, rstd, valid, GATES: tl.constexpr, N: tl.constexpr):
+    """Layer norm's backward over each batch row's ``N`` values in the first ``GATES`` tiles: from
+    ``d`` (the gradient reaching the normalized values ``x̂``, the gains already applied) and ``x̂``
+    itself (:func:`_hat`), the gradient reaching the values before the norm,
+    ``rstd * (d - mean(d) - x̂ mean(d x̂))`` (``rnnbench.reference.normalized``'s derivative), as
+    ``GATES`` tiles, 0 at the padded units (the rest returned as they came). The program holds
+    every unit of its rows."""
+    total = tl.sum(tl.where(valid, d0, 0.0), axis=0)
+    dot = tl.sum(tl.where(valid, d0 * x0, 0.0), axis=0)
+    if GATES > 1:
+        total += tl.sum(tl.where(valid, d1, 0.0), axis=0)
+        dot += tl.sum(tl.where(valid, d1 * x1, 0.0), axis=0)
+    if GATES > 2:
+        total += tl.sum(tl.where(valid, d2, 0.0), axis=0)
+        dot += tl.sum(tl.where(valid, d2 * x2, 0.0), axis=0)
+    if GATES > 3:
+        total += tl.sum(tl.where(valid, d3, 0.0), axis=0)
+        dot += tl.sum(tl.where(valid, d3 * x3, 0.0), axis=0)
+    m1 = (total / N)[None, :]
+    m2 = (dot / N)[None, :]
+    d0 = tl.where(valid, rstd * (d0 - m1 - x0 * m2), 0.0)
+    if GATES > 1:
+        d1 = tl.where(valid, rstd * (d1 - m1 - x1 * m2), 0.0)
+    if GATES > 2:
+        d2 = tl.where(valid, rstd * (d2 - m1 - x2 * m2), 0.0)
+    if GATES > 3:
+        d3 = tl.where(valid, rstd * (d3 - m1 - x3 * m2), 0.0)
+    return d0, d1, d2, d3
+
+
+@triton.jit
 def _gradient_in(t, lengths, d_h_rec, d_out, zero, HAS_LENGTHS: tl.constexpr):
     """Backward step ``t``'s ``(d_h, d_h_cell)``: the gradient reaching h_t (from step t+1 and the
     output) and the one the cell's own gradients start from -- the same while the row runs; past

@@ -256,12 +256,14 @@ class _Launch:
         return self._cached(("gluon", has_bias, has_h0, save, has_c0, ahead), build)
 
     def backward_constexprs(self, has_d_out: bool, has_d_h_n: bool, has_d_c_n: bool,
-                            has_lengths: bool = False, drop: bool = False) -> Constexprs:
-        """The backward kernel's compile-time arguments with these flags (built once per flags)."""
-        key = ("backward", has_d_out, has_d_h_n, has_d_c_n, has_lengths, drop)
+                            has_lengths: bool = False, drop: bool = False, norm: bool = False) -> Constexprs:
+        """The backward kernel's compile-time arguments with these flags (built once per flags);
+        ``norm``: layer norm (``LN``, the LSTM's on-chip ``tl`` backward alone so far)."""
+        key = ("backward", has_d_out, has_d_h_n, has_d_c_n, has_lengths, drop, norm)
+        flags = dict(LN=norm) if self.cell == "lstm" and not self.backward.split_k else {}
         return self._cached(key, lambda: self._with_flags(
             self.backward, self.backward_meta, HAS_D_OUT=has_d_out, HAS_D_H_N=has_d_h_n, HAS_D_C_N=has_d_c_n,
-            HAS_LENGTHS=has_lengths, DROP=drop))
+            HAS_LENGTHS=has_lengths, DROP=drop, **flags))
 
     def _with_flags(self, plan: Plan, meta: dict, **flags) -> Constexprs:
         """``meta`` and the call's flags: the cell state's (``HAS_C0``, ``HAS_D_C_N``) for the
@@ -369,10 +371,12 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     product reads it, ``h_buf`` then holds ``h_t * mask`` (the weight gradients' operand) and
     ``out [T+1, B, H]`` receives the output from ``out[1]`` (the GRU's, saving, h0 at ``out[0]``).
 
-    ``norm``: layer norm (with a :func:`layer_norm_launch_or_refusal`'s launch, not saving; the
-    kernel's static assertion refuses a saving one), ``(ln_ih [G*H], ln_hh [G*H], ln_c_w [H], ln_c_b
-    [H])`` (the last two the LSTM's, else None; contiguous): the kernel normalizes each step's
-    ``x_proj`` row and recurrent product and the LSTM's cell (``rnnbench.reference.LayerNormWeights``).
+    ``norm``: layer norm (with a :func:`layer_norm_launch_or_refusal`'s launch), ``(ln_ih [G*H],
+    ln_hh [G*H], ln_c_w [H], ln_c_b [H], ln_hat, ln_rstd)`` (``ln_c_*`` the LSTM's, else None;
+    contiguous): the kernel normalizes each step's ``x_proj`` row and recurrent product and the
+    LSTM's cell (``rnnbench.reference.LayerNormWeights``). Saving (the LSTM's alone so far), it
+    writes the normalized recurrent product into ``ln_hat [T, B, 4H]`` and its ``1/σ`` into
+    ``ln_rstd [T, B]`` (fp32, the caller's: ``ops/layer_norm.py``); not saving, those two are None.
     """
     B, H = launch.batch_size, launch.hidden_size
     dtype = w_hh.dtype
@@ -401,7 +405,8 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     # apart from h_buf; without it h_n and h0 stand in for their pointers (none of them read).
     mask, out = (h_n, h_n) if drop is None else drop
     h0_drop = h0 * mask if drop is not None and has_h0 else h0
-    ln_ih, ln_hh, ln_c_w, ln_c_b = (h_n,) * 4 if norm is None else (*norm[:2], *(h_n if t is None else t for t in norm[2:]))
+    ln_ih, ln_hh, ln_c_w, ln_c_b, ln_hat, ln_rstd = (h_n,) * 6 if norm is None else (
+        *norm[:2], *(h_n if t is None else t for t in norm[2:]))
     # (no dependent launch with producers: they read x, which the launch before may be writing)
     constexprs = launch.forward_constexprs(b_ih is not None, has_h0, save, has_c0, lengths is not None,
                                            produced is None and dependent_launch(dev),
@@ -475,8 +480,8 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     elif lstm:
         # (keyed through the gains: the mask may be the caller's, h0_drop its h0 itself, the gains the module's)
         args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, lengths, mask, h0_drop, ln_ih, ln_hh, ln_c_w,
-                ln_c_b, h_buf, out, h_n, c_n, c_buf, saved, w_split, h_split, counters, T, B)
-        _LSTM_FORWARD(grid, args, constexprs, stream, keyed=13)
+                ln_c_b, ln_hat, ln_rstd, h_buf, out, h_n, c_n, c_buf, saved, w_split, h_split, counters, T, B)
+        _LSTM_FORWARD(grid, args, constexprs, stream, keyed=15)
     elif pieces:  # (the GRU's: its fp32 h in two slots, ops/gru/pieces.py)
         args = (x_proj, w_hh, *biases, h0, lengths, h_buf, h_n, saved, torch.empty(2, B, H, **f32), counters, T, B)
         _GRU_FORWARD_PIECES(grid, args, constexprs, stream, keyed=6)
@@ -532,7 +537,7 @@ def gluon_runs(plan: Plan, has_lengths: bool, h0) -> bool:
 
 
 def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_hh, launch: _Launch, lengths=None,
-                        drop=None):
+                        drop=None, norm=None):
     """Run the backward kernel. ``d_out [T, B, H]``, ``d_h_n``/``d_c_n`` ``[B, H]`` or ``[1, B, H]``
     (contiguous), each None when no gradient flows there (zeros inside the kernel); ``lengths`` as
     the forward's (``d_out`` past a sequence's end is ignored); ``drop`` the forward's recurrent
@@ -541,6 +546,12 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
     Returns ``(d_gates_x, d_gates_h, d_h0, d_c0)``: gradients of the input-side and recurrent
     pre-activations ``[T, B, G*H]`` (the same tensor except for the GRU), ``d_h0`` and ``d_c0``
     (None unless LSTM) in the weights' dtype.
+
+    ``norm``: the LSTM's forward layer norm (:func:`layer_norm_launch_or_refusal`'s launch, trained),
+    ``(ln_hat, ln_rstd, ln_hh, ln_c_w, ln_c_b, ln_sums)``: what the forward saved, the recurrent
+    product's and the cell's gains, and ``ln_sums [2, B, H]`` fp32 (the caller's) for each row's sums
+    of the cell norm's gain and shift gradients. ``d_gates_x`` then holds the gates'
+    pre-activation gradients and ``d_gates_h`` the recurrent product's before its norm.
     """
     T, B, H = h_buf.shape[0] - 1, h_buf.shape[1], h_buf.shape[2]
     dev, dtype = h_buf.device, w_hh.dtype
@@ -552,7 +563,7 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
         (2 + (grid[0] // group if group else 0)) * grid[1], dev)
     d_h0 = torch.empty(B, H, device=dev, dtype=dtype)
     constexprs = launch.backward_constexprs(d_out is not None, d_h_n is not None, d_c_n is not None,
-                                            lengths is not None, drop is not None)
+                                            lengths is not None, drop is not None, norm is not None)
     d_out = h_buf if d_out is None else d_out  # unused pointer when absent
     mask = d_h0 if drop is None else drop
     h_states = c_buf if drop is not None and cell == "gru" else h_buf  # (the GRU's h_{t-1}: z's gradient)
@@ -589,8 +600,13 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
             _LSTM_BACKWARD_PIECES(grid, (*args, partials, counters,
                                          torch.empty(2, 2, B, H, device=dev, dtype=torch.float32), T, B),
                                   constexprs, stream)
+        elif norm is None:
+            _LSTM_BACKWARD(grid, (*args, mask, *(d_h0,) * 7, partials, counters, T, B), constexprs, stream)
         else:
-            _LSTM_BACKWARD(grid, (*args, mask, partials, counters, T, B), constexprs, stream)
+            d_raw = torch.empty_like(d_gates)
+            _LSTM_BACKWARD(grid, (*args, mask, *norm[:5], d_raw, norm[5], partials, counters, T, B), constexprs,
+                           stream)
+            return d_gates, d_raw, d_h0, d_c0
         return d_gates, d_gates, d_h0, d_c0
     if cell == "gru":
         d_gates_h = torch.empty(T, B, 3 * H, device=dev, dtype=dtype)
@@ -641,7 +657,7 @@ def _layer_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, save, length
             out = torch.empty(x.shape[0] + 1, x.shape[1], launch.hidden_size, device=x.device, dtype=w_hh.dtype)
             drop = (mask, out)
         if norm is not None:
-            ln = tuple(_contiguous(t) for t in norm)
+            ln = (*(_contiguous(t) for t in norm), None, None)  # (not saving: no ln_hat, ln_rstd)
         h_buf, h_n, c_n, saved, c_buf = recurrence_forward(cell, x_proj, w_hh, b_ih, b_hh, h0, c0, launch, save,
                                                            lengths, drop=drop, norm=ln)
         if cell == "gru" and save and mask is not None:  # (its backward's h_{t-1} itself, in the cell states' place)
@@ -794,17 +810,20 @@ LAYER_NORM_PLAN = dict(h_on_chip=True, fma=False, gluon=False, produce=False, pi
 
 
 def layer_norm_launch_or_refusal(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtype,
-                                 device: torch.device) -> tuple[_Launch | None, str | None]:
-    """:func:`launch_or_refusal` for a layer-normalized forward (:data:`LAYER_NORM_PLAN` over any
+                                 device: torch.device, trains: bool = False) -> tuple[_Launch | None, str | None]:
+    """:func:`launch_or_refusal` for a layer-normalized layer (:data:`LAYER_NORM_PLAN` over any
     :func:`plan_override`): ``(launch, None)``, or ``(None, why not)``: past the widths whose
     on-chip tile fits (on an H200: LSTM and GRU to hidden 64 in fp32, 128 in 16-bit; the RNN to
-    128 and 256)."""
+    128 and 256). ``trains``: a call that wants gradients (the LSTM's: ``rnnbench.nn`` sends the
+    others to its loop), whose backward's plan must hold a row in one program too."""
     with plan_override(**LAYER_NORM_PLAN):
         launch, reason = launch_or_refusal(cell, batch_size, hidden_size, dtype, device)
     if reason is not None:
         return None, f"layer norm's kernels hold a row in one program, and here: {reason}"
-    forward = launch.forward
-    if not forward.h_on_chip or forward.fma or forward.gluon or forward.produce or forward.pieces > 1:
+    forward, backward = launch.forward, launch.backward
+    if not forward.h_on_chip or forward.fma or forward.gluon or forward.produce or forward.pieces > 1 or (
+            trains and not (backward.h_on_chip and not backward.fma and backward.pieces == 1
+                            and not backward.split_k and not backward.gate_split)):
         return None, "layer norm: no plan of its kernels for this shape"
     return launch, None
 
@@ -837,23 +856,38 @@ def run_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih, b_hh, launch: _Launch, len
     :func:`kernel_lengths` returns it; returns ``h_n``/``c_n`` as ``[1, B, H]``. ``mask``:
     recurrent dropout's ``[B, H]`` in the weights' dtype (``launch`` a :func:`dropout_launch_or_refusal`'s).
     ``norm``: layer norm's ``rnnbench.reference.LayerNormWeights`` (``launch`` a
-    :func:`layer_norm_launch_or_refusal`'s), forward only.
+    :func:`layer_norm_launch_or_refusal`'s): without gradients every cell's forward; with them
+    (``trains=True``'s launch) the LSTM's, through ``ops/layer_norm.LayerNormLayer``.
 
     Raises:
-        ValueError: ``seq_len`` is 0.
+        ValueError: ``seq_len`` is 0; layer norm with a gradient wanted of a GRU or RNN.
     """
     if x.shape[0] < 1:
         raise ValueError("seq_len must be at least 1")
     save = saves_for_backward(x, h0, c0, w_ih, w_hh, b_ih, b_hh)
-    # (layer norm, forward only: refused where a gradient is wanted, never silently without one)
-    if norm is not None and (save or saves_for_backward(*norm)):
-        raise ValueError("layer norm has no backward kernel yet: call it without gradients")
     # The kernels read rows of stride H: contiguous tensors (a no-op call for those that are).
     args = (x, _contiguous(h0), _contiguous(c0) if cell == "lstm" else None, w_ih.contiguous(), w_hh.contiguous(),
             _contiguous(b_ih), _contiguous(b_hh), cell, launch, save, lengths, _contiguous(mask))
+    normed_training = norm is not None and (save or saves_for_backward(*norm))
+    if normed_training and cell != "lstm":  # (never silently without the gradient)
+        raise ValueError("layer norm's backward kernel is the LSTM's alone so far: call the GRU and RNN without "
+                         "gradients")
     if not torch.is_autocast_enabled(x.device.type):
         # Nothing to record when no gradient is wanted (autograd's Function machinery costs host
         # time on every call).
+        if normed_training:
+            return _layer_norm_training(args, norm)
         return RecurrentLayer.apply(*args) if save else _layer_forward(*args, norm)[:3]
     with torch.autocast(x.device.type, enabled=False):  # every matmul in the weights' dtype
+        if normed_training:
+            return _layer_norm_training(args, norm)
         return RecurrentLayer.apply(*args) if save else _layer_forward(*args, norm)[:3]
+
+
+def _layer_norm_training(args: tuple, norm) -> tuple:
+    """:func:`run_layer`'s ``args`` and ``norm`` through ``ops/layer_norm.LayerNormLayer`` (imported
+    here: it imports this module)."""
+    from .layer_norm import LayerNormLayer
+
+    x, h0, c0, w_ih, w_hh, b_ih, b_hh, _, launch, _, lengths, _ = args
+    return LayerNormLayer.apply(x, h0, c0, w_ih, w_hh, b_ih, b_hh, *(t.contiguous() for t in norm), launch, lengths)

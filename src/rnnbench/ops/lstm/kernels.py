@@ -19,16 +19,16 @@ import triton
 import triton.language as tl
 
 from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _dropped, _exchange_offsets, _forward_weights,
-                      _gate_bias, _gate_columns, _gradient_in, _load_f32, _load_weight_columns, _on_chip_columns,
-                      _normed, _program_tile, _publish_h, _recurrent_matmul, _release_counters, _resident_stack_t,
-                      _row_lengths, _row_moments, _split_gates, _split_h0, _split_k_arrive, _split_k_sum, _stack_gates,
-                      _stacked_rows, _tanh, _transpose_columns, _wait, _where_running)
+                      _gate_bias, _gate_columns, _gradient_in, _hat, _load_f32, _load_weight_columns, _norm_back,
+                      _normed, _on_chip_columns, _program_tile, _publish_h, _recurrent_matmul, _release_counters,
+                      _resident_stack_t, _row_lengths, _row_moments, _split_gates, _split_h0, _split_k_arrive,
+                      _split_k_sum, _stack_gates, _stacked_rows, _tanh, _transpose_columns, _wait, _where_running)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
 def lstm_forward_kernel(
     x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, c0_ptr, lengths_ptr, drop_ptr, h0_drop_ptr,
-    ln_ih_ptr, ln_hh_ptr, ln_c_w_ptr, ln_c_b_ptr,
+    ln_ih_ptr, ln_hh_ptr, ln_c_w_ptr, ln_c_b_ptr, ln_hat_ptr, ln_rstd_ptr,
     h_buf_ptr, y_ptr, h_n_ptr, c_n_ptr, c_buf_ptr, gates_ptr, w_split_ptr, h_split_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, HAS_C0: tl.constexpr, SAVE: tl.constexpr,
@@ -49,8 +49,9 @@ def lstm_forward_kernel(
     every unit of its rows (``ON_CHIP``): each step's ``x_proj`` row (``x W_ih^T``) and recurrent
     product are each normalized over their 4H values, times their gains ``ln_ih``, ``ln_hh`` (``[4H]``),
     plus ``b_ih``, ``b_hh``; ``c_t`` enters ``tanh`` normalized, times ``ln_c_w``, plus ``ln_c_b``
-    (``[H]``)."""
-    tl.static_assert(not LN or (ON_CHIP and not SAVE), "layer norm: one program a row, no backward yet")
+    (``[H]``). Saving, it keeps the backward's recurrent product normalized, ``ln_hat [T, B, 4H]``,
+    and its ``1/σ``, ``ln_rstd [T, B]`` (fp32; :func:`lstm_backward_kernel` with ``LN``)."""
+    tl.static_assert(not LN or ON_CHIP, "layer norm: one program a row")
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
     gid = rows[None, :] * (4 * H) + units[:, None]  # offsets of gate i into a [B, 4H] plane
@@ -92,6 +93,11 @@ def lstm_forward_kernel(
         a_i, a_f, a_g, a_o = _split_gates(acc, BLOCK_H, BLOCK_B)
         if LN:
             mean, rstd = _row_moments(a_i, a_f, a_g, a_o, unit_mask[:, None], 4, 4 * H)
+            if SAVE:
+                _store_grads(ln_hat_ptr + t * plane_g, gid, mask, H, _hat(a_i, mean, rstd, unit_mask[:, None]),
+                             _hat(a_f, mean, rstd, unit_mask[:, None]), _hat(a_g, mean, rstd, unit_mask[:, None]),
+                             _hat(a_o, mean, rstd, unit_mask[:, None]))
+                tl.store(ln_rstd_ptr + t * B + rows[None, :], rstd, mask=row_mask[None, :])
             a_i = _normed(a_i, mean, rstd, ln_hh_ptr, 0 * H + units, unit_mask)
             a_f = _normed(a_f, mean, rstd, ln_hh_ptr, 1 * H + units, unit_mask)
             a_g = _normed(a_g, mean, rstd, ln_hh_ptr, 2 * H + units, unit_mask)
@@ -202,6 +208,27 @@ def _cell_grads(d_h, d_c, i, f, g, o, c, c_prev, out_ty: tl.constexpr):
 
 
 @triton.jit
+def _cell_grads_normed(d_h, d_c, i, f, g, o, c, c_prev, c_w, c_b, valid, H: tl.constexpr):
+    """:func:`_cell_grads` where ``c_t`` entered ``tanh`` layer-normalized (times ``c_w``, plus
+    ``c_b``, ``[BLOCK_H, 1]``; ``valid`` the real units): its norm recomputed from ``c_t``, the
+    gradient through it to ``c_t`` by :func:`_norm_back`. Returns ``(d_i, d_f, d_g, d_o)`` and the
+    ``d_c`` reaching c_{t-1} in fp32, then the gradient reaching the normalized cell's output
+    before its gain and shift, and that normalized cell (the gain's and shift's gradients)."""
+    c_mean, c_rstd = _row_moments(c, c, c, c, valid, 1, H)
+    c_hat = _hat(c, c_mean, c_rstd, valid)
+    tanh_c = _tanh(c_hat * c_w + c_b)
+    d_c_in = d_h * o * (1.0 - tanh_c * tanh_c)  # reaching what tanh took
+    d_c_hat, _, _, _ = _norm_back(d_c_in * c_w, d_c_in, d_c_in, d_c_in, c_hat, c_hat, c_hat, c_hat, c_rstd, valid,
+                                  1, H)
+    d_c = d_c + d_c_hat
+    d_i = d_c * g * i * (1.0 - i)
+    d_f = d_c * c_prev * f * (1.0 - f)
+    d_g = d_c * i * (1.0 - g * g)
+    d_o = d_h * tanh_c * o * (1.0 - o)
+    return d_i, d_f, d_g, d_o, d_c * f, d_c_in, c_hat
+
+
+@triton.jit
 def _store_grads(dg_t, gid, mask, H: tl.constexpr, d_i, d_f, d_g, d_o):
     """The four gates' pre-activation gradients into the ``[B, 4H]`` plane at ``dg_t``."""
     tl.store(dg_t + gid + 0 * H, d_i, mask=mask)
@@ -213,12 +240,14 @@ def _store_grads(dg_t, gid, mask, H: tl.constexpr, d_i, d_f, d_g, d_o):
 @triton.jit(do_not_specialize=["T", "B"])
 def lstm_backward_kernel(
     d_out_ptr, d_h_n_ptr, d_c_n_ptr, gates_ptr, c_buf_ptr, w_hh_t_ptr, d_gates_ptr, d_h0_ptr, d_c0_ptr,
-    lengths_ptr, drop_ptr, partials_ptr, counters_ptr,
+    lengths_ptr, drop_ptr, ln_hat_ptr, ln_rstd_ptr, ln_hh_ptr, ln_c_w_ptr, ln_c_b_ptr, d_raw_ptr, ln_sums_ptr,
+    partials_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr, HAS_D_C_N: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
     HAS_LENGTHS: tl.constexpr, GATE_GROUP: tl.constexpr = 0, SPAN_PAD: tl.constexpr = 0, DROP: tl.constexpr = False,
+    LN: tl.constexpr = False,
 ):
     """Reverse-time recurrence. Writes ``d_gates [T, B, 4H]`` (gradients of the pre-activations,
     in the weights' dtype), ``d_h0`` and ``d_c0`` (in their pointers' dtype). Step t needs every
@@ -230,11 +259,28 @@ def lstm_backward_kernel(
     that share their partials through ``partials_ptr`` (:func:`_gate_split_columns`), each
     multiplying ``4 // GATE_GROUP`` gates; 0: every program every gate of its own units
     (``partials_ptr`` unread). ``DROP``: the forward's recurrent dropout; the gradient of the
-    recurrent product's operand ``h_{t-1} * drop`` reaches ``h_{t-1}`` times ``drop [B, H]``."""
+    recurrent product's operand ``h_{t-1} * drop`` reaches ``h_{t-1}`` times ``drop [B, H]``.
+    ``LN``: the forward's layer norm (``ON_CHIP``: a program holds every unit of its rows), from
+    what it saved (``ln_hat``, ``ln_rstd``) and the gains ``ln_hh [4H]``, ``ln_c_w``, ``ln_c_b``
+    ``[H]``: ``d_gates`` holds the gradients of the gates' pre-activations (the biases', the gains'
+    and the input norm's), ``d_raw [T, B, 4H]`` those of the recurrent product before its norm
+    (``W_hh``'s, and what ``dh_{t-1}`` is formed from); ``ln_sums [2, B, H]`` fp32 each row's sums
+    over the steps of the cell norm's gain and shift gradients."""
+    tl.static_assert(not LN or ON_CHIP, "layer norm: one program a row")
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid, gid, plane_h, plane_g = _back_tile(B, H, BLOCK_B,
                                                                                                   BLOCK_H, 4)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
     drop = _load_f32(drop_ptr, hid, mask) if DROP else 0.0
+    valid = unit_mask[:, None]
+    if LN:
+        gain_i = _load_f32(ln_hh_ptr, 0 * H + units, unit_mask)[:, None]
+        gain_f = _load_f32(ln_hh_ptr, 1 * H + units, unit_mask)[:, None]
+        gain_g = _load_f32(ln_hh_ptr, 2 * H + units, unit_mask)[:, None]
+        gain_o = _load_f32(ln_hh_ptr, 3 * H + units, unit_mask)[:, None]
+        c_w = _load_f32(ln_c_w_ptr, units, unit_mask)[:, None]
+        c_b = _load_f32(ln_c_b_ptr, units, unit_mask)[:, None]
+        sum_c_w = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
+        sum_c_b = tl.zeros([BLOCK_H, BLOCK_B], dtype=tl.float32)
 
     if ON_CHIP:  # one tile per gate: each gate's gradient is its own operand
         w = _gate_columns(w_hh_t_ptr, units, unit_mask, H, 4, K_PAD)
@@ -251,7 +297,25 @@ def lstm_backward_kernel(
         dg_t = d_gates_ptr + t * plane_g
         d_h, d_h_cell = _gradient_in(t, lengths, d_h_rec, d_out, zero, HAS_LENGTHS)
         d_c_cell = _where_running(t, lengths, d_c, zero, HAS_LENGTHS)
-        d_i, d_f, d_g, d_o, d_c_prev = _cell_step_back(d_h_cell, d_c_cell, i, f, g, o, c, c_prev, dg_t, gid, mask, H)
+        if LN:
+            d_i, d_f, d_g, d_o, d_c_prev, d_c_in, c_hat = _cell_grads_normed(d_h_cell, d_c_cell, i, f, g, o, c,
+                                                                             c_prev, c_w, c_b, valid, H)
+            sum_c_w += d_c_in * c_hat
+            sum_c_b += d_c_in
+            out_ty = dg_t.dtype.element_ty
+            _store_grads(dg_t, gid, mask, H, d_i.to(out_ty), d_f.to(out_ty), d_g.to(out_ty), d_o.to(out_ty))
+            # through the recurrent product's norm: the gradient before it (W_hh's, and dh_{t-1}'s)
+            hat_t = ln_hat_ptr + t * plane_g
+            rstd = tl.load(ln_rstd_ptr + t * B + rows[None, :], mask=row_mask[None, :], other=0.0)
+            d_i, d_f, d_g, d_o = _norm_back(d_i * gain_i, d_f * gain_f, d_g * gain_g, d_o * gain_o,
+                                            _load_f32(hat_t, gid + 0 * H, mask), _load_f32(hat_t, gid + 1 * H, mask),
+                                            _load_f32(hat_t, gid + 2 * H, mask), _load_f32(hat_t, gid + 3 * H, mask),
+                                            rstd, valid, 4, 4 * H)
+            d_i, d_f, d_g, d_o = d_i.to(out_ty), d_f.to(out_ty), d_g.to(out_ty), d_o.to(out_ty)
+            _store_grads(d_raw_ptr + t * plane_g, gid, mask, H, d_i, d_f, d_g, d_o)
+        else:
+            d_i, d_f, d_g, d_o, d_c_prev = _cell_step_back(d_h_cell, d_c_cell, i, f, g, o, c, c_prev, dg_t, gid, mask,
+                                                           H)
         d_c = _where_running(t, lengths, d_c_prev, d_c, HAS_LENGTHS)
         if not ON_CHIP:  # our gate gradients published: arrive, then the next step's loads, then wait
             _arrive(counters_ptr + pid_b)
@@ -270,6 +334,9 @@ def lstm_backward_kernel(
         s += 1
     tl.store(d_h0_ptr + hid, d_h_rec.to(d_h0_ptr.dtype.element_ty), mask=mask)
     tl.store(d_c0_ptr + hid, d_c.to(d_c0_ptr.dtype.element_ty), mask=mask)
+    if LN:
+        tl.store(ln_sums_ptr + hid, sum_c_w, mask=mask)
+        tl.store(ln_sums_ptr + plane_h + hid, sum_c_b, mask=mask)
     if not ON_CHIP:
         _release_counters(counters_ptr, GATE_GROUP)
 
