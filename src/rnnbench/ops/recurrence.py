@@ -806,10 +806,7 @@ def dropout_launch_or_refusal(cell: str, batch_size: int, hidden_size: int, dtyp
 # Layer norm runs the ``tl`` forwards with one program holding every unit of its batch rows (h on
 # chip), where a row's mean and variance are sums in its registers: the exchange plans spread a row
 # over programs that would need a barrier a norm a step to share them (docs/kernels.md, "Layer norm").
-# Exact activations: the layer-normalized LSTM amplifies every rounding along the sequence, and with
-# the MUFU's tanh (about 2^-11) its TF32 training step at 30 steps was 0.24 off float64 against the
-# loop's 0.022 (H200, batch 32, hidden 64; benchmarks/results/h200/layer-norm/, c179).
-LAYER_NORM_PLAN = dict(h_on_chip=True, fma=False, gluon=False, produce=False, pieces=1, fast_activations=False)
+LAYER_NORM_PLAN = dict(h_on_chip=True, fma=False, gluon=False, produce=False, pieces=1)
 
 
 def layer_norm_launch_or_refusal(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtype,
