@@ -4,7 +4,7 @@ Ba, Kiros and Hinton's layer-normalized LSTM ("Layer Normalization", 2016; haste
 ``LayerNormLSTM``; ``rnnbench.reference.LayerNormWeights`` is the readable reference): each step's
 ``x W_ih^T`` and ``h W_hh^T`` normalized over their ``4H`` values apart, times their gains, plus
 ``b_ih``, ``b_hh``; ``c_t`` normalized where it enters ``tanh``. Every norm of the forward is in the
-recurrence's kernel (``ops/lstm/kernels.py``, ``LN``), which saving keeps the normalized recurrent
+recurrence's kernel (``ops/lstm/kernels.py``, ``LN``), which, saving, keeps the normalized recurrent
 product and its ``1/σ`` for the backward. The backward kernel runs the cell's norm and the recurrent
 product's backward in each reverse step, on chip (``dh_{t-1}`` is formed from the gradient before
 that norm); what is left is outside the recurrence, for every step at once, here: the input's norm
@@ -22,7 +22,7 @@ import torch
 from ..reference import LAYER_NORM_EPS
 from .gradients import layer_gradients
 from .projection import input_projection
-from .recurrence import recurrence_backward, recurrence_forward
+from .recurrence import _contiguous, recurrence_backward, recurrence_forward
 
 
 def _row_normalized(v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -92,7 +92,3 @@ class LayerNormLayer(torch.autograd.Function):
                 grads.dw_ih, grads.dw_hh, d_bias, d_bias,
                 (d_a * x_hat).sum((0, 1)).to(dtype), (d_a * ln_hat).sum((0, 1)).to(dtype),
                 ln_sums[0].sum(0).to(dtype), ln_sums[1].sum(0).to(dtype), None, None)
-
-
-def _contiguous(t):
-    return None if t is None else t.contiguous()
