@@ -184,7 +184,8 @@ def test_kernels_plan_a_row_in_one_program_where_it_fits():
     """``recurrence.LAYER_NORM_PLAN`` planned for an H200's 132 multiprocessors at batch 20: every plan
     holds a row in one program on the ``tl`` kernels, and the widths it reaches are the ones
     ``layer_norm_launch_or_refusal`` names (LSTM and GRU to hidden 64 in fp32, 128 in 16-bit; the
-    RNN to 128 and 256); wider ones are refused (and run the loop)."""
+    RNN to 128 and 256); wider ones are refused (and run the loop). The LSTM's backward (its training
+    on the kernels) holds a row in one program to the same widths, and no further."""
     from rnnbench.ops.plans import choose_plan
     from rnnbench.ops.recurrence import LAYER_NORM_PLAN
 
@@ -201,6 +202,16 @@ def test_kernels_plan_a_row_in_one_program_where_it_fits():
                 widest[gates, precision] = hidden
     assert widest == {(4, "tf32"): 64, (4, "tf32x3"): 64, (4, "ieee"): 128, (3, "tf32"): 64, (3, "tf32x3"): 64,
                       (3, "ieee"): 128, (1, "tf32"): 128, (1, "tf32x3"): 128, (1, "ieee"): 256}
+    for precision, dtype in (("tf32", torch.float32), ("tf32x3", torch.float32), ("ieee", torch.bfloat16)):
+        for hidden in (widest[4, precision], 2 * widest[4, precision]):
+            try:
+                p = choose_plan(20, hidden, 4, dtype, torch.device("cuda"), multiprocessors=132, precision=precision,
+                                direction="backward", **LAYER_NORM_PLAN)
+            except ValueError:
+                assert hidden > widest[4, precision]
+                continue
+            assert hidden == widest[4, precision] and p.h_on_chip and not (p.fma or p.pieces > 1 or p.split_k
+                                                                           or p.gate_split), p
 
 
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
