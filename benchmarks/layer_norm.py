@@ -1,6 +1,6 @@
 """What layer normalization costs a training step or an evaluation forward: ``rnnbench.nn`` with
-``layer_norm=True`` on the loop of ``ops/loop.py`` and (where its on-chip plan fits; training, the
-LSTM's) on our kernels, against the same layer without it on our kernels and on cuDNN, in one
+``layer_norm=True`` on the loop of ``ops/loop.py`` and (where its on-chip plan fits) on our
+kernels, against the same layer without it on our kernels and on cuDNN, in one
 process.
 
 Forms, each its own module on the same weights (the gains at their ones and zeros): ``loop-ln``

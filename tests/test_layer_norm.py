@@ -27,8 +27,6 @@ from rnnbench.verify import relative_error
 from module_check import TORCH_DTYPE, check_against_naive
 from test_nn import _interpreted, needs_interpreter
 
-TRAINING_HAS_NO_KERNEL = "layer_norm has a backward kernel for the LSTM only"
-
 MODULES = {"lstm": (rnn.LSTM, {}), "gru": (rnn.GRU, {}), "rnn_tanh": (rnn.RNN, {"nonlinearity": "tanh"}),
            "rnn_relu": (rnn.RNN, {"nonlinearity": "relu"})}
 
@@ -139,11 +137,12 @@ def test_a_replay_takes_the_gains_and_refuses_a_misaligned_one():
 
 @needs_interpreter
 @pytest.mark.parametrize("config", [c for c in CONFIGS if "dropout" not in c])
-def test_kernels_train_the_lstm_against_reference(config):
-    """With gradients the LSTM's kernels take it (``ops/layer_norm.py``: the forward saving, the
-    backward through every norm): output, final states and every gradient, the gains' too."""
+@pytest.mark.parametrize("cell", MODULES)
+def test_kernels_train_against_reference(cell, config):
+    """With gradients the kernels take it (``ops/layer_norm.py``: the forward saving, the backward
+    through every norm): output, final states and every gradient, the gains' too."""
     batch, seq, input_size, hidden_size, options = CONFIGS[config]
-    assert not check("lstm", "triton", batch, seq, input_size, hidden_size, **options)
+    assert not check(cell, "triton", batch, seq, input_size, hidden_size, **options)
 
 
 @needs_interpreter
@@ -159,23 +158,15 @@ def test_kernels_in_bfloat16():
     assert not check("lstm", "triton", 3, 7, 5, 37, dtype="bf16", gradients=False)
 
 
-@pytest.mark.parametrize("cell", [c for c in MODULES if c != "lstm"])
-def test_training_the_gru_and_rnn_runs_the_loop_after_one_warning(cell):
-    said = check(cell, "auto", 3, 7, 5, 37)
-    assert said == [f"rnnbench.nn.{MODULES[cell][0].__name__}: {TRAINING_HAS_NO_KERNEL}; running PyTorch's "
-                    "own path instead"]
-    assert not check(cell, "auto", 3, 7, 5, 37)  # (once per reason)
-
-
 def test_cpu_without_the_interpreter_runs_the_loop(monkeypatch):
     monkeypatch.setattr(rnn, "_interpreted", lambda: False)
     said = check("gru", "auto", 3, 7, 5, 37, gradients=False)
     assert len(said) == 1 and "CPU tensors" in said[0]
 
 
-def test_triton_backend_refuses_training_the_gru():
-    module = make("gru", 4, 8, backend="triton")
-    with pytest.raises(RuntimeError, match=f"cannot run this call: {TRAINING_HAS_NO_KERNEL}"):
+def test_triton_backend_refuses_recurrent_dropout_with_it():
+    module = make("gru", 4, 8, backend="triton", recurrent_dropout=0.3)
+    with pytest.raises(RuntimeError, match="cannot run this call: layer_norm with recurrent dropout has no kernel"):
         module(torch.randn(3, 2, 4))
 
 
@@ -184,7 +175,7 @@ def test_kernels_plan_a_row_in_one_program_where_it_fits():
     """``recurrence.LAYER_NORM_PLAN`` planned for an H200's 132 multiprocessors at batch 20: every plan
     holds a row in one program on the ``tl`` kernels, and the widths it reaches are the ones
     ``layer_norm_launch_or_refusal`` names (LSTM and GRU to hidden 64 in fp32, 128 in 16-bit; the
-    RNN to 128 and 256); wider ones are refused (and run the loop). The LSTM's backward (its training
+    RNN to 128 and 256); wider ones are refused (and run the loop). Each cell's backward (its training
     on the kernels) holds a row in one program to the same widths, and no further."""
     from rnnbench.ops.plans import choose_plan
     from rnnbench.ops.recurrence import LAYER_NORM_PLAN
@@ -202,16 +193,17 @@ def test_kernels_plan_a_row_in_one_program_where_it_fits():
                 widest[gates, precision] = hidden
     assert widest == {(4, "tf32"): 64, (4, "tf32x3"): 64, (4, "ieee"): 128, (3, "tf32"): 64, (3, "tf32x3"): 64,
                       (3, "ieee"): 128, (1, "tf32"): 128, (1, "tf32x3"): 128, (1, "ieee"): 256}
-    for precision, dtype in (("tf32", torch.float32), ("tf32x3", torch.float32), ("ieee", torch.bfloat16)):
-        for hidden in (widest[4, precision], 2 * widest[4, precision]):
-            try:
-                p = choose_plan(20, hidden, 4, dtype, torch.device("cuda"), multiprocessors=132, precision=precision,
-                                direction="backward", **LAYER_NORM_PLAN)
-            except ValueError:
-                assert hidden > widest[4, precision]
-                continue
-            assert hidden == widest[4, precision] and p.h_on_chip and not (p.fma or p.pieces > 1 or p.split_k
-                                                                           or p.gate_split), p
+    for gates in (4, 3, 1):
+        for precision, dtype in (("tf32", torch.float32), ("tf32x3", torch.float32), ("ieee", torch.bfloat16)):
+            for hidden in (widest[gates, precision], 2 * widest[gates, precision]):
+                try:
+                    p = choose_plan(20, hidden, gates, dtype, torch.device("cuda"), multiprocessors=132,
+                                    precision=precision, direction="backward", **LAYER_NORM_PLAN)
+                except ValueError:
+                    assert hidden > widest[gates, precision]
+                    continue
+                assert hidden == widest[gates, precision] and p.h_on_chip and not (
+                    p.fma or p.pieces > 1 or p.split_k or p.gate_split), (gates, precision, p)
 
 
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
@@ -371,22 +363,29 @@ def test_cuda_kernels_without_gradients_against_reference(case):
     assert not check(cell, "triton", batch, 9, 24, hidden, device="cuda", dtype=dtype, gradients=False, **options)
 
 
-# On a CUDA device, with gradients: the LSTM's saving forward and backward on chip.
+# On a CUDA device, with gradients: each cell's saving forward and backward on chip.
 CUDA_TRAIN_CASES = {
-    "B20-H100-bf16": (20, 100, "bf16", {}),
-    "B3-H64-tf32-L2-bidirectional-lengths": (3, 64, "tf32", dict(num_layers=2, bidirectional=True,
-                                                                 lengths=torch.tensor([9, 0, 4]))),
-    "B40-H37-fp32": (40, 37, "fp32", {}),  # 3xTF32, three batch blocks
-    "B20-H128-fp16-no_bias": (20, 128, "fp16", dict(bias=False)),
+    "lstm-B20-H100-bf16": ("lstm", 20, 100, "bf16", {}),
+    "lstm-B3-H64-tf32-L2-bidirectional-lengths": ("lstm", 3, 64, "tf32", dict(
+        num_layers=2, bidirectional=True, lengths=torch.tensor([9, 0, 4]))),
+    "lstm-B40-H37-fp32": ("lstm", 40, 37, "fp32", {}),  # 3xTF32, three batch blocks
+    "lstm-B20-H128-fp16-no_bias": ("lstm", 20, 128, "fp16", dict(bias=False)),
+    "gru-B20-H128-bf16": ("gru", 20, 128, "bf16", {}),
+    "gru-B3-H64-tf32-L2-bidirectional-lengths": ("gru", 3, 64, "tf32", dict(
+        num_layers=2, bidirectional=True, lengths=torch.tensor([9, 0, 4]))),
+    "gru-B40-H37-fp32-no_bias": ("gru", 40, 37, "fp32", dict(bias=False)),
+    "rnn_tanh-B20-H100-fp32": ("rnn_tanh", 20, 100, "fp32", {}),
+    "rnn_tanh-B3-H128-tf32-lengths": ("rnn_tanh", 3, 128, "tf32", dict(lengths=torch.tensor([9, 0, 4]))),
+    "rnn_relu-B20-H256-bf16-no_state": ("rnn_relu", 20, 256, "bf16", dict(with_state=False)),
 }
 
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available() or _interpreted(), reason="needs a CUDA device, kernels compiled")
 @pytest.mark.parametrize("case", CUDA_TRAIN_CASES)
-def test_cuda_kernels_train_the_lstm_against_reference(case):
-    batch, hidden, dtype, options = CUDA_TRAIN_CASES[case]
-    assert not check("lstm", "triton", batch, 9, 24, hidden, device="cuda", dtype=dtype, **options)
+def test_cuda_kernels_train_against_reference(case):
+    cell, batch, hidden, dtype, options = CUDA_TRAIN_CASES[case]
+    assert not check(cell, "triton", batch, 9, 24, hidden, device="cuda", dtype=dtype, **options)
 
 
 # (cell, batch, hidden, dtype, options): one layer, and a stack (a LayerReplays a layer and direction)

@@ -55,9 +55,8 @@ torch.nn's state_dict loads with ``strict=False``). A call without recurrent dro
 kernels where one program holds a batch row (``recurrence.LAYER_NORM_PLAN``: LSTM and GRU to
 hidden 64 in fp32, 128 in 16-bit; the RNN to 128 and 256 on an H200): without gradients every
 cell's forward (every norm in the kernel, so such a call is recorded and replayed as any other),
-with them the LSTM's (``ops/layer_norm.py``: the forward saving, the backward through every norm,
-never replayed). Any other (the GRU's and RNN's training, wider layers, recurrent dropout, CPU
-tensors) runs on ``rnnbench.ops.loop``'s loop, with lengths and PackedSequence too (under
+with them every cell's training too (``ops/layer_norm.py``: the forward saving, the backward through
+every norm, never replayed). Any other (wider layers, recurrent dropout, CPU tensors) runs on ``rnnbench.ops.loop``'s loop, with lengths and PackedSequence too (under
 ``"auto"`` after the fallback's one warning; ``"triton"`` refuses it).
 Inside a ``torch.compile``-d model the module runs eagerly between the compiled graphs, as
 torch.nn's recurrent modules do there (``torch._dynamo.config.allow_rnn`` is off by default: the
@@ -235,7 +234,7 @@ class _KernelPath:
         torch's cells (``ops/loop.py``: cuDNN has no recurrent dropout), ``launch`` None. So does
         every call with layer norm where no kernel takes it (cuDNN has none); ours take it on chip
         (``recurrence.layer_norm_launch_or_refusal``): without gradients, recorded and replayed as
-        any other; with them the LSTM's, never replayed."""
+        any other; with them trained on the kernels, never replayed."""
         drops = bool(self.recurrent_dropout) and self.training
         loop = drops or self.layer_norm  # (calls cuDNN cannot run: the loop where the kernels do not)
         trains = self.layer_norm and torch.is_grad_enabled() and _wants_gradients(self, input, hx)
@@ -439,12 +438,10 @@ class _KernelPath:
         not measured faster there (``rnnbench.ops.preference``); else ``(None, why not)`` in one
         line. ``input`` is the padded input, or a packed one's data with its ``batch`` size given.
         ``dropout``: a call with recurrent dropout (``recurrence.dropout_launch_or_refusal``; no
-        cuDNN to prefer); ``trains``: a layer-normalized call that wants gradients (the LSTM's
-        backward alone, ``recurrence.layer_norm_launch_or_refusal``)."""
+        cuDNN to prefer); ``trains``: a layer-normalized call that wants gradients (its backward's
+        plan too, ``recurrence.layer_norm_launch_or_refusal``)."""
         if self.layer_norm and dropout:
             return None, "layer_norm with recurrent dropout has no kernel"
-        if self.layer_norm and trains and cell != "lstm":
-            return None, "layer_norm has a backward kernel for the LSTM only"
         if not _triton_installed():
             return None, "Triton is not installed"
         if self.proj_size:

@@ -47,7 +47,8 @@ from .rnn.kernels import rnn_backward_kernel, rnn_forward_kernel
 POINTER = {torch.float32: "*fp32", torch.bfloat16: "*bf16", torch.float16: "*fp16"}
 F32_POINTERS = {"c_buf_ptr", "gates_ptr", "saved_ptr", "partials_ptr",  # fp32 whatever the dtype (saved for backward;
                 "w_split_ptr", "h_split_ptr",  # split operands, Plan.split_once)
-                "h_state_ptr", "d_state_ptr"}  # (the GRU's fp32 h, the backward's state in slices: Plan.pieces)
+                "h_state_ptr", "d_state_ptr",  # (the GRU's fp32 h, the backward's state in slices: Plan.pieces)
+                "ln_hat_ptr", "ln_rstd_ptr", "ln_sums_ptr"}  # (layer norm's saved values and sums: ops/layer_norm.py)
 GATES = {"lstm": 4, "gru": 3, "rnn": 1}
 
 KERNELS = {
@@ -97,7 +98,7 @@ def compile_kernel(cell: str, direction: str, dtype: torch.dtype, hidden_size: i
     ``ttgir``, ``ptx``, ``cubin``; ``.metadata.shared`` the shared memory in bytes). ``cell`` is
     ``lstm``, ``gru`` or ``rnn``; ``lengths``: the variable-length variant (``HAS_LENGTHS``);
     ``drop``: with recurrent dropout (``DROP``, the kernels that take it); ``norm``: with layer
-    norm (``LN``: the ``tl`` forwards on chip, and the LSTM's backward)."""
+    norm (``LN``: the ``tl`` forwards and backwards on chip)."""
     if plan.fma and cell in ("lstm", "gru"):
         return compile_gated_fma(cell, dtype, hidden_size, plan, save, capability, lengths, precision)
     split_k = direction == "backward" and plan.split_k

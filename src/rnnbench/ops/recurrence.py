@@ -258,9 +258,9 @@ class _Launch:
     def backward_constexprs(self, has_d_out: bool, has_d_h_n: bool, has_d_c_n: bool,
                             has_lengths: bool = False, drop: bool = False, norm: bool = False) -> Constexprs:
         """The backward kernel's compile-time arguments with these flags (built once per flags);
-        ``norm``: layer norm (``LN``, the LSTM's on-chip ``tl`` backward alone so far)."""
+        ``norm``: layer norm (``LN``, the on-chip ``tl`` backwards; not the split-K ones)."""
         key = ("backward", has_d_out, has_d_h_n, has_d_c_n, has_lengths, drop, norm)
-        flags = dict(LN=norm) if self.cell == "lstm" and not self.backward.split_k else {}
+        flags = {} if self.backward.split_k else dict(LN=norm)
         return self._cached(key, lambda: self._with_flags(
             self.backward, self.backward_meta, HAS_D_OUT=has_d_out, HAS_D_H_N=has_d_h_n, HAS_D_C_N=has_d_c_n,
             HAS_LENGTHS=has_lengths, DROP=drop, **flags))
@@ -374,9 +374,9 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     ``norm``: layer norm (with a :func:`layer_norm_launch_or_refusal`'s launch), ``(ln_ih [G*H],
     ln_hh [G*H], ln_c_w [H], ln_c_b [H], ln_hat, ln_rstd)`` (``ln_c_*`` the LSTM's, else None;
     contiguous): the kernel normalizes each step's ``x_proj`` row and recurrent product and the
-    LSTM's cell (``rnnbench.reference.LayerNormWeights``). Saving (the LSTM's alone so far), it
-    writes the normalized recurrent product into ``ln_hat [T, B, 4H]`` and its ``1/σ`` into
-    ``ln_rstd [T, B]`` (fp32, the caller's: ``ops/layer_norm.py``); not saving, those two are None.
+    LSTM's cell (``rnnbench.reference.LayerNormWeights``). Saving, it writes the normalized
+    recurrent product into ``ln_hat [T, B, G*H]`` and its ``1/σ`` into ``ln_rstd [T, B]`` (fp32, the
+    caller's: ``ops/layer_norm.py``); not saving, those two are None.
     """
     B, H = launch.batch_size, launch.hidden_size
     dtype = w_hh.dtype
@@ -486,9 +486,9 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
         args = (x_proj, w_hh, *biases, h0, lengths, h_buf, h_n, saved, torch.empty(2, B, H, **f32), counters, T, B)
         _GRU_FORWARD_PIECES(grid, args, constexprs, stream, keyed=6)
     else:
-        args = (x_proj, w_hh, *biases, h0, lengths, mask, h0_drop, ln_ih, ln_hh, h_buf, out, h_n, saved, w_split,
-                h_split, counters, T, B)
-        (_GRU_FORWARD if cell == "gru" else _RNN_FORWARD)(grid, args, constexprs, stream, keyed=10)
+        args = (x_proj, w_hh, *biases, h0, lengths, mask, h0_drop, ln_ih, ln_hh, ln_hat, ln_rstd, h_buf, out, h_n,
+                saved, w_split, h_split, counters, T, B)
+        (_GRU_FORWARD if cell == "gru" else _RNN_FORWARD)(grid, args, constexprs, stream, keyed=12)
     if not save:
         c_buf = saved = None
     return h_buf, h_n, c_n, saved, c_buf
@@ -547,11 +547,13 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
     pre-activations ``[T, B, G*H]`` (the same tensor except for the GRU), ``d_h0`` and ``d_c0``
     (None unless LSTM) in the weights' dtype.
 
-    ``norm``: the LSTM's forward layer norm (:func:`layer_norm_launch_or_refusal`'s launch, trained),
-    ``(ln_hat, ln_rstd, ln_hh, ln_c_w, ln_c_b, ln_sums)``: what the forward saved, the recurrent
-    product's and the cell's gains, and ``ln_sums [2, B, H]`` fp32 (the caller's) for each row's sums
-    of the cell norm's gain and shift gradients. ``d_gates_x`` then holds the gates'
-    pre-activation gradients and ``d_gates_h`` the recurrent product's before its norm.
+    ``norm``: the forward's layer norm (:func:`layer_norm_launch_or_refusal`'s launch, trained),
+    ``(ln_hat, ln_rstd, ln_hh, d_raw, ln_c_w, ln_c_b, ln_sums)``: what the forward saved, the
+    recurrent product's gain, ``d_raw [T, B, G*H]`` (the caller's, the weights' dtype) for the
+    gradient of the recurrent product before its norm (``W_hh``'s), and the LSTM's cell gains and
+    ``ln_sums [2, B, H]`` fp32 for each row's sums of the cell norm's gain and shift gradients (the
+    GRU's and RNN's three None). ``d_gates_x`` and ``d_gates_h`` are then the gradients of the
+    normalized products (times their gains), as the biases and gains take them.
     """
     T, B, H = h_buf.shape[0] - 1, h_buf.shape[1], h_buf.shape[2]
     dev, dtype = h_buf.device, w_hh.dtype
@@ -566,6 +568,7 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
                                             lengths is not None, drop is not None, norm is not None)
     d_out = h_buf if d_out is None else d_out  # unused pointer when absent
     mask = d_h0 if drop is None else drop
+    ln = (d_h0,) * 7 if norm is None else tuple(d_h0 if t is None else t for t in norm)
     h_states = c_buf if drop is not None and cell == "gru" else h_buf  # (the GRU's h_{t-1}: z's gradient)
     d_h_n = d_h0 if d_h_n is None else d_h_n
     lengths = d_h0 if lengths is None else lengths
@@ -600,13 +603,9 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
             _LSTM_BACKWARD_PIECES(grid, (*args, partials, counters,
                                          torch.empty(2, 2, B, H, device=dev, dtype=torch.float32), T, B),
                                   constexprs, stream)
-        elif norm is None:
-            _LSTM_BACKWARD(grid, (*args, mask, *(d_h0,) * 7, partials, counters, T, B), constexprs, stream)
         else:
-            d_raw = torch.empty_like(d_gates)
-            _LSTM_BACKWARD(grid, (*args, mask, *norm[:5], d_raw, norm[5], partials, counters, T, B), constexprs,
-                           stream)
-            return d_gates, d_raw, d_h0, d_c0
+            _LSTM_BACKWARD(grid, (*args, mask, *ln[:3], *ln[4:6], ln[3], ln[6], partials, counters, T, B),
+                           constexprs, stream)
         return d_gates, d_gates, d_h0, d_c0
     if cell == "gru":
         d_gates_h = torch.empty(T, B, 3 * H, device=dev, dtype=dtype)
@@ -617,10 +616,11 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
                                                                                dtype=torch.float32), T, B),
                                  constexprs, stream)
         else:
-            _GRU_BACKWARD(grid, (*args, mask, partials, counters, T, B), constexprs, stream)
+            _GRU_BACKWARD(grid, (*args, mask, *ln[:4], partials, counters, T, B), constexprs, stream)
         return d_gates_x, d_gates_h, d_h0, None
     d_pre = torch.empty(T, B, H, device=dev, dtype=dtype)
-    _RNN_BACKWARD(grid, (d_out, d_h_n, saved, w_hh_t, d_pre, d_h0, lengths, mask, counters, T, B), constexprs, stream)
+    _RNN_BACKWARD(grid, (d_out, d_h_n, saved, w_hh_t, d_pre, d_h0, lengths, mask, *ln[:4], counters, T, B), constexprs,
+                  stream)
     return d_pre, d_pre, d_h0, None
 
 
@@ -814,8 +814,8 @@ def layer_norm_launch_or_refusal(cell: str, batch_size: int, hidden_size: int, d
     """:func:`launch_or_refusal` for a layer-normalized layer (:data:`LAYER_NORM_PLAN` over any
     :func:`plan_override`): ``(launch, None)``, or ``(None, why not)``: past the widths whose
     on-chip tile fits (on an H200: LSTM and GRU to hidden 64 in fp32, 128 in 16-bit; the RNN to
-    128 and 256). ``trains``: a call that wants gradients (the LSTM's: ``rnnbench.nn`` sends the
-    others to its loop), whose backward's plan must hold a row in one program too."""
+    128 and 256). ``trains``: a call that wants gradients, whose backward's plan must hold a row in
+    one program too."""
     with plan_override(**LAYER_NORM_PLAN):
         launch, reason = launch_or_refusal(cell, batch_size, hidden_size, dtype, device)
     if reason is not None:
@@ -856,11 +856,11 @@ def run_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih, b_hh, launch: _Launch, len
     :func:`kernel_lengths` returns it; returns ``h_n``/``c_n`` as ``[1, B, H]``. ``mask``:
     recurrent dropout's ``[B, H]`` in the weights' dtype (``launch`` a :func:`dropout_launch_or_refusal`'s).
     ``norm``: layer norm's ``rnnbench.reference.LayerNormWeights`` (``launch`` a
-    :func:`layer_norm_launch_or_refusal`'s): without gradients every cell's forward; with them
-    (``trains=True``'s launch) the LSTM's, through ``ops/layer_norm.LayerNormLayer``.
+    :func:`layer_norm_launch_or_refusal`'s; with gradients its ``trains=True`` one, through
+    ``ops/layer_norm.LayerNormLayer``).
 
     Raises:
-        ValueError: ``seq_len`` is 0; layer norm with a gradient wanted of a GRU or RNN.
+        ValueError: ``seq_len`` is 0.
     """
     if x.shape[0] < 1:
         raise ValueError("seq_len must be at least 1")
@@ -869,9 +869,6 @@ def run_layer(cell: str, x, h0, c0, w_ih, w_hh, b_ih, b_hh, launch: _Launch, len
     args = (x, _contiguous(h0), _contiguous(c0) if cell == "lstm" else None, w_ih.contiguous(), w_hh.contiguous(),
             _contiguous(b_ih), _contiguous(b_hh), cell, launch, save, lengths, _contiguous(mask))
     normed_training = norm is not None and (save or saves_for_backward(*norm))
-    if normed_training and cell != "lstm":  # (never silently without the gradient)
-        raise ValueError("layer norm's backward kernel is the LSTM's alone so far: call the GRU and RNN without "
-                         "gradients")
     if not torch.is_autocast_enabled(x.device.type):
         # Nothing to record when no gradient is wanted (autograd's Function machinery costs host
         # time on every call).
@@ -889,5 +886,6 @@ def _layer_norm_training(args: tuple, norm) -> tuple:
     here: it imports this module)."""
     from .layer_norm import LayerNormLayer
 
-    x, h0, c0, w_ih, w_hh, b_ih, b_hh, _, launch, _, lengths, _ = args
-    return LayerNormLayer.apply(x, h0, c0, w_ih, w_hh, b_ih, b_hh, *(t.contiguous() for t in norm), launch, lengths)
+    x, h0, c0, w_ih, w_hh, b_ih, b_hh, cell, launch, _, lengths, _ = args
+    return LayerNormLayer.apply(x, h0, c0, w_ih, w_hh, b_ih, b_hh, *(_contiguous(t) for t in norm), cell, launch,
+                                lengths)

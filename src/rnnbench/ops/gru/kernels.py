@@ -19,7 +19,7 @@ import triton
 import triton.language as tl
 
 from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _dropped, _exchange_offsets, _forward_weights,
-                      _gate_bias, _gate_columns, _gradient_in, _load_f32, _load_weight_columns, _normed,
+                      _gate_bias, _gate_columns, _gradient_in, _hat, _load_f32, _load_weight_columns, _norm_back, _normed,
                       _on_chip_columns, _program_tile, _publish_h, _recurrent_matmul, _release_counters,
                       _resident_stack_t, _row_lengths, _row_moments, _split_gates, _split_h0, _split_k_arrive,
                       _split_k_sum, _stack_gates, _stacked_rows, _transpose_columns, _wait, _where_running)
@@ -28,7 +28,7 @@ from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _dropped, _e
 @triton.jit(do_not_specialize=["T", "B"])
 def gru_forward_kernel(
     x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, lengths_ptr, drop_ptr, h0_drop_ptr, ln_ih_ptr, ln_hh_ptr,
-    h_buf_ptr, y_ptr, h_n_ptr, saved_ptr, w_split_ptr, h_split_ptr, counters_ptr,
+    ln_hat_ptr, ln_rstd_ptr, h_buf_ptr, y_ptr, h_n_ptr, saved_ptr, w_split_ptr, h_split_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
@@ -39,10 +39,11 @@ def gru_forward_kernel(
     """``HAS_LENGTHS``: a variable-length batch (``lengths [B]`` int32), as the LSTM's forward.
     ``DROP``: recurrent dropout, as the LSTM's forward, but ``z * h_{t-1}`` takes h itself, and
     with ``SAVE`` ``y [T+1, B, H]`` holds h0 too (the backward's ``h_{t-1}``). ``LN``: layer norm,
-    as the LSTM's forward (forward only, ``ON_CHIP``): each step's ``x_proj`` row and the product
-    normalized over their 3H values, times ``ln_ih``, ``ln_hh`` (``[3H]``), plus ``b_ih``, ``b_hh``
-    (``b_hn`` inside ``r * (.)`` as ever)."""
-    tl.static_assert(not LN or (ON_CHIP and not SAVE), "layer norm: one program a row, no backward yet")
+    as the LSTM's forward (``ON_CHIP``): each step's ``x_proj`` row and the product normalized over
+    their 3H values, times ``ln_ih``, ``ln_hh`` (``[3H]``), plus ``b_ih``, ``b_hh`` (``b_hn`` inside
+    ``r * (.)`` as ever, so the saved ``hn`` is the normalized product's n plus ``b_hn``); saving,
+    ``ln_hat [T, B, 3H]`` and ``ln_rstd [T, B]`` as the LSTM's (:func:`gru_backward_kernel`)."""
+    tl.static_assert(not LN or ON_CHIP, "layer norm: one program a row")
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
     gid = rows[None, :] * (3 * H) + units[:, None]  # gate r of a [B, 3H] plane
@@ -85,6 +86,12 @@ def gru_forward_kernel(
         a_r, a_z, a_n, _ = _split_gates(acc, BLOCK_H, BLOCK_B)
         if LN:
             mean, rstd = _row_moments(a_r, a_z, a_n, a_n, unit_mask[:, None], 3, 3 * H)
+            if SAVE:
+                hat_t = ln_hat_ptr + t * plane_g
+                tl.store(hat_t + gid + 0 * H, _hat(a_r, mean, rstd, unit_mask[:, None]), mask=mask)
+                tl.store(hat_t + gid + 1 * H, _hat(a_z, mean, rstd, unit_mask[:, None]), mask=mask)
+                tl.store(hat_t + gid + 2 * H, _hat(a_n, mean, rstd, unit_mask[:, None]), mask=mask)
+                tl.store(ln_rstd_ptr + t * B + rows[None, :], rstd, mask=row_mask[None, :])
             a_r = _normed(a_r, mean, rstd, ln_hh_ptr, 0 * H + units, unit_mask)
             a_z = _normed(a_z, mean, rstd, ln_hh_ptr, 1 * H + units, unit_mask)
             a_n = _normed(a_n, mean, rstd, ln_hh_ptr, 2 * H + units, unit_mask)
@@ -191,12 +198,13 @@ def _store_grads(dg_t, dx_t, gid, mask, H: tl.constexpr, d_r, d_z, d_hn, d_n):
 @triton.jit(do_not_specialize=["T", "B"])
 def gru_backward_kernel(
     d_out_ptr, d_h_n_ptr, saved_ptr, h_buf_ptr, w_hh_t_ptr, d_gates_h_ptr, d_gates_x_ptr, d_h0_ptr,
-    lengths_ptr, drop_ptr, partials_ptr, counters_ptr,
+    lengths_ptr, drop_ptr, ln_hat_ptr, ln_rstd_ptr, ln_hh_ptr, d_raw_ptr, partials_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
     HAS_LENGTHS: tl.constexpr, GATE_GROUP: tl.constexpr = 0, SPAN_PAD: tl.constexpr = 0, DROP: tl.constexpr = False,
+    LN: tl.constexpr = False,
 ):
     """Reverse-time recurrence. Writes ``d_gates_h [T, B, 3H]``, the gradients of the recurrent
     pre-activations ``(W_hr h, W_hz h, W_hn h + b_hn)``, and ``d_gates_x [T, B, 3H]``, those of
@@ -205,13 +213,23 @@ def gru_backward_kernel(
     ``w_hh_t`` is ``W_hh^T`` (``[H, 3H]``, contiguous). ``HAS_LENGTHS``, ``GATE_GROUP``: as the
     LSTM's backward. ``DROP``: the forward's recurrent dropout: the product's gradient times
     ``drop [B, H]`` before the direct path through z joins it; ``h_buf`` is then the forward's
-    ``y`` (``h_{t-1}`` itself, for z's gradient)."""
+    ``y`` (``h_{t-1}`` itself, for z's gradient). ``LN``: the forward's layer norm (``ON_CHIP``), from
+    what it saved (``ln_hat``, ``ln_rstd``) and the recurrent gain ``ln_hh [3H]``: ``d_gates_h``
+    holds the gradients of the normalized product's gates (n's times r: the biases' and gains'),
+    ``d_raw [T, B, 3H]`` those of the product before its norm (``W_hh``'s, and what ``dh_{t-1}``
+    is formed from, beside the direct path through z)."""
+    tl.static_assert(not LN or ON_CHIP, "layer norm: one program a row")
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid, gid, plane_h, plane_g = _back_tile(B, H, BLOCK_B,
                                                                                                   BLOCK_H, 3)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
     sid = rows[None, :] * (4 * H) + units[:, None]  # the saved activations' [B, 4H] plane
     plane_s = B.to(tl.int64) * (4 * H)
     drop = _load_f32(drop_ptr, hid, mask) if DROP else 0.0
+    valid = unit_mask[:, None]
+    if LN:
+        gain_r = _load_f32(ln_hh_ptr, 0 * H + units, unit_mask)[:, None]
+        gain_z = _load_f32(ln_hh_ptr, 1 * H + units, unit_mask)[:, None]
+        gain_n = _load_f32(ln_hh_ptr, 2 * H + units, unit_mask)[:, None]
 
     if ON_CHIP:
         w = _gate_columns(w_hh_t_ptr, units, unit_mask, H, 3, K_PAD)
@@ -226,8 +244,26 @@ def gru_backward_kernel(
         t = T - 1 - s
         dg_t = d_gates_h_ptr + t * plane_g
         d_h, d_h_cell = _gradient_in(t, lengths, d_h_rec, d_out, zero, HAS_LENGTHS)
-        d_r, d_z, d_hn, direct = _cell_step_back(d_h_cell, r, z, n, hn, h_prev, dg_t,
-                                                 d_gates_x_ptr + t * plane_g, gid, mask, H)
+        if LN:
+            out_ty = dg_t.dtype.element_ty
+            d_r, d_z, d_hn, d_n, direct = _cell_grads(d_h_cell, r, z, n, hn, h_prev, tl.float32)
+            _store_grads(dg_t, d_gates_x_ptr + t * plane_g, gid, mask, H, d_r.to(out_ty), d_z.to(out_ty),
+                         d_hn.to(out_ty), d_n.to(out_ty))
+            # through the recurrent product's norm: the gradient before it (W_hh's, and dh_{t-1}'s)
+            hat_t = ln_hat_ptr + t * plane_g
+            rstd = tl.load(ln_rstd_ptr + t * B + rows[None, :], mask=row_mask[None, :], other=0.0)
+            hat_n = _load_f32(hat_t, gid + 2 * H, mask)
+            d_r, d_z, d_hn, _ = _norm_back(d_r * gain_r, d_z * gain_z, d_hn * gain_n, d_hn,
+                                           _load_f32(hat_t, gid + 0 * H, mask), _load_f32(hat_t, gid + 1 * H, mask),
+                                           hat_n, hat_n, rstd, valid, 3, 3 * H)
+            d_r, d_z, d_hn = d_r.to(out_ty), d_z.to(out_ty), d_hn.to(out_ty)
+            raw_t = d_raw_ptr + t * plane_g
+            tl.store(raw_t + gid + 0 * H, d_r, mask=mask)
+            tl.store(raw_t + gid + 1 * H, d_z, mask=mask)
+            tl.store(raw_t + gid + 2 * H, d_hn, mask=mask)
+        else:
+            d_r, d_z, d_hn, direct = _cell_step_back(d_h_cell, r, z, n, hn, h_prev, dg_t,
+                                                     d_gates_x_ptr + t * plane_g, gid, mask, H)
         if not ON_CHIP:  # our gate gradients published: arrive, then the next step's loads, then wait
             _arrive(counters_ptr + pid_b)
         if s + 1 < T:

@@ -14,9 +14,10 @@ import triton
 import triton.language as tl
 
 from ..common import (HALF_LO_SCALE, _act_tanh, _arrive, _columns_matmul, _dropped, _forward_weights, _gate_bias,
-                      _gradient_in, _load_f32, _load_stacked_weights, _load_weight_columns, _mma, _mma_split, _normed,
-                      _pow2_above, _program_tile, _publish_h, _recurrent_matmul, _release_counters, _row_lengths,
-                      _row_moments, _split_h0, _split_half, _split_tf32, _stacked_rows, _wait, _where_running)
+                      _gradient_in, _hat, _load_f32, _load_stacked_weights, _load_weight_columns, _mma, _mma_split,
+                      _norm_back, _normed, _pow2_above, _program_tile, _publish_h, _recurrent_matmul,
+                      _release_counters, _row_lengths, _row_moments, _split_h0, _split_half, _split_tf32,
+                      _stacked_rows, _wait, _where_running)
 
 
 @triton.jit
@@ -84,7 +85,7 @@ def _chip_split_matmul(w, h, h_scale, h_inv, zero, CHIP_SPLIT: tl.constexpr, SCA
 @triton.jit(do_not_specialize=["T", "B"])
 def rnn_forward_kernel(
     x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, lengths_ptr, drop_ptr, h0_drop_ptr, ln_ih_ptr, ln_hh_ptr,
-    h_buf_ptr, y_ptr, h_n_ptr, saved_ptr, w_split_ptr, h_split_ptr, counters_ptr,
+    ln_hat_ptr, ln_rstd_ptr, h_buf_ptr, y_ptr, h_n_ptr, saved_ptr, w_split_ptr, h_split_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, RELU: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
@@ -97,10 +98,11 @@ def rnn_forward_kernel(
     (:func:`_chip_split_matmul`). ``HAS_LENGTHS``: a variable-length batch (``lengths [B]``
     int32), as the LSTM's forward. ``DROP``: recurrent dropout, as the LSTM's forward (``h_buf``
     holds ``h_t * drop``, ``y`` the output; not with ``CHIP_SPLIT``, whose scales bound h by 1).
-    ``LN``: layer norm, as the LSTM's forward (forward only, ``ON_CHIP``): the product normalized
-    over its H values, times ``ln_hh [H]``, plus ``b_hh``; each step's ``x_proj`` row likewise with
-    ``ln_ih [H]`` and ``b_ih``."""
-    tl.static_assert(not LN or (ON_CHIP and not SAVE), "layer norm: one program a row, no backward yet")
+    ``LN``: layer norm, as the LSTM's forward (``ON_CHIP``): the product normalized over its H
+    values, times ``ln_hh [H]``, plus ``b_hh``; each step's ``x_proj`` row likewise with ``ln_ih
+    [H]`` and ``b_ih``; saving, ``ln_hat [T, B, H]`` and ``ln_rstd [T, B]`` as the LSTM's
+    (:func:`rnn_backward_kernel`)."""
+    tl.static_assert(not LN or ON_CHIP, "layer norm: one program a row")
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
     plane_h = B.to(tl.int64) * H
@@ -143,6 +145,9 @@ def rnn_forward_kernel(
                                   PRECISION, UPCAST, SPLIT_ONCE, w_scale, h_scales, plane_h, H)
         if LN:
             mean, rstd = _row_moments(a, a, a, a, unit_mask[:, None], 1, H)
+            if SAVE:
+                tl.store(ln_hat_ptr + t * plane_h + hid, _hat(a, mean, rstd, unit_mask[:, None]), mask=mask)
+                tl.store(ln_rstd_ptr + t * B + rows[None, :], rstd, mask=row_mask[None, :])
             a = _normed(a, mean, rstd, ln_hh_ptr, units, unit_mask)
             x_mean, x_rstd = _row_moments(x, x, x, x, unit_mask[:, None], 1, H)
             a += _normed(x, x_mean, x_rstd, ln_ih_ptr, units, unit_mask)
@@ -189,20 +194,27 @@ def _saved_step(t, d_out_ptr, saved_ptr, hid, mask, plane_h, HAS_D_OUT: tl.const
 
 @triton.jit(do_not_specialize=["T", "B"])
 def rnn_backward_kernel(
-    d_out_ptr, d_h_n_ptr, saved_ptr, w_hh_t_ptr, d_pre_ptr, d_h0_ptr, lengths_ptr, drop_ptr, counters_ptr,
+    d_out_ptr, d_h_n_ptr, saved_ptr, w_hh_t_ptr, d_pre_ptr, d_h0_ptr, lengths_ptr, drop_ptr, ln_hat_ptr,
+    ln_rstd_ptr, ln_hh_ptr, d_raw_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, RELU: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
     W_RESIDENT: tl.constexpr, ON_CHIP: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
-    HAS_LENGTHS: tl.constexpr, DROP: tl.constexpr = False,
+    HAS_LENGTHS: tl.constexpr, DROP: tl.constexpr = False, LN: tl.constexpr = False,
 ):
     """Reverse-time recurrence. Writes ``d_pre [T, B, H]`` (gradient of the pre-activation, in
     the weights' dtype) and ``d_h0``. ``w_hh_t`` is ``W_hh^T`` (contiguous). ``HAS_LENGTHS`` and
-    ``DROP``: as the LSTM's backward."""
+    ``DROP``: as the LSTM's backward. ``LN``: the forward's layer norm (``ON_CHIP``), from what it
+    saved (``ln_hat``, ``ln_rstd``) and the recurrent gain ``ln_hh [H]``: ``d_pre`` is then the
+    gradient of both normalized products (the biases' and gains'), ``d_raw [T, B, H]`` that of the
+    recurrent product before its norm (``W_hh``'s, and what ``dh_{t-1}`` is formed from)."""
+    tl.static_assert(not LN or ON_CHIP, "layer norm: one program a row")
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
     drop = _load_f32(drop_ptr, hid, mask) if DROP else 0.0
     plane_h = B.to(tl.int64) * H
+    if LN:
+        gain = _load_f32(ln_hh_ptr, units, unit_mask)[:, None]
     if W_RESIDENT:
         w = _load_weight_columns(w_hh_t_ptr, units, unit_mask, 0, H, 1, K_PAD, K_PAD)
     else:
@@ -221,8 +233,14 @@ def rnn_backward_kernel(
         else:
             d_pre = d_h_cell * (1.0 - h * h)
         dp_t = d_pre_ptr + t * plane_h
-        d_pre = d_pre.to(d_pre_ptr.dtype.element_ty)
-        tl.store(dp_t + hid, d_pre, mask=mask)
+        tl.store(dp_t + hid, d_pre.to(d_pre_ptr.dtype.element_ty), mask=mask)
+        if LN:  # through the recurrent product's norm: the gradient before it (W_hh's, and dh_{t-1}'s)
+            rstd = tl.load(ln_rstd_ptr + t * B + rows[None, :], mask=row_mask[None, :], other=0.0)
+            hat = _load_f32(ln_hat_ptr + t * plane_h, hid, mask)
+            d_pre, _, _, _ = _norm_back(d_pre * gain, d_pre, d_pre, d_pre, hat, hat, hat, hat, rstd,
+                                        unit_mask[:, None], 1, H)
+            tl.store(d_raw_ptr + t * plane_h + hid, d_pre.to(d_raw_ptr.dtype.element_ty), mask=mask)
+        d_pre = d_pre.to(d_pre_ptr.dtype.element_ty)  # (the product's operand)
         if ON_CHIP:  # every unit's d_pre is ours (the resident tile is W_hh^T[all units, all units])
             d_out, h = d_out_next, h_next
             d_out_next, h_next = _saved_step(tl.maximum(t - 2, 0), d_out_ptr, saved_ptr, hid, mask, plane_h, HAS_D_OUT)
