@@ -342,7 +342,8 @@ def test_cuda_loop_against_reference(case):
     assert not check(cell, "torch", batch, 9, 24, hidden, device="cuda", dtype=dtype, **options)
 
 
-# On a CUDA device, without gradients: the kernels' on-chip forwards, at the widths they plan for.
+# On a CUDA device, without gradients: the kernels' forwards, on chip at the widths they plan for,
+# past them on the exchange plans (the statistics gathered across programs).
 CUDA_KERNEL_CASES = {
     "lstm-B20-H100-bf16": ("lstm", 20, 100, "bf16", {}),  # 512 rows on chip, 8 warps
     "lstm-B3-H64-tf32-L2-bidirectional-lengths": ("lstm", 3, 64, "tf32", dict(
@@ -352,6 +353,14 @@ CUDA_KERNEL_CASES = {
     "gru-B3-H64-tf32-no_bias": ("gru", 3, 64, "tf32", dict(bias=False)),
     "rnn_tanh-B20-H100-fp32": ("rnn_tanh", 20, 100, "fp32", {}),  # the on-chip split (3xFP16)
     "rnn_relu-B20-H256-bf16-no_state": ("rnn_relu", 20, 256, "bf16", dict(with_state=False)),
+    "lstm-B32-H650-tf32": ("lstm", 32, 650, "tf32", {}),  # exchange: 41 programs of 16 units, resident
+    "lstm-B64-H512-bf16-L2-bidirectional-lengths": ("lstm", 64, 512, "bf16", dict(
+        num_layers=2, bidirectional=True, lengths=torch.arange(64) % 10)),
+    "lstm-B20-H100-fp32": ("lstm", 20, 100, "fp32", {}),  # exchange, 3xTF32 (strict fp32)
+    "gru-B128-H1024-bf16-no_bias": ("gru", 128, 1024, "bf16", dict(bias=False)),  # streamed weights
+    "gru-B3-H300-tf32": ("gru", 3, 300, "tf32", {}),
+    "rnn_tanh-B32-H650-fp32": ("rnn_tanh", 32, 650, "fp32", {}),
+    "rnn_relu-B1-H2048-bf16-no_state": ("rnn_relu", 1, 2048, "bf16", dict(with_state=False)),
 }
 
 
@@ -393,6 +402,7 @@ CUDA_REPLAY_CASES = {
     "lstm-B20-H100-bf16": ("lstm", 20, 100, "bf16", {}),
     "gru-B4-H64-tf32-L2-bidirectional": ("gru", 4, 64, "tf32", dict(num_layers=2, bidirectional=True)),
     "rnn_tanh-B20-H100-fp32-no_bias": ("rnn_tanh", 20, 100, "fp32", dict(bias=False)),
+    "lstm-B32-H650-bf16-L2": ("lstm", 32, 650, "bf16", dict(num_layers=2)),  # exchange plans
 }
 
 
@@ -427,6 +437,9 @@ def test_cuda_a_call_without_gradients_is_replayed_with_the_gains_it_holds_now(c
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available() or _interpreted(), reason="needs a CUDA device, kernels compiled")
-def test_cuda_a_layer_too_wide_for_one_program_runs_the_loop():
-    said = check("lstm", "auto", 20, 9, 24, 100, device="cuda", dtype="tf32", gradients=False)
+def test_cuda_training_a_layer_too_wide_for_one_program_runs_the_loop():
+    """Past the on-chip widths a forward runs the exchange plans (no warning), but training, whose
+    backward holds a row in one program, runs the loop after the fallback's warning."""
+    assert not check("lstm", "auto", 20, 9, 24, 100, device="cuda", dtype="tf32", gradients=False)
+    said = check("lstm", "auto", 20, 9, 24, 100, device="cuda", dtype="tf32")
     assert len(said) == 1 and "layer norm's kernels hold a row in one program" in said[0], said

@@ -52,11 +52,14 @@ their ``G*H`` pre-activations, times gains ``ln_weight_ih_l{k}``, ``ln_weight_hh
 before ``b_ih``/``b_hh``; the LSTM's ``c_t`` where it enters ``tanh`` (``ln_weight_c_l{k}``,
 ``ln_bias_c_l{k}`` ``[H]``). The gains are parameters beside torch.nn's (ones and zeros to start;
 torch.nn's state_dict loads with ``strict=False``). A call without recurrent dropout runs on the
-kernels where one program holds a batch row (``recurrence.LAYER_NORM_PLAN``: LSTM and GRU to
-hidden 64 in fp32, 128 in 16-bit; the RNN to 128 and 256 on an H200): without gradients every
-cell's forward (every norm in the kernel, so such a call is recorded and replayed as any other),
-with them every cell's training too (``ops/layer_norm.py``: the forward saving, the backward through
-every norm, never replayed). Any other (wider layers, recurrent dropout, CPU tensors) runs on ``rnnbench.ops.loop``'s loop, with lengths and PackedSequence too (under
+kernels (``recurrence.layer_norm_launch_or_refusal``): without gradients every cell's forward at
+any width (every norm in the kernel, so such a call is recorded and replayed as any other; where
+one program holds a batch row its statistics are its own sums, ``LAYER_NORM_PLAN``: LSTM and GRU
+to hidden 64 in fp32, 128 in 16-bit, the RNN to 128 and 256 on an H200; past those the exchange
+plans gather each program's share after a grid barrier), with them every cell's training where one
+program holds a row (``ops/layer_norm.py``: the forward saving, the backward through every norm,
+never replayed). Any other (wider training, recurrent dropout, CPU tensors) runs on
+``rnnbench.ops.loop``'s loop, with lengths and PackedSequence too (under
 ``"auto"`` after the fallback's one warning; ``"triton"`` refuses it).
 Inside a ``torch.compile``-d model the module runs eagerly between the compiled graphs, as
 torch.nn's recurrent modules do there (``torch._dynamo.config.allow_rnn`` is off by default: the
@@ -232,9 +235,9 @@ class _KernelPath:
         recurrent dropout draws new masks (:meth:`_kernel_forward`), so no replay stands in for it;
         where the kernels cannot take it (or under ``backend="torch"``) it runs on the loop of
         torch's cells (``ops/loop.py``: cuDNN has no recurrent dropout), ``launch`` None. So does
-        every call with layer norm where no kernel takes it (cuDNN has none); ours take it on chip
-        (``recurrence.layer_norm_launch_or_refusal``): without gradients, recorded and replayed as
-        any other; with them trained on the kernels, never replayed."""
+        every call with layer norm where no kernel takes it (cuDNN has none); ours take it
+        (``recurrence.layer_norm_launch_or_refusal``): without gradients at any width, recorded and
+        replayed as any other; with them where one program holds a row, never replayed."""
         drops = bool(self.recurrent_dropout) and self.training
         loop = drops or self.layer_norm  # (calls cuDNN cannot run: the loop where the kernels do not)
         trains = self.layer_norm and torch.is_grad_enabled() and _wants_gradients(self, input, hx)

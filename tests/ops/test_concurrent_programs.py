@@ -151,3 +151,21 @@ def test_barrier_orders_threads():
 
     assert barrier_floor(4, 6, "cpu").item() == 24
     assert barrier_check(4, 6, "cpu") == 0
+
+
+@pytest.mark.parametrize("cell, resident", [("lstm", True), ("gru", False), ("rnn_tanh", False)],
+                         ids=["lstm-resident", "gru-streamed", "rnn_tanh-streamed"])
+def test_layer_norm_across_programs(cell, resident):
+    """Layer norm's forward on an exchange plan (``recurrence.LAYER_NORM_EXCHANGE_PLAN``): hidden 37
+    over 3 programs of 16 units, batch 20 over two batch blocks, each program publishing its share
+    of its rows' sums and reading everyone's after a grid barrier (the products' norms, and the
+    LSTM's cell norm after one more); output and final states against float64, one layer, then two
+    both ways with variable lengths."""
+    from rnnbench.ops.recurrence import plan_override
+
+    from test_layer_norm import check
+
+    with plan_override(h_on_chip=False, block_h=16, block_b=16, block_k=16, w_resident=resident):
+        assert not check(cell, "triton", 20, 5, 4, 37, gradients=False)
+        assert not check(cell, "triton", 20, 5, 4, 37, gradients=False, num_layers=2, bidirectional=True,
+                         lengths=torch.arange(20) % 6)

@@ -362,12 +362,11 @@ def _dropped(x, drop, DROP: tl.constexpr):
 
 
 @triton.jit
-def _row_moments(a0, a1, a2, a3, valid, GATES: tl.constexpr, N: tl.constexpr):
-    """Layer norm's statistics of each batch row (column) over the first ``GATES`` of the tiles
-    ``a0..a3`` (``[BLOCK_H, BLOCK_B]`` each, a gate's units of the product), their ``valid`` units
-    (``[BLOCK_H, 1]``) alone, ``N`` values in all: ``(mean, 1 / sqrt(variance + eps))``, ``[1,
-    BLOCK_B]`` each (the biased variance, from the deviations: ``rnnbench.reference.normalized``).
-    The program must hold every unit of its rows (``ON_CHIP``): no other program's are summed."""
+def _row_sums(a0, a1, a2, a3, valid, GATES: tl.constexpr, n):
+    """Each batch row's (column's) sum over the first ``GATES`` of the tiles ``a0..a3``
+    (``[BLOCK_H, BLOCK_B]`` each, a gate's units of the product), their ``valid`` units
+    (``[BLOCK_H, 1]``) alone, ``n`` values in all, and its squared deviations from their mean
+    ``sum / n``: ``(sum, squares)``, ``[BLOCK_B]`` each."""
     total = tl.sum(tl.where(valid, a0, 0.0), axis=0)
     if GATES > 1:
         total += tl.sum(tl.where(valid, a1, 0.0), axis=0)
@@ -375,7 +374,7 @@ def _row_moments(a0, a1, a2, a3, valid, GATES: tl.constexpr, N: tl.constexpr):
         total += tl.sum(tl.where(valid, a2, 0.0), axis=0)
     if GATES > 3:
         total += tl.sum(tl.where(valid, a3, 0.0), axis=0)
-    mean = (total / N)[None, :]
+    mean = (total / n)[None, :]
     d = tl.where(valid, a0 - mean, 0.0)
     squares = tl.sum(d * d, axis=0)
     if GATES > 1:
@@ -387,7 +386,93 @@ def _row_moments(a0, a1, a2, a3, valid, GATES: tl.constexpr, N: tl.constexpr):
     if GATES > 3:
         d = tl.where(valid, a3 - mean, 0.0)
         squares += tl.sum(d * d, axis=0)
-    return mean, (1.0 / tl.sqrt(squares / N + _LAYER_NORM_EPS))[None, :]
+    return total, squares
+
+
+@triton.jit
+def _row_moments(a0, a1, a2, a3, valid, GATES: tl.constexpr, N: tl.constexpr):
+    """Layer norm's statistics of each batch row (column) over the first ``GATES`` of the tiles
+    ``a0..a3``, their ``valid`` units alone, ``N`` values in all (:func:`_row_sums`): ``(mean, 1 /
+    sqrt(variance + eps))``, ``[1, BLOCK_B]`` each (the biased variance, from the deviations:
+    ``rnnbench.reference.normalized``). The program must hold every unit of its rows (``ON_CHIP``):
+    no other program's are summed (:func:`_publish_moments` where they are spread)."""
+    total, squares = _row_sums(a0, a1, a2, a3, valid, GATES, N)
+    return (total / N)[None, :], (1.0 / tl.sqrt(squares / N + _LAYER_NORM_EPS))[None, :]
+
+
+@triton.jit
+def _publish_moments(part_ptr, k, a0, a1, a2, a3, valid, pid_h, rows, row_mask, B, GATES: tl.constexpr,
+                     H: tl.constexpr, BLOCK_H: tl.constexpr):
+    """Where a batch row's units are spread over the programs of its batch block (the exchange
+    plans), norm ``k``'s share of this program (``pid_h``): :func:`_row_sums` of its own units
+    into ``part [K, programs, 2, B]`` fp32 at ``[k, pid_h]`` (the sum, then the squared deviations
+    from this program's own mean), for :func:`_gathered_moments` after a grid barrier."""
+    PROGRAMS: tl.constexpr = (H + BLOCK_H - 1) // BLOCK_H
+    total, squares = _row_sums(a0, a1, a2, a3, valid, GATES, GATES * tl.minimum(BLOCK_H, H - pid_h * BLOCK_H))
+    slot = part_ptr + (k * PROGRAMS + pid_h) * (2 * B)
+    tl.store(slot + rows, total, mask=row_mask)
+    tl.store(slot + B + rows, squares, mask=row_mask)
+
+
+@triton.jit
+def _gathered_moments(part_ptr, k, rows, row_mask, B, GATES: tl.constexpr, H: tl.constexpr, BLOCK_H: tl.constexpr,
+                      K_PAD: tl.constexpr):
+    """After the barrier that follows every program's :func:`_publish_moments` of norm ``k``: the
+    statistics of this program's batch rows over all ``GATES * H`` values, as :func:`_row_moments`
+    returns them. The shares are combined as Chan, Golub and LeVeque's pairwise variance does (the
+    squared deviations summed, plus each share's count times its mean's squared distance from the
+    row's): no sum of squares less a squared sum, which loses the variance where the mean is far
+    from zero. Every share in one ``[K_PAD // BLOCK_H, BLOCK_B]`` load each of sums and deviations
+    (a power of 2 at least the programs; unrolled loads a program each held them all in registers:
+    compiled for sm_90 the LSTM's forward at hidden 650 spilled 2.4 KB a thread). Read through L2
+    (``.cg``): other programs wrote them."""
+    PROGRAMS: tl.constexpr = (H + BLOCK_H - 1) // BLOCK_H
+    p = tl.arange(0, K_PAD // BLOCK_H)
+    present = p < PROGRAMS
+    at = part_ptr + (k * PROGRAMS + p)[:, None] * (2 * B) + rows[None, :]
+    both = present[:, None] & row_mask[None, :]
+    total = tl.load(at, mask=both, other=0.0, cache_modifier=".cg")
+    squares = tl.load(at + B, mask=both, other=0.0, cache_modifier=".cg")
+    n = tl.where(present, GATES * tl.minimum(BLOCK_H, H - p * BLOCK_H), 1).to(tl.float32)[:, None]
+    mean = tl.sum(total, axis=0)[None, :] / (GATES * H)
+    apart = total - n * mean  # (a share's count times its mean's distance from the row's)
+    squares = tl.sum(squares + tl.where(present[:, None], apart * apart / n, 0.0), axis=0)[None, :]
+    return mean, 1.0 / tl.sqrt(squares / (GATES * H) + _LAYER_NORM_EPS)
+
+
+@triton.jit
+def _step_moments(a0, a1, a2, a3, x0, x1, x2, x3, valid, part_ptr, counter_ptr, target, pid_h, rows, row_mask, B,
+                  GATES: tl.constexpr, H: tl.constexpr, BLOCK_H: tl.constexpr, K_PAD: tl.constexpr,
+                  ON_CHIP: tl.constexpr):
+    """A layer-normalized step's statistics of the recurrent product (``a0..a3``) and of the
+    input's (``x0..x3``) over each batch row's ``GATES * H`` values: ``(mean, rstd, x_mean,
+    x_rstd)`` as :func:`_row_moments` returns them. On chip from the program's own tiles; where the
+    rows are spread over programs, both shares published (norms 0 and 1 of ``part``), one grid
+    barrier at ``counter_ptr`` (``target`` arrivals), then gathered (:func:`_gathered_moments`)."""
+    if ON_CHIP:
+        mean, rstd = _row_moments(a0, a1, a2, a3, valid, GATES, GATES * H)
+        x_mean, x_rstd = _row_moments(x0, x1, x2, x3, valid, GATES, GATES * H)
+    else:
+        _publish_moments(part_ptr, 0, a0, a1, a2, a3, valid, pid_h, rows, row_mask, B, GATES, H, BLOCK_H)
+        _publish_moments(part_ptr, 1, x0, x1, x2, x3, valid, pid_h, rows, row_mask, B, GATES, H, BLOCK_H)
+        _grid_barrier(counter_ptr, target)
+        mean, rstd = _gathered_moments(part_ptr, 0, rows, row_mask, B, GATES, H, BLOCK_H, K_PAD)
+        x_mean, x_rstd = _gathered_moments(part_ptr, 1, rows, row_mask, B, GATES, H, BLOCK_H, K_PAD)
+    return mean, rstd, x_mean, x_rstd
+
+
+@triton.jit
+def _cell_moments(c, valid, part_ptr, counter_ptr, target, pid_h, rows, row_mask, B, H: tl.constexpr,
+                  BLOCK_H: tl.constexpr, K_PAD: tl.constexpr, ON_CHIP: tl.constexpr):
+    """The LSTM's ``c_t`` statistics over each batch row's ``H`` units, as :func:`_step_moments`
+    (norm 2 of ``part`` where the rows are spread over programs)."""
+    if ON_CHIP:
+        mean, rstd = _row_moments(c, c, c, c, valid, 1, H)
+    else:
+        _publish_moments(part_ptr, 2, c, c, c, c, valid, pid_h, rows, row_mask, B, 1, H, BLOCK_H)
+        _grid_barrier(counter_ptr, target)
+        mean, rstd = _gathered_moments(part_ptr, 2, rows, row_mask, B, 1, H, BLOCK_H, K_PAD)
+    return mean, rstd
 
 
 @triton.jit

@@ -407,6 +407,9 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     h0_drop = h0 * mask if drop is not None and has_h0 else h0
     ln_ih, ln_hh, ln_c_w, ln_c_b, ln_hat, ln_rstd = (h_n,) * 6 if norm is None else (
         *norm[:2], *(h_n if t is None else t for t in norm[2:]))
+    # (layer norm over programs, the exchange plans: each one's share of its rows' sums, a norm a slot)
+    spread = norm is not None and not launch.forward.h_on_chip
+    ln_part = torch.empty(3 if lstm else 2, grid[0], 2, B, device=dev, dtype=torch.float32) if spread else h_n
     # (no dependent launch with producers: they read x, which the launch before may be writing)
     constexprs = launch.forward_constexprs(b_ih is not None, has_h0, save, has_c0, lengths is not None,
                                            produced is None and dependent_launch(dev),
@@ -480,15 +483,15 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     elif lstm:
         # (keyed through the gains: the mask may be the caller's, h0_drop its h0 itself, the gains the module's)
         args = (x_proj, w_hh, *biases, h0, h_n if c0 is None else c0, lengths, mask, h0_drop, ln_ih, ln_hh, ln_c_w,
-                ln_c_b, ln_hat, ln_rstd, h_buf, out, h_n, c_n, c_buf, saved, w_split, h_split, counters, T, B)
-        _LSTM_FORWARD(grid, args, constexprs, stream, keyed=15)
+                ln_c_b, ln_hat, ln_rstd, ln_part, h_buf, out, h_n, c_n, c_buf, saved, w_split, h_split, counters, T, B)
+        _LSTM_FORWARD(grid, args, constexprs, stream, keyed=16)
     elif pieces:  # (the GRU's: its fp32 h in two slots, ops/gru/pieces.py)
         args = (x_proj, w_hh, *biases, h0, lengths, h_buf, h_n, saved, torch.empty(2, B, H, **f32), counters, T, B)
         _GRU_FORWARD_PIECES(grid, args, constexprs, stream, keyed=6)
     else:
-        args = (x_proj, w_hh, *biases, h0, lengths, mask, h0_drop, ln_ih, ln_hh, ln_hat, ln_rstd, h_buf, out, h_n,
-                saved, w_split, h_split, counters, T, B)
-        (_GRU_FORWARD if cell == "gru" else _RNN_FORWARD)(grid, args, constexprs, stream, keyed=12)
+        args = (x_proj, w_hh, *biases, h0, lengths, mask, h0_drop, ln_ih, ln_hh, ln_hat, ln_rstd, ln_part, h_buf, out,
+                h_n, saved, w_split, h_split, counters, T, B)
+        (_GRU_FORWARD if cell == "gru" else _RNN_FORWARD)(grid, args, constexprs, stream, keyed=13)
     if not save:
         c_buf = saved = None
     return h_buf, h_n, c_n, saved, c_buf
@@ -803,29 +806,47 @@ def dropout_launch_or_refusal(cell: str, batch_size: int, hidden_size: int, dtyp
     return launch, reason
 
 
-# Layer norm runs the ``tl`` forwards with one program holding every unit of its batch rows (h on
-# chip), where a row's mean and variance are sums in its registers: the exchange plans spread a row
-# over programs that would need a barrier a norm a step to share them (docs/kernels.md, "Layer norm").
+# Layer norm runs the ``tl`` kernels: where they fit, with one program holding every unit of its batch
+# rows (h on chip), whose mean and variance are sums in its registers; past that width its forward
+# runs the exchange plans, each program publishing its share of its rows' sums and reading everyone's
+# after a grid barrier (docs/kernels.md, "Layer norm"); a backward holds a row in one program alone.
 LAYER_NORM_PLAN = dict(h_on_chip=True, fma=False, gluon=False, produce=False, pieces=1)
+LAYER_NORM_EXCHANGE_PLAN = dict(h_on_chip=False, fma=False, gluon=False, produce=False, pieces=1)
 
 
 def layer_norm_launch_or_refusal(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtype,
                                  device: torch.device, trains: bool = False) -> tuple[_Launch | None, str | None]:
-    """:func:`launch_or_refusal` for a layer-normalized layer (:data:`LAYER_NORM_PLAN` over any
-    :func:`plan_override`): ``(launch, None)``, or ``(None, why not)``: past the widths whose
-    on-chip tile fits (on an H200: LSTM and GRU to hidden 64 in fp32, 128 in 16-bit; the RNN to
-    128 and 256). ``trains``: a call that wants gradients, whose backward's plan must hold a row in
-    one program too."""
-    with plan_override(**LAYER_NORM_PLAN):
+    """:func:`launch_or_refusal` for a layer-normalized layer: ``(launch, None)``, or ``(None, why
+    not)``. :data:`LAYER_NORM_PLAN` over any :func:`plan_override` where one program holds a batch
+    row (on an H200: LSTM and GRU to hidden 64 in fp32, 128 in 16-bit; the RNN to 128 and 256);
+    without ``trains``, past those widths (or under an override asking ``h_on_chip=False``)
+    :data:`LAYER_NORM_EXCHANGE_PLAN`. ``trains``: a call that wants gradients, whose backward's plan
+    must hold a row in one program too (no exchange plan has a backward with layer norm yet)."""
+    no_plan = "layer norm: no plan of its kernels for this shape"
+    on_chip = None  # (why the on-chip plan does not take it)
+    if dict(_PLAN_OVERRIDE.get()).get("h_on_chip") is not False:
+        with plan_override(**LAYER_NORM_PLAN):
+            launch, reason = launch_or_refusal(cell, batch_size, hidden_size, dtype, device)
+        if reason is None and _normalizes(launch, trains):
+            return launch, None
+        on_chip = no_plan if reason is None else f"layer norm's kernels hold a row in one program, and here: {reason}"
+    if trains:
+        return None, on_chip or no_plan
+    with plan_override(**LAYER_NORM_EXCHANGE_PLAN):
         launch, reason = launch_or_refusal(cell, batch_size, hidden_size, dtype, device)
-    if reason is not None:
-        return None, f"layer norm's kernels hold a row in one program, and here: {reason}"
+    if reason is None and _normalizes(launch, False):
+        return launch, None
+    return None, reason or on_chip or no_plan
+
+
+def _normalizes(launch: _Launch, trains: bool) -> bool:
+    """Whether ``launch``'s forward runs a ``tl`` kernel that takes ``LN`` (not the FMA, Gluon,
+    producing or sliced ones) and, with ``trains``, its backward too (on chip, not split)."""
     forward, backward = launch.forward, launch.backward
-    if not forward.h_on_chip or forward.fma or forward.gluon or forward.produce or forward.pieces > 1 or (
-            trains and not (backward.h_on_chip and not backward.fma and backward.pieces == 1
-                            and not backward.split_k and not backward.gate_split)):
-        return None, "layer norm: no plan of its kernels for this shape"
-    return launch, None
+    if forward.fma or forward.gluon or forward.produce or forward.pieces > 1:
+        return False
+    return not trains or (forward.h_on_chip and backward.h_on_chip and not backward.fma and backward.pieces == 1
+                          and not backward.split_k and not backward.gate_split)
 
 
 def _drops(launch: _Launch) -> bool:

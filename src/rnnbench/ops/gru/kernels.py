@@ -19,16 +19,17 @@ import triton
 import triton.language as tl
 
 from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _dropped, _exchange_offsets, _forward_weights,
-                      _gate_bias, _gate_columns, _gradient_in, _hat, _load_f32, _load_weight_columns, _norm_back, _normed,
-                      _on_chip_columns, _program_tile, _publish_h, _recurrent_matmul, _release_counters,
-                      _resident_stack_t, _row_lengths, _row_moments, _split_gates, _split_h0, _split_k_arrive,
-                      _split_k_sum, _stack_gates, _stacked_rows, _transpose_columns, _wait, _where_running)
+                      _gate_bias, _gate_columns, _gradient_in, _hat, _load_f32, _load_weight_columns, _norm_back,
+                      _normed, _on_chip_columns, _program_tile, _publish_h, _recurrent_matmul, _release_counters,
+                      _resident_stack_t, _row_lengths, _split_gates, _split_h0, _split_k_arrive, _split_k_sum,
+                      _stack_gates, _stacked_rows, _step_moments, _transpose_columns, _wait, _where_running)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
 def gru_forward_kernel(
     x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, lengths_ptr, drop_ptr, h0_drop_ptr, ln_ih_ptr, ln_hh_ptr,
-    ln_hat_ptr, ln_rstd_ptr, h_buf_ptr, y_ptr, h_n_ptr, saved_ptr, w_split_ptr, h_split_ptr, counters_ptr,
+    ln_hat_ptr, ln_rstd_ptr, ln_part_ptr, h_buf_ptr, y_ptr, h_n_ptr, saved_ptr, w_split_ptr, h_split_ptr,
+    counters_ptr,
     T, B,
     H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
@@ -39,13 +40,14 @@ def gru_forward_kernel(
     """``HAS_LENGTHS``: a variable-length batch (``lengths [B]`` int32), as the LSTM's forward.
     ``DROP``: recurrent dropout, as the LSTM's forward, but ``z * h_{t-1}`` takes h itself, and
     with ``SAVE`` ``y [T+1, B, H]`` holds h0 too (the backward's ``h_{t-1}``). ``LN``: layer norm,
-    as the LSTM's forward (``ON_CHIP``): each step's ``x_proj`` row and the product normalized over
+    as the LSTM's forward (across programs ``ln_part [2, programs, 2, B]``, one barrier a step for
+    both norms): each step's ``x_proj`` row and the product normalized over
     their 3H values, times ``ln_ih``, ``ln_hh`` (``[3H]``), plus ``b_ih``, ``b_hh`` (``b_hn`` inside
     ``r * (.)`` as ever, so the saved ``hn`` is the normalized product's n plus ``b_hn``); saving,
     ``ln_hat [T, B, 3H]`` and ``ln_rstd [T, B]`` as the LSTM's (:func:`gru_backward_kernel`)."""
-    tl.static_assert(not LN or ON_CHIP, "layer norm: one program a row")
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
+    STEP_BARRIERS: tl.constexpr = 2 if LN and not ON_CHIP else 1  # (h's exchange, the norms' across programs)
     gid = rows[None, :] * (3 * H) + units[:, None]  # gate r of a [B, 3H] plane
     sid = rows[None, :] * (4 * H) + units[:, None]  # r of a [B, 4H] saved plane
     plane_h = B.to(tl.int64) * H
@@ -85,7 +87,10 @@ def gru_forward_kernel(
                                 plane_e, H_STRIDE)
         a_r, a_z, a_n, _ = _split_gates(acc, BLOCK_H, BLOCK_B)
         if LN:
-            mean, rstd = _row_moments(a_r, a_z, a_n, a_n, unit_mask[:, None], 3, 3 * H)
+            mean, rstd, x_mean, x_rstd = _step_moments(
+                a_r, a_z, a_n, a_n, x_r, x_z, x_n, x_n, unit_mask[:, None], ln_part_ptr, counters_ptr + pid_b,
+                tl.num_programs(0) * (barriers + t * STEP_BARRIERS + 1), pid_h, rows, row_mask, B, 3, H, BLOCK_H,
+                K_PAD, ON_CHIP)
             if SAVE:
                 hat_t = ln_hat_ptr + t * plane_g
                 tl.store(hat_t + gid + 0 * H, _hat(a_r, mean, rstd, unit_mask[:, None]), mask=mask)
@@ -95,7 +100,6 @@ def gru_forward_kernel(
             a_r = _normed(a_r, mean, rstd, ln_hh_ptr, 0 * H + units, unit_mask)
             a_z = _normed(a_z, mean, rstd, ln_hh_ptr, 1 * H + units, unit_mask)
             a_n = _normed(a_n, mean, rstd, ln_hh_ptr, 2 * H + units, unit_mask)
-            x_mean, x_rstd = _row_moments(x_r, x_z, x_n, x_n, unit_mask[:, None], 3, 3 * H)
             x_r = _normed(x_r, x_mean, x_rstd, ln_ih_ptr, 0 * H + units, unit_mask)
             x_z = _normed(x_z, x_mean, x_rstd, ln_ih_ptr, 1 * H + units, unit_mask)
             x_n = _normed(x_n, x_mean, x_rstd, ln_ih_ptr, 2 * H + units, unit_mask)
@@ -124,7 +128,7 @@ def gru_forward_kernel(
             x_z = _load_f32(x_t, gid + 1 * H, mask)
             x_n = _load_f32(x_t, gid + 2 * H, mask)
             if not ON_CHIP:
-                _wait(counters_ptr + pid_b, tl.num_programs(0) * (t + 1 + barriers))
+                _wait(counters_ptr + pid_b, tl.num_programs(0) * ((t + 1) * STEP_BARRIERS + barriers))
         t += 1
     tl.store(h_n_ptr + hid, h.to(h_n_ptr.dtype.element_ty), mask=mask)
     if not ON_CHIP:

@@ -18,17 +18,18 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _dropped, _exchange_offsets, _forward_weights,
-                      _gate_bias, _gate_columns, _gradient_in, _hat, _load_f32, _load_weight_columns, _norm_back,
-                      _normed, _on_chip_columns, _program_tile, _publish_h, _recurrent_matmul, _release_counters,
-                      _resident_stack_t, _row_lengths, _row_moments, _split_gates, _split_h0, _split_k_arrive,
-                      _split_k_sum, _stack_gates, _stacked_rows, _tanh, _transpose_columns, _wait, _where_running)
+from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _cell_moments, _dropped, _exchange_offsets,
+                      _forward_weights, _gate_bias, _gate_columns, _gradient_in, _hat, _load_f32, _load_weight_columns,
+                      _norm_back, _normed, _on_chip_columns, _program_tile, _publish_h, _recurrent_matmul,
+                      _release_counters, _resident_stack_t, _row_lengths, _row_moments, _split_gates, _split_h0,
+                      _split_k_arrive, _split_k_sum, _stack_gates, _stacked_rows, _step_moments, _tanh,
+                      _transpose_columns, _wait, _where_running)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
 def lstm_forward_kernel(
     x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, c0_ptr, lengths_ptr, drop_ptr, h0_drop_ptr,
-    ln_ih_ptr, ln_hh_ptr, ln_c_w_ptr, ln_c_b_ptr, ln_hat_ptr, ln_rstd_ptr,
+    ln_ih_ptr, ln_hh_ptr, ln_c_w_ptr, ln_c_b_ptr, ln_hat_ptr, ln_rstd_ptr, ln_part_ptr,
     h_buf_ptr, y_ptr, h_n_ptr, c_n_ptr, c_buf_ptr, gates_ptr, w_split_ptr, h_split_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, HAS_C0: tl.constexpr, SAVE: tl.constexpr,
@@ -45,15 +46,19 @@ def lstm_forward_kernel(
     recurrent product times the mask ``drop [B, H]``; ``h_buf`` (the exchange, and what the weight
     gradients read) holds ``h_t * drop``, ``y [T+1, B, H]`` the output ``h_t`` (from ``y[1]``), and
     the step-0 product reads ``h0_drop`` (``h0 * drop``) where it reads h0 from memory.
-    ``LN``: layer norm (``rnnbench.reference.LayerNormWeights``), forward only, one program holding
-    every unit of its rows (``ON_CHIP``): each step's ``x_proj`` row (``x W_ih^T``) and recurrent
-    product are each normalized over their 4H values, times their gains ``ln_ih``, ``ln_hh`` (``[4H]``),
-    plus ``b_ih``, ``b_hh``; ``c_t`` enters ``tanh`` normalized, times ``ln_c_w``, plus ``ln_c_b``
-    (``[H]``). Saving, it keeps the backward's recurrent product normalized, ``ln_hat [T, B, 4H]``,
-    and its ``1/σ``, ``ln_rstd [T, B]`` (fp32; :func:`lstm_backward_kernel` with ``LN``)."""
-    tl.static_assert(not LN or ON_CHIP, "layer norm: one program a row")
+    ``LN``: layer norm (``rnnbench.reference.LayerNormWeights``): each step's ``x_proj`` row
+    (``x W_ih^T``) and recurrent product are each normalized over their 4H values, times their gains
+    ``ln_ih``, ``ln_hh`` (``[4H]``), plus ``b_ih``, ``b_hh``; ``c_t`` enters ``tanh`` normalized,
+    times ``ln_c_w``, plus ``ln_c_b`` (``[H]``). Saving, it keeps the backward's recurrent product
+    normalized, ``ln_hat [T, B, 4H]``, and its ``1/σ``, ``ln_rstd [T, B]`` (fp32;
+    :func:`lstm_backward_kernel` with ``LN``). On chip a row's statistics are the program's own
+    sums; in an exchange plan each program publishes its share into ``ln_part [3, programs, 2, B]``
+    fp32 (:func:`~rnnbench.ops.common._publish_moments`) and reads everyone's after a grid barrier:
+    one for both products' norms, one for the cell's, beside the step's exchange of h."""
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
+    # grid barriers a step: h's exchange, and with layer norm across programs two more (the norms')
+    STEP_BARRIERS: tl.constexpr = 3 if LN and not ON_CHIP else 1
     gid = rows[None, :] * (4 * H) + units[:, None]  # offsets of gate i into a [B, 4H] plane
     plane_h = B.to(tl.int64) * H
     plane_g = B.to(tl.int64) * (4 * H)
@@ -92,7 +97,11 @@ def lstm_forward_kernel(
                                 plane_e, H_STRIDE)
         a_i, a_f, a_g, a_o = _split_gates(acc, BLOCK_H, BLOCK_B)
         if LN:
-            mean, rstd = _row_moments(a_i, a_f, a_g, a_o, unit_mask[:, None], 4, 4 * H)
+            arrived = tl.num_programs(0) * (barriers + t * STEP_BARRIERS)  # (before this step's)
+            mean, rstd, x_mean, x_rstd = _step_moments(a_i, a_f, a_g, a_o, x_i, x_f, x_g, x_o, unit_mask[:, None],
+                                                       ln_part_ptr, counters_ptr + pid_b,
+                                                       arrived + tl.num_programs(0), pid_h, rows, row_mask, B, 4, H,
+                                                       BLOCK_H, K_PAD, ON_CHIP)
             if SAVE:
                 _store_grads(ln_hat_ptr + t * plane_g, gid, mask, H, _hat(a_i, mean, rstd, unit_mask[:, None]),
                              _hat(a_f, mean, rstd, unit_mask[:, None]), _hat(a_g, mean, rstd, unit_mask[:, None]),
@@ -102,7 +111,6 @@ def lstm_forward_kernel(
             a_f = _normed(a_f, mean, rstd, ln_hh_ptr, 1 * H + units, unit_mask)
             a_g = _normed(a_g, mean, rstd, ln_hh_ptr, 2 * H + units, unit_mask)
             a_o = _normed(a_o, mean, rstd, ln_hh_ptr, 3 * H + units, unit_mask)
-            x_mean, x_rstd = _row_moments(x_i, x_f, x_g, x_o, unit_mask[:, None], 4, 4 * H)
             x_i = _normed(x_i, x_mean, x_rstd, ln_ih_ptr, 0 * H + units, unit_mask)
             x_f = _normed(x_f, x_mean, x_rstd, ln_ih_ptr, 1 * H + units, unit_mask)
             x_g = _normed(x_g, x_mean, x_rstd, ln_ih_ptr, 2 * H + units, unit_mask)
@@ -114,7 +122,9 @@ def lstm_forward_kernel(
         c = _where_running(t, lengths, f * c + i * g, c, HAS_LENGTHS)
         c_out = c  # (what enters tanh)
         if LN:
-            c_mean, c_rstd = _row_moments(c, c, c, c, unit_mask[:, None], 1, H)
+            c_mean, c_rstd = _cell_moments(c, unit_mask[:, None], ln_part_ptr, counters_ptr + pid_b,
+                                           arrived + 2 * tl.num_programs(0), pid_h, rows, row_mask, B, H, BLOCK_H,
+                                           K_PAD, ON_CHIP)
             c_out = _normed(c, c_mean, c_rstd, ln_c_w_ptr, units, unit_mask) + _load_f32(ln_c_b_ptr, units,
                                                                                       unit_mask)[:, None]
         h = _where_running(t, lengths, o * _act_tanh(c_out, FAST_ACT), h, HAS_LENGTHS)
@@ -142,7 +152,7 @@ def lstm_forward_kernel(
             x_g = _load_f32(x_t, gid + 2 * H, mask)
             x_o = _load_f32(x_t, gid + 3 * H, mask)
             if not ON_CHIP:
-                _wait(counters_ptr + pid_b, tl.num_programs(0) * (t + 1 + barriers))
+                _wait(counters_ptr + pid_b, tl.num_programs(0) * ((t + 1) * STEP_BARRIERS + barriers))
         t += 1
     tl.store(h_n_ptr + hid, h.to(h_n_ptr.dtype.element_ty), mask=mask)
     tl.store(c_n_ptr + hid, c.to(c_n_ptr.dtype.element_ty), mask=mask)

@@ -16,8 +16,8 @@ import triton.language as tl
 from ..common import (HALF_LO_SCALE, _act_tanh, _arrive, _columns_matmul, _dropped, _forward_weights, _gate_bias,
                       _gradient_in, _hat, _load_f32, _load_stacked_weights, _load_weight_columns, _mma, _mma_split,
                       _norm_back, _normed, _pow2_above, _program_tile, _publish_h, _recurrent_matmul,
-                      _release_counters, _row_lengths, _row_moments, _split_h0, _split_half, _split_tf32,
-                      _stacked_rows, _wait, _where_running)
+                      _release_counters, _row_lengths, _split_h0, _split_half, _split_tf32, _stacked_rows,
+                      _step_moments, _wait, _where_running)
 
 
 @triton.jit
@@ -85,7 +85,8 @@ def _chip_split_matmul(w, h, h_scale, h_inv, zero, CHIP_SPLIT: tl.constexpr, SCA
 @triton.jit(do_not_specialize=["T", "B"])
 def rnn_forward_kernel(
     x_proj_ptr, w_hh_ptr, b_ih_ptr, b_hh_ptr, h0_ptr, lengths_ptr, drop_ptr, h0_drop_ptr, ln_ih_ptr, ln_hh_ptr,
-    ln_hat_ptr, ln_rstd_ptr, h_buf_ptr, y_ptr, h_n_ptr, saved_ptr, w_split_ptr, h_split_ptr, counters_ptr,
+    ln_hat_ptr, ln_rstd_ptr, ln_part_ptr, h_buf_ptr, y_ptr, h_n_ptr, saved_ptr, w_split_ptr, h_split_ptr,
+    counters_ptr,
     T, B,
     H: tl.constexpr, RELU: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_H0: tl.constexpr, SAVE: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
@@ -98,13 +99,13 @@ def rnn_forward_kernel(
     (:func:`_chip_split_matmul`). ``HAS_LENGTHS``: a variable-length batch (``lengths [B]``
     int32), as the LSTM's forward. ``DROP``: recurrent dropout, as the LSTM's forward (``h_buf``
     holds ``h_t * drop``, ``y`` the output; not with ``CHIP_SPLIT``, whose scales bound h by 1).
-    ``LN``: layer norm, as the LSTM's forward (``ON_CHIP``): the product normalized over its H
-    values, times ``ln_hh [H]``, plus ``b_hh``; each step's ``x_proj`` row likewise with ``ln_ih
+    ``LN``: layer norm, as the LSTM's forward (across programs ``ln_part [2, programs, 2, B]``,
+    one barrier a step for both norms): the product normalized over its H values, times ``ln_hh [H]``, plus ``b_hh``; each step's ``x_proj`` row likewise with ``ln_ih
     [H]`` and ``b_ih``; saving, ``ln_hat [T, B, H]`` and ``ln_rstd [T, B]`` as the LSTM's
     (:func:`rnn_backward_kernel`)."""
-    tl.static_assert(not LN or ON_CHIP, "layer norm: one program a row")
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
+    STEP_BARRIERS: tl.constexpr = 2 if LN and not ON_CHIP else 1  # (h's exchange, the norms' across programs)
     plane_h = B.to(tl.int64) * H
     out_ty = h_buf_ptr.dtype.element_ty
 
@@ -144,12 +145,14 @@ def rnn_forward_kernel(
                                   plane_h, rows, row_mask, zero, H, K_PAD, BLOCK_K, CHUNKS, W_RESIDENT, ON_CHIP, HAS_H0,
                                   PRECISION, UPCAST, SPLIT_ONCE, w_scale, h_scales, plane_h, H)
         if LN:
-            mean, rstd = _row_moments(a, a, a, a, unit_mask[:, None], 1, H)
+            mean, rstd, x_mean, x_rstd = _step_moments(
+                a, a, a, a, x, x, x, x, unit_mask[:, None], ln_part_ptr, counters_ptr + pid_b,
+                tl.num_programs(0) * (barriers + t * STEP_BARRIERS + 1), pid_h, rows, row_mask, B, 1, H, BLOCK_H,
+                K_PAD, ON_CHIP)
             if SAVE:
                 tl.store(ln_hat_ptr + t * plane_h + hid, _hat(a, mean, rstd, unit_mask[:, None]), mask=mask)
                 tl.store(ln_rstd_ptr + t * B + rows[None, :], rstd, mask=row_mask[None, :])
             a = _normed(a, mean, rstd, ln_hh_ptr, units, unit_mask)
-            x_mean, x_rstd = _row_moments(x, x, x, x, unit_mask[:, None], 1, H)
             a += _normed(x, x_mean, x_rstd, ln_ih_ptr, units, unit_mask)
         else:
             a += x
@@ -176,7 +179,7 @@ def rnn_forward_kernel(
         else:
             if t + 1 < T:
                 x = _load_f32(x_proj_ptr + (t + 1) * plane_h, hid, mask)
-                _wait(counters_ptr + pid_b, tl.num_programs(0) * (t + 1 + barriers))
+                _wait(counters_ptr + pid_b, tl.num_programs(0) * ((t + 1) * STEP_BARRIERS + barriers))
         t += 1
     tl.store(h_n_ptr + hid, h.to(h_n_ptr.dtype.element_ty), mask=mask)
     if not ON_CHIP:
