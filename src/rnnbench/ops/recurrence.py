@@ -374,7 +374,8 @@ def recurrence_forward(cell: str, x_proj, w_hh, b_ih, b_hh, h0, c0, launch: _Lau
     ``norm``: layer norm (with a :func:`layer_norm_launch_or_refusal`'s launch), ``(ln_ih [G*H],
     ln_hh [G*H], ln_c_w [H], ln_c_b [H], ln_hat, ln_rstd)`` (``ln_c_*`` the LSTM's, else None;
     contiguous): the kernel normalizes each step's ``x_proj`` row and recurrent product and the
-    LSTM's cell (``rnnbench.reference.LayerNormWeights``). Saving, it writes the normalized
+    LSTM's cell (``rnnbench.reference.LayerNormWeights``; on an exchange plan each row's statistics
+    gathered from every program's share, ``ln_part`` allocated here). Saving, it writes the normalized
     recurrent product into ``ln_hat [T, B, G*H]`` and its ``1/σ`` into ``ln_rstd [T, B]`` (fp32, the
     caller's: ``ops/layer_norm.py``); not saving, those two are None.
     """
@@ -607,8 +608,7 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
                                          torch.empty(2, 2, B, H, device=dev, dtype=torch.float32), T, B),
                                   constexprs, stream)
         else:
-            _LSTM_BACKWARD(grid, (*args, mask, *ln[:3], *ln[4:6], ln[3], ln[6], partials, counters, T, B),
-                           constexprs, stream)
+            _LSTM_BACKWARD(grid, (*args, mask, *ln, partials, counters, T, B), constexprs, stream)
         return d_gates, d_gates, d_h0, d_c0
     if cell == "gru":
         d_gates_h = torch.empty(T, B, 3 * H, device=dev, dtype=dtype)

@@ -250,7 +250,7 @@ def _store_grads(dg_t, gid, mask, H: tl.constexpr, d_i, d_f, d_g, d_o):
 @triton.jit(do_not_specialize=["T", "B"])
 def lstm_backward_kernel(
     d_out_ptr, d_h_n_ptr, d_c_n_ptr, gates_ptr, c_buf_ptr, w_hh_t_ptr, d_gates_ptr, d_h0_ptr, d_c0_ptr,
-    lengths_ptr, drop_ptr, ln_hat_ptr, ln_rstd_ptr, ln_hh_ptr, ln_c_w_ptr, ln_c_b_ptr, d_raw_ptr, ln_sums_ptr,
+    lengths_ptr, drop_ptr, ln_hat_ptr, ln_rstd_ptr, ln_hh_ptr, d_raw_ptr, ln_c_w_ptr, ln_c_b_ptr, ln_sums_ptr,
     partials_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr, HAS_D_C_N: tl.constexpr,
