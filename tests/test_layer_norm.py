@@ -3,9 +3,9 @@
 Ba, Kiros and Hinton's layer-normalized cells (``rnnbench.reference.LayerNormWeights``) against the
 float64 network (``ops/naive.py`` -> ``rnnbench.reference``) over odd sizes, with and without
 states, two layers both ways, batch_first, no bias, variable lengths: on ``ops/loop.py``'s loop
-(training: output, final states and every gradient, the gains' too; with recurrent dropout) and on
-our kernels without gradients (their forward on chip; Triton's interpreter on CPU tensors, CUDA
-cases marked). The gains are drawn away from their initial ones and zeros, so that a gain put in
+and on our kernels, with gradients (output, final states and every gradient, the gains' too; the
+loop with recurrent dropout) and without (Triton's interpreter on CPU tensors, CUDA cases marked;
+past the widths one program holds, the exchange plans: tests/ops/test_concurrent_programs.py). The gains are drawn away from their initial ones and zeros, so that a gain put in
 the wrong place shows. Then the reference's own property (a product's scale is normalized away),
 which shapes the kernels plan for, the parameters, the paths and the errors.
 """
@@ -175,8 +175,8 @@ def test_kernels_plan_a_row_in_one_program_where_it_fits():
     """``recurrence.LAYER_NORM_PLAN`` planned for an H200's 132 multiprocessors at batch 20: every plan
     holds a row in one program on the ``tl`` kernels, and the widths it reaches are the ones
     ``layer_norm_launch_or_refusal`` names (LSTM and GRU to hidden 64 in fp32, 128 in 16-bit; the
-    RNN to 128 and 256); wider ones are refused (and run the loop). Each cell's backward (its training
-    on the kernels) holds a row in one program to the same widths, and no further."""
+    RNN to 128 and 256); wider ones are refused (and take the exchange plans). Each cell's backward
+    (its training on the kernels) holds a row in one program to the same widths, and no further."""
     from rnnbench.ops.plans import choose_plan
     from rnnbench.ops.recurrence import LAYER_NORM_PLAN
 
@@ -204,6 +204,25 @@ def test_kernels_plan_a_row_in_one_program_where_it_fits():
                     continue
                 assert hidden == widest[gates, precision] and p.h_on_chip and not (
                     p.fma or p.pieces > 1 or p.split_k or p.gate_split), (gates, precision, p)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="Triton is not installed")
+@pytest.mark.parametrize("gates", [4, 3, 1])
+def test_kernels_plan_the_wider_ones_across_programs_both_ways(gates):
+    """Past the on-chip widths, ``recurrence.LAYER_NORM_EXCHANGE_PLAN`` planned for an H200 at batch
+    20, to hidden 4096: every forward and backward spreads a row over programs (the statistics
+    exchanged) on the ``tl`` kernels without the FMA, slices, split-K or gate split, none of which
+    takes ``LN``, so that training at any of these widths stays on the kernels."""
+    from rnnbench.ops.plans import choose_plan
+    from rnnbench.ops.recurrence import LAYER_NORM_EXCHANGE_PLAN
+
+    for dtype, precision in ((torch.float32, "tf32"), (torch.float32, "tf32x3"), (torch.bfloat16, "ieee")):
+        for hidden in (100, 256, 650, 1024, 2048, 4096):
+            for direction in ("forward", "backward"):
+                p = choose_plan(20, hidden, gates, dtype, torch.device("cuda"), multiprocessors=132, precision=precision,
+                                direction=direction, bounded=gates > 1, **LAYER_NORM_EXCHANGE_PLAN)
+                assert not (p.h_on_chip or p.fma or p.gluon or p.produce or p.pieces > 1 or p.split_k
+                            or p.gate_split), (hidden, precision, direction, p)
 
 
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
@@ -372,7 +391,8 @@ def test_cuda_kernels_without_gradients_against_reference(case):
     assert not check(cell, "triton", batch, 9, 24, hidden, device="cuda", dtype=dtype, gradients=False, **options)
 
 
-# On a CUDA device, with gradients: each cell's saving forward and backward on chip.
+# On a CUDA device, with gradients: each cell's saving forward and backward, on chip at the widths
+# they plan for, past them on the exchange plans (the backward's sums gathered across programs too).
 CUDA_TRAIN_CASES = {
     "lstm-B20-H100-bf16": ("lstm", 20, 100, "bf16", {}),
     "lstm-B3-H64-tf32-L2-bidirectional-lengths": ("lstm", 3, 64, "tf32", dict(
@@ -386,6 +406,14 @@ CUDA_TRAIN_CASES = {
     "rnn_tanh-B20-H100-fp32": ("rnn_tanh", 20, 100, "fp32", {}),
     "rnn_tanh-B3-H128-tf32-lengths": ("rnn_tanh", 3, 128, "tf32", dict(lengths=torch.tensor([9, 0, 4]))),
     "rnn_relu-B20-H256-bf16-no_state": ("rnn_relu", 20, 256, "bf16", dict(with_state=False)),
+    "lstm-B32-H650-bf16": ("lstm", 32, 650, "bf16", {}),  # exchange plans from here
+    "lstm-B20-H100-tf32-L2-bidirectional-lengths": ("lstm", 20, 100, "tf32", dict(
+        num_layers=2, bidirectional=True, lengths=torch.arange(20) % 10)),
+    "lstm-B20-H100-fp32": ("lstm", 20, 100, "fp32", {}),  # 3xTF32
+    "gru-B64-H512-tf32-no_bias": ("gru", 64, 512, "tf32", dict(bias=False)),
+    "gru-B3-H300-bf16-lengths": ("gru", 3, 300, "bf16", dict(lengths=torch.tensor([9, 0, 4]))),
+    "rnn_tanh-B32-H650-fp32": ("rnn_tanh", 32, 650, "fp32", {}),
+    "rnn_relu-B1-H1024-bf16-no_state": ("rnn_relu", 1, 1024, "bf16", dict(with_state=False)),
 }
 
 
@@ -437,9 +465,8 @@ def test_cuda_a_call_without_gradients_is_replayed_with_the_gains_it_holds_now(c
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available() or _interpreted(), reason="needs a CUDA device, kernels compiled")
-def test_cuda_training_a_layer_too_wide_for_one_program_runs_the_loop():
-    """Past the on-chip widths a forward runs the exchange plans (no warning), but training, whose
-    backward holds a row in one program, runs the loop after the fallback's warning."""
-    assert not check("lstm", "auto", 20, 9, 24, 100, device="cuda", dtype="tf32", gradients=False)
+def test_cuda_training_a_layer_too_wide_for_one_program_stays_on_the_kernels():
+    """Past the on-chip widths training runs the exchange plans as the forward does: no fallback
+    warning with ``backend="auto"``, against float64."""
     said = check("lstm", "auto", 20, 9, 24, 100, device="cuda", dtype="tf32")
-    assert len(said) == 1 and "layer norm's kernels hold a row in one program" in said[0], said
+    assert not said, said

@@ -169,3 +169,19 @@ def test_layer_norm_across_programs(cell, resident):
         assert not check(cell, "triton", 20, 5, 4, 37, gradients=False)
         assert not check(cell, "triton", 20, 5, 4, 37, gradients=False, num_layers=2, bidirectional=True,
                          lengths=torch.arange(20) % 6)
+
+
+@pytest.mark.parametrize("cell, resident", [("lstm", False), ("gru", True), ("rnn_relu", False)],
+                         ids=["lstm-streamed", "gru-resident", "rnn_relu-streamed"])
+def test_layer_norm_trains_across_programs(cell, resident):
+    """Layer norm's training on the exchange plans (the transpose backward): each reverse step
+    gathers every program's share of its rows' sums for each norm's backward (the LSTM's cell
+    statistics, its cell norm's backward, the product's) after a grid barrier, before the exchange
+    of the product's gradient; output, final states and every gradient against float64, one layer
+    with lengths, as above."""
+    from rnnbench.ops.recurrence import plan_override
+
+    from test_layer_norm import check
+
+    with plan_override(h_on_chip=False, block_h=16, block_b=16, block_k=16, w_resident=resident):
+        assert not check(cell, "triton", 20, 5, 4, 37, lengths=torch.arange(20) % 6)

@@ -462,16 +462,16 @@ def _step_moments(a0, a1, a2, a3, x0, x1, x2, x3, valid, part_ptr, counter_ptr, 
 
 
 @triton.jit
-def _cell_moments(c, valid, part_ptr, counter_ptr, target, pid_h, rows, row_mask, B, H: tl.constexpr,
+def _cell_moments(c, valid, part_ptr, k, counter_ptr, target, pid_h, rows, row_mask, B, H: tl.constexpr,
                   BLOCK_H: tl.constexpr, K_PAD: tl.constexpr, ON_CHIP: tl.constexpr):
     """The LSTM's ``c_t`` statistics over each batch row's ``H`` units, as :func:`_step_moments`
-    (norm 2 of ``part`` where the rows are spread over programs)."""
+    (norm ``k`` of ``part`` where the rows are spread over programs)."""
     if ON_CHIP:
         mean, rstd = _row_moments(c, c, c, c, valid, 1, H)
     else:
-        _publish_moments(part_ptr, 2, c, c, c, c, valid, pid_h, rows, row_mask, B, 1, H, BLOCK_H)
+        _publish_moments(part_ptr, k, c, c, c, c, valid, pid_h, rows, row_mask, B, 1, H, BLOCK_H)
         _grid_barrier(counter_ptr, target)
-        mean, rstd = _gathered_moments(part_ptr, 2, rows, row_mask, B, 1, H, BLOCK_H, K_PAD)
+        mean, rstd = _gathered_moments(part_ptr, k, rows, row_mask, B, 1, H, BLOCK_H, K_PAD)
     return mean, rstd
 
 
@@ -490,13 +490,9 @@ def _hat(a, mean, rstd, valid):
 
 
 @triton.jit
-def _norm_back(d0, d1, d2, d3, x0, x1, x2, x3, rstd, valid, GATES: tl.constexpr, N: tl.constexpr):
-    """Layer norm's backward over each batch row's ``N`` values in the first ``GATES`` tiles: from
-    ``d`` (the gradient reaching the normalized values ``x̂``, the gains already applied) and ``x̂``
-    itself (:func:`_hat`), the gradient reaching the values before the norm,
-    ``rstd * (d - mean(d) - x̂ mean(d x̂))`` (``rnnbench.reference.normalized``'s derivative), as
-    ``GATES`` tiles, 0 at the padded units (the rest returned as they came). The program holds
-    every unit of its rows."""
+def _norm_back_sums(d0, d1, d2, d3, x0, x1, x2, x3, valid, GATES: tl.constexpr):
+    """Each batch row's sums over the first ``GATES`` tiles' ``valid`` units of ``d`` and of ``d
+    x̂``, ``[BLOCK_B]`` each: what :func:`_norm_back` takes the means of."""
     total = tl.sum(tl.where(valid, d0, 0.0), axis=0)
     dot = tl.sum(tl.where(valid, d0 * x0, 0.0), axis=0)
     if GATES > 1:
@@ -508,8 +504,13 @@ def _norm_back(d0, d1, d2, d3, x0, x1, x2, x3, rstd, valid, GATES: tl.constexpr,
     if GATES > 3:
         total += tl.sum(tl.where(valid, d3, 0.0), axis=0)
         dot += tl.sum(tl.where(valid, d3 * x3, 0.0), axis=0)
-    m1 = (total / N)[None, :]
-    m2 = (dot / N)[None, :]
+    return total, dot
+
+
+@triton.jit
+def _norm_back_from(d0, d1, d2, d3, x0, x1, x2, x3, rstd, m1, m2, valid, GATES: tl.constexpr):
+    """:func:`_norm_back` given the row means ``m1`` of ``d`` and ``m2`` of ``d x̂`` (``[1,
+    BLOCK_B]``)."""
     d0 = tl.where(valid, rstd * (d0 - m1 - x0 * m2), 0.0)
     if GATES > 1:
         d1 = tl.where(valid, rstd * (d1 - m1 - x1 * m2), 0.0)
@@ -517,6 +518,47 @@ def _norm_back(d0, d1, d2, d3, x0, x1, x2, x3, rstd, valid, GATES: tl.constexpr,
         d2 = tl.where(valid, rstd * (d2 - m1 - x2 * m2), 0.0)
     if GATES > 3:
         d3 = tl.where(valid, rstd * (d3 - m1 - x3 * m2), 0.0)
+    return d0, d1, d2, d3
+
+
+@triton.jit
+def _norm_back(d0, d1, d2, d3, x0, x1, x2, x3, rstd, valid, GATES: tl.constexpr, N: tl.constexpr):
+    """Layer norm's backward over each batch row's ``N`` values in the first ``GATES`` tiles: from
+    ``d`` (the gradient reaching the normalized values ``x̂``, the gains already applied) and ``x̂``
+    itself (:func:`_hat`), the gradient reaching the values before the norm,
+    ``rstd * (d - mean(d) - x̂ mean(d x̂))`` (``rnnbench.reference.normalized``'s derivative), as
+    ``GATES`` tiles, 0 at the padded units (the rest returned as they came). The program holds
+    every unit of its rows (:func:`_shared_norm_back` where they are spread)."""
+    total, dot = _norm_back_sums(d0, d1, d2, d3, x0, x1, x2, x3, valid, GATES)
+    return _norm_back_from(d0, d1, d2, d3, x0, x1, x2, x3, rstd, (total / N)[None, :], (dot / N)[None, :], valid,
+                           GATES)
+
+
+@triton.jit
+def _shared_norm_back(d0, d1, d2, d3, x0, x1, x2, x3, rstd, valid, part_ptr, k, counter_ptr, target, pid_h, rows,
+                      row_mask, B, GATES: tl.constexpr, H: tl.constexpr, BLOCK_H: tl.constexpr, K_PAD: tl.constexpr,
+                      ON_CHIP: tl.constexpr):
+    """:func:`_norm_back` over each batch row's ``GATES * H`` values. On chip from the program's own
+    tiles; where the rows are spread over programs (the exchange plans) each program's sums of
+    ``d`` and ``d x̂`` go into ``part [K, programs, 2, B]`` fp32 at ``[k, pid_h]``, and after a
+    grid barrier at ``counter_ptr`` (``target`` arrivals) every program's are loaded in one tile
+    and summed."""
+    if ON_CHIP:
+        d0, d1, d2, d3 = _norm_back(d0, d1, d2, d3, x0, x1, x2, x3, rstd, valid, GATES, GATES * H)
+    else:
+        PROGRAMS: tl.constexpr = (H + BLOCK_H - 1) // BLOCK_H
+        total, dot = _norm_back_sums(d0, d1, d2, d3, x0, x1, x2, x3, valid, GATES)
+        slot = part_ptr + (k * PROGRAMS + pid_h) * (2 * B)
+        tl.store(slot + rows, total, mask=row_mask)
+        tl.store(slot + B + rows, dot, mask=row_mask)
+        _grid_barrier(counter_ptr, target)
+        p = tl.arange(0, K_PAD // BLOCK_H)
+        at = part_ptr + (k * PROGRAMS + p)[:, None] * (2 * B) + rows[None, :]
+        both = (p < PROGRAMS)[:, None] & row_mask[None, :]
+        total = tl.sum(tl.load(at, mask=both, other=0.0, cache_modifier=".cg"), axis=0)[None, :]
+        dot = tl.sum(tl.load(at + B, mask=both, other=0.0, cache_modifier=".cg"), axis=0)[None, :]
+        d0, d1, d2, d3 = _norm_back_from(d0, d1, d2, d3, x0, x1, x2, x3, rstd, total / (GATES * H),
+                                         dot / (GATES * H), valid, GATES)
     return d0, d1, d2, d3
 
 
@@ -1090,13 +1132,14 @@ def _group_counter(counters_ptr, group, groups):
 def _transpose_columns(acc, w, w_t_ptr, units, unit_mask, g_ptr, rows, row_mask, partials_ptr, counters_ptr, s,
                        plane_h, hid, mask, H: tl.constexpr, GATES: tl.constexpr, GATE_GROUP: tl.constexpr,
                        BLOCK_H: tl.constexpr, SPAN_PAD: tl.constexpr, K_PAD: tl.constexpr, BLOCK_K: tl.constexpr,
-                       W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
-    """The LSTM's and GRU's transpose backward past step ``s``'s grid barrier: ``acc + (d_gates @
-    W_hh[:, units])^T`` for this program's units from every program's gate gradients (the ``[B,
-    GATES * H]`` plane at ``g_ptr``), each gate's partial apart in groups of ``GATE_GROUP``
-    programs (:func:`_gate_split_columns`, :attr:`Plan.gate_split`) or every gate in one product
-    (:func:`_columns_matmul`)."""
-    _wait(counters_ptr + tl.program_id(1), tl.num_programs(0) * (s + 1))
+                       W_RESIDENT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+                       STEP_BARRIERS: tl.constexpr = 1):
+    """The LSTM's and GRU's transpose backward past step ``s``'s grid barrier (its last of
+    ``STEP_BARRIERS`` a step): ``acc + (d_gates @ W_hh[:, units])^T`` for this program's units from
+    every program's gate gradients (the ``[B, GATES * H]`` plane at ``g_ptr``), each gate's partial
+    apart in groups of ``GATE_GROUP`` programs (:func:`_gate_split_columns`, :attr:`Plan.gate_split`)
+    or every gate in one product (:func:`_columns_matmul`)."""
+    _wait(counters_ptr + tl.program_id(1), tl.num_programs(0) * (s + 1) * STEP_BARRIERS)
     if GATE_GROUP:
         acc = _gate_split_columns(acc, w_t_ptr, g_ptr, rows, row_mask, partials_ptr, counters_ptr, s, plane_h, hid,
                                   mask, H, GATES, GATE_GROUP, BLOCK_H, SPAN_PAD, K_PAD, BLOCK_K, PRECISION, UPCAST)

@@ -573,6 +573,9 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
     d_out = h_buf if d_out is None else d_out  # unused pointer when absent
     mask = d_h0 if drop is None else drop
     ln = (d_h0,) * 7 if norm is None else tuple(d_h0 if t is None else t for t in norm)
+    # (layer norm over programs, the transpose plans: each one's share of its rows' sums, a norm a slot)
+    ln_part = torch.empty(3 if cell == "lstm" else 1, grid[0], 2, B, device=dev, dtype=torch.float32) if (
+        norm is not None and not plan_.h_on_chip) else d_h0
     h_states = c_buf if drop is not None and cell == "gru" else h_buf  # (the GRU's h_{t-1}: z's gradient)
     d_h_n = d_h0 if d_h_n is None else d_h_n
     lengths = d_h0 if lengths is None else lengths
@@ -608,7 +611,7 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
                                          torch.empty(2, 2, B, H, device=dev, dtype=torch.float32), T, B),
                                   constexprs, stream)
         else:
-            _LSTM_BACKWARD(grid, (*args, mask, *ln, partials, counters, T, B), constexprs, stream)
+            _LSTM_BACKWARD(grid, (*args, mask, *ln, ln_part, partials, counters, T, B), constexprs, stream)
         return d_gates, d_gates, d_h0, d_c0
     if cell == "gru":
         d_gates_h = torch.empty(T, B, 3 * H, device=dev, dtype=dtype)
@@ -619,11 +622,11 @@ def recurrence_backward(cell: str, d_out, d_h_n, d_c_n, saved, c_buf, h_buf, w_h
                                                                                dtype=torch.float32), T, B),
                                  constexprs, stream)
         else:
-            _GRU_BACKWARD(grid, (*args, mask, *ln[:4], partials, counters, T, B), constexprs, stream)
+            _GRU_BACKWARD(grid, (*args, mask, *ln[:4], ln_part, partials, counters, T, B), constexprs, stream)
         return d_gates_x, d_gates_h, d_h0, None
     d_pre = torch.empty(T, B, H, device=dev, dtype=dtype)
-    _RNN_BACKWARD(grid, (d_out, d_h_n, saved, w_hh_t, d_pre, d_h0, lengths, mask, *ln[:4], counters, T, B), constexprs,
-                  stream)
+    _RNN_BACKWARD(grid, (d_out, d_h_n, saved, w_hh_t, d_pre, d_h0, lengths, mask, *ln[:4], ln_part, counters, T, B),
+                  constexprs, stream)
     return d_pre, d_pre, d_h0, None
 
 
@@ -807,46 +810,42 @@ def dropout_launch_or_refusal(cell: str, batch_size: int, hidden_size: int, dtyp
 
 
 # Layer norm runs the ``tl`` kernels: where they fit, with one program holding every unit of its batch
-# rows (h on chip), whose mean and variance are sums in its registers; past that width its forward
-# runs the exchange plans, each program publishing its share of its rows' sums and reading everyone's
-# after a grid barrier (docs/kernels.md, "Layer norm"); a backward holds a row in one program alone.
+# rows (h on chip), whose mean and variance are sums in its registers; past that width the exchange
+# plans (the backward's the transpose, neither split-K nor gate-split), each program publishing its
+# share of its rows' sums and reading everyone's after a grid barrier (docs/kernels.md, "Layer norm").
 LAYER_NORM_PLAN = dict(h_on_chip=True, fma=False, gluon=False, produce=False, pieces=1)
-LAYER_NORM_EXCHANGE_PLAN = dict(h_on_chip=False, fma=False, gluon=False, produce=False, pieces=1)
+LAYER_NORM_EXCHANGE_PLAN = dict(h_on_chip=False, fma=False, gluon=False, produce=False, pieces=1, backward_pieces=1,
+                                backward_split_k=False, backward_gate_split=0)
 
 
 def layer_norm_launch_or_refusal(cell: str, batch_size: int, hidden_size: int, dtype: torch.dtype,
                                  device: torch.device, trains: bool = False) -> tuple[_Launch | None, str | None]:
     """:func:`launch_or_refusal` for a layer-normalized layer: ``(launch, None)``, or ``(None, why
     not)``. :data:`LAYER_NORM_PLAN` over any :func:`plan_override` where one program holds a batch
-    row (on an H200: LSTM and GRU to hidden 64 in fp32, 128 in 16-bit; the RNN to 128 and 256);
-    without ``trains``, past those widths (or under an override asking ``h_on_chip=False``)
-    :data:`LAYER_NORM_EXCHANGE_PLAN`. ``trains``: a call that wants gradients, whose backward's plan
-    must hold a row in one program too (no exchange plan has a backward with layer norm yet)."""
-    no_plan = "layer norm: no plan of its kernels for this shape"
-    on_chip = None  # (why the on-chip plan does not take it)
+    row (on an H200: LSTM and GRU to hidden 64 in fp32, 128 in 16-bit; the RNN to 128 and 256), past
+    those widths (or under an override asking ``h_on_chip=False``) :data:`LAYER_NORM_EXCHANGE_PLAN`.
+    ``trains``: a call that wants gradients, whose backward's plan must take ``LN`` too."""
+    reason = None
     if dict(_PLAN_OVERRIDE.get()).get("h_on_chip") is not False:
         with plan_override(**LAYER_NORM_PLAN):
             launch, reason = launch_or_refusal(cell, batch_size, hidden_size, dtype, device)
         if reason is None and _normalizes(launch, trains):
             return launch, None
-        on_chip = no_plan if reason is None else f"layer norm's kernels hold a row in one program, and here: {reason}"
-    if trains:
-        return None, on_chip or no_plan
     with plan_override(**LAYER_NORM_EXCHANGE_PLAN):
-        launch, reason = launch_or_refusal(cell, batch_size, hidden_size, dtype, device)
-    if reason is None and _normalizes(launch, False):
+        launch, spread = launch_or_refusal(cell, batch_size, hidden_size, dtype, device)
+    if spread is None and _normalizes(launch, trains):
         return launch, None
-    return None, reason or on_chip or no_plan
+    return None, f"layer norm: no plan of its kernels for this shape ({spread or reason or 'none takes it'})"
 
 
 def _normalizes(launch: _Launch, trains: bool) -> bool:
     """Whether ``launch``'s forward runs a ``tl`` kernel that takes ``LN`` (not the FMA, Gluon,
-    producing or sliced ones) and, with ``trains``, its backward too (on chip, not split)."""
+    producing or sliced ones) and, with ``trains``, its backward too (no FMA, slices, split-K or
+    gate split)."""
     forward, backward = launch.forward, launch.backward
     if forward.fma or forward.gluon or forward.produce or forward.pieces > 1:
         return False
-    return not trains or (forward.h_on_chip and backward.h_on_chip and not backward.fma and backward.pieces == 1
-                          and not backward.split_k and not backward.gate_split)
+    return not trains or not (backward.fma or backward.pieces > 1 or backward.split_k or backward.gate_split)
 
 
 def _drops(launch: _Launch) -> bool:

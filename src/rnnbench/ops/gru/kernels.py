@@ -19,10 +19,11 @@ import triton
 import triton.language as tl
 
 from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _dropped, _exchange_offsets, _forward_weights,
-                      _gate_bias, _gate_columns, _gradient_in, _hat, _load_f32, _load_weight_columns, _norm_back,
-                      _normed, _on_chip_columns, _program_tile, _publish_h, _recurrent_matmul, _release_counters,
-                      _resident_stack_t, _row_lengths, _split_gates, _split_h0, _split_k_arrive, _split_k_sum,
-                      _stack_gates, _stacked_rows, _step_moments, _transpose_columns, _wait, _where_running)
+                      _gate_bias, _gate_columns, _gradient_in, _hat, _load_f32, _load_weight_columns, _normed,
+                      _on_chip_columns, _program_tile, _publish_h, _recurrent_matmul, _release_counters,
+                      _resident_stack_t, _row_lengths, _shared_norm_back, _split_gates, _split_h0, _split_k_arrive,
+                      _split_k_sum, _stack_gates, _stacked_rows, _step_moments, _transpose_columns, _wait,
+                      _where_running)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
@@ -202,7 +203,7 @@ def _store_grads(dg_t, dx_t, gid, mask, H: tl.constexpr, d_r, d_z, d_hn, d_n):
 @triton.jit(do_not_specialize=["T", "B"])
 def gru_backward_kernel(
     d_out_ptr, d_h_n_ptr, saved_ptr, h_buf_ptr, w_hh_t_ptr, d_gates_h_ptr, d_gates_x_ptr, d_h0_ptr,
-    lengths_ptr, drop_ptr, ln_hat_ptr, ln_rstd_ptr, ln_hh_ptr, d_raw_ptr, partials_ptr, counters_ptr,
+    lengths_ptr, drop_ptr, ln_hat_ptr, ln_rstd_ptr, ln_hh_ptr, d_raw_ptr, ln_part_ptr, partials_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
@@ -221,10 +222,13 @@ def gru_backward_kernel(
     what it saved (``ln_hat``, ``ln_rstd``) and the recurrent gain ``ln_hh [3H]``: ``d_gates_h``
     holds the gradients of the normalized product's gates (n's times r: the biases' and gains'),
     ``d_raw [T, B, 3H]`` those of the product before its norm (``W_hh``'s, and what ``dh_{t-1}``
-    is formed from, beside the direct path through z)."""
-    tl.static_assert(not LN or ON_CHIP, "layer norm: one program a row")
+    is formed from, beside the direct path through z). On the transpose plan a row's sums are
+    gathered from every program's share (``ln_part [1, programs, 2, B]`` fp32, a grid barrier before
+    the step's exchange of ``d_raw``), as the LSTM's backward."""
+    tl.static_assert(not LN or GATE_GROUP == 0, "layer norm: the transpose plan's every gate a program")
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid, gid, plane_h, plane_g = _back_tile(B, H, BLOCK_B,
                                                                                                   BLOCK_H, 3)
+    STEP_BARRIERS: tl.constexpr = 2 if LN and not ON_CHIP else 1  # (d_raw's exchange, the norm's across programs)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
     sid = rows[None, :] * (4 * H) + units[:, None]  # the saved activations' [B, 4H] plane
     plane_s = B.to(tl.int64) * (4 * H)
@@ -257,9 +261,10 @@ def gru_backward_kernel(
             hat_t = ln_hat_ptr + t * plane_g
             rstd = tl.load(ln_rstd_ptr + t * B + rows[None, :], mask=row_mask[None, :], other=0.0)
             hat_n = _load_f32(hat_t, gid + 2 * H, mask)
-            d_r, d_z, d_hn, _ = _norm_back(d_r * gain_r, d_z * gain_z, d_hn * gain_n, d_hn,
-                                           _load_f32(hat_t, gid + 0 * H, mask), _load_f32(hat_t, gid + 1 * H, mask),
-                                           hat_n, hat_n, rstd, valid, 3, 3 * H)
+            d_r, d_z, d_hn, _ = _shared_norm_back(
+                d_r * gain_r, d_z * gain_z, d_hn * gain_n, d_hn, _load_f32(hat_t, gid + 0 * H, mask),
+                _load_f32(hat_t, gid + 1 * H, mask), hat_n, hat_n, rstd, valid, ln_part_ptr, 0, counters_ptr + pid_b,
+                tl.num_programs(0) * (s * STEP_BARRIERS + 1), pid_h, rows, row_mask, B, 3, H, BLOCK_H, K_PAD, ON_CHIP)
             d_r, d_z, d_hn = d_r.to(out_ty), d_z.to(out_ty), d_hn.to(out_ty)
             raw_t = d_raw_ptr + t * plane_g
             tl.store(raw_t + gid + 0 * H, d_r, mask=mask)
@@ -278,9 +283,10 @@ def gru_backward_kernel(
         if ON_CHIP:
             d_h_rec = _on_chip_columns(w, (d_r, d_z, d_hn), start, 3, PRECISION, UPCAST)
         else:
-            d_h_rec = _transpose_columns(start, w, w_hh_t_ptr, units, unit_mask, dg_t, rows, row_mask, partials_ptr,
+            d_h_rec = _transpose_columns(start, w, w_hh_t_ptr, units, unit_mask,
+                                         d_raw_ptr + t * plane_g if LN else dg_t, rows, row_mask, partials_ptr,
                                          counters_ptr, s, plane_h, hid, mask, H, 3, GATE_GROUP, BLOCK_H, SPAN_PAD,
-                                         K_PAD, BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
+                                         K_PAD, BLOCK_K, W_RESIDENT, PRECISION, UPCAST, STEP_BARRIERS)
         if DROP:
             d_h_rec = direct + d_h_rec * drop
         d_h_rec = _where_running(t, lengths, d_h_rec, d_h, HAS_LENGTHS)  # a finished row's passes through

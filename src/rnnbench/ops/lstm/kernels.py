@@ -20,10 +20,10 @@ import triton.language as tl
 
 from ..common import (_act_sigmoid, _act_tanh, _arrive, _back_tile, _cell_moments, _dropped, _exchange_offsets,
                       _forward_weights, _gate_bias, _gate_columns, _gradient_in, _hat, _load_f32, _load_weight_columns,
-                      _norm_back, _normed, _on_chip_columns, _program_tile, _publish_h, _recurrent_matmul,
-                      _release_counters, _resident_stack_t, _row_lengths, _row_moments, _split_gates, _split_h0,
-                      _split_k_arrive, _split_k_sum, _stack_gates, _stacked_rows, _step_moments, _tanh,
-                      _transpose_columns, _wait, _where_running)
+                      _normed, _on_chip_columns, _program_tile, _publish_h, _recurrent_matmul, _release_counters,
+                      _resident_stack_t, _row_lengths, _shared_norm_back, _split_gates, _split_h0, _split_k_arrive,
+                      _split_k_sum, _stack_gates, _stacked_rows, _step_moments, _tanh, _transpose_columns, _wait,
+                      _where_running)
 
 
 @triton.jit(do_not_specialize=["T", "B"])
@@ -122,7 +122,7 @@ def lstm_forward_kernel(
         c = _where_running(t, lengths, f * c + i * g, c, HAS_LENGTHS)
         c_out = c  # (what enters tanh)
         if LN:
-            c_mean, c_rstd = _cell_moments(c, unit_mask[:, None], ln_part_ptr, counters_ptr + pid_b,
+            c_mean, c_rstd = _cell_moments(c, unit_mask[:, None], ln_part_ptr, 2, counters_ptr + pid_b,
                                            arrived + 2 * tl.num_programs(0), pid_h, rows, row_mask, B, H, BLOCK_H,
                                            K_PAD, ON_CHIP)
             c_out = _normed(c, c_mean, c_rstd, ln_c_w_ptr, units, unit_mask) + _load_f32(ln_c_b_ptr, units,
@@ -218,18 +218,24 @@ def _cell_grads(d_h, d_c, i, f, g, o, c, c_prev, out_ty: tl.constexpr):
 
 
 @triton.jit
-def _cell_grads_normed(d_h, d_c, i, f, g, o, c, c_prev, c_w, c_b, valid, H: tl.constexpr):
+def _cell_grads_normed(d_h, d_c, i, f, g, o, c, c_prev, c_w, c_b, valid, part_ptr, counter_ptr, arrived, pid_h, rows,
+                       row_mask, B, H: tl.constexpr, BLOCK_H: tl.constexpr, K_PAD: tl.constexpr,
+                       ON_CHIP: tl.constexpr):
     """:func:`_cell_grads` where ``c_t`` entered ``tanh`` layer-normalized (times ``c_w``, plus
     ``c_b``, ``[BLOCK_H, 1]``; ``valid`` the real units): its norm recomputed from ``c_t``, the
-    gradient through it to ``c_t`` by :func:`_norm_back`. Returns ``(d_i, d_f, d_g, d_o)`` and the
-    ``d_c`` reaching c_{t-1} in fp32, then the gradient reaching the normalized cell's output
-    before its gain and shift, and that normalized cell (the gain's and shift's gradients)."""
-    c_mean, c_rstd = _row_moments(c, c, c, c, valid, 1, H)
+    gradient through it to ``c_t`` by :func:`_norm_back`. Where the rows are spread over programs
+    both take a grid barrier (``arrived`` arrivals before the first; norms 0 and 1 of ``part``).
+    Returns ``(d_i, d_f, d_g, d_o)`` and the ``d_c`` reaching c_{t-1} in fp32, then the gradient
+    reaching the normalized cell's output before its gain and shift, and that normalized cell (the
+    gain's and shift's gradients)."""
+    c_mean, c_rstd = _cell_moments(c, valid, part_ptr, 0, counter_ptr, arrived + tl.num_programs(0), pid_h, rows,
+                                   row_mask, B, H, BLOCK_H, K_PAD, ON_CHIP)
     c_hat = _hat(c, c_mean, c_rstd, valid)
     tanh_c = _tanh(c_hat * c_w + c_b)
     d_c_in = d_h * o * (1.0 - tanh_c * tanh_c)  # reaching what tanh took
-    d_c_hat, _, _, _ = _norm_back(d_c_in * c_w, d_c_in, d_c_in, d_c_in, c_hat, c_hat, c_hat, c_hat, c_rstd, valid,
-                                  1, H)
+    d_c_hat, _, _, _ = _shared_norm_back(d_c_in * c_w, d_c_in, d_c_in, d_c_in, c_hat, c_hat, c_hat, c_hat, c_rstd,
+                                         valid, part_ptr, 1, counter_ptr, arrived + 2 * tl.num_programs(0), pid_h,
+                                         rows, row_mask, B, 1, H, BLOCK_H, K_PAD, ON_CHIP)
     d_c = d_c + d_c_hat
     d_i = d_c * g * i * (1.0 - i)
     d_f = d_c * c_prev * f * (1.0 - f)
@@ -251,7 +257,7 @@ def _store_grads(dg_t, gid, mask, H: tl.constexpr, d_i, d_f, d_g, d_o):
 def lstm_backward_kernel(
     d_out_ptr, d_h_n_ptr, d_c_n_ptr, gates_ptr, c_buf_ptr, w_hh_t_ptr, d_gates_ptr, d_h0_ptr, d_c0_ptr,
     lengths_ptr, drop_ptr, ln_hat_ptr, ln_rstd_ptr, ln_hh_ptr, d_raw_ptr, ln_c_w_ptr, ln_c_b_ptr, ln_sums_ptr,
-    partials_ptr, counters_ptr,
+    ln_part_ptr, partials_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr, HAS_D_C_N: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
@@ -274,11 +280,16 @@ def lstm_backward_kernel(
     what it saved (``ln_hat``, ``ln_rstd``) and the gains ``ln_hh [4H]``, ``ln_c_w``, ``ln_c_b``
     ``[H]``: ``d_gates`` holds the gradients of the gates' pre-activations (the biases', the gains'
     and the input norm's), ``d_raw [T, B, 4H]`` those of the recurrent product before its norm
-    (``W_hh``'s, and what ``dh_{t-1}`` is formed from); ``ln_sums [2, B, H]`` fp32 each row's sums
-    over the steps of the cell norm's gain and shift gradients."""
-    tl.static_assert(not LN or ON_CHIP, "layer norm: one program a row")
+    (``W_hh``'s, and what ``dh_{t-1}`` is formed from, which the other programs read); ``ln_sums [2,
+    B, H]`` fp32 each row's sums over the steps of the cell norm's gain and shift gradients. On the
+    transpose plan (not ``GATE_GROUP``) a row's sums are gathered from every program's share
+    (``ln_part [3, programs, 2, B]`` fp32): the cell's statistics, its norm's backward and the
+    product's, a grid barrier each before the step's exchange of ``d_raw``."""
+    tl.static_assert(not LN or GATE_GROUP == 0, "layer norm: the transpose plan's every gate a program")
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid, gid, plane_h, plane_g = _back_tile(B, H, BLOCK_B,
                                                                                                   BLOCK_H, 4)
+    # grid barriers a step: d_raw's exchange, and with layer norm across programs three more (the norms')
+    STEP_BARRIERS: tl.constexpr = 4 if LN and not ON_CHIP else 1
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
     drop = _load_f32(drop_ptr, hid, mask) if DROP else 0.0
     valid = unit_mask[:, None]
@@ -308,8 +319,10 @@ def lstm_backward_kernel(
         d_h, d_h_cell = _gradient_in(t, lengths, d_h_rec, d_out, zero, HAS_LENGTHS)
         d_c_cell = _where_running(t, lengths, d_c, zero, HAS_LENGTHS)
         if LN:
-            d_i, d_f, d_g, d_o, d_c_prev, d_c_in, c_hat = _cell_grads_normed(d_h_cell, d_c_cell, i, f, g, o, c,
-                                                                             c_prev, c_w, c_b, valid, H)
+            arrived = tl.num_programs(0) * (s * STEP_BARRIERS)  # (before this step's)
+            d_i, d_f, d_g, d_o, d_c_prev, d_c_in, c_hat = _cell_grads_normed(
+                d_h_cell, d_c_cell, i, f, g, o, c, c_prev, c_w, c_b, valid, ln_part_ptr, counters_ptr + pid_b, arrived,
+                pid_h, rows, row_mask, B, H, BLOCK_H, K_PAD, ON_CHIP)
             sum_c_w += d_c_in * c_hat
             sum_c_b += d_c_in
             out_ty = dg_t.dtype.element_ty
@@ -317,10 +330,11 @@ def lstm_backward_kernel(
             # through the recurrent product's norm: the gradient before it (W_hh's, and dh_{t-1}'s)
             hat_t = ln_hat_ptr + t * plane_g
             rstd = tl.load(ln_rstd_ptr + t * B + rows[None, :], mask=row_mask[None, :], other=0.0)
-            d_i, d_f, d_g, d_o = _norm_back(d_i * gain_i, d_f * gain_f, d_g * gain_g, d_o * gain_o,
-                                            _load_f32(hat_t, gid + 0 * H, mask), _load_f32(hat_t, gid + 1 * H, mask),
-                                            _load_f32(hat_t, gid + 2 * H, mask), _load_f32(hat_t, gid + 3 * H, mask),
-                                            rstd, valid, 4, 4 * H)
+            d_i, d_f, d_g, d_o = _shared_norm_back(
+                d_i * gain_i, d_f * gain_f, d_g * gain_g, d_o * gain_o, _load_f32(hat_t, gid + 0 * H, mask),
+                _load_f32(hat_t, gid + 1 * H, mask), _load_f32(hat_t, gid + 2 * H, mask),
+                _load_f32(hat_t, gid + 3 * H, mask), rstd, valid, ln_part_ptr, 2, counters_ptr + pid_b,
+                arrived + 3 * tl.num_programs(0), pid_h, rows, row_mask, B, 4, H, BLOCK_H, K_PAD, ON_CHIP)
             d_i, d_f, d_g, d_o = d_i.to(out_ty), d_f.to(out_ty), d_g.to(out_ty), d_o.to(out_ty)
             _store_grads(d_raw_ptr + t * plane_g, gid, mask, H, d_i, d_f, d_g, d_o)
         else:
@@ -335,10 +349,11 @@ def lstm_backward_kernel(
         # dh_{t-1} = d_gates[t] @ W_hh[:, our units]
         if ON_CHIP:
             d_h_rec = _on_chip_columns(w, (d_i, d_f, d_g, d_o), zero, 4, PRECISION, UPCAST)
-        else:  # every program's gates from memory, after the barrier
-            d_h_rec = _transpose_columns(zero, w, w_hh_t_ptr, units, unit_mask, dg_t, rows, row_mask, partials_ptr,
-                                         counters_ptr, s, plane_h, hid, mask, H, 4, GATE_GROUP, BLOCK_H, SPAN_PAD,
-                                         K_PAD, BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
+        else:  # every program's gates (layer norm: the product's gradient before its norm) after the barrier
+            d_h_rec = _transpose_columns(zero, w, w_hh_t_ptr, units, unit_mask, d_raw_ptr + t * plane_g if LN else dg_t,
+                                         rows, row_mask, partials_ptr, counters_ptr, s, plane_h, hid, mask, H, 4,
+                                         GATE_GROUP, BLOCK_H, SPAN_PAD, K_PAD, BLOCK_K, W_RESIDENT, PRECISION, UPCAST,
+                                         STEP_BARRIERS)
         # (a finished row's passes through)
         d_h_rec = _where_running(t, lengths, _dropped(d_h_rec, drop, DROP), d_h, HAS_LENGTHS)
         s += 1

@@ -15,8 +15,8 @@ import triton.language as tl
 
 from ..common import (HALF_LO_SCALE, _act_tanh, _arrive, _columns_matmul, _dropped, _forward_weights, _gate_bias,
                       _gradient_in, _hat, _load_f32, _load_stacked_weights, _load_weight_columns, _mma, _mma_split,
-                      _norm_back, _normed, _pow2_above, _program_tile, _publish_h, _recurrent_matmul,
-                      _release_counters, _row_lengths, _split_h0, _split_half, _split_tf32, _stacked_rows,
+                      _normed, _pow2_above, _program_tile, _publish_h, _recurrent_matmul, _release_counters,
+                      _row_lengths, _shared_norm_back, _split_h0, _split_half, _split_tf32, _stacked_rows,
                       _step_moments, _wait, _where_running)
 
 
@@ -198,7 +198,7 @@ def _saved_step(t, d_out_ptr, saved_ptr, hid, mask, plane_h, HAS_D_OUT: tl.const
 @triton.jit(do_not_specialize=["T", "B"])
 def rnn_backward_kernel(
     d_out_ptr, d_h_n_ptr, saved_ptr, w_hh_t_ptr, d_pre_ptr, d_h0_ptr, lengths_ptr, drop_ptr, ln_hat_ptr,
-    ln_rstd_ptr, ln_hh_ptr, d_raw_ptr, counters_ptr,
+    ln_rstd_ptr, ln_hh_ptr, d_raw_ptr, ln_part_ptr, counters_ptr,
     T, B,
     H: tl.constexpr, RELU: tl.constexpr, HAS_D_OUT: tl.constexpr, HAS_D_H_N: tl.constexpr,
     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr, K_PAD: tl.constexpr,
@@ -210,9 +210,10 @@ def rnn_backward_kernel(
     ``DROP``: as the LSTM's backward. ``LN``: the forward's layer norm (``ON_CHIP``), from what it
     saved (``ln_hat``, ``ln_rstd``) and the recurrent gain ``ln_hh [H]``: ``d_pre`` is then the
     gradient of both normalized products (the biases' and gains'), ``d_raw [T, B, H]`` that of the
-    recurrent product before its norm (``W_hh``'s, and what ``dh_{t-1}`` is formed from)."""
-    tl.static_assert(not LN or ON_CHIP, "layer norm: one program a row")
+    recurrent product before its norm (``W_hh``'s, and what ``dh_{t-1}`` is formed from); across
+    programs as the GRU's backward (``ln_part [1, programs, 2, B]``)."""
     pid_h, pid_b, units, rows, unit_mask, row_mask, mask, hid = _program_tile(B, H, BLOCK_B, BLOCK_H)
+    STEP_BARRIERS: tl.constexpr = 2 if LN and not ON_CHIP else 1  # (d_raw's exchange, the norm's across programs)
     lengths = _row_lengths(lengths_ptr, rows, row_mask, HAS_LENGTHS)
     drop = _load_f32(drop_ptr, hid, mask) if DROP else 0.0
     plane_h = B.to(tl.int64) * H
@@ -240,8 +241,10 @@ def rnn_backward_kernel(
         if LN:  # through the recurrent product's norm: the gradient before it (W_hh's, and dh_{t-1}'s)
             rstd = tl.load(ln_rstd_ptr + t * B + rows[None, :], mask=row_mask[None, :], other=0.0)
             hat = _load_f32(ln_hat_ptr + t * plane_h, hid, mask)
-            d_pre, _, _, _ = _norm_back(d_pre * gain, d_pre, d_pre, d_pre, hat, hat, hat, hat, rstd,
-                                        unit_mask[:, None], 1, H)
+            d_pre, _, _, _ = _shared_norm_back(d_pre * gain, d_pre, d_pre, d_pre, hat, hat, hat, hat, rstd,
+                                               unit_mask[:, None], ln_part_ptr, 0, counters_ptr + pid_b,
+                                               tl.num_programs(0) * (s * STEP_BARRIERS + 1), pid_h, rows, row_mask, B,
+                                               1, H, BLOCK_H, K_PAD, ON_CHIP)
             tl.store(d_raw_ptr + t * plane_h + hid, d_pre.to(d_raw_ptr.dtype.element_ty), mask=mask)
         d_pre = d_pre.to(d_pre_ptr.dtype.element_ty)  # (the product's operand)
         if ON_CHIP:  # every unit's d_pre is ours (the resident tile is W_hh^T[all units, all units])
@@ -252,9 +255,10 @@ def rnn_backward_kernel(
             _arrive(counters_ptr + pid_b)
             if s + 1 < T:
                 d_out, h = _saved_step(t - 1, d_out_ptr, saved_ptr, hid, mask, plane_h, HAS_D_OUT)
-            _wait(counters_ptr + pid_b, tl.num_programs(0) * (s + 1))
-            d_h_rec = _columns_matmul(w, w_hh_t_ptr, units, unit_mask, dp_t, rows, row_mask, zero, H, 1, 1, K_PAD,
-                                      BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
+            _wait(counters_ptr + pid_b, tl.num_programs(0) * (s + 1) * STEP_BARRIERS)
+            # (layer norm: every program's gradient of the product before its norm)
+            d_h_rec = _columns_matmul(w, w_hh_t_ptr, units, unit_mask, d_raw_ptr + t * plane_h if LN else dp_t, rows,
+                                      row_mask, zero, H, 1, 1, K_PAD, BLOCK_K, W_RESIDENT, PRECISION, UPCAST)
         # (a finished row's passes through)
         d_h_rec = _where_running(t, lengths, _dropped(d_h_rec, drop, DROP), d_h, HAS_LENGTHS)
         s += 1
