@@ -1,5 +1,5 @@
 """What layer normalization costs a training step or an evaluation forward: ``rnnbench.nn`` with
-``layer_norm=True`` on the loop of ``ops/loop.py`` and (where its on-chip plan fits) on our
+``layer_norm=True`` on the loop of ``ops/loop.py`` and (where a plan of theirs takes it) on our
 kernels, against the same layer without it on our kernels and on cuDNN, in one
 process.
 

@@ -56,9 +56,10 @@ kernels (``recurrence.layer_norm_launch_or_refusal``): without gradients every c
 any width (every norm in the kernel, so such a call is recorded and replayed as any other; where
 one program holds a batch row its statistics are its own sums, ``LAYER_NORM_PLAN``: LSTM and GRU
 to hidden 64 in fp32, 128 in 16-bit, the RNN to 128 and 256 on an H200; past those the exchange
-plans gather each program's share after a grid barrier), with them every cell's training where one
-program holds a row (``ops/layer_norm.py``: the forward saving, the backward through every norm,
-never replayed). Any other (wider training, recurrent dropout, CPU tensors) runs on
+plans gather each program's share after a grid barrier), with them every cell's training at any
+width as well (``ops/layer_norm.py``: the forward saving, the backward through every norm, its
+sums exchanged the same way past one program's reach; never replayed). Any other (recurrent
+dropout, CPU tensors) runs on
 ``rnnbench.ops.loop``'s loop, with lengths and PackedSequence too (under
 ``"auto"`` after the fallback's one warning; ``"triton"`` refuses it).
 Inside a ``torch.compile``-d model the module runs eagerly between the compiled graphs, as
@@ -236,8 +237,8 @@ class _KernelPath:
         where the kernels cannot take it (or under ``backend="torch"``) it runs on the loop of
         torch's cells (``ops/loop.py``: cuDNN has no recurrent dropout), ``launch`` None. So does
         every call with layer norm where no kernel takes it (cuDNN has none); ours take it
-        (``recurrence.layer_norm_launch_or_refusal``): without gradients at any width, recorded and
-        replayed as any other; with them where one program holds a row, never replayed."""
+        (``recurrence.layer_norm_launch_or_refusal``) at any width: without gradients recorded and
+        replayed as any other; with them never replayed."""
         drops = bool(self.recurrent_dropout) and self.training
         loop = drops or self.layer_norm  # (calls cuDNN cannot run: the loop where the kernels do not)
         trains = self.layer_norm and torch.is_grad_enabled() and _wants_gradients(self, input, hx)

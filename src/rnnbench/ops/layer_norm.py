@@ -7,14 +7,16 @@ times their gains, plus ``b_ih``, ``b_hh`` (the GRU's ``b_hn`` inside ``r * (.)`
 ``c_t`` normalized where it enters ``tanh``. Every norm of the forward is in the recurrence's kernel
 (``ops/<cell>/kernels.py``, ``LN``), which, saving, keeps the normalized recurrent product and its
 ``1/σ`` for the backward. The backward kernel runs the recurrent product's norm backward in each
-reverse step (and the LSTM's cell norm's), on chip: ``dh_{t-1}`` is formed from the gradient before
-that norm. What is left is outside the recurrence, for every step at once, here: the input's norm
+reverse step (and the LSTM's cell norm's): ``dh_{t-1}`` is formed from the gradient before that
+norm. What is left is outside the recurrence, for every step at once, here: the input's norm
 backward (its normalized values recomputed from the projection the forward kept), the gains' and
 biases' sums, and the weight and input gradients (``gradients.layer_gradients``).
 
 On a plan that holds every unit of a batch row in one program (``recurrence.LAYER_NORM_PLAN``,
-forward and backward): an H200 takes the LSTM and GRU to hidden 64 in fp32, 128 in 16-bit, the RNN
-to 128 and 256.
+forward and backward: on an H200 the LSTM and GRU to hidden 64 in fp32, 128 in 16-bit, the RNN to
+128 and 256), the norms' sums in the program's registers; past that on the exchange plans
+(``recurrence.LAYER_NORM_EXCHANGE_PLAN``), each program's share of them gathered after a grid
+barrier (``common._shared_norm_back`` in the backward).
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 cuDNN cannot go, as a user writes it (``torch.nn.LSTMCell`` in a loop). Keras' LSTM and GRU leave
 cuDNN for such a loop the same way when asked for ``recurrent_dropout``. ``rnnbench.nn`` runs it
 for recurrent dropout where its kernels do not take the call (CPU tensors without the interpreter,
-``backend="torch"``, Triton not installed, a plan refused), and for layer normalization, which no
-kernel of ours takes yet (the gates written out around ``torch.nn.functional.layer_norm``).
+``backend="torch"``, Triton not installed, a plan refused), and for layer normalization where
+they do not (with recurrent dropout, on CPU tensors; the gates written out around
+``torch.nn.functional.layer_norm``).
 Nothing here imports Triton."""
 
 from __future__ import annotations
