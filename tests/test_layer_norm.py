@@ -414,7 +414,6 @@ CUDA_TRAIN_CASES = {
     "gru-B3-H300-bf16-lengths": ("gru", 3, 300, "bf16", dict(lengths=torch.tensor([9, 0, 4]))),
     "rnn_tanh-B32-H650-fp32": ("rnn_tanh", 32, 650, "fp32", {}),
     "rnn_relu-B1-H1024-bf16-no_state": ("rnn_relu", 1, 1024, "bf16", dict(with_state=False)),
-    "lstm-B20-H2048-bf16": ("lstm", 20, 2048, "bf16", {}),  # 128 programs' shares, 4 gathers of 32
 }
 
 

@@ -185,21 +185,3 @@ def test_layer_norm_trains_across_programs(cell, resident):
 
     with plan_override(h_on_chip=False, block_h=16, block_b=16, block_k=16, w_resident=resident):
         assert not check(cell, "triton", 20, 5, 4, 37, lengths=torch.arange(20) % 6)
-
-
-@pytest.mark.parametrize("gradients", [False, True], ids=["forward", "train"])
-def test_layer_norm_gathers_the_shares_a_few_programs_at_a_time(monkeypatch, gradients):
-    """The shares of a row's statistics (forward) and of its norm backward's sums are read
-    ``common._GATHER_SLOTS`` programs' at a time: with 2, hidden 37's 3 programs are gathered in a
-    full chunk and a partly masked one, so a chunk left out or counted twice shows (on the GPU that
-    takes more than 32 programs, hidden 512 and up)."""
-    import triton.language as tl
-
-    from rnnbench.ops import common
-    from rnnbench.ops.recurrence import plan_override
-
-    from test_layer_norm import check
-
-    monkeypatch.setattr(common, "_GATHER_SLOTS", tl.constexpr(2))
-    with plan_override(h_on_chip=False, block_h=16, block_b=16, block_k=16, w_resident=False):
-        assert not check("lstm", "triton", 20, 5, 4, 37, gradients=gradients, lengths=torch.arange(20) % 6)

@@ -33,9 +33,6 @@ from ..reference import LAYER_NORM_EPS
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 _INTERPRET = tl.constexpr(INTERPRET)  # visible inside kernels
 _LAYER_NORM_EPS = tl.constexpr(LAYER_NORM_EPS)  # (the reference's, visible inside kernels)
-# Layer norm's shares gathered this many programs' at a time (:func:`_gathered_moments`): every
-# program's in one [K_PAD // BLOCK_H, BLOCK_B] tile held 32 values a thread at hidden 2048 and spilled.
-_GATHER_SLOTS = tl.constexpr(32)
 
 
 @triton.jit
@@ -425,31 +422,22 @@ def _gathered_moments(part_ptr, k, rows, row_mask, B, GATES: tl.constexpr, H: tl
     returns them. The shares are combined as Chan, Golub and LeVeque's pairwise variance does (the
     squared deviations summed, plus each share's count times its mean's squared distance from the
     row's): no sum of squares less a squared sum, which loses the variance where the mean is far
-    from zero. Two passes over the shares, :data:`_GATHER_SLOTS` programs' a load (the row's mean,
-    then the deviations), a loop not unrolled: unrolled loads a program each held them all in
-    registers (compiled for sm_90 the LSTM's forward at hidden 650 spilled 2.4 KB a thread), and so
-    did one tile of every program's at hidden 2048 (0.9 KB). Read through L2 (``.cg``): other
-    programs wrote them."""
+    from zero. Every share in one ``[K_PAD // BLOCK_H, BLOCK_B]`` load each of sums and deviations
+    (a power of 2 at least the programs; unrolled loads a program each held them all in registers:
+    compiled for sm_90 the LSTM's forward at hidden 650 spilled 2.4 KB a thread). Read through L2
+    (``.cg``): other programs wrote them."""
     PROGRAMS: tl.constexpr = (H + BLOCK_H - 1) // BLOCK_H
-    SLOTS: tl.constexpr = _GATHER_SLOTS if K_PAD // BLOCK_H > _GATHER_SLOTS else K_PAD // BLOCK_H
-    base = part_ptr + k * PROGRAMS * (2 * B) + rows[None, :]
-    total = tl.where(row_mask, 0.0, 0.0)
-    for c in tl.range(0, PROGRAMS, SLOTS):
-        p = c + tl.arange(0, SLOTS)
-        both = (p < PROGRAMS)[:, None] & row_mask[None, :]
-        total += tl.sum(tl.load(base + p[:, None] * (2 * B), mask=both, other=0.0, cache_modifier=".cg"), axis=0)
-    mean = total / (GATES * H)
-    squares = tl.where(row_mask, 0.0, 0.0)
-    for c in tl.range(0, PROGRAMS, SLOTS):
-        p = c + tl.arange(0, SLOTS)
-        present = p < PROGRAMS
-        both = present[:, None] & row_mask[None, :]
-        at = base + p[:, None] * (2 * B)
-        n = tl.where(present, GATES * tl.minimum(BLOCK_H, H - p * BLOCK_H), 1).to(tl.float32)[:, None]
-        apart = tl.load(at, mask=both, other=0.0, cache_modifier=".cg") - n * mean[None, :]  # (count x distance)
-        deviations = tl.load(at + B, mask=both, other=0.0, cache_modifier=".cg")
-        squares += tl.sum(deviations + tl.where(present[:, None], apart * apart / n, 0.0), axis=0)
-    return mean[None, :], (1.0 / tl.sqrt(squares / (GATES * H) + _LAYER_NORM_EPS))[None, :]
+    p = tl.arange(0, K_PAD // BLOCK_H)
+    present = p < PROGRAMS
+    at = part_ptr + (k * PROGRAMS + p)[:, None] * (2 * B) + rows[None, :]
+    both = present[:, None] & row_mask[None, :]
+    total = tl.load(at, mask=both, other=0.0, cache_modifier=".cg")
+    squares = tl.load(at + B, mask=both, other=0.0, cache_modifier=".cg")
+    n = tl.where(present, GATES * tl.minimum(BLOCK_H, H - p * BLOCK_H), 1).to(tl.float32)[:, None]
+    mean = tl.sum(total, axis=0)[None, :] / (GATES * H)
+    apart = total - n * mean  # (a share's count times its mean's distance from the row's)
+    squares = tl.sum(squares + tl.where(present[:, None], apart * apart / n, 0.0), axis=0)[None, :]
+    return mean, 1.0 / tl.sqrt(squares / (GATES * H) + _LAYER_NORM_EPS)
 
 
 @triton.jit
@@ -553,27 +541,24 @@ def _shared_norm_back(d0, d1, d2, d3, x0, x1, x2, x3, rstd, valid, part_ptr, k, 
     """:func:`_norm_back` over each batch row's ``GATES * H`` values. On chip from the program's own
     tiles; where the rows are spread over programs (the exchange plans) each program's sums of
     ``d`` and ``d x̂`` go into ``part [K, programs, 2, B]`` fp32 at ``[k, pid_h]``, and after a
-    grid barrier at ``counter_ptr`` (``target`` arrivals) every program's are loaded and summed,
-    :data:`_GATHER_SLOTS` programs' a load."""
+    grid barrier at ``counter_ptr`` (``target`` arrivals) every program's are loaded in one tile
+    and summed."""
     if ON_CHIP:
         d0, d1, d2, d3 = _norm_back(d0, d1, d2, d3, x0, x1, x2, x3, rstd, valid, GATES, GATES * H)
     else:
         PROGRAMS: tl.constexpr = (H + BLOCK_H - 1) // BLOCK_H
         total, dot = _norm_back_sums(d0, d1, d2, d3, x0, x1, x2, x3, valid, GATES)
-        base = part_ptr + k * PROGRAMS * (2 * B) + rows
-        tl.store(base + pid_h * (2 * B), total, mask=row_mask)
-        tl.store(base + pid_h * (2 * B) + B, dot, mask=row_mask)
+        slot = part_ptr + (k * PROGRAMS + pid_h) * (2 * B)
+        tl.store(slot + rows, total, mask=row_mask)
+        tl.store(slot + B + rows, dot, mask=row_mask)
         _grid_barrier(counter_ptr, target)
-        total, dot = tl.where(row_mask, 0.0, 0.0), tl.where(row_mask, 0.0, 0.0)
-        SLOTS: tl.constexpr = _GATHER_SLOTS if K_PAD // BLOCK_H > _GATHER_SLOTS else K_PAD // BLOCK_H
-        for c in tl.range(0, PROGRAMS, SLOTS):  # (a loop of SLOTS programs' shares: _gathered_moments)
-            p = c + tl.arange(0, SLOTS)
-            both = (p < PROGRAMS)[:, None] & row_mask[None, :]
-            at = base[None, :] + p[:, None] * (2 * B)
-            total += tl.sum(tl.load(at, mask=both, other=0.0, cache_modifier=".cg"), axis=0)
-            dot += tl.sum(tl.load(at + B, mask=both, other=0.0, cache_modifier=".cg"), axis=0)
-        d0, d1, d2, d3 = _norm_back_from(d0, d1, d2, d3, x0, x1, x2, x3, rstd, (total / (GATES * H))[None, :],
-                                         (dot / (GATES * H))[None, :], valid, GATES)
+        p = tl.arange(0, K_PAD // BLOCK_H)
+        at = part_ptr + (k * PROGRAMS + p)[:, None] * (2 * B) + rows[None, :]
+        both = (p < PROGRAMS)[:, None] & row_mask[None, :]
+        total = tl.sum(tl.load(at, mask=both, other=0.0, cache_modifier=".cg"), axis=0)[None, :]
+        dot = tl.sum(tl.load(at + B, mask=both, other=0.0, cache_modifier=".cg"), axis=0)[None, :]
+        d0, d1, d2, d3 = _norm_back_from(d0, d1, d2, d3, x0, x1, x2, x3, rstd, total / (GATES * H),
+                                         dot / (GATES * H), valid, GATES)
     return d0, d1, d2, d3
 
 
